@@ -1,0 +1,18 @@
+# Tasks for stb-pipeline. `just --list` shows them.
+
+# Build every variant's tables into data/
+build *ARGS:
+    stb-pipeline build --variant all {{ARGS}}
+
+# Run the whole test suite
+test *ARGS:
+    python -m pytest {{ARGS}}
+
+# Print the solver benchmark table (states, moves, seconds, peak memory)
+bench:
+    python benchmarks/bench_solver.py
+
+# Lint and check formatting
+lint:
+    ruff check .
+    ruff format --check .

@@ -1,0 +1,298 @@
+"""The `stb-pipeline` command: a thin layer that parses, calls the library and prints.
+
+Every domain error becomes one line on stderr and its exit code (see ``pipeline.errors``):
+0 success, 1 a failure reading or writing tables, 2 bad input (usage, tiles, rolls, variants).
+"""
+
+import functools
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pipeline import answers, stages
+from pipeline.errors import PipelineError, UsageError
+from pipeline.games.shutbox import RuleSet
+from pipeline.variants import REGISTRY, Variant, custom_variant, get_variant, resolve
+
+app = typer.Typer(
+    help="Exact solutions of Shut the Box family dice games, as Parquet tables.\n\n"
+    "Example: stb-pipeline build --variant all",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+out = Console(highlight=False, soft_wrap=True, width=max(Console().width, 100))
+
+DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR", "data"))
+DataDir = Annotated[Path, typer.Option("--data-dir", "-d", help="Directory of the Parquet tables.")]
+OneVariant = Annotated[
+    str,
+    typer.Option("--variant", "-v", help="Variant name (see `stb-pipeline variants`) or custom."),
+]
+P1Score = Annotated[
+    int | None, typer.Option("--p1-score", help="Player 1's score (two-player game, P2 states).")
+]
+
+#: Options that describe a custom one-player rule set; added to commands by @with_rules.
+RULE_OPTIONS: dict[str, tuple[type, str]] = {
+    "tiles": (int, "Custom rules: number of tiles (1..n)."),
+    "dice": (int, "Custom rules: number of dice normally rolled."),
+    "sides": (int, "Custom rules: sides of each die."),
+    "one_die": (str, "Custom rules: one-die rule: never, forced or optional."),
+    "one_die_sum": (int, "Custom rules: one die when the open tiles sum to at most this."),
+    "one_die_shut": (str, "Custom rules: one die once these tiles are shut, e.g. 789."),
+    "objective": (str, "Custom rules: shut (max P(shut)), score (min E[score]) or target."),
+    "target": (int, "Custom rules: for objective target, maximise P(score <= target)."),
+    "max_per_move": (int, "Custom rules: at most this many tiles shut per roll."),
+    "scoring": (str, "Custom rules: sum (of open tiles) or digital (tiles read as a number)."),
+    "name": (str, "Custom rules: the variant name to store them under."),
+}
+
+
+def rules_from_options(values: dict[str, Any]) -> Variant | None:
+    """A custom variant from the rule options given, or None when none was given."""
+    given = {k: v for k, v in values.items() if v is not None and k != "name"}
+    if not given:
+        if values.get("name"):
+            raise UsageError("--name needs rule options such as --tiles")
+        return None
+    if "one_die_shut" in given:
+        text = str(given["one_die_shut"]).replace(",", " ")
+        tokens = text.split() if " " in text.strip() else list(text.strip())
+        if not all(t.isdigit() for t in tokens):
+            raise UsageError(f"--one-die-shut {given['one_die_shut']!r}: give tiles, e.g. 789")
+        given["one_die_shut"] = tuple(int(t) for t in tokens)
+    if "one_die" not in given and ("one_die_sum" in given or "one_die_shut" in given):
+        given["one_die"] = "optional"
+    return custom_variant(RuleSet(**given), values.get("name"))
+
+
+def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the custom rule options to a command; it receives them as ``custom: Variant | None``."""
+    sig = inspect.signature(fn)
+    extra = [
+        inspect.Parameter(
+            f"rule_{name}",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                kind | None,
+                typer.Option(
+                    f"--{name.replace('_', '-')}", help=text, rich_help_panel="Custom rules"
+                ),
+            ],
+        )
+        for name, (kind, text) in RULE_OPTIONS.items()
+    ]
+    params = [p for p in sig.parameters.values() if p.name != "custom"] + extra
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        values = {name: kwargs.pop(f"rule_{name}") for name in RULE_OPTIONS}
+        kwargs["custom"] = rules_from_options(values)
+        return fn(**kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
+
+
+def pick_variants(names: list[str], custom: Variant | None) -> list[Variant]:
+    """The variants a command acts on: the custom rule set, or the named ones."""
+    if custom is not None:
+        if any(n not in ("custom", "classic", "all") for n in names):
+            raise UsageError("give either --variant NAME or custom rule options, not both")
+        return [custom]
+    flat = [part for n in names for part in n.split(",") if part]
+    if "custom" in flat:
+        raise UsageError("--variant custom needs rule options such as --tiles 12")
+    return resolve(flat)
+
+
+def pick_one(name: str, custom: Variant | None) -> Variant:
+    """The single variant a question is about."""
+    if custom is not None:
+        return pick_variants([name], custom)[0]
+    if name == "all":
+        raise UsageError("name one variant, not all")
+    return get_variant(name)
+
+
+def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example: str) -> None:
+    """Register a command that runs ``stage_list`` for the chosen variants."""
+
+    @with_rules
+    def command(
+        variant: Annotated[
+            list[str],
+            typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
+        ] = ["all"],  # noqa: B006  (typer needs a literal default)
+        data_dir: DataDir = DEFAULT_DATA_DIR,
+        custom: Variant | None = None,
+    ) -> None:
+        chosen = pick_variants(variant, custom)
+        reports = stages.run(chosen, stage_list, data_dir)
+        print_reports(reports, data_dir)
+
+    command.__doc__ = f"{summary}\n\nExample: {example}"
+    app.command(name)(command)
+
+
+def print_reports(reports: list[stages.StageReport], data_dir: Path) -> None:
+    """A short summary table of what a run produced."""
+    table = Table(title=f"tables written to {data_dir}/", title_justify="left")
+    for col in ("variant", "states", "nodes", "moves", "value at start", "seconds"):
+        table.add_column(col, justify="left" if col == "variant" else "right", no_wrap=True)
+    for r in reports:
+        start = "" if r.start_value is None else f"{r.start_value:.12g}"
+        table.add_row(
+            r.variant, f"{r.states:,}", f"{r.nodes:,}", f"{r.moves:,}", start, f"{r.seconds:.2f}"
+        )
+    out.print(table)
+    written = sorted({t for r in reports for t in r.tables})
+    out.print(f"tables: {', '.join(written)}")
+    for r in reports:
+        if r.note:
+            out.print(f"{r.variant}: {r.note}")
+
+
+_stage_command(
+    "enumerate",
+    ("enumerate",),
+    "Enumerate states into states.parquet (values left empty).",
+    "stb-pipeline enumerate --variant classic",
+)
+_stage_command(
+    "edges",
+    ("edges",),
+    "Write successor edges (state, dice, roll, probability, move, next).",
+    "stb-pipeline edges --variant classic",
+)
+_stage_command(
+    "solve",
+    ("enumerate", "solve"),
+    "Solve values in rank order into states.parquet.",
+    "stb-pipeline solve --variant lever",
+)
+_stage_command(
+    "policy",
+    ("policy",),
+    "Write the best move of every (state, roll) and every move's regret.",
+    "stb-pipeline policy --variant classic",
+)
+_stage_command(
+    "build",
+    stages.STAGES,
+    "Run every stage (enumerate, edges, solve, policy) for the variants.",
+    "stb-pipeline build --variant all",
+)
+
+
+@app.command("expect")
+@with_rules
+def expect_cmd(
+    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345 (or 1,2,10).")],
+    variant: OneVariant = "classic",
+    p1_score: P1Score = None,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    custom: Variant | None = None,
+) -> None:
+    """Print the value of a state (P(shut), expected score, ... per the variant's objective).
+
+    Example: stb-pipeline expect --variant classic 123456789
+    """
+    found = answers.expect(data_dir, pick_one(variant, custom), tiles, p1_score=p1_score)
+    out.print(f"{found.value!r}")
+
+
+@app.command("move")
+@with_rules
+def move_cmd(
+    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345.")],
+    roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
+    variant: OneVariant = "classic",
+    p1_score: P1Score = None,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    custom: Variant | None = None,
+) -> None:
+    """Print the best move for a roll, its value, and what each other legal move loses.
+
+    Example: stb-pipeline move --variant classic 12345 7
+    """
+    advice = answers.best_move(data_dir, pick_one(variant, custom), tiles, roll, p1_score=p1_score)
+    if advice.best_move is None:
+        out.print(f"no legal move: the game ends, value {advice.value!r}")
+        return
+    out.print(f"best move {advice.best_move}  value {advice.value!r}")
+    table = Table("move", "leaves", "value", "loses")
+    for row in advice.moves.iter_rows(named=True):
+        table.add_row(
+            str(row["move"]),
+            row["next_tiles"] or "(shut)",
+            f"{row['value']:.12g}",
+            f"{row['regret']:.3g}",
+        )
+    out.print(table)
+
+
+@app.command("variants")
+def variants_cmd() -> None:
+    """List the registered variants; `all` builds those marked yes.
+
+    Example: stb-pipeline variants
+    """
+    table = Table("variant", "in all", "description")
+    for v in REGISTRY.values():
+        table.add_row(v.name, "yes" if v.in_all else "no", v.description)
+    out.print(table)
+
+
+def run(argv: list[str]) -> int:
+    """Run the CLI on ``argv``; return the exit code. Errors become one line on stderr."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        result = app(args=argv, prog_name="stb-pipeline", standalone_mode=False)
+    except PipelineError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return exc.exit_code
+    except typer.TyperException as exc:
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            err.print(ctx.get_help(), markup=False)
+        else:
+            err.print(f"error: {exc.format_message()} (see --help)", markup=False)
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        err.print("error: aborted", markup=False)
+        return 130
+    except KeyboardInterrupt:
+        err.print("error: interrupted; tables on disk are unchanged", markup=False)
+        return 130
+    except Exception as exc:
+        if os.environ.get("STB_DEBUG"):
+            raise
+        err.print(
+            f"error: internal error {type(exc).__name__}: {exc} (STB_DEBUG=1 shows more)",
+            markup=False,
+        )
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

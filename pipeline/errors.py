@@ -1,0 +1,27 @@
+"""Domain errors. The CLI turns each into one line on stderr and its exit code."""
+
+from __future__ import annotations
+
+
+class PipelineError(Exception):
+    """Base class: a problem the user can fix. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class UsageError(PipelineError, ValueError):
+    """Bad input: malformed tiles, impossible roll, unknown variant, contradictory rules."""
+
+    exit_code = 2
+
+
+class TablesMissingError(PipelineError):
+    """The tables a command reads have not been built (or lack the variant asked for)."""
+
+    exit_code = 2
+
+
+class TableError(PipelineError):
+    """A table on disk is unreadable, foreign or truncated."""
+
+    exit_code = 1

@@ -1,0 +1,264 @@
+"""The pipeline stages: enumerate, edges, solve, policy, and build (all of them).
+
+Each stage turns a variant's game graph (and, from solve on, its solution) into table rows;
+:func:`run` writes them with :mod:`pipeline.tables`. Other modules add tables to ``build`` by
+appending to :data:`BUILD_HOOKS`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pipeline import tables
+from pipeline.games.base import Game
+from pipeline.solvers.graph import Graph
+from pipeline.solvers.rank_order import Solution, best_moves, solve_rank_order
+from pipeline.variants import Variant
+
+STAGES = ("enumerate", "edges", "solve", "policy")
+#: Which tables each stage writes.
+STAGE_TABLES = {
+    "enumerate": ("states",),
+    "edges": ("edges",),
+    "solve": ("states",),
+    "policy": ("policy", "moves"),
+}
+
+
+@dataclass
+class Solved:
+    """A variant's game, graph and (once solved) solution, shared by the stages of one run."""
+
+    variant: Variant
+    game: Game
+    graph: Graph
+    solution: Solution | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    _states: pl.DataFrame | None = None
+
+    def states(self) -> pl.DataFrame:
+        """Readable description of every state, in graph order (computed once)."""
+        if self._states is None:
+            self._states = self.game.describe_states(self.graph.state_id)
+        return self._states
+
+    def solve(self) -> Solution:
+        """Solve the graph once."""
+        if self.solution is None:
+            t0 = time.perf_counter()
+            self.solution = solve_rank_order(self.graph)
+            self.seconds["solve"] = time.perf_counter() - t0
+        return self.solution
+
+
+#: Extra tables written by `build`: each hook returns {table name: rows of this variant}.
+BUILD_HOOKS: list[Callable[[Solved], dict[str, pl.DataFrame]]] = []
+
+
+def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
+    """The states table rows of a variant (values and dice choice only after solving)."""
+    g = s.graph
+    frame = pl.DataFrame({"state_id": g.state_id}).hstack(s.states())
+    frame = frame.with_columns(
+        terminal=pl.Series(~np.isnan(g.terminal)),
+        rank=pl.Series(g.rank, dtype=pl.Int32),
+        objective=pl.lit(s.game.objective),
+        maximise=pl.lit(g.maximise),
+    )
+    if not with_values:
+        return frame.with_columns(value=pl.lit(None, dtype=pl.Float64))
+    sol = s.solve()
+    choice = pl.Series(sol.choice).replace(-1, None)
+    return frame.with_columns(
+        value=pl.Series(sol.value),
+        **{s.game.choice_name(): choice.cast(pl.Int16)},
+        choice_options=pl.Series(sol.n_choices, dtype=pl.Int16),
+    )
+
+
+def _gather_states(s: Solved, idx: np.ndarray, prefix: str = "") -> pl.DataFrame:
+    """State id and tiles of the states at graph indices ``idx`` (null where idx < 0)."""
+    ok = idx >= 0
+    safe = np.where(ok, idx, 0)
+    frame = pl.DataFrame(
+        {"ok": ok, "id": s.graph.state_id[safe], "tiles": s.states()["tiles"].gather(safe)}
+    )
+    return frame.select(
+        pl.when("ok").then("id").alias(f"{prefix}state_id"),
+        pl.when("ok").then("tiles").alias(f"{prefix}tiles"),
+    )
+
+
+def edge_rows(s: Solved) -> pl.DataFrame:
+    """One row per (state, dice, roll, move): the successor edges, with each roll's probability.
+
+    A roll with no legal move has one row with a null move: ``reward`` is then the final value.
+    Each row's value is ``reward + sign * value(next_state_id)``.
+    """
+    g = s.graph
+    starts = g.move_starts()
+    count = starts[g.ch_node + 1] - starts[g.ch_node]
+    rows = np.repeat(np.arange(g.ch_state.shape[0]), count)
+    first = np.repeat(starts[g.ch_node], count)
+    within = np.arange(rows.shape[0]) - np.repeat(np.cumsum(count) - count, count)
+    mv = first + within
+    frame = _gather_states(s, g.ch_state[rows])
+    nxt = _gather_states(s, g.mv_dst[mv], prefix="next_")
+    return (
+        frame.hstack(
+            [
+                pl.Series(s.game.choice_name(), g.ch_choice[rows], dtype=pl.Int16),
+                pl.Series("roll", g.node_roll[g.ch_node[rows]], dtype=pl.Int16),
+                pl.Series("prob", g.ch_prob[rows]),
+                s.game.describe_moves(g.mv_label[mv]).alias("move"),
+            ]
+        )
+        .hstack(nxt)
+        .with_columns(
+            reward=pl.Series(g.mv_offset[mv]), sign=pl.Series(g.mv_scale[mv], dtype=pl.Int8)
+        )
+    )
+
+
+def policy_rows(s: Solved) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The policy (best move of every (state, roll)) and every legal move with its regret."""
+    g, sol = s.graph, s.solve()
+    best, n_optimal = best_moves(g, sol)
+    n_moves = np.bincount(g.mv_node[g.mv_label >= 0], minlength=g.node_state.shape[0])
+    policy = (
+        _gather_states(s, g.node_state)
+        .hstack(
+            [
+                pl.Series("roll", g.node_roll, dtype=pl.Int16),
+                pl.Series("stuck", g.mv_label[best] < 0),
+                s.game.describe_moves(g.mv_label[best]).alias("best_move"),
+            ]
+        )
+        .hstack(_gather_states(s, g.mv_dst[best], prefix="next_"))
+        .with_columns(
+            value=pl.Series(sol.node_value),
+            n_optimal=pl.Series(np.where(g.mv_label[best] < 0, 0, n_optimal), dtype=pl.Int16),
+            n_moves=pl.Series(n_moves, dtype=pl.Int16),
+        )
+    )
+    legal = np.flatnonzero(g.mv_label >= 0)
+    node = g.mv_node[legal]
+    node_best = sol.node_value[node]
+    regret = (node_best - sol.move_value[legal]) * (1 if g.maximise else -1)
+    is_best = np.zeros(g.mv_node.shape[0], dtype=bool)
+    is_best[best] = True
+    moves = (
+        _gather_states(s, g.node_state[node])
+        .hstack(
+            [
+                pl.Series("roll", g.node_roll[node], dtype=pl.Int16),
+                s.game.describe_moves(g.mv_label[legal]).alias("move"),
+            ]
+        )
+        .hstack(_gather_states(s, g.mv_dst[legal], prefix="next_"))
+        .with_columns(
+            value=pl.Series(sol.move_value[legal]),
+            regret=pl.Series(np.maximum(regret, 0.0)),
+            is_best=pl.Series(is_best[legal]),
+        )
+    )
+    return policy, moves
+
+
+def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame]:
+    """The tables the requested stages produce for one variant."""
+    out: dict[str, pl.DataFrame] = {}
+    for stage in stages:
+        t0 = time.perf_counter()
+        if stage == "enumerate" and "solve" not in stages:
+            out["states"] = state_rows(s, with_values=False)
+        elif stage == "edges" and not s.game.skip_edges:
+            out["edges"] = edge_rows(s)
+        elif stage == "solve":
+            out["states"] = state_rows(s, with_values=True)
+        elif stage == "policy":
+            out["policy"], out["moves"] = policy_rows(s)
+        s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
+    if set(STAGES) <= set(stages):
+        for hook in BUILD_HOOKS:
+            out.update(hook(s))
+    return out
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """What one variant's run produced, for the CLI's summary."""
+
+    variant: str
+    states: int
+    nodes: int
+    moves: int
+    start_value: float | None
+    tables: tuple[str, ...]
+    seconds: float
+    note: str = ""
+
+
+def run(
+    variants: Sequence[Variant],
+    stages: Sequence[str],
+    data_dir: Path,
+    console: Console | None = None,
+) -> list[StageReport]:
+    """Run ``stages`` for each variant and write their tables into ``data_dir``.
+
+    All variants are computed first and every table is then replaced once, under the data
+    directory's lock, so a failure part-way leaves the old tables as they were.
+    """
+    console = console or Console(stderr=True)
+    pending: dict[str, dict[str, pl.DataFrame]] = {}
+    rules: dict[str, dict] = {}
+    reports: list[StageReport] = []
+    columns = [TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("solving", total=len(variants))
+        for variant in variants:
+            bar.update(task, description=f"{variant.name}: building graph")
+            t0 = time.perf_counter()
+            game = variant.make()
+            s = Solved(variant, game, game.graph())
+            bar.update(task, description=f"{variant.name}: {', '.join(stages)}")
+            frames = stage_frames(s, stages)
+            for name, frame in frames.items():
+                pending.setdefault(name, {})[variant.name] = frame
+            rules[variant.name] = game.rules()
+            start = _start_value(s) if s.solution is not None else None
+            note = "edges skipped (too large)" if "edges" in stages and game.skip_edges else ""
+            reports.append(
+                StageReport(
+                    variant.name,
+                    s.graph.n_states,
+                    int(s.graph.node_state.shape[0]),
+                    int(np.count_nonzero(s.graph.mv_label >= 0)),
+                    start,
+                    tuple(sorted(frames)),
+                    time.perf_counter() - t0,
+                    note,
+                )
+            )
+            bar.advance(task)
+        bar.update(task, description="writing tables")
+        with tables.data_lock(data_dir):
+            for name, frames_by_variant in pending.items():
+                tables.replace_rows(data_dir, name, frames_by_variant, rules)
+    return reports
+
+
+def _start_value(s: Solved) -> float:
+    """Value of the variant's start state."""
+    assert s.solution is not None
+    idx = np.flatnonzero(s.graph.state_id == s.game.start_state())[0]
+    return float(s.solution.value[idx])

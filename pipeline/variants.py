@@ -1,0 +1,97 @@
+"""The registry of named variants: each name maps to a game (rules) built on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.errors import UsageError
+from pipeline.games.base import Game
+from pipeline.games.shutbox import RuleSet, ShutTheBox
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named game: how to build it, a one-line description, and whether `all` includes it."""
+
+    name: str
+    description: str
+    make: Callable[[], Game]
+    in_all: bool = True
+
+
+REGISTRY: dict[str, Variant] = {}
+
+
+def register(variant: Variant) -> Variant:
+    """Add a variant to the registry (names are unique)."""
+    if variant.name in REGISTRY:
+        raise ValueError(f"variant {variant.name!r} is registered twice")
+    REGISTRY[variant.name] = variant
+    return variant
+
+
+def stb(name: str, description: str, rules: RuleSet, in_all: bool = True) -> Variant:
+    """Register a one-player Shut the Box variant."""
+    return register(Variant(name, description, lambda: ShutTheBox(rules), in_all))
+
+
+stb("classic", "9 tiles, always two dice, maximise P(shut) (seed 000)", RuleSet())
+stb(
+    "classic-score",
+    "9 tiles, always two dice, minimise the expected final score",
+    RuleSet(objective="score"),
+)
+stb(
+    "lever",
+    "9 tiles; one die or two by choice once 7, 8, 9 are shut; maximise P(shut) (seed 003)",
+    RuleSet(one_die="optional", one_die_shut=(7, 8, 9)),
+)
+stb(
+    "one-die-6",
+    "9 tiles; one die (forced) once the open tiles sum to 6 or less; maximise P(shut)",
+    RuleSet(one_die="forced", one_die_sum=6),
+)
+stb(
+    "one-die-6-max2",
+    "as one-die-6, shutting at most two tiles per roll (Durango Bill)",
+    RuleSet(one_die="forced", one_die_sum=6, max_per_move=2),
+)
+stb(
+    "six-tiles-one-die",
+    "6 tiles, always one die, maximise P(shut) (The Fiddler)",
+    RuleSet(tiles=6, dice=1),
+)
+stb("twelve-tiles", "12 tiles, always two dice, maximise P(shut)", RuleSet(tiles=12))
+stb(
+    "digital-score",
+    "9 tiles, one die once the open sum is 6 or less, minimise the digital "
+    "score (open tiles read as a number)",
+    RuleSet(one_die="forced", one_die_sum=6, objective="score", scoring="digital"),
+)
+
+
+def get_variant(name: str) -> Variant:
+    """The registered variant called ``name``; UsageError naming the known ones otherwise."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise UsageError(f"unknown variant {name!r}; known variants: {known}, all") from None
+
+
+def resolve(names: list[str]) -> list[Variant]:
+    """Variants named on the command line; ``all`` expands to every variant marked in_all."""
+    out: list[Variant] = []
+    for name in names:
+        found = [v for v in REGISTRY.values() if v.in_all] if name == "all" else [get_variant(name)]
+        out.extend(v for v in found if v not in out)
+    return out
+
+
+def custom_variant(rules: RuleSet, name: str | None = None) -> Variant:
+    """A variant for a rule set given on the command line (named after its rules by default)."""
+    label = name or rules.slug()
+    if label in REGISTRY or label == "all":
+        raise UsageError(f"custom variant name {label!r} is taken by a registered variant")
+    return Variant(label, "custom rule set", lambda: ShutTheBox(rules), in_all=False)
