@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline import answers, stages
+from pipeline.commands import register_all
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.shutbox import RuleSet
 from pipeline.variants import REGISTRY, Variant, custom_variant, get_variant, resolve
@@ -253,6 +254,9 @@ def variants_cmd() -> None:
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
     out.print(table)
+
+
+register_all(app)
 
 
 def run(argv: list[str]) -> int:

@@ -1,8 +1,8 @@
 """The pipeline stages: enumerate, edges, solve, policy, and build (all of them).
 
 Each stage turns a variant's game graph (and, from solve on, its solution) into table rows;
-:func:`run` writes them with :mod:`pipeline.tables`. Other modules add tables to ``build`` by
-appending to :data:`BUILD_HOOKS`.
+:func:`run` writes them with :mod:`pipeline.tables`. Other modules add tables to ``build``
+through :func:`build_hooks`.
 """
 
 from __future__ import annotations
@@ -59,8 +59,13 @@ class Solved:
         return self.solution
 
 
-#: Extra tables written by `build`: each hook returns {table name: rows of this variant}.
-BUILD_HOOKS: list[Callable[[Solved], dict[str, pl.DataFrame]]] = []
+def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
+    """Extra tables written by `build`: each hook returns {table name: rows of this variant}.
+
+    Imported here, not at module level, so that hook modules may import this one.
+    """
+    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = []
+    return hooks
 
 
 def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
@@ -188,7 +193,7 @@ def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame]:
             out["policy"], out["moves"] = policy_rows(s)
         s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
     if set(STAGES) <= set(stages):
-        for hook in BUILD_HOOKS:
+        for hook in build_hooks():
             out.update(hook(s))
     return out
 
