@@ -14,8 +14,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "variant": "variant name (see `stb-pipeline variants`)",
             "state_id": "canonical integer id of the state within its game (Shut the Box: bitmask "
             "of open tiles, bit i-1 for tile i)",
-            "tiles": "open tiles in increasing order: digits (\"1245\") up to 9 tiles, "
-            "comma-separated above; \"\" when shut",
+            "tiles": 'open tiles in increasing order: digits ("1245") up to 9 tiles, '
+            'comma-separated above; "" when shut',
             "open_tiles": "open tiles as a list of integers",
             "n_open": "number of open tiles",
             "open_sum": "sum of the open tiles",
