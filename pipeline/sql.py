@@ -66,7 +66,7 @@ def run_query(name: str, data_dir: Path, **params: Any) -> pl.DataFrame:
     path = query_path(name)
     con = connect(data_dir, params)
     try:
-        return con.execute(path.read_text()).pl()
+        return con.sql(path.read_text()).pl()
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
         raise TableError(
