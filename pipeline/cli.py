@@ -154,12 +154,11 @@ def print_reports(reports: list[stages.StageReport], data_dir: Path) -> None:
         table.add_column(col, justify="left" if col == "variant" else "right", no_wrap=True)
     for r in reports:
         start = "" if r.start_value is None else f"{r.start_value:.12g}"
-        table.add_row(
-            r.variant, f"{r.states:,}", f"{r.nodes:,}", f"{r.moves:,}", start, f"{r.seconds:.2f}"
-        )
+        seconds = "skipped" if r.skipped else f"{r.seconds:.2f}"
+        table.add_row(r.variant, f"{r.states:,}", f"{r.nodes:,}", f"{r.moves:,}", start, seconds)
     out.print(table)
     written = sorted({t for r in reports for t in r.tables})
-    out.print(f"tables: {', '.join(written)}")
+    out.print(f"tables: {', '.join(written) or 'none written (nothing changed)'}")
     for r in reports:
         if r.note:
             out.print(f"{r.variant}: {r.note}")
@@ -189,12 +188,31 @@ _stage_command(
     "Write the best move of every (state, roll) and every move's regret.",
     "stb-pipeline policy --variant classic",
 )
-_stage_command(
-    "build",
-    stages.STAGES,
-    "Run every stage (enumerate, edges, solve, policy) for the variants.",
-    "stb-pipeline build --variant all",
-)
+
+
+@app.command("build")
+@with_rules
+def build_cmd(
+    variant: Annotated[
+        list[str],
+        typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
+    ] = ["all"],  # noqa: B006  (typer needs a literal default)
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    force: Annotated[
+        bool, typer.Option("--force", help="Rebuild variants that manifest.json shows unchanged.")
+    ] = False,
+    custom: Variant | None = None,
+) -> None:
+    """Run every stage (enumerate, edges, solve, policy) for the variants.
+
+    A variant whose rules and code hash match data/manifest.json, and whose tables are unchanged
+    since, is skipped (and says so); --force rebuilds it.
+
+    Example: stb-pipeline build --variant all
+    """
+    chosen = pick_variants(variant, custom)
+    reports = stages.run(chosen, stages.STAGES, data_dir, skip_unchanged=not force)
+    print_reports(reports, data_dir)
 
 
 @app.command("expect")

@@ -25,3 +25,9 @@ class TableError(PipelineError):
     """A table on disk is unreadable, foreign or truncated."""
 
     exit_code = 1
+
+
+class ContractError(PipelineError):
+    """`verify` found tables that break a data contract (queries/contracts/)."""
+
+    exit_code = 3

@@ -30,6 +30,9 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "dice": "number of dice the optimal player rolls here (null when terminal)",
             "choice_options": "how many numbers of dice the rules allow here (2 where one die is "
             "optional)",
+            "residual": "the solver's bound on |value - its Bellman recomputation|: 0 for backward "
+            "induction, the last sweep's largest change for value iteration (`verify` allows "
+            "max(1e-12 * max(1, |value|), residual))",
         },
     ),
     "edges": (

@@ -58,7 +58,23 @@ def connect(data_dir: Path, params: dict[str, Any] | None = None) -> duckdb.Duck
             f"create view {path.stem} as "
             f"select * from read_parquet(getvariable('path_{path.stem}'))"
         )
+    if (Path(data_dir) / "states.parquet").is_file():
+        con.execute(RULES_VIEW.replace("$path", "getvariable('path_states')"))
     return con
+
+
+#: View `rules` (variant, game, rules JSON): the rule sets in states.parquet's `stb.rules`
+#: metadata, so queries can pick rows by game (e.g. one-player Shut the Box) and read options.
+RULES_VIEW = """
+create view rules as
+with meta as (
+    select decode(value) as rules_by_variant
+    from parquet_kv_metadata($path)
+    where decode(key) = 'stb.rules'
+)
+select j.key as variant, j.value ->> 'game' as game, j.value as rules
+from meta, json_each(json(meta.rules_by_variant)) as j
+"""
 
 
 def run_query(name: str, data_dir: Path, **params: Any) -> pl.DataFrame:

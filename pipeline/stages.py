@@ -17,7 +17,7 @@ import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline import tables
+from pipeline import manifest, tables
 from pipeline.games.base import Game
 from pipeline.solvers.graph import Graph
 from pipeline.solvers.rank_order import Solution, best_moves, solve_rank_order
@@ -42,6 +42,9 @@ class Solved:
     graph: Graph
     solution: Solution | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    #: Seeds of every random generator used for this variant's tables (hooks add theirs);
+    #: recorded in manifest.json.
+    seeds: dict[str, int] = field(default_factory=dict)
     _states: pl.DataFrame | None = None
 
     def states(self) -> pl.DataFrame:
@@ -86,6 +89,8 @@ def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
         value=pl.Series(sol.value),
         **{s.game.choice_name(): choice.cast(pl.Int16)},
         choice_options=pl.Series(sol.n_choices, dtype=pl.Int16),
+        # verify's Bellman contract allows this much (0 for backward induction).
+        residual=pl.lit(float(sol.residual)),
     )
 
 
@@ -210,6 +215,7 @@ class StageReport:
     tables: tuple[str, ...]
     seconds: float
     note: str = ""
+    skipped: bool = False
 
 
 def run(
@@ -217,16 +223,21 @@ def run(
     stages: Sequence[str],
     data_dir: Path,
     console: Console | None = None,
+    skip_unchanged: bool = False,
 ) -> list[StageReport]:
     """Run ``stages`` for each variant and write their tables into ``data_dir``.
 
-    All variants are computed first and every table is then replaced once, under the data
-    directory's lock, so a failure part-way leaves the old tables as they were.
+    All variants are computed first and every table is then replaced in one commit, under the
+    data directory's lock, so a failure part-way leaves the old tables as they were. With
+    ``skip_unchanged``, a variant whose last run (per ``manifest.json``) had the same stages,
+    rules and code hash, and whose tables are unchanged since, is not recomputed.
     """
     console = console or Console(stderr=True)
     pending: dict[str, dict[str, pl.DataFrame]] = {}
     rules: dict[str, dict] = {}
+    records: dict[str, dict] = {}
     reports: list[StageReport] = []
+    known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
     columns = [TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("solving", total=len(variants))
@@ -234,6 +245,11 @@ def run(
             bar.update(task, description=f"{variant.name}: building graph")
             t0 = time.perf_counter()
             game = variant.make()
+            record = manifest.up_to_date(data_dir, known, variant.name, game.rules(), list(stages))
+            if record is not None:
+                reports.append(_skipped_report(variant.name, record))
+                bar.advance(task)
+                continue
             s = Solved(variant, game, game.graph())
             bar.update(task, description=f"{variant.name}: {', '.join(stages)}")
             frames = stage_frames(s, stages)
@@ -242,24 +258,48 @@ def run(
             rules[variant.name] = game.rules()
             start = _start_value(s) if s.solution is not None else None
             note = "edges skipped (too large)" if "edges" in stages and game.skip_edges else ""
-            reports.append(
-                StageReport(
-                    variant.name,
-                    s.graph.n_states,
-                    int(s.graph.node_state.shape[0]),
-                    int(np.count_nonzero(s.graph.mv_label >= 0)),
-                    start,
-                    tuple(sorted(frames)),
-                    time.perf_counter() - t0,
-                    note,
-                )
+            report = StageReport(
+                variant.name,
+                s.graph.n_states,
+                int(s.graph.node_state.shape[0]),
+                int(np.count_nonzero(s.graph.mv_label >= 0)),
+                start,
+                tuple(sorted(frames)),
+                time.perf_counter() - t0,
+                note,
+            )
+            reports.append(report)
+            summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
+            table_rows = {name: frame.height for name, frame in frames.items()}
+            records[variant.name] = manifest.variant_record(
+                rules[variant.name], list(stages), s.seeds, table_rows, summary
             )
             bar.advance(task)
-        bar.update(task, description="writing tables")
-        with tables.data_lock(data_dir):
-            for name, frames_by_variant in pending.items():
-                tables.replace_rows(data_dir, name, frames_by_variant, rules)
+        if pending:
+            bar.update(task, description="writing tables")
+            with tables.data_lock(data_dir):
+                merged = {
+                    name: tables.merged_rows(data_dir, name, by_variant, rules)
+                    for name, by_variant in pending.items()
+                }
+                tables.commit(data_dir, merged, records)
     return reports
+
+
+def _skipped_report(name: str, record: dict) -> StageReport:
+    """The report of a variant left as it was: its summary from the manifest."""
+    summary = record.get("summary", {})
+    return StageReport(
+        name,
+        int(summary.get("states", 0)),
+        int(summary.get("nodes", 0)),
+        int(summary.get("moves", 0)),
+        summary.get("start_value"),
+        (),
+        0.0,
+        "unchanged since the last build (same rules and code hash): skipped; --force rebuilds",
+        skipped=True,
+    )
 
 
 def _start_value(s: Solved) -> float:

@@ -4,6 +4,14 @@ Each table holds the rows of many variants. Writing a variant's rows reads the f
 variant's old rows, adds the new ones and writes a temporary file that is then renamed over the
 old one, all under a lock on the data directory, so readers only ever see a complete old or new
 file and concurrent builds do not lose each other's rows.
+
+One run's tables are committed together (:func:`commit`): every new file is written and flushed
+under a hidden temporary name, then a journal listing the renames and the new manifest is put in
+place, then the files are renamed and the manifest is written last. A process killed before the
+journal exists leaves the old tables; one killed after it leaves tables that the next command
+taking the lock (any stage, `verify`, or a reader that finds the journal) completes by redoing the
+renames. So each file is always a complete old or new table, and once the journal is settled the
+set of tables is all old or all new, as ``manifest.json`` (sha256 per file) records.
 """
 
 from __future__ import annotations
@@ -20,13 +28,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
-from pipeline import __version__
+from pipeline import __version__, manifest
 from pipeline.errors import PipelineError, TableError, TablesMissingError
 
 RULES_KEY = b"stb.rules"
 VERSION_KEY = b"stb.version"
 LOCK_NAME = ".stb.lock"
 LOCK_TIMEOUT_S = 600
+JOURNAL_NAME = ".stb-commit.json"
 
 
 def table_path(data_dir: Path, name: str) -> Path:
@@ -47,6 +56,7 @@ def data_lock(data_dir: Path) -> Iterator[None]:
     except OSError as exc:
         raise PipelineError(f"cannot use data directory {data_dir}: {exc.strerror}") from None
     try:
+        recover(data_dir)
         yield
     finally:
         lock.release()
@@ -69,6 +79,7 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
     TablesMissingError when the table (or the variant in it) has not been built.
     """
     path = table_path(data_dir, name)
+    settle(data_dir)
     if not path.exists():
         hint = variant or "all"
         raise TablesMissingError(
@@ -107,7 +118,22 @@ def replace_rows(
 ) -> Path:
     """Replace the rows of each variant in ``frames`` with the given frame; keep other variants.
 
-    The caller holds :func:`data_lock`. The new file is complete on disk before it gets its name.
+    The caller holds :func:`data_lock`. The new file is complete on disk before it gets its name,
+    and the manifest is updated after it.
+    """
+    commit(data_dir, {name: merged_rows(data_dir, name, frames, rules)})
+    return table_path(data_dir, name)
+
+
+def merged_rows(
+    data_dir: Path,
+    name: str,
+    frames: dict[str, pl.DataFrame],
+    rules: dict[str, dict[str, Any]],
+) -> pa.Table:
+    """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are).
+
+    The caller holds :func:`data_lock`, so that nobody changes the table before it is committed.
     """
     path = table_path(data_dir, name)
     old = read_arrow(data_dir, name)
@@ -122,18 +148,172 @@ def replace_rows(
         kept.append(old_frame.filter(~pl.col("variant").is_in(list(frames))))
     for variant in frames:
         all_rules.pop(variant, None)
-    all_rules.update(rules)
+    all_rules.update({v: r for v, r in rules.items() if v in frames})
     pieces = [f for f in kept if f.height] + [
         f.select(pl.lit(v).alias("variant"), pl.exclude("variant")) for v, f in frames.items()
     ]
-    merged = pl.concat(pieces, how="diagonal_relaxed") if pieces else pl.DataFrame()
+    try:
+        merged = pl.concat(pieces, how="diagonal_relaxed") if pieces else pl.DataFrame()
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
     merged = merged.sort("variant", maintain_order=True)
     table = merged.to_arrow()
     meta = dict(table.schema.metadata or {})
     meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
     meta[VERSION_KEY] = __version__.encode()
-    write_atomic(path, table.replace_schema_metadata(meta))
-    return path
+    return table.replace_schema_metadata(meta)
+
+
+def commit(
+    data_dir: Path,
+    new_tables: dict[str, pa.Table],
+    variant_records: dict[str, dict[str, Any]] | None = None,
+) -> None:
+    """Put ``new_tables`` in place together and record them (and ``variant_records``) in the
+    manifest. The caller holds :func:`data_lock`.
+
+    Order: temporary files written and flushed; journal written (the commit point); renames;
+    manifest; journal removed. :func:`recover` finishes a commit killed after the commit point.
+    """
+    data_dir = Path(data_dir)
+    new_manifest = manifest.read(data_dir)
+    new_manifest.update(package_version=__version__, code_hash=manifest.code_hash())
+    renames: list[tuple[str, str]] = []
+    try:
+        for name, table in new_tables.items():
+            final = table_path(data_dir, name)
+            tmp = _tmp_name(final)
+            renames.append((tmp.name, final.name))
+            _write_synced(tmp, lambda fh, table=table: pq.write_table(table, fh, **WRITE_OPTIONS))
+            variants = pl.from_arrow(table.select(["variant"]))
+            assert isinstance(variants, pl.DataFrame)
+            counts = variants.group_by("variant").len().sort("variant").rows()
+            new_manifest["tables"][name] = {
+                "file": final.name,
+                "rows": table.num_rows,
+                "sha256": manifest.file_sha256(tmp),
+                "variants": dict(counts),
+            }
+        variants_now = new_manifest["variants"]
+        variants_now.update(variant_records or {})
+        for variant in list(variants_now):
+            # a variant whose rows a table no longer holds is no longer fully built
+            held = {t for t, e in new_manifest["tables"].items() if variant in e["variants"]}
+            if not set(variants_now[variant].get("tables", {})) <= held:
+                del variants_now[variant]
+        journal = {"renames": renames, "manifest": new_manifest}
+        _write_bytes_atomic(data_dir / JOURNAL_NAME, json.dumps(journal).encode())
+    except OSError as exc:
+        for tmp_name, _ in renames:
+            (data_dir / tmp_name).unlink(missing_ok=True)
+        raise PipelineError(f"cannot write tables in {data_dir}: {exc.strerror or exc}") from None
+    except BaseException:
+        for tmp_name, _ in renames:
+            (data_dir / tmp_name).unlink(missing_ok=True)
+        raise
+    recover(data_dir)
+
+
+def recover(data_dir: Path) -> None:
+    """Finish a commit whose journal is in place, and remove dead writers' temporary files.
+
+    The caller holds :func:`data_lock`. Safe to run again after being interrupted itself.
+    """
+    data_dir = Path(data_dir)
+    journal_path = data_dir / JOURNAL_NAME
+    if journal_path.exists():
+        try:
+            journal = json.loads(journal_path.read_text())
+            renames, new_manifest = journal["renames"], journal["manifest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            # only a complete journal ever gets this name; an unreadable one is not ours
+            raise TableError(f"{journal_path} is unreadable; move it away") from None
+        try:
+            for tmp_name, final_name in renames:
+                tmp = data_dir / tmp_name
+                if tmp.exists():
+                    os.replace(tmp, data_dir / final_name)
+            _fsync_dir(data_dir)
+            _write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
+            journal_path.unlink()
+            _fsync_dir(data_dir)
+        except OSError as exc:
+            raise PipelineError(
+                f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
+            ) from None
+    for stray in data_dir.glob(".*.tmp"):
+        if not _pid_alive(_tmp_pid(stray)):
+            stray.unlink(missing_ok=True)
+
+
+def settle(data_dir: Path) -> None:
+    """Before reading: wait for a commit in progress, or finish one that was interrupted.
+
+    Does nothing (one stat) when no journal is present; if the directory is read-only the
+    tables are read as they are.
+    """
+    if (Path(data_dir) / JOURNAL_NAME).exists():
+        with contextlib.suppress(PipelineError), data_lock(data_dir):
+            pass
+
+
+#: Parquet writer settings (fixed, so that equal tables are equal bytes).
+WRITE_OPTIONS: dict[str, Any] = {"compression": "zstd"}
+
+
+def _tmp_name(final: Path) -> Path:
+    """A hidden temporary name next to ``final``, owned by this process."""
+    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
+
+
+def _tmp_pid(path: Path) -> int:
+    """The process id in a temporary file's name (0 when it has none)."""
+    parts = path.name.rsplit(".", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (ours to wait for)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_synced(path: Path, write: Any) -> None:
+    """Create ``path`` with ``write(file)`` and flush it to disk."""
+    with open(path, "wb") as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write small bytes under a temporary name, flush, then rename into place."""
+    tmp = _tmp_name(path)
+    try:
+        _write_synced(tmp, lambda fh: fh.write(data))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Flush a directory's entries (renames) to disk, where the platform allows it."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def write_atomic(path: Path, table: pa.Table) -> None:
