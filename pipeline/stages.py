@@ -233,6 +233,7 @@ def run(
     rules and code hash, and whose tables are unchanged since, is not recomputed.
     """
     console = console or Console(stderr=True)
+    tables.ensure_writable(data_dir)
     pending: dict[str, dict[str, pl.DataFrame]] = {}
     rules: dict[str, dict] = {}
     records: dict[str, dict] = {}

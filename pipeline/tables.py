@@ -62,6 +62,19 @@ def data_lock(data_dir: Path) -> Iterator[None]:
         lock.release()
 
 
+def ensure_writable(data_dir: Path) -> None:
+    """Fail now, before any work, when tables cannot be written into ``data_dir``."""
+    data_dir = Path(data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with open(data_dir / LOCK_NAME, "a"):
+            pass
+    except OSError as exc:
+        raise PipelineError(
+            f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
+        ) from None
+
+
 def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
     """The whole table as Arrow, or None when it does not exist; TableError when unreadable."""
     path = table_path(data_dir, name)
