@@ -7,6 +7,7 @@ Every domain error becomes one line on stderr and its exit code (see ``pipeline.
 import functools
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -58,9 +59,18 @@ RULE_OPTIONS: dict[str, tuple[type, str]] = {
 }
 
 
+#: What a custom variant name may look like (it is written in tables and typed in --variant).
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
 def rules_from_options(values: dict[str, Any]) -> Variant | None:
     """A custom variant from the rule options given, or None when none was given."""
     given = {k: v for k, v in values.items() if v is not None and k != "name"}
+    name = values.get("name")
+    if name is not None and not VARIANT_NAME.fullmatch(name):
+        raise UsageError(
+            f"--name {name!r}: use letters, digits, '.', '_' and '-' (not first), e.g. my-rules"
+        )
     if not given:
         if values.get("name"):
             raise UsageError("--name needs rule options such as --tiles")
@@ -68,7 +78,7 @@ def rules_from_options(values: dict[str, Any]) -> Variant | None:
     if "one_die_shut" in given:
         text = str(given["one_die_shut"]).replace(",", " ")
         tokens = text.split() if " " in text.strip() else list(text.strip())
-        if not all(t.isdigit() for t in tokens):
+        if not tokens or not all(t.isdigit() and t.isascii() for t in tokens):
             raise UsageError(f"--one-die-shut {given['one_die_shut']!r}: give tiles, e.g. 789")
         given["one_die_shut"] = tuple(int(t) for t in tokens)
     if "one_die" not in given and ("one_die_sum" in given or "one_die_shut" in given):

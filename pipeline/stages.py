@@ -240,7 +240,9 @@ def run(
     reports: list[StageReport] = []
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
     columns = [TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as bar:
+    # no bar when stderr is not a terminal: rich would leave a blank line there
+    bar_off = not console.is_terminal
+    with Progress(*columns, console=console, transient=True, disable=bar_off) as bar:
         task = bar.add_task("solving", total=len(variants))
         for variant in variants:
             bar.update(task, description=f"{variant.name}: building graph")

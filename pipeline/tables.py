@@ -83,7 +83,10 @@ def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
     try:
         return pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise TableError(f"{path} is not a readable Parquet table ({exc}); rebuild it") from None
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); move it away and rebuild"
+        ) from None
 
 
 def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.DataFrame:
@@ -106,7 +109,9 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
         frame = lazy.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path} is not a readable table ({first}); rebuild it") from None
+        raise TableError(
+            f"{path} is not a readable table ({first}); move it away and rebuild"
+        ) from None
     if variant is not None and frame.height == 0:
         raise TablesMissingError(
             f"{path} has no rows for variant {variant!r}: "
@@ -192,6 +197,12 @@ def commit(
     data_dir = Path(data_dir)
     new_manifest = manifest.read(data_dir)
     new_manifest.update(package_version=__version__, code_hash=manifest.code_hash())
+    for name in new_tables:
+        entry, path = new_manifest["tables"].get(name), table_path(data_dir, name)
+        if entry and path.is_file() and manifest.file_sha256(path) != entry.get("sha256"):
+            # changed behind our back: the rows kept from it can no longer vouch for a skip
+            for variant in entry.get("variants", {}):
+                new_manifest["variants"].pop(variant, None)
     renames: list[tuple[str, str]] = []
     try:
         for name, table in new_tables.items():

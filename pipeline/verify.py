@@ -15,10 +15,28 @@ import duckdb
 import polars as pl
 
 from pipeline import manifest, sql, tables
+from pipeline.errors import TableError
 
 CONTRACTS_DIR = sql.QUERIES_DIR / "contracts"
 #: Tables a contract may need; one that is not built makes the contract "skipped", not failed.
 OPTIONAL_TABLES = ("edges", "policy", "moves")
+#: The columns every game's tables share, which the contracts read.
+REQUIRED_COLUMNS = {
+    "states": ("variant", "state_id", "value", "maximise", "terminal", "objective"),
+    "edges": (
+        "variant",
+        "state_id",
+        "dice",
+        "roll",
+        "prob",
+        "move",
+        "next_state_id",
+        "reward",
+        "sign",
+    ),
+    "policy": ("variant", "state_id", "roll", "best_move", "value", "n_optimal", "n_moves"),
+    "moves": ("variant", "state_id", "roll", "move", "value", "regret", "is_best"),
+}
 
 
 @dataclass(frozen=True)
@@ -49,9 +67,13 @@ def verify(data_dir: Path, variant: str | None = None) -> list[ContractResult]:
     """
     data_dir = Path(data_dir)
     tables.settle(data_dir)
-    tables.read_table(data_dir, "states", variant)  # raises unless built, readable, with variant
-    for name in OPTIONAL_TABLES:
-        tables.read_arrow(data_dir, name)  # TableError when present but unreadable
+    for name, columns in REQUIRED_COLUMNS.items():
+        found = tables.read_arrow(data_dir, name)  # TableError when present but unreadable
+        lacking = [c for c in columns if found is not None and c not in found.column_names]
+        if lacking:
+            path = tables.table_path(data_dir, name)
+            raise TableError(f"{path} is not one of our tables (no column {', '.join(lacking)})")
+    tables.read_table(data_dir, "states", variant)  # raises unless built, with the variant
     results = [_manifest_result(data_dir)]
     results += [_run_contract(name, data_dir, variant) for name in contract_names()]
     return results

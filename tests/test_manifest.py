@@ -1,0 +1,138 @@
+"""Reproducible builds: identical tables twice, a manifest that describes them, and `build`
+skipping what has not changed (rules and code hash) unless --force."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import __version__, manifest
+from pipeline.tables import RULES_KEY
+from tests.conftest import invoke
+
+TABLES = ("states", "edges", "policy", "moves")
+SKIPPED = "unchanged since the last build"
+
+
+def test_building_twice_gives_identical_tables(built: Path, tmp_path: Path) -> None:
+    again = invoke(["build", "--variant", "all", "--data-dir", tmp_path])
+    assert again.code == 0, again.stderr
+    for name in TABLES:
+        first = pl.read_parquet(built / f"{name}.parquet")
+        second = pl.read_parquet(tmp_path / f"{name}.parquet")
+        assert first.equals(second), name
+        assert first.height > 0
+    # and the same bytes, so the manifests record the same hashes
+    assert manifest.read(built)["tables"] == manifest.read(tmp_path)["tables"]
+    assert manifest.read(built) == manifest.read(tmp_path)
+
+
+def test_manifest_describes_every_table(built: Path) -> None:
+    found = manifest.read(built)
+    assert found["package_version"] == __version__
+    assert found["code_hash"] == manifest.code_hash()
+    assert sorted(found["tables"]) == sorted(p.stem for p in built.glob("*.parquet"))
+    for name, entry in found["tables"].items():
+        path = built / f"{name}.parquet"
+        frame = pl.read_parquet(path)
+        assert entry["rows"] == frame.height
+        assert entry["sha256"] == manifest.file_sha256(path)
+        counts = dict(frame.group_by("variant").len().rows())
+        assert entry["variants"] == counts
+    rules = json.loads(pq.read_schema(built / "states.parquet").metadata[RULES_KEY])
+    assert set(found["variants"]) == set(rules)
+    for variant, record in found["variants"].items():
+        assert record["rules"] == rules[variant]
+        assert record["package_version"] == __version__
+        assert record["code_hash"] == manifest.code_hash()
+        assert record["seeds"] == {}  # the core stages use no random generator
+        assert record["stages"] == ["enumerate", "edges", "solve", "policy"]
+        for name, rows in record["tables"].items():
+            assert found["tables"][name]["variants"][variant] == rows
+
+
+def test_code_hash_covers_every_source_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = manifest.code_hash()
+    sources = sorted(manifest.PACKAGE_DIR.rglob("*.py"))
+    assert manifest.PACKAGE_DIR / "stages.py" in sources
+    manifest.code_hash.cache_clear()
+    real = Path.read_bytes
+
+    def edited(path: Path) -> bytes:
+        data = real(path)
+        return data + b"# edit\n" if path.name == "rank_order.py" else data
+
+    monkeypatch.setattr(Path, "read_bytes", edited)
+    try:
+        assert manifest.code_hash() != before
+    finally:
+        monkeypatch.undo()
+        manifest.code_hash.cache_clear()
+    assert manifest.code_hash() == before
+
+
+@pytest.fixture
+def two_variants(tmp_path: Path) -> Path:
+    """A data dir with classic and six-tiles-one-die built."""
+    result = invoke(["build", "--variant", "classic,six-tiles-one-die", "--data-dir", tmp_path])
+    assert result.code == 0, result.stderr
+    return tmp_path
+
+
+def mtimes(data: Path) -> dict[str, int]:
+    """Modification time of each table file."""
+    return {p.name: p.stat().st_mtime_ns for p in data.glob("*.parquet")}
+
+
+def test_unchanged_variants_are_skipped_and_force_rebuilds(two_variants: Path) -> None:
+    before = mtimes(two_variants)
+    again = invoke(["build", "--variant", "classic,six-tiles-one-die", "--data-dir", two_variants])
+    assert again.code == 0
+    assert again.stdout.count(SKIPPED) == 2
+    assert "none written" in again.stdout
+    assert mtimes(two_variants) == before
+    forced = invoke(["build", "--variant", "classic", "--force", "--data-dir", two_variants])
+    assert forced.code == 0 and SKIPPED not in forced.stdout
+    assert mtimes(two_variants) != before
+    assert set(manifest.read(two_variants)["variants"]) == {"classic", "six-tiles-one-die"}
+
+
+def test_a_new_code_hash_rebuilds(two_variants: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manifest, "code_hash", lambda: "0" * 64)
+    again = invoke(["build", "--variant", "classic", "--data-dir", two_variants])
+    assert again.code == 0 and SKIPPED not in again.stdout
+    assert manifest.read(two_variants)["variants"]["classic"]["code_hash"] == "0" * 64
+
+
+def test_new_rules_under_the_same_name_rebuild(two_variants: Path) -> None:
+    opts = ["--tiles", "5", "--dice", "1", "--name", "mine", "--data-dir", two_variants]
+    assert invoke(["build", *opts]).code == 0
+    assert SKIPPED in invoke(["build", *opts]).stdout
+    changed = ["--tiles", "6", *opts[2:]]
+    rebuilt = invoke(["build", *changed])
+    assert rebuilt.code == 0 and SKIPPED not in rebuilt.stdout
+    assert manifest.read(two_variants)["variants"]["mine"]["rules"]["tiles"] == 6
+
+
+def test_a_partial_stage_run_or_a_changed_file_forces_a_rebuild(two_variants: Path) -> None:
+    assert invoke(["enumerate", "--variant", "classic", "--data-dir", two_variants]).code == 0
+    rebuilt = invoke(["build", "--variant", "classic", "--data-dir", two_variants])
+    assert rebuilt.code == 0 and SKIPPED not in rebuilt.stdout
+    # a table changed behind the manifest's back: rebuild, do not trust it
+    path = two_variants / "policy.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.slice(1), path)  # one row lost, metadata kept
+    assert manifest.mismatches(two_variants) == [
+        "policy.parquet differs from the sha256 recorded in manifest.json"
+    ]
+    rebuilt = invoke(["build", "--variant", "classic", "--data-dir", two_variants])
+    assert rebuilt.code == 0 and SKIPPED not in rebuilt.stdout
+    assert manifest.mismatches(two_variants) == []
+    # the other variant's rows came from the changed file: its next build is not skipped
+    assert set(manifest.read(two_variants)["variants"]) == {"classic"}
+    other = invoke(["build", "--variant", "six-tiles-one-die", "--data-dir", two_variants])
+    assert other.code == 0 and SKIPPED not in other.stdout
