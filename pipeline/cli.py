@@ -1,7 +1,8 @@
 """The `stb-pipeline` command: a thin layer that parses, calls the library and prints.
 
 Every domain error becomes one line on stderr and its exit code (see ``pipeline.errors``):
-0 success, 1 a failure reading or writing tables, 2 bad input (usage, tiles, rolls, variants).
+0 success, 1 a failure reading or writing tables, 2 bad input (usage, tiles, rolls, variants),
+3 a data contract broken (`verify`), 130 interrupted. The README's "Exit codes" lists them.
 """
 
 import functools
@@ -308,7 +309,7 @@ def run(argv: list[str]) -> int:
         err.print("error: aborted", markup=False)
         return 130
     except KeyboardInterrupt:
-        err.print("error: interrupted; tables on disk are unchanged", markup=False)
+        err.print("error: interrupted; every table on disk is complete (old or new)", markup=False)
         return 130
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
