@@ -1,11 +1,15 @@
 -- name: contracts/value_bounds
--- description: Values are finite and in range: probabilities in [0, 1], scores in [0, the largest final score]; regrets are not negative.
--- inputs: states, policy, moves
+-- description: Values are finite and in range: probabilities in [0, 1], scores within the final scores' range; regrets are not negative.
+-- inputs: states, policy, moves, edges
 -- grain: one row per out-of-range value
 -- output: table_name, variant, state_id, roll, value, problem
 -- params: variant (optional; every variant when unset)
--- objectives: shut, target, wins are probabilities; score is a final score, at least 0 and at
--- most the largest final value of a stuck roll or terminal state; others are only checked finite
+-- objectives: shut, target, wins are probabilities, in [0, 1]. score is a final score (or score
+-- difference): with only edges of sign >= 0 (one player) every value lies between the least and
+-- the largest final value (for Shut the Box: [0, largest score left when stuck]); where an edge
+-- hands the game to an opponent (sign < 0), or the variant has no edges, within +-max |final|.
+-- Final values: the values of stuck rolls (policy.best_move is null) and terminal states.
+-- Other objectives are only checked finite.
 with chosen as (
     select *
     from states
@@ -20,7 +24,7 @@ objectives as (
 
 final_values as (
     -- the game ends on a stuck roll (policy.best_move is null) or in a terminal state
-    select variant, max(value) as top
+    select variant, min(value) as least, max(value) as top, max(abs(value)) as largest
     from (
         select variant, value from policy where best_move is null
         union all
@@ -29,19 +33,29 @@ final_values as (
     group by variant
 ),
 
+one_player as (
+    -- true when no edge hands the game to an opponent
+    select variant, bool_and(sign >= 0) as one_player
+    from edges
+    group by variant
+),
+
 bounds as (
     select
         o.variant, o.objective, o.n_objectives,
         case
             when o.objective in ('shut', 'target', 'wins') then 0.0
-            when o.objective = 'score' then 0.0
+            when o.objective = 'score' and p.one_player then f.least
+            when o.objective = 'score' then -f.largest
         end as lo,
         case
             when o.objective in ('shut', 'target', 'wins') then 1.0
-            when o.objective = 'score' then f.top
+            when o.objective = 'score' and p.one_player then f.top
+            when o.objective = 'score' then f.largest
         end as hi
     from objectives as o
     left join final_values as f using (variant)
+    left join one_player as p using (variant)
 ),
 
 all_values as (
