@@ -309,7 +309,7 @@ def run(argv: list[str]) -> int:
         err.print("error: aborted", markup=False)
         return 130
     except KeyboardInterrupt:
-        err.print("error: interrupted; every table on disk is complete (old or new)", markup=False)
+        err.print(f"error: {INTERRUPTED}", markup=False)
         return 130
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
@@ -319,7 +319,13 @@ def run(argv: list[str]) -> int:
             markup=False,
         )
         return 1
-    return result if isinstance(result, int) else 0
+    code = result if isinstance(result, int) else 0
+    if code == 130:  # typer turns Ctrl-C into this code without a word
+        err.print(f"error: {INTERRUPTED}", markup=False)
+    return code
+
+
+INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
 
 
 def main() -> None:

@@ -282,3 +282,21 @@ def test_cli_argument_fuzz(small: Path, tmp_path: Path, command: str, words: lis
     if writes:
         assert result.code != 0  # never solved and written into a file's path
     assert snapshot(small) == before
+
+
+def test_interrupt_is_one_line_and_exit_130(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline import tables
+
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    before = snapshot(data)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tables, "commit", interrupted)
+    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    assert_one_clean_line(result, 130)
+    assert snapshot(data) == before
