@@ -4,6 +4,10 @@
 build *ARGS:
     stb-pipeline build --variant all {{ARGS}}
 
+# Check the built tables against the data contracts (queries/contracts/)
+verify *ARGS:
+    stb-pipeline verify {{ARGS}}
+
 # Run the whole test suite
 test *ARGS:
     python -m pytest {{ARGS}}

@@ -3,6 +3,7 @@
 from pathlib import Path
 from typing import Annotated
 
+import polars as pl
 import typer
 
 from pipeline import verify
@@ -30,10 +31,17 @@ def register(app: typer.Typer) -> None:
             status = "skip" if r.skipped else ("ok" if r.ok else "FAIL")
             detail = f" ({r.skipped})" if r.skipped else ""
             if not r.ok:
-                detail = f": {r.violations.height:,} offending rows, first:"
+                n = r.violations.height
+                detail = f": {n:,} offending row{'s' if n > 1 else ''}; the first:"
             out.print(f"{status:<4} {r.name}{detail}")
             if not r.ok:
-                out.print(str(verify.first_rows(r)))
+                with pl.Config(
+                    fmt_str_lengths=100,
+                    tbl_hide_dataframe_shape=True,
+                    tbl_hide_column_data_types=True,
+                    tbl_width_chars=160,
+                ):
+                    out.print(str(verify.first_rows(r)))
         failed = [r.name for r in results if not r.ok]
         if failed:
             raise ContractError(
