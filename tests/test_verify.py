@@ -3,6 +3,7 @@ makes the contract about it fail (exit 3, one line on stderr, the offending rows
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import sql, verify
+from pipeline.tables import RULES_KEY
 from tests.conftest import invoke
 
 VARIANTS = "classic,lever,classic-score"
@@ -258,3 +260,25 @@ def test_verify_without_tables_is_a_usage_error(tmp_path: Path) -> None:
     result = invoke(["verify", "--data-dir", tmp_path])
     assert result.code == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+
+
+def test_move_legality_applies_only_to_one_player_shut_the_box(copy_of: Path) -> None:
+    """Other games' moves are not tile lists summing to the roll: the contract leaves them be."""
+    rewrite(
+        copy_of,
+        "edges",
+        lambda f: f.with_columns(
+            move=pl.when(is_row("classic", 511, roll=2))
+            .then(pl.lit([1, 3], pl.List(pl.Int8)))
+            .otherwise("move")
+        ),
+    )
+    assert "stb_move_legal" in failed(copy_of)
+    path = copy_of / "states.parquet"
+    table = pq.read_table(path)
+    meta = dict(table.schema.metadata)
+    rules = json.loads(meta[RULES_KEY])
+    rules["classic"]["game"] = "some-other-game"
+    meta[RULES_KEY] = json.dumps(rules).encode()
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    assert "stb_move_legal" not in failed(copy_of)
