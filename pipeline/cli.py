@@ -137,10 +137,20 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
             typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
         ] = ["all"],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
+        exact: Annotated[
+            bool,
+            typer.Option(
+                "--exact",
+                help="Also solve in exact fractions (small games), check the floats against them "
+                "and store them in states.value_exact.",
+            ),
+        ] = False,
         custom: Variant | None = None,
     ) -> None:
+        if exact and "solve" not in stage_list:
+            raise UsageError("--exact applies to solve and build")
         chosen = pick_variants(variant, custom)
-        reports = stages.run(chosen, stage_list, data_dir)
+        reports = stages.run(chosen, stage_list, data_dir, exact=exact)
         print_reports(reports, data_dir)
 
     command.__doc__ = f"{summary}\n\nExample: {example}"

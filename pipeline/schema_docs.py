@@ -27,6 +27,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "maximise": "true when the player maximises `value` (false: minimises)",
             "value": "value of the state under optimal play (float64), per `objective`; null "
             "after `enumerate` alone",
+            "value_exact": "the value as an exact fraction, e.g. 466473281/6530347008 (only after "
+            "`solve --exact` or `build --exact`)",
             "dice": "number of dice the optimal player rolls here (null when terminal)",
             "choice_options": "how many numbers of dice the rules allow here (2 where one die is "
             "optional)",

@@ -8,6 +8,7 @@ largest label" breaks ties towards the move holding the highest tile where two m
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -214,57 +215,50 @@ class ShutTheBox(Game):
         return out
 
     def graph(self) -> Graph:
-        """The game graph over all 2**tiles states."""
+        """The game graph over all 2**tiles states.
+
+        States are indexed in rank order (by number of open tiles, then id), so that every
+        layer of the solve is a contiguous slice of each array.
+        """
         n, top = self.r.tiles, self.r.dice * self.r.sides
-        ids = np.arange(1 << n, dtype=np.int64)
         width = top + 1
-        dists = {d: roll_distribution(d, self.r.sides) for d in self.dice_available(ids[:1])}
+        all_ids = np.arange(1 << n, dtype=np.int64)
+        rank = np.bitwise_count(all_ids.astype(np.uint64)).astype(np.int64)
+        ids = np.argsort(rank, kind="stable")  # state index -> id
+        index_of = np.empty_like(ids)
+        index_of[ids] = np.arange(ids.shape[0])
         avail = self.dice_available(ids)
+        dists = {d: roll_distribution(d, self.r.sides) for d in avail}
         roll_ok = np.zeros((ids.shape[0], width), dtype=bool)
         for d, ok in avail.items():
             for total, _, _ in dists[d]:
                 roll_ok[:, total] |= ok
-        flat = roll_ok.ravel()
-        node_of = np.cumsum(flat, dtype=np.int64) - 1
+        node_of = (np.cumsum(roll_ok.ravel(), dtype=np.int64) - 1).astype(np.int32)
         node_state, node_roll = np.nonzero(roll_ok)
-        del flat
 
         ch = [self._chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
         columns = (np.concatenate(c) for c in zip(*ch, strict=True))
         ch_state, ch_choice, ch_count, ch_denom, ch_node = columns
         order = np.lexsort((ch_choice, ch_state))
 
-        mv_node, mv_dst, mv_label = self._moves(ids, roll_ok, node_of, width)
-        n_nodes = node_state.shape[0]
-        stuck = np.flatnonzero(np.bincount(mv_node, minlength=n_nodes) == 0)
-        stuck_value = self.stuck_values(node_state[stuck])
-        mv_node = np.concatenate((mv_node, stuck))
-        order_mv = np.argsort(mv_node, kind="stable")
-        n_moves = mv_dst.shape[0]
-        is_move = order_mv < n_moves
+        moves = self._moves(all_ids, index_of, roll_ok, node_of, node_state, ids)
         terminal = np.full(ids.shape[0], np.nan)
-        terminal[0] = self.stuck_values(ids[:1])[0]
-        offset = np.concatenate((np.zeros(n_moves), stuck_value))[order_mv]
-        g = Graph(
+        terminal[index_of[0]] = self.stuck_values(all_ids[:1])[0]
+        return Graph(
             state_id=ids,
-            rank=np.bitwise_count(ids.astype(np.uint64)).astype(np.int64),
+            rank=rank[ids],
             terminal=terminal,
             ch_state=ch_state[order],
             ch_choice=ch_choice[order],
             ch_count=ch_count[order],
             ch_denom=ch_denom[order],
             ch_node=ch_node[order],
-            node_state=node_state.astype(np.int64),
-            node_roll=node_roll.astype(np.int64),
-            mv_node=mv_node[order_mv],
-            mv_dst=np.concatenate((mv_dst, np.full(stuck.shape[0], NO_STATE)))[order_mv],
-            mv_scale=is_move.astype(np.float64),
-            mv_offset=offset,
-            mv_label=np.concatenate((mv_label, np.full(stuck.shape[0], PASS)))[order_mv],
+            node_state=node_state.astype(np.int32),
+            node_roll=node_roll.astype(np.int16),
+            **moves,
             maximise=self.r.objective != "score",
             meta={"edges_skipped": self.skip_edges},
         )
-        return g
 
     def _chance_rows(
         self,
@@ -290,20 +284,56 @@ class ShutTheBox(Game):
         )
 
     def _moves(
-        self, ids: np.ndarray, roll_ok: np.ndarray, node_of: np.ndarray, width: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every legal move as (node, successor, label), one vector pass per set of tiles."""
-        nodes, dsts, labels = [], [], []
-        for mask, total in self.subsets_by_sum(width - 1):
-            cand = ids[(ids & mask) == mask]
-            cand = cand[roll_ok[cand, total]]
-            nodes.append(node_of[cand * width + total])
-            dsts.append(cand ^ mask)
-            labels.append(np.full(cand.shape[0], mask, dtype=np.int64))
-        if not nodes:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        return np.concatenate(nodes), np.concatenate(dsts), np.concatenate(labels)
+        self,
+        all_ids: np.ndarray,
+        index_of: np.ndarray,
+        roll_ok: np.ndarray,
+        node_of: np.ndarray,
+        node_state: np.ndarray,
+        ids: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """Every legal move, grouped by node, plus a pass row for each node without one.
+
+        Two vector passes per set of tiles (count, then fill) place each move straight into its
+        slot, so no sort of the (possibly tens of millions of) move rows is needed.
+        """
+        width = roll_ok.shape[1]
+        subsets = self.subsets_by_sum(width - 1)
+
+        def batches() -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+            for mask, total in subsets:
+                cand = all_ids[(all_ids & mask) == mask]
+                idx = index_of[cand]
+                keep = roll_ok[idx, total]
+                yield mask, cand[keep], node_of[idx[keep] * width + total]
+
+        n_nodes = node_state.shape[0]
+        counts = np.zeros(n_nodes, dtype=np.int32)
+        for _, _, nodes in batches():
+            counts[nodes] += 1  # a set of tiles gives each node at most one move
+        slots = np.maximum(counts, 1)
+        starts = np.concatenate(([0], np.cumsum(slots, dtype=np.int64)))
+        size = int(starts[-1])
+        mv_dst = np.full(size, NO_STATE, dtype=np.int32)
+        mv_label = np.full(size, PASS, dtype=np.int32)
+        mv_scale = np.zeros(size, dtype=np.int8)
+        mv_offset = np.zeros(size, dtype=np.float64)
+        stuck = np.flatnonzero(counts == 0)
+        mv_offset[starts[stuck]] = self.stuck_values(ids[node_state[stuck]])
+        filled = np.zeros(n_nodes, dtype=np.int64)
+        for mask, cand, nodes in batches():
+            pos = starts[nodes] + filled[nodes]
+            filled[nodes] += 1
+            mv_dst[pos] = index_of[cand ^ mask]
+            mv_label[pos] = mask
+            mv_scale[pos] = 1
+        return {
+            "mv_node": np.repeat(np.arange(n_nodes, dtype=np.int32), slots),
+            "mv_dst": mv_dst,
+            "mv_scale": mv_scale,
+            "mv_offset": mv_offset,
+            "mv_label": mv_label,
+        }
 
     # -- description -------------------------------------------------------------------------
 
