@@ -160,7 +160,7 @@ def test_classic_score_cross_checked_two_independent_ways() -> None:
 
 
 def test_reference_solver_agrees_state_by_state_with_lever_rules() -> None:
-    game, values = solved(RuleSet(one_die="optional", one_die_shut=(7, 8, 9)))
+    _game, values = solved(RuleSet(one_die="optional", one_die_shut=(7, 8, 9)))
 
     def dice(open_tiles: frozenset[int]) -> list[int]:
         return [1, 2] if not open_tiles & {7, 8, 9} else [2]
@@ -186,7 +186,7 @@ def test_target_objective_brackets_shut_probability() -> None:
 
 
 def test_digital_score_matches_reference() -> None:
-    game, values = solved(
+    _game, values = solved(
         RuleSet(one_die="forced", one_die_sum=6, objective="score", scoring="digital")
     )
 
