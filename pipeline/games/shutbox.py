@@ -8,7 +8,6 @@ largest label" breaks ties towards the move holding the highest tile where two m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import UsageError
+from pipeline.games import shutbox_kernels as kernels
 from pipeline.games.base import Game
 from pipeline.games.dice import roll_distribution
 from pipeline.solvers.graph import NO_STATE, PASS, Graph
@@ -241,7 +241,7 @@ class ShutTheBox(Game):
         ch_state, ch_choice, ch_count, ch_denom, ch_node = columns
         order = np.lexsort((ch_choice, ch_state))
 
-        moves = self._moves(all_ids, index_of, roll_ok, node_of, node_state, ids)
+        moves = self._moves(index_of, roll_ok, node_state, ids)
         terminal = np.full(ids.shape[0], np.nan)
         terminal[index_of[0]] = self.stuck_values(all_ids[:1])[0]
         return Graph(
@@ -285,32 +285,24 @@ class ShutTheBox(Game):
 
     def _moves(
         self,
-        all_ids: np.ndarray,
         index_of: np.ndarray,
         roll_ok: np.ndarray,
-        node_of: np.ndarray,
         node_state: np.ndarray,
         ids: np.ndarray,
     ) -> dict[str, np.ndarray]:
         """Every legal move, grouped by node, plus a pass row for each node without one.
 
-        Two vector passes per set of tiles (count, then fill) place each move straight into its
-        slot, so no sort of the (possibly tens of millions of) move rows is needed.
+        A count pass sizes each node's slots, a fill pass writes the moves into them (compiled,
+        see shutbox_kernels), so the tens of millions of rows of a big box are never sorted.
         """
         width = roll_ok.shape[1]
-        subsets = self.subsets_by_sum(width - 1)
-
-        def batches() -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-            for mask, total in subsets:
-                cand = all_ids[(all_ids & mask) == mask]
-                idx = index_of[cand]
-                keep = roll_ok[idx, total]
-                yield mask, cand[keep], node_of[idx[keep] * width + total]
-
-        n_nodes = node_state.shape[0]
-        counts = np.zeros(n_nodes, dtype=np.int32)
-        for _, _, nodes in batches():
-            counts[nodes] += 1  # a set of tiles gives each node at most one move
+        by_sum: list[list[int]] = [[] for _ in range(width)]
+        for mask, total in self.subsets_by_sum(width - 1):
+            by_sum[total].append(mask)
+        # Largest mask first inside a node: the order `best_moves` would pick among ties anyway.
+        sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
+        sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+        counts = kernels.count_moves(ids, roll_ok, sub_masks, sub_start)
         slots = np.maximum(counts, 1)
         starts = np.concatenate(([0], np.cumsum(slots, dtype=np.int64)))
         size = int(starts[-1])
@@ -320,15 +312,11 @@ class ShutTheBox(Game):
         mv_offset = np.zeros(size, dtype=np.float64)
         stuck = np.flatnonzero(counts == 0)
         mv_offset[starts[stuck]] = self.stuck_values(ids[node_state[stuck]])
-        filled = np.zeros(n_nodes, dtype=np.int64)
-        for mask, cand, nodes in batches():
-            pos = starts[nodes] + filled[nodes]
-            filled[nodes] += 1
-            mv_dst[pos] = index_of[cand ^ mask]
-            mv_label[pos] = mask
-            mv_scale[pos] = 1
+        kernels.fill_moves(
+            ids, index_of, roll_ok, sub_masks, sub_start, starts, mv_dst, mv_label, mv_scale
+        )
         return {
-            "mv_node": np.repeat(np.arange(n_nodes, dtype=np.int32), slots),
+            "mv_node": np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
             "mv_dst": mv_dst,
             "mv_scale": mv_scale,
             "mv_offset": mv_offset,

@@ -143,15 +143,6 @@ def best_moves(g: Graph, sol: Solution) -> tuple[np.ndarray, np.ndarray]:
 
     Ties (within :data:`TIE_TOLERANCE`, relative) go to the largest move label.
     """
-    starts = g.move_starts()
-    counts = np.diff(starts)
-    best = np.repeat(sol.node_value, counts)
-    optimal = np.abs(sol.move_value - best) <= tolerance(best)
-    n_optimal = np.add.reduceat(optimal.astype(np.int64), starts[:-1])
-    # Among optimal rows, pick the largest label: sort key inside each node.
-    label = np.where(optimal, g.mv_label.astype(np.int64), np.iinfo(np.int64).min)
-    best_label = np.maximum.reduceat(label, starts[:-1])
-    hit = optimal & (g.mv_label == np.repeat(best_label, counts))
-    idx = np.flatnonzero(hit)
-    first = idx[group_starts(g.mv_node[idx])]
-    return first, n_optimal
+    from pipeline.solvers.kernels import best_moves_compiled  # numba: compiled on first use
+
+    return best_moves_compiled(g, sol.move_value, sol.node_value)
