@@ -96,8 +96,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "summary": (
-        "one headline figure of one variant (built for games that report figures: Double "
-        "Shutter)",
+        "one headline figure of one variant (built for games that report figures: Double Shutter)",
         {
             "variant": "variant name",
             "figure": "what `value` is: min_expected_score (the optimal expected final score), "

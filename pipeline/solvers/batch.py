@@ -63,7 +63,7 @@ def solve_rank_order_batch(
             vals = offsets(moves) + g.mv_scale[moves][:, None] * succ
             nodes = g.mv_node[moves]
             starts = group_starts(nodes)
-            node_value[nodes[starts]] = op.reduceat(vals, starts, axis=0)
+            node_value[nodes[starts]] = reduceat_columns(op, vals, starts)
         rows = chance_layers[i]
         if rows.shape[0]:
             owner, best, chosen = _backup_states(g, rows, node_value, prob, op)
@@ -86,13 +86,22 @@ def _backup_states(
     states = g.ch_state[rows]
     choices = g.ch_choice[rows]
     key_starts = group_starts(states * (1 << 20) + choices)
-    group_value = np.add.reduceat(contrib, key_starts, axis=0)
+    group_value = reduceat_columns(np.add, contrib, key_starts)
     group_state = states[key_starts]
     group_choice = choices[key_starts]
     state_starts = group_starts(group_state)
-    best = op.reduceat(group_value, state_starts, axis=0)
+    best = reduceat_columns(op, group_value, state_starts)
     sizes = np.diff(np.append(state_starts, group_value.shape[0]))
     per_group_best = np.repeat(best, sizes, axis=0)
     near = np.abs(group_value - per_group_best) <= tolerance(per_group_best)
-    chosen = np.maximum.reduceat(np.where(near, group_choice[:, None], -1), state_starts, axis=0)
+    chosen = reduceat_columns(np.maximum, np.where(near, group_choice[:, None], -1), state_starts)
     return group_state[state_starts], best, chosen
+
+
+def reduceat_columns(op: np.ufunc, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``op.reduceat(x, starts, axis=0)`` for a 2-D ``x``, one contiguous column at a time.
+
+    numpy's 2-D reduceat along axis 0 is several times slower than K 1-D calls.
+    """
+    columns = np.ascontiguousarray(x.T)
+    return np.stack([op.reduceat(col, starts) for col in columns], axis=1)
