@@ -360,3 +360,17 @@ def test_bad_state_on_the_command_line_is_one_line_exit_2(cli, built: Path) -> N
     bad = cli(["expect", "-v", "double-shutter", "front=1 back=8", "-d", built])
     assert bad.code == 2
     assert bad.stderr.count("\n") == 1 and "back tile 9" in bad.stderr
+
+
+def test_state_description_columns() -> None:
+    game = DoubleShutter(DoubleShutterRules())
+    row = game.describe_states(np.array([game.parse_state("front=23 back=1789")])).row(
+        0, named=True
+    )
+    assert row["state"] == "100222221"
+    assert row["tiles"] == "front=23 back=1789"
+    assert row["front_tiles"] == [2, 3] and row["back_tiles"] == [1, 7, 8, 9]
+    assert row["open_tiles"] == [2, 3, -1, -7, -8, -9]
+    # back 8 and 7 stand behind front 2 and 3, so they cannot be shut on their own yet
+    assert row["exposed_sum"] == 2 + 3 + 9 + 1
+    assert row["open_sum"] == 30 and row["n_open"] == 6 and row["score"] == 2 * 5 + 25

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
@@ -313,44 +314,39 @@ class DoubleShutter(Game):
         exposed_sum, score for each state id."""
         ids = np.asarray(state_id, dtype=np.int64)
         d = self.digits(ids)
-        n = self.r.columns
-        front_up = {int(self.front[c]): d[:, c] == 0 for c in range(n)}
-        back_up = {int(self.back[c]): (d[:, c] <= 1) & self.r.back_row for c in range(n)}
-        frame = pl.DataFrame(
-            {f"d{c}": d[:, c].astype(np.int8) for c in range(n)}
-            | {f"f{t}": front_up[t] for t in range(1, n + 1)}
-            | {f"b{t}": back_up[t] for t in range(1, n + 1)}
+        by_value = np.argsort(self.back)
+        front_up = d == 0  # columns are front tiles 1..n in order
+        back_up = ((d <= 1) & self.r.back_row)[:, by_value]  # reordered: back tiles 1..n
+        values = np.arange(1, self.r.columns + 1, dtype=np.int8)
+        state = np.full(ids.shape[0], "", dtype=f"<U{self.r.columns}")
+        for c in range(self.r.columns):
+            state = np.char.add(state, d[:, c].astype("<U1"))
+        return pl.DataFrame(
+            {
+                "state": state,
+                "tiles": np.where(ids == self.shut_state, "", self._tiles_text(d)),
+                "front_tiles": _lists(front_up, values),
+                "back_tiles": _lists(back_up, values),
+                "open_tiles": _lists(
+                    np.hstack((front_up, back_up)), np.concatenate((values, -values))
+                ),
+                "n_open": self.standing(ids).astype(np.int16),
+                "open_sum": (front_up * values).sum(axis=1, dtype=np.int32)
+                + (back_up * values).sum(axis=1, dtype=np.int32),
+                "exposed_sum": self.exposed_sums(ids).astype(np.int32),
+                "score": self.scores(ids),
+            }
         )
-        front_list = pl.concat_list(
-            [pl.when(pl.col(f"f{t}")).then(pl.lit(t, dtype=pl.Int8)) for t in range(1, n + 1)]
-        ).list.drop_nulls()
-        back_list = pl.concat_list(
-            [pl.when(pl.col(f"b{t}")).then(pl.lit(t, dtype=pl.Int8)) for t in range(1, n + 1)]
-        ).list.drop_nulls()
-        shut = pl.Series(ids == self.shut_state)
-        return frame.select(
-            state=pl.concat_str([pl.col(f"d{c}").cast(pl.String) for c in range(n)]),
-            tiles=pl.when(shut)
-            .then(pl.lit(""))
-            .otherwise(
-                pl.format(
-                    "front={} back={}",
-                    _digits_text(front_list),
-                    _digits_text(back_list),
-                )
-            ),
-            front_tiles=front_list,
-            back_tiles=back_list,
-            open_tiles=pl.concat_list(front_list, back_list.list.eval(-pl.element())),
-            n_open=pl.Series(self.standing(ids).astype(np.int16)),
-            open_sum=pl.Series(
-                ((d == 0) * self.front + ((d <= 1) & self.r.back_row) * self.back)
-                .sum(axis=1)
-                .astype(np.int32)
-            ),
-            exposed_sum=pl.Series(self.exposed_sums(ids).astype(np.int32)),
-            score=pl.Series(self.scores(ids)),
-        )
+
+    def _tiles_text(self, d: np.ndarray) -> np.ndarray:
+        """The ``tiles`` rendering of states given by their digits: "front=1234 back=98"
+        ("front=1234" without a back row)."""
+        cols = range(self.r.columns)
+        front = np.char.add("front=", _row_text({int(self.front[c]): d[:, c] == 0 for c in cols}))
+        if not self.r.back_row:
+            return front
+        back = _row_text({int(self.back[c]): d[:, c] <= 1 for c in cols})
+        return np.char.add(np.char.add(front, " back="), back)
 
     def describe_moves(self, label: np.ndarray) -> pl.Series:
         """Each move label as its signed tiles: front tiles t, then back tiles as -t (null for a
@@ -432,10 +428,20 @@ class DoubleShutter(Game):
         return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
 
 
-def _digits_text(tiles: pl.Expr) -> pl.Expr:
-    """A list of one-digit tiles as a string of digits, '-' when empty."""
-    text = tiles.list.eval(pl.element().cast(pl.String)).list.join("")
-    return pl.when(tiles.list.len() == 0).then(pl.lit("-")).otherwise(text)
+def _lists(mask: np.ndarray, values: np.ndarray) -> pl.Series:
+    """Per row of ``mask`` [rows, k], the ``values`` [k] where it is true, as a list column."""
+    _, cols = np.nonzero(mask)  # row-major: each row's values in order
+    offsets = np.concatenate(([0], np.cumsum(mask.sum(axis=1)))).astype(np.int32)
+    array = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[cols]))
+    return pl.Series(array)
+
+
+def _row_text(up: dict[int, np.ndarray]) -> np.ndarray:
+    """The standing tiles of one row as digit strings ("1234"; "-" when none), per state."""
+    text = np.full(next(iter(up.values())).shape[0], "", dtype="<U9")
+    for t in sorted(up):
+        text = np.char.add(text, np.where(up[t], str(t), ""))
+    return np.where(text == "", "-", text)
 
 
 def all_states(columns: int, rows: int) -> np.ndarray:
