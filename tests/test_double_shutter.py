@@ -65,6 +65,11 @@ def test_seed_001_probability_of_not_scoring_zero() -> None:
     assert abs((1 - start_value(objective="shut")) - 0.923) < 5e-4
 
 
+def test_other_layouts_do_not_reproduce_seed_001() -> None:
+    # seeds/README.md: only the reversed back row reproduces 19.427 (seed 001_ad09a03ebddbc804.txt)
+    assert abs(start_value(back_reversed=False) - 19.427) > 0.1
+
+
 def test_exact_fractions_agree_with_the_float_solver_on_small_boxes() -> None:
     for columns in (3, 4, 5):
         for objective in ("score", "shut"):
