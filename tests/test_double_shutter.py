@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline import tables
 from pipeline.errors import UsageError
@@ -379,3 +381,51 @@ def test_state_description_columns() -> None:
     # back 8 and 7 stand behind front 2 and 3, so they cannot be shut on their own yet
     assert row["exposed_sum"] == 2 + 3 + 9 + 1
     assert row["open_sum"] == 30 and row["n_open"] == 6 and row["score"] == 2 * 5 + 25
+
+
+def brute_force_moves(digits: list[int], roll: int) -> set[tuple[tuple[int, ...], str]]:
+    """Every legal move of a 9-column box by direct search: (signed tiles, next state string).
+
+    Independent of the game module: tiles are (row, column, value) and a back tile may go when
+    its front tile is down already or goes in the same move.
+    """
+    standing = [("front", c, c + 1) for c in range(9) if digits[c] == 0]
+    standing += [("back", c, 9 - c) for c in range(9) if digits[c] <= 1]
+    found: set[tuple[tuple[int, ...], str]] = set()
+
+    def search(start: int, chosen: list[tuple[str, int, int]], total: int) -> None:
+        if total == roll and chosen:
+            fronts = {c for row, c, _ in chosen if row == "front"}
+            if all(digits[c] == 1 or c in fronts for row, c, _ in chosen if row == "back"):
+                after = list(digits)
+                for _, c, _ in chosen:
+                    after[c] += 1
+                signed = sorted(v for row, _, v in chosen if row == "front")
+                signed += [-v for v in sorted(v for row, _, v in chosen if row == "back")]
+                found.add((tuple(signed), "".join(map(str, after))))
+            return
+        for i in range(start, len(standing)):
+            if total + standing[i][2] <= roll:
+                search(i + 1, [*chosen, standing[i]], total + standing[i][2])
+
+    search(0, [], 0)
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=9, max_size=9), st.integers(1, 12))
+def test_moves_match_a_brute_force_search(digits: list[int], roll: int) -> None:
+    game, g, _ = solved()
+    state = "".join(map(str, digits))
+    idx = int(np.flatnonzero(g.state_id == int(state, 3))[0])
+    node = np.flatnonzero((g.node_state == idx) & (g.node_roll == roll))
+    if node.shape[0] == 0:  # the roll cannot happen here (1 needs one die; nothing when shut)
+        one_die = game.exposed_sums(np.array([int(state, 3)]))[0] <= 6
+        assert state == "222222222" or (roll == 1 and not one_die)
+        return
+    rows = np.flatnonzero((g.mv_node == node[0]) & (g.mv_label >= 0))
+    moves = game.describe_moves(g.mv_label[rows]).to_list()
+    nexts = game.describe_states(g.state_id[g.mv_dst[rows]])["state"].to_list()
+    got = {(tuple(m), n) for m, n in zip(moves, nexts, strict=True)}
+    assert len(got) == rows.shape[0]
+    assert got == brute_force_moves(digits, roll)

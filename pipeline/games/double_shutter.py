@@ -21,7 +21,7 @@ two moves differ, then the highest back tile.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -224,7 +224,7 @@ class DoubleShutter(Game):
     def graph(self) -> Graph:
         """The game graph over every state of the box."""
         ids = self._all
-        top = max(self.dice_available(ids[:1])) * self.r.sides
+        top = self.r.dice * self.r.sides
         avail = self.dice_available(ids)
         dists = {d: roll_distribution(d, self.r.sides) for d in avail}
         moves = self._moves(ids, top)
@@ -469,7 +469,7 @@ def assemble_graph(
     avail: dict[int, np.ndarray],
     dists: dict[int, list[tuple[int, int, int]]],
     moves: list[tuple[np.ndarray, np.ndarray, int, int]],
-    stuck_value: Any,
+    stuck_value: Callable[[np.ndarray], np.ndarray],
     maximise: bool,
 ) -> Graph:
     """A :class:`Graph` from the states (sorted ids), the dice each state may roll, and the
