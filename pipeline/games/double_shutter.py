@@ -41,6 +41,11 @@ MAX_DICE = 4
 MAX_SIDES = 12
 OBJECTIVES = ("score", "shut", "target")
 ONE_DIE_MODES = ("never", "optional", "forced")
+# What a move does to one column: shut its front tile, both tiles, or the back tile alone.
+FRONT, BOTH, BACK = "front", "both", "back"
+#: The digit the column must have for each, and how far the move advances it.
+NEEDS = {FRONT: 0, BOTH: 0, BACK: 1}
+STEPS = {FRONT: 1, BOTH: 2, BACK: 1}
 FRONT_BACK = re.compile(r"^\s*(?:(front|back|f|b)\s*[=:]\s*([0-9]*|-)\s*[,;]?\s*)+$", re.I)
 FRONT_BACK_PART = re.compile(r"(front|back|f|b)\s*[=:]\s*([0-9]*|-)", re.I)
 
@@ -81,9 +86,11 @@ class DoubleShutterRules:
         if not 2 <= self.sides <= MAX_SIDES:
             out.append(f"dice sides must be between 2 and {MAX_SIDES}, not {self.sides}")
         if self.one_die not in ONE_DIE_MODES:
-            out.append(f"one-die rule must be one of {', '.join(ONE_DIE_MODES)}")
+            out.append(
+                f"one-die rule must be one of {', '.join(ONE_DIE_MODES)}, not {self.one_die!r}"
+            )
         if self.objective not in OBJECTIVES:
-            out.append(f"objective must be one of {', '.join(OBJECTIVES)}")
+            out.append(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}")
         if self.front_weight < 0 or self.back_weight < 0:
             out.append("score weights must not be negative")
         if self.one_die_sum < 1:
@@ -96,8 +103,8 @@ class DoubleShutterRules:
             out.append("a target score goes with objective 'target' (and only with it)")
         if self.target is not None and not 0 <= self.target < self.max_score():
             out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
-        if self.objective != "score" and self.columns > self.dice * self.sides:
-            out.append(f"tile {self.columns} can never be shut: P(score <= target) would be 0")
+        if self.objective == "shut" and self.columns > self.dice * self.sides:
+            out.append(f"tile {self.columns} can never be shut, so P(score = 0) would be 0")
         return out
 
     @property
@@ -142,8 +149,8 @@ class DoubleShutter(Game):
         self._all = all_states(n, rules.rows)
 
     def rules(self) -> dict[str, Any]:
-        """The rule set as plain data."""
-        return self.r.to_dict()
+        """The rule set as plain data, with the targets of the summary's p(n) family."""
+        return {**self.r.to_dict(), "summary_targets": list(self.thresholds)}
 
     def start_state(self) -> int:
         """Every tile standing: all digits 0."""
@@ -194,29 +201,26 @@ class DoubleShutter(Game):
             return {1: alive & cond, self.r.dice: alive & ~cond}
         return {1: alive & cond, self.r.dice: alive}
 
-    def tile_sets(self, max_sum: int) -> list[tuple[dict[int, int], int, int]]:
-        """Every set of tiles a move could shut, as ({column: what}, sum, label).
-
-        ``what`` is 1 (front tile), 2 (front and back tile) or 3 (back tile alone); the sum is at
-        most ``max_sum``.
-        """
+    def tile_sets(self, max_sum: int) -> list[tuple[dict[int, str], int, int]]:
+        """Every set of tiles a move could shut, as ({column index: FRONT, BOTH or BACK}, sum,
+        label), with sum at most ``max_sum``."""
         n, out = self.r.columns, []
-        options = [1, 2, 3] if self.r.back_row else [1]
+        options = (FRONT, BOTH, BACK) if self.r.back_row else (FRONT,)
 
-        def extend(col: int, chosen: dict[int, int], total: int, label: int) -> None:
+        def extend(col: int, chosen: dict[int, str], total: int, label: int) -> None:
             for c in range(col, n):
+                front, back = int(self.front[c]), int(self.back[c])
                 for what in options:
-                    value = (self.front[c] if what <= 2 else 0) + (self.back[c] if what >= 2 else 0)
-                    if total + value > max_sum:
+                    value, lab = total, label
+                    if what in (FRONT, BOTH):
+                        value, lab = value + front, lab | 1 << (n + front - 1)
+                    if what in (BOTH, BACK):
+                        value, lab = value + back, lab | 1 << (back - 1)
+                    if value > max_sum:
                         continue
-                    lab = label
-                    if what <= 2:
-                        lab |= 1 << (n + int(self.front[c]) - 1)
-                    if what >= 2:
-                        lab |= 1 << (int(self.back[c]) - 1)
                     now = {**chosen, c: what}
-                    out.append((now, total + int(value), lab))
-                    extend(c + 1, now, total + int(value), lab)
+                    out.append((now, value, lab))
+                    extend(c + 1, now, value, lab)
 
         extend(0, {}, 0, 0)
         return out
@@ -246,16 +250,14 @@ class DoubleShutter(Game):
         """Every legal move as (state indices, successor ids, roll, label), one vector pass per
         set of tiles."""
         d = self.digits(ids)
-        need = {1: 0, 2: 0, 3: 1}  # digit a column must have for each kind of shut
-        step = {1: 1, 2: 2, 3: 1}  # how far the move advances that digit
         eq = {(c, v): d[:, c] == v for c in range(self.r.columns) for v in (0, 1)}
         out = []
         for chosen, total, label in self.tile_sets(top):
             ok = np.ones(ids.shape[0], dtype=bool)
             delta = 0
             for c, what in chosen.items():
-                ok &= eq[(c, need[what])]
-                delta += step[what] * int(self.place[c])
+                ok &= eq[(c, NEEDS[what])]
+                delta += STEPS[what] * int(self.place[c])
             idx = np.flatnonzero(ok)
             out.append((idx, ids[idx] + delta, total, label))
         return out
