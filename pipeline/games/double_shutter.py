@@ -373,7 +373,7 @@ class DoubleShutter(Game):
             raise UsageError("--p1-score applies only to the two-player game")
         raw = text.strip()
         n, rows = self.r.columns, self.r.rows
-        if raw.isdigit() and raw.isascii() and "front" not in raw:
+        if raw.isdigit() and raw.isascii():
             if len(raw) != n or any(int(ch) > rows for ch in raw):
                 raise UsageError(
                     f"state {text!r}: give {n} digits 0-{rows}, one per column, column 1 first "
