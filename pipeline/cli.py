@@ -210,7 +210,13 @@ _stage_command(
 @app.command("expect")
 @with_rules
 def expect_cmd(
-    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345 (or 1,2,10).")],
+    tiles: Annotated[
+        str,
+        typer.Argument(
+            help="Open tiles, increasing, e.g. 12345 (or 1,2,10). Double Shutter: 000000000 "
+            "or 'front=1234 back=6789'."
+        ),
+    ],
     variant: OneVariant = "classic",
     p1_score: P1Score = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
@@ -227,7 +233,13 @@ def expect_cmd(
 @app.command("move")
 @with_rules
 def move_cmd(
-    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345.")],
+    tiles: Annotated[
+        str,
+        typer.Argument(
+            help="Open tiles, increasing, e.g. 12345. Double Shutter: 000000000 "
+            "or 'front=1234 back=6789'."
+        ),
+    ],
     roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
     variant: OneVariant = "classic",
     p1_score: P1Score = None,

@@ -68,7 +68,9 @@ def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
 
     Imported here, not at module level, so that hook modules may import this one.
     """
-    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = []
+    from pipeline.summary import summary_rows
+
+    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = [summary_rows]
     return hooks
 
 

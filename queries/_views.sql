@@ -7,3 +7,4 @@ create or replace view states as select * from read_parquet(coalesce(getvariable
 create or replace view edges as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/edges.parquet');
 create or replace view policy as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/policy.parquet');
 create or replace view moves as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/moves.parquet');
+create or replace view summary as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/summary.parquet');
