@@ -12,7 +12,7 @@ import typer
 
 from pipeline import verifier
 from pipeline.games.two_player import TwoPlayer, TwoPlayerRules
-from pipeline.variants import REGISTRY, Variant, get_variant
+from pipeline.variants import Variant, get_variant
 
 export_app = typer.Typer(
     help="Write solved tables in other formats.\n\n"
@@ -54,10 +54,10 @@ def pick(
     if not given:
         return get_variant(name), False
     rules = TwoPlayerRules(**given)
-    for registered in REGISTRY.values():
-        game = registered.make() if registered.name == name else None
-        if isinstance(game, TwoPlayer) and game.rules() == rules.to_dict():
-            return registered, False
+    named = get_variant(name)
+    game = named.make()
+    if isinstance(game, TwoPlayer) and game.rules() == rules.to_dict():
+        return named, False  # the options just restate the named variant's rules
     return Variant(rules.slug(), "custom two-player rules", lambda: TwoPlayer(rules), False), True
 
 
