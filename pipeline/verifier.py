@@ -118,7 +118,11 @@ def parse_line(game: TwoPlayer, text: str) -> tuple[int, float]:
     if not math.isfinite(value):
         raise UsageError(f"value {fields[-1]!r} is not a finite number")
     score = int(fields[1]) if len(fields) == 3 else None
-    return game.parse_state(fields[0], p1_score=score), value
+    tiles = fields[0].strip()
+    if game.r.tiles > 9 and tiles:
+        # tiles are space-separated; a trailing comma keeps a lone "10" from reading as 1, 0
+        tiles = ",".join(tiles.split()) + ","
+    return game.parse_state(tiles, p1_score=score), value
 
 
 def check_lines(
