@@ -22,7 +22,9 @@ export_app = typer.Typer(
 
 DataDir = Annotated[
     Path,
-    typer.Option("--data-dir", "-d", help="Directory of the Parquet tables."),
+    typer.Option(
+        "--data-dir", "-d", help="Directory of the Parquet tables [default: $STB_DATA_DIR or data]."
+    ),
 ]
 VariantName = Annotated[
     str, typer.Option("--variant", "-v", help="A two-player variant (see `stb-pipeline variants`).")
@@ -84,8 +86,7 @@ def export_verifier(
 ) -> None:
     """Write seed 002's verifier file: every nonterminal state after all of its successors.
 
-    Lines are TILES,VALUE (player 1) or TILES,P1SCORE,VALUE (player 2), values at full precision.
-    The order and format come from queries/verifier_export.sql, run by DuckDB.
+    Lines are TILES,VALUE (player 1) or TILES,P1SCORE,VALUE (player 2), at full precision.
 
     Example: stb-pipeline export verifier --variant two-player -o two-player.verifier
     """
@@ -113,8 +114,7 @@ def check_verifier(
 ) -> None:
     """Check a verifier file against the solved tables; exit 3 at the first wrong line.
 
-    Reports "missing successor" (a line before one of its state's nonterminal successors),
-    "incorrect value", "unknown state" or "bad format", with its line number.
+    Wrong lines: missing successor, incorrect value, unknown state, bad format.
 
     Example: stb-pipeline check-verifier --variant two-player two-player.verifier
     """
