@@ -6,6 +6,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
 from pipeline.games.two_player import TwoPlayer, TwoPlayerRules, ranges_text
@@ -203,3 +205,28 @@ def test_rules_reject_out_of_range(kwargs: dict, message: str) -> None:
 def test_ranges_text() -> None:
     assert ranges_text([1, 2, 3, 5, 7, 8]) == "1..3, 5, 7..8"
     assert ranges_text([]) == ""
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    tiles=st.integers(1, 5),
+    dice=st.integers(1, 3),
+    sides=st.integers(2, 4),
+    one_die_sum=st.integers(0, 8),
+)
+def test_random_small_rules_against_independent_solver(
+    tiles: int, dice: int, sides: int, one_die_sum: int
+) -> None:
+    """Any small rule set: the graph is valid and the float solver matches the reference."""
+    game = TwoPlayer(TwoPlayerRules(tiles, dice, sides, one_die_sum))
+    g = game.graph()
+    g.validate()
+    values = solve_rank_order(g).value
+    p1, p2 = reference_solver(tiles, dice, sides, one_die_sum)
+    mask, score = game.split_ids(g.state_id)
+    ref = [
+        p1(m) if s == 0 else p2(m, s) for m, s in zip(mask.tolist(), score.tolist(), strict=True)
+    ]
+    np.testing.assert_allclose(values, ref, rtol=0, atol=1e-12)
+    # P2 blocks exist exactly for the scores some P1 position can be stuck at
+    assert sorted(set(score.tolist()) - {0}) == game.possible_scores.tolist()
