@@ -21,6 +21,7 @@ import polars as pl
 
 from pipeline import sql, stages, tables
 from pipeline.errors import PipelineError, UsageError
+from pipeline.games.shutbox import parse_tiles
 from pipeline.games.two_player import TwoPlayer
 from pipeline.solvers.graph import group_starts
 from pipeline.variants import Variant
@@ -104,25 +105,46 @@ class CheckReport:
         return not self.problems
 
 
+class LineError(Exception):
+    """A line that names no state: ``kind`` is "bad format" or "unknown state"."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 def parse_line(game: TwoPlayer, text: str) -> tuple[int, float]:
-    """State id and value of one line; UsageError saying what is malformed."""
+    """State id and value of one line; LineError saying what is wrong with it otherwise.
+
+    Empty tiles name the shut box (terminal: P1 has won, or P2 has won against any score).
+    """
     fields = text.split(",")
     if len(fields) not in (2, 3):
-        raise UsageError(f"expected TILES,VALUE or TILES,P1SCORE,VALUE, got {text!r}")
+        raise LineError("bad format", f"expected TILES,VALUE or TILES,P1SCORE,VALUE, got {text!r}")
     if len(fields) == 3 and not fields[1].strip().isdigit():
-        raise UsageError(f"player 1's score {fields[1]!r} is not a number")
+        raise LineError("bad format", f"player 1's score {fields[1]!r} is not a number")
     try:
         value = float(fields[-1])
     except ValueError:
-        raise UsageError(f"value {fields[-1]!r} is not a number") from None
+        raise LineError("bad format", f"value {fields[-1]!r} is not a number") from None
     if not math.isfinite(value):
-        raise UsageError(f"value {fields[-1]!r} is not a finite number")
-    score = int(fields[1]) if len(fields) == 3 else None
+        raise LineError("bad format", f"value {fields[-1]!r} is not a finite number")
     tiles = fields[0].strip()
     if game.r.tiles > 9 and tiles:
         # tiles are space-separated; a trailing comma keeps a lone "10" from reading as 1, 0
         tiles = ",".join(tiles.split()) + ","
-    return game.parse_state(tiles, p1_score=score), value
+    try:
+        mask = parse_tiles(tiles, game.r.tiles) if tiles else 0
+    except UsageError as exc:
+        raise LineError("bad format", str(exc)) from None
+    if len(fields) == 2:
+        return mask, value
+    score = int(fields[1])
+    try:
+        game.check_p1_score(score)
+    except UsageError as exc:
+        raise LineError("unknown state", str(exc)) from None
+    return game.state_id(mask, score), value
 
 
 def check_lines(
@@ -146,8 +168,8 @@ def check_lines(
             continue  # blank lines carry no state
         try:
             state_id, line_value[i] = parse_line(game, text.strip())
-        except UsageError as exc:
-            problems[i] = Problem(i + 1, "bad format", str(exc))
+        except LineError as exc:
+            problems[i] = Problem(i + 1, exc.kind, str(exc))
             continue
         k = int(np.searchsorted(ids, state_id))
         if k == ids.shape[0] or ids[k] != state_id:

@@ -154,7 +154,11 @@ def test_check_verifier_on_the_seed_sample_itself(built: Path) -> None:
         ("12x,0.5", "bad format"),
         ("123,x,0.5", "bad format"),
         ("123,nan", "bad format"),
-        ("123,44,0.5", "bad format"),
+        ("123,44,0.5", "unknown state"),
+        ("123,0,0.5", "unknown state"),
+        ("123,-1,0.5", "bad format"),
+        (",1.0", None),  # the shut box: P1 has won
+        (",1,0.0", "incorrect value"),  # P2 shut the box against 1: P2 has won
         ("1,0.9", "incorrect value"),
         ("12345689,41,1.0", None),  # a terminal state may be listed; its value is checked
         ("12345689,41,0.0", "incorrect value"),

@@ -247,7 +247,11 @@ class TwoPlayer(Game):
         score = extra.get("p1_score")
         if score is None:
             return mask
-        score = int(score)
+        self.check_p1_score(int(score))
+        return self.state_id(mask, int(score))
+
+    def check_p1_score(self, score: int) -> None:
+        """UsageError unless P1 can finish a turn with ``score`` (positive and possible)."""
         if score <= 0:
             raise UsageError(
                 f"player 1's score must be positive, not {score} (at 0 player 1 has shut the box "
@@ -258,7 +262,6 @@ class TwoPlayer(Game):
                 f"player 1 cannot finish a turn with score {score}; possible scores: "
                 f"{ranges_text(self.possible_scores.tolist())}"
             )
-        return self.state_id(mask, score)
 
     def tiles_text(self, state_id: int) -> str:
         """The tiles string of one state id."""
