@@ -118,15 +118,40 @@ def answer(query: Query, data_dir: Path) -> str:
     """The line to print: ``%.6f`` expected wins, or a move such as ``[3, 9]``."""
     game = TwoPlayer(query.rules)
     state_id = game.parse_state(query.tiles, p1_score=query.p1_score)
-    source = TableSource.find(data_dir, game) or SolvedSource(game)
-    if query.question == "expect":
-        return f"{source.value(state_id):.6f}"
-    assert query.roll is not None
-    move = source.best_move(state_id, query.roll)
-    return "[" + ", ".join(str(t) for t in move) + "]"
+    tables = TableSource.find(data_dir, game)
+    if tables is not None:
+        try:
+            return tables.answer(query, state_id)
+        except TableUnreadable:
+            pass  # a damaged table: the solve below gives the same answer
+    return SolvedSource(game).answer(query, state_id)
 
 
-class SolvedSource:
+class TableUnreadable(Exception):
+    """A table that was found could not be read after all."""
+
+
+class Source:
+    """Where answers come from: :meth:`value` and :meth:`best_move` of a state."""
+
+    def value(self, state_id: int) -> float:
+        """The mover's expected wins."""
+        raise NotImplementedError
+
+    def best_move(self, state_id: int, roll: int) -> list[int]:
+        """The tiles of the best move for a roll."""
+        raise NotImplementedError
+
+    def answer(self, query: Query, state_id: int) -> str:
+        """The line to print for the query."""
+        if query.question == "expect":
+            return f"{self.value(state_id):.6f}"
+        assert query.roll is not None
+        move = self.best_move(state_id, query.roll)
+        return "[" + ", ".join(str(t) for t in move) + "]"
+
+
+class SolvedSource(Source):
     """Answers from solving the game in memory."""
 
     def __init__(self, game: TwoPlayer) -> None:
@@ -162,7 +187,7 @@ class SolvedSource:
         return [t for t in range(1, self.game.r.tiles + 1) if label >> (t - 1) & 1]
 
 
-class TableSource:
+class TableSource(Source):
     """Answers from built tables of a variant with the same rules."""
 
     def __init__(self, data_dir: Path, variant: str, game: TwoPlayer) -> None:
@@ -187,17 +212,20 @@ class TableSource:
     def _rows(self, table: str, state_id: int):  # -> pl.DataFrame
         import polars as pl
 
-        return (
-            pl.scan_parquet(self.data_dir / f"{table}.parquet")
-            .filter((pl.col("variant") == self.variant) & (pl.col("state_id") == state_id))
-            .collect()
-        )
+        try:
+            return (
+                pl.scan_parquet(self.data_dir / f"{table}.parquet")
+                .filter((pl.col("variant") == self.variant) & (pl.col("state_id") == state_id))
+                .collect()
+            )
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise TableUnreadable(str(exc)) from None
 
     def value(self, state_id: int) -> float:
         """The mover's expected wins."""
         rows = self._rows("states", state_id)
         if rows.height == 0:
-            raise UsageError(f"state {state_id} is not in the tables")
+            raise TableUnreadable(f"state {state_id} is not in the tables")
         return float(rows["value"][0])
 
     def best_move(self, state_id: int, roll: int) -> list[int]:

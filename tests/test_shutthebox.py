@@ -113,6 +113,22 @@ def test_stale_tables_are_not_used(built: Path, tmp_path: Path) -> None:
     assert (code_small, out_small) == (0, out)
 
 
+def test_damaged_tables_fall_back_to_solving(built: Path, tmp_path: Path, monkeypatch) -> None:
+    """Unreadable tables do not stop an answer: the game is solved instead."""
+    for name in ("states", "policy"):
+        (tmp_path / f"{name}.parquet").write_bytes((built / f"{name}.parquet").read_bytes())
+    (tmp_path / "policy.parquet").write_bytes(b"PAR1 not really parquet")
+    code, out, _ = call(["--two", "--move", "13456789", "17", "12"], tmp_path)
+    assert (code, out) == (0, "[3, 9]\n")
+
+    def unreadable(*_args):
+        raise shutthebox.TableUnreadable("damaged")
+
+    monkeypatch.setattr(shutthebox.TableSource, "_rows", unreadable)
+    code, out, _ = call(["--two", "--expect", "123456789", "8"], built)
+    assert code == 0 and float(out) == pytest.approx(0.381212, abs=5e-7)
+
+
 def test_generalised_rules_match_the_game_module() -> None:
     """--tiles/--dice/--sides/--one-die-sum reach the same rules as TwoPlayerRules."""
     from pipeline.games.two_player import TwoPlayer, TwoPlayerRules
