@@ -168,55 +168,58 @@ class TwoPlayer(Game):
 
     def graph(self) -> Graph:
         """P1's block of masks, then one block of P2 masks per possible P1 score."""
+        scores = self.possible_scores
+        parts: dict[str, list[np.ndarray]] = {}
+        n_nodes = 0
+        for block, score in enumerate([0, *scores.tolist()]):
+            arrays = self._block(block, score, n_nodes)
+            for key, arr in arrays.items():
+                parts.setdefault(key, []).append(arr)
+            n_nodes += arrays["node_state"].shape[0]
+        merged = {key: np.concatenate(arrs) for key, arrs in parts.items()}
+        return Graph(**merged, maximise=True, meta={"possible_scores": scores.tolist()})
+
+    def _block(self, block: int, score: int, first_node: int) -> dict[str, np.ndarray]:
+        """Graph arrays of one block: P1's (score 0) or P2's against ``score``, whose states are
+        ``block * 2**tiles + mask`` and whose decision nodes are numbered from ``first_node``."""
         b, f = self.one_player_graph, self.n_masks
         masks = np.arange(f, dtype=np.int64)
         sums = self.base.open_sums(masks)
         count = np.bitwise_count(masks.astype(np.uint64)).astype(np.int64)
-        scores = self.possible_scores
-        block_of_score = np.full(int(sums[-1]) + 1, -1, dtype=np.int64)
-        block_of_score[scores] = np.arange(1, scores.shape[0] + 1)
-        block_score = np.concatenate(([0], scores))
-        is_pass = b.mv_label == PASS
-        parts: dict[str, list[np.ndarray]] = {}
-        n_nodes = 0
-        for block, score in enumerate(block_score.tolist()):
-            alive = masks != 0 if score == 0 else sums >= score
-            keep_node = alive[b.node_state]
-            node_map = np.where(keep_node, np.cumsum(keep_node) - 1 + n_nodes, -1)
-            keep_ch = alive[b.ch_state]
-            keep_mv = keep_node[b.mv_node]
-            mv_pass = is_pass[keep_mv]
-            mv_mask = b.node_state[b.mv_node[keep_mv]]
-            dst = np.where(mv_pass, NO_STATE, block * f + b.mv_dst[keep_mv])
-            if score == 0:  # P1 stuck: P2 plays from the full box against this score
-                dst = np.where(mv_pass, block_of_score[sums[mv_mask]] * f + self.full, dst)
-                scale = np.where(mv_pass, -1.0, 1.0)
-                offset = np.where(mv_pass, 1.0, 0.0)
-            else:  # P2 stuck: a tie at the score, a loss above it
-                scale = np.where(mv_pass, 0.0, 1.0)
-                offset = np.where(mv_pass & (sums[mv_mask] == score), TIE, 0.0)
-            new = {
-                "state_id": score * f + masks,
-                "rank": count if score else count + self.r.tiles + 1,
-                "terminal": np.where(alive, np.nan, 1.0),
-                "ch_state": block * f + b.ch_state[keep_ch],
-                "ch_choice": b.ch_choice[keep_ch],
-                "ch_count": b.ch_count[keep_ch],
-                "ch_denom": b.ch_denom[keep_ch],
-                "ch_node": node_map[b.ch_node[keep_ch]],
-                "node_state": block * f + b.node_state[keep_node],
-                "node_roll": b.node_roll[keep_node],
-                "mv_node": node_map[b.mv_node[keep_mv]],
-                "mv_dst": dst,
-                "mv_scale": scale,
-                "mv_offset": offset,
-                "mv_label": b.mv_label[keep_mv],
-            }
-            for key, arr in new.items():
-                parts.setdefault(key, []).append(arr)
-            n_nodes += int(np.count_nonzero(keep_node))
-        arrays = {key: np.concatenate(arrs) for key, arrs in parts.items()}
-        return Graph(**arrays, maximise=True, meta={"possible_scores": scores.tolist()})
+        alive = masks != 0 if score == 0 else sums >= score
+        keep_node = alive[b.node_state]
+        node_map = np.where(keep_node, np.cumsum(keep_node) - 1 + first_node, -1)
+        keep_ch = alive[b.ch_state]
+        keep_mv = keep_node[b.mv_node]
+        mv_pass = b.mv_label[keep_mv] == PASS
+        mv_sum = sums[b.node_state[b.mv_node[keep_mv]]]
+        dst = np.where(mv_pass, NO_STATE, block * f + b.mv_dst[keep_mv])
+        if score == 0:  # P1 stuck: P2 plays from the full box against this score
+            block_of_score = np.zeros(int(sums[-1]) + 1, dtype=np.int64)
+            block_of_score[self.possible_scores] = np.arange(1, self.possible_scores.shape[0] + 1)
+            dst = np.where(mv_pass, block_of_score[mv_sum] * f + self.full, dst)
+            scale = np.where(mv_pass, -1.0, 1.0)
+            offset = np.where(mv_pass, 1.0, 0.0)
+        else:  # P2 stuck: a tie at the score, a loss above it
+            scale = np.where(mv_pass, 0.0, 1.0)
+            offset = np.where(mv_pass & (mv_sum == score), TIE, 0.0)
+        return {
+            "state_id": score * f + masks,
+            "rank": count if score else count + self.r.tiles + 1,
+            "terminal": np.where(alive, np.nan, 1.0),
+            "ch_state": block * f + b.ch_state[keep_ch],
+            "ch_choice": b.ch_choice[keep_ch],
+            "ch_count": b.ch_count[keep_ch],
+            "ch_denom": b.ch_denom[keep_ch],
+            "ch_node": node_map[b.ch_node[keep_ch]],
+            "node_state": block * f + b.node_state[keep_node],
+            "node_roll": b.node_roll[keep_node],
+            "mv_node": node_map[b.mv_node[keep_mv]],
+            "mv_dst": dst,
+            "mv_scale": scale,
+            "mv_offset": offset,
+            "mv_label": b.mv_label[keep_mv],
+        }
 
     # -- description -------------------------------------------------------------------------
 
