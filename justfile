@@ -20,3 +20,7 @@ bench:
 lint:
     ruff check .
     ruff format --check .
+
+# Double Shutter timings (add --exact for the exact-fraction cross-check, about 35 s)
+bench-double-shutter *ARGS:
+    python benchmarks/bench_double_shutter.py {{ARGS}}

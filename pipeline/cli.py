@@ -138,6 +138,16 @@ def pick_one(name: str, custom: Variant | None) -> Variant:
     return get_variant(name)
 
 
+Exact = Annotated[
+    bool,
+    typer.Option(
+        "--exact",
+        help="Also solve in exact fractions (small games), check the floats against them "
+        "and store them in states.value_exact.",
+    ),
+]
+
+
 def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example: str) -> None:
     """Register a command that runs ``stage_list`` for the chosen variants."""
 
@@ -148,10 +158,13 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
             typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
         ] = ["all"],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
+        exact: Exact = False,
         custom: Variant | None = None,
     ) -> None:
+        if exact and "solve" not in stage_list:
+            raise UsageError("--exact applies to solve and build")
         chosen = pick_variants(variant, custom)
-        reports = stages.run(chosen, stage_list, data_dir)
+        reports = stages.run(chosen, stage_list, data_dir, exact=exact)
         print_reports(reports, data_dir)
 
     command.__doc__ = f"{summary}\n\nExample: {example}"
@@ -209,6 +222,7 @@ def build_cmd(
         typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
     ] = ["all"],  # noqa: B006  (typer needs a literal default)
     data_dir: DataDir = DEFAULT_DATA_DIR,
+    exact: Exact = False,
     force: Annotated[
         bool, typer.Option("--force", help="Rebuild variants that manifest.json shows unchanged.")
     ] = False,
@@ -222,14 +236,20 @@ def build_cmd(
     Example: stb-pipeline build --variant all
     """
     chosen = pick_variants(variant, custom)
-    reports = stages.run(chosen, stages.STAGES, data_dir, skip_unchanged=not force)
+    reports = stages.run(chosen, stages.STAGES, data_dir, exact=exact, skip_unchanged=not force)
     print_reports(reports, data_dir)
 
 
 @app.command("expect")
 @with_rules
 def expect_cmd(
-    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345 (or 1,2,10).")],
+    tiles: Annotated[
+        str,
+        typer.Argument(
+            help="Open tiles, increasing, e.g. 12345 (or 1,2,10). Double Shutter: 000000000 "
+            "or 'front=1234 back=6789'."
+        ),
+    ],
     variant: OneVariant = "classic",
     p1_score: P1Score = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
@@ -246,7 +266,13 @@ def expect_cmd(
 @app.command("move")
 @with_rules
 def move_cmd(
-    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345.")],
+    tiles: Annotated[
+        str,
+        typer.Argument(
+            help="Open tiles, increasing, e.g. 12345. Double Shutter: 000000000 "
+            "or 'front=1234 back=6789'."
+        ),
+    ],
     roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
     variant: OneVariant = "classic",
     p1_score: P1Score = None,
@@ -259,7 +285,8 @@ def move_cmd(
     """
     advice = answers.best_move(data_dir, pick_one(variant, custom), tiles, roll, p1_score=p1_score)
     if advice.best_move is None:
-        out.print(f"no legal move: the game ends, value {advice.value!r}")
+        ends = "the turn passes" if advice.passes_turn else "the game ends"
+        out.print(f"no legal move: {ends}, value {advice.value!r}")
         return
     out.print(f"best move {advice.best_move}  value {advice.value!r}")
     table = Table("move", "leaves", "value", "loses")

@@ -88,13 +88,16 @@ def variant_record(
     seeds: dict[str, int],
     table_rows: dict[str, int],
     summary: dict[str, Any],
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What the manifest says about one variant after a run of ``stages``."""
+    """What the manifest says about one variant after a run of ``stages`` with ``options``
+    (flags that change the tables, such as ``exact``)."""
     return {
         "rules": rules,
         "package_version": __version__,
         "code_hash": code_hash(),
         "stages": list(stages),
+        "options": dict(sorted((options or {}).items())),
         "seeds": dict(sorted(seeds.items())),
         "tables": dict(sorted(table_rows.items())),
         "summary": summary,
@@ -102,19 +105,25 @@ def variant_record(
 
 
 def up_to_date(
-    data_dir: Path, manifest: dict[str, Any], variant: str, rules: dict[str, Any], stages: list[str]
+    data_dir: Path,
+    manifest: dict[str, Any],
+    variant: str,
+    rules: dict[str, Any],
+    stages: list[str],
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The variant's record when a run of ``stages`` would rebuild exactly what is on disk.
 
-    True when the last run for the variant ran the same stages with the same rules, package
-    version and code hash, and every table it wrote is still the file the manifest describes
-    (same bytes) with the variant's rows in it. None otherwise.
+    True when the last run for the variant ran the same stages and options with the same rules,
+    package version and code hash, and every table it wrote is still the file the manifest
+    describes (same bytes) with the variant's rows in it. None otherwise.
     """
     record = manifest.get("variants", {}).get(variant)
     if not record:
         return None
     same = (
         record.get("stages") == list(stages)
+        and record.get("options", {}) == dict(options or {})
         and record.get("rules") == json.loads(json.dumps(rules))
         and record.get("package_version") == __version__
         and record.get("code_hash") == code_hash()

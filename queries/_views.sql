@@ -7,4 +7,5 @@ create or replace view states as select * from read_parquet(coalesce(getvariable
 create or replace view edges as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/edges.parquet');
 create or replace view policy as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/policy.parquet');
 create or replace view moves as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/moves.parquet');
+create or replace view summary as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/summary.parquet');
 create or replace view rules as with meta as (select decode(value) as rules_by_variant from parquet_kv_metadata(coalesce(getvariable('data_dir'), 'data') || '/states.parquet') where decode(key) = 'stb.rules') select j.key as variant, j.value ->> 'game' as game, j.value as rules from meta, json_each(json(meta.rules_by_variant)) as j;
