@@ -241,7 +241,7 @@ def strategy_comparison(t: Tables) -> Section:
                 fmt="o",
                 color="#d95f02",
                 capsize=4,
-                label="simulation (95% interval)" if i == 0 or s == order[0] else None,
+                label="simulation (ci_low..ci_high)" if i == 0 or s == order[0] else None,
             )
     ax.set_yticks(list(ys), order)
     ax.invert_yaxis()
