@@ -241,7 +241,7 @@ def strategy_comparison(t: Tables) -> Section:
                 fmt="o",
                 color="#d95f02",
                 capsize=4,
-                label="simulation (ci_low..ci_high)" if i == 0 or s == order[0] else None,
+                label="simulation (95% Wilson interval)" if i == 0 or s == order[0] else None,
             )
     ax.set_yticks(list(ys), order)
     ax.invert_yaxis()
@@ -264,31 +264,25 @@ def strategy_comparison(t: Tables) -> Section:
 
 
 def double_shutter_pn(t: Tables) -> Section:
-    """Double Shutter p(n): the chance of a final score of n or less (or as the table defines)."""
+    """Double Shutter p(n) = P(final score > n) playing to maximise P(score <= n) (seed 001)."""
     summary = t.need("summary", why=" (issue 4: Double Shutter)")
-    n_of = pl.col("parameter").cast(pl.String).str.extract(r"(\d+)", 1).cast(pl.Int64)
-    rows = (
-        summary.filter(
-            pl.col("objective").cast(pl.String).str.contains(r"(?i)p\(n\)|^p_?n$")
-            | pl.col("parameter").cast(pl.String).str.contains(r"(?i)^p\(\d+\)$|^n\s*=\s*\d+$")
-        )
-        .with_columns(n=n_of)
-        .drop_nulls("n")
-    )
+    if "figure" not in summary.columns:
+        raise Skip("summary.parquet has no figure column")
+    rows = summary.filter(pl.col("figure") == "p_above").sort("variant", "parameter")
     if rows.height == 0:
-        raise Skip("summary.parquet has no p(n) rows")
+        raise Skip("summary.parquet has no p(n) rows (figure p_above)")
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    for variant, part in rows.sort("n").group_by("variant", maintain_order=True):
-        ax.plot(part["n"], part["value"], marker="o", label=str(variant[0]))
-    ax.set_xlabel("n")
-    ax.set_ylabel("p(n)")
-    ax.set_title("Double Shutter: p(n)")
+    for (variant,), part in rows.group_by("variant", maintain_order=True):
+        ax.plot(part["parameter"], part["value"], marker="o", label=str(variant))
+    ax.set_xlabel("n (target score)")
+    ax.set_ylabel("p(n) = P(final score > n)")
+    ax.set_title("Double Shutter: p(n), playing to finish with n or less")
+    ax.set_ylim(0, 1)
     ax.legend()
     ax.grid(alpha=0.3)
-    table = _html_table(rows.select("variant", "objective", "parameter", "value"))
-    return Section(
-        "double_shutter_pn", "Double Shutter p(n)", "p(n) rows of summary.parquet.", fig, table
-    )
+    table = _html_table(rows.select("variant", pl.col("parameter").alias("n"), "value"))
+    text = "From summary.parquet; `stb-pipeline query double_shutter_p_of_n` lists the same."
+    return Section("double_shutter_pn", "Double Shutter p(n)", text, fig, table)
 
 
 def two_player_curve(t: Tables) -> Section:
@@ -297,13 +291,15 @@ def two_player_curve(t: Tables) -> Section:
     if "p1_score" not in states.columns:
         raise Skip("two-player states have no p1_score column")
     p2 = states.filter(pl.col("p1_score").is_not_null())
+    if "player" in states.columns:
+        p2 = p2.filter(pl.col("player") == 2)
     start = p2.filter(pl.col("n_open") == pl.col("n_open").max()).sort("p1_score")
     if start.height == 0:
         raise Skip("no player-2 start states in the two-player table")
     fig, ax = plt.subplots(figsize=(9, 4.5))
     ax.plot(start["p1_score"], start["value"], marker="o", markersize=3)
     ax.set_xlabel("player 1's final score")
-    ax.set_ylabel("value of player 2's start (the table's objective)")
+    ax.set_ylabel("player 2's expected wins (a tie counts 1/2)")
     ax.set_title("Two players: player 2's chance against player 1's score")
     ax.grid(alpha=0.3)
     text = (

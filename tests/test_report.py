@@ -66,10 +66,11 @@ def add_synthetic_tables(data: Path) -> None:
     tables.write_atomic(data / "benchmarks.parquet", bench.to_arrow())
     summary = pl.DataFrame(
         {
-            "variant": ["double-shutter"] * 20,
-            "objective": ["p(n)"] * 20,
-            "parameter": [f"p({n})" for n in range(1, 21)],
-            "value": [1 - 0.9**n for n in range(1, 21)],
+            "variant": ["double-shutter"] * 21,
+            "figure": ["p_above"] * 21,
+            "objective": ["target"] * 21,
+            "parameter": list(range(21)),
+            "value": [0.9**n for n in range(21)],
         }
     )
     tables.write_atomic(data / "summary.parquet", summary.to_arrow())
@@ -81,6 +82,7 @@ def add_synthetic_tables(data: Path) -> None:
             "tiles": ["123456789"] * 46,
             "n_open": [9] * 46,
             "p1_score": list(range(46)),
+            "player": [2] * 46,
             "value": [min(1.0, s / 45) for s in range(46)],
         }
     )
