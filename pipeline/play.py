@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 from rich.console import Console
 from rich.table import Table
 
@@ -29,10 +30,13 @@ from pipeline.games.dice import roll_distribution
 from pipeline.games.shutbox import ShutTheBox
 from pipeline.variants import Variant
 
+#: Objectives whose values are probabilities (shown in %, losses in percentage points).
+PROBABILITIES = ("shut", "target", "wins")
 #: Values closer than this (relative) are ties, as in the solver.
 TIE = 1e-12
 OBJECTIVE_TEXT = {
     "shut": ("win probability", True),
+    "wins": ("expected wins", True),
     "target": ("probability of reaching the target", True),
     "score": ("expected final score", False),
 }
@@ -77,6 +81,7 @@ class GameRecord:
     final_score: int | None = None
     shut: bool = False
     finished: bool = False
+    outcome: str = ""
 
     @property
     def given_away(self) -> float:
@@ -85,15 +90,20 @@ class GameRecord:
 
 
 class Coach:
-    """The solved tables of one one-player Shut the Box variant, ready to rank choices."""
+    """The solved tables of one Shut the Box variant, ready to rank choices.
+
+    One-player variants, and the two-player game (issue 3) when it is registered and built: its
+    states carry ``player`` and ``p1_score``, ids ``p1_score * 2**tiles + mask``, and values are
+    the mover's expected wins. Rolls and moves come from the one-player rules both share.
+    """
 
     def __init__(self, data_dir: Path, variant: Variant) -> None:
         game = variant.make()
-        if not isinstance(game, ShutTheBox):
-            raise UsageError(
-                f"play supports one-player Shut the Box variants; {variant.name} is not one"
-            )
-        self.variant, self.game = variant.name, game
+        box = game if isinstance(game, ShutTheBox) else getattr(game, "base", None)
+        if not isinstance(box, ShutTheBox):
+            raise UsageError(f"play supports Shut the Box variants; {variant.name} is not one")
+        self.variant, self.game, self.box = variant.name, game, box
+        self.n_masks = 1 << box.r.tiles
         states = tables.read_table(data_dir, "states", variant.name)
         if states["value"].null_count():
             raise UsageError(
@@ -102,12 +112,21 @@ class Coach:
             )
         self.objective = str(states["objective"][0])
         self.maximise = bool(states["maximise"][0])
-        self.state = {
-            r["state_id"]: r
-            for r in states.select(
-                "state_id", "tiles", "value", "terminal", "score", "dice"
-            ).iter_rows(named=True)
-        }
+        self.two_player = "player" in states.columns and "p1_score" in states.columns
+        if not self.two_player:
+            states = states.with_columns(player=pl.lit(1), p1_score=pl.lit(None, pl.Int64))
+        keep = (
+            "state_id",
+            "tiles",
+            "value",
+            "terminal",
+            "score",
+            "open_sum",
+            "dice",
+            "player",
+            "p1_score",
+        )
+        self.state = {r["state_id"]: r for r in states.select(keep).iter_rows(named=True)}
         policy = tables.read_table(data_dir, "policy", variant.name)
         self.node_value = {
             (s, r): v for s, r, v in policy.select("state_id", "roll", "value").iter_rows()
@@ -130,24 +149,27 @@ class Coach:
 
     @property
     def start(self) -> int:
-        """The full box."""
+        """The full box (player 1's, in the two-player game)."""
         return self.game.start_state()
 
-    def better(self, a: float, b: float) -> bool:
-        """Whether value ``a`` beats ``b`` by more than a tie."""
-        gap = (a - b) if self.maximise else (b - a)
-        return gap > TIE * max(1.0, abs(a), abs(b))
+    def after_stuck(self, state_id: int) -> int | None:
+        """Where play goes when the mover is stuck: player 2's start, or None (the game ends)."""
+        info = self.state[state_id]
+        if not self.two_player or info["player"] != 1:
+            return None
+        return int(info["open_sum"]) * self.n_masks + self.n_masks - 1
 
     def dice_options(self, state_id: int) -> list[Option]:
         """How many dice the rules allow here, each with its value; best first."""
-        allowed = self.game.dice_available(np.array([state_id], dtype=np.int64))
+        mask = np.array([state_id % self.n_masks], dtype=np.int64)
+        allowed = self.box.dice_available(mask)
         options = []
         for dice, ok in sorted(allowed.items(), reverse=True):
             if not ok[0]:
                 continue
             value = math.fsum(
                 ways / denom * self.node_value[(state_id, total)]
-                for total, ways, denom in roll_distribution(dice, self.game.r.sides)
+                for total, ways, denom in roll_distribution(dice, self.box.r.sides)
             )
             label = "one die" if dice == 1 else f"{dice} dice"
             options.append(Option(label, value, 0.0, False, dice=dice))
@@ -181,54 +203,110 @@ def play_game(
     console: Console,
     seed: int | None = None,
     show_values: bool = True,
+    seat: int = 1,
 ) -> GameRecord:
-    """Play one game: roll with a seeded RNG, rank each choice, record the mistakes."""
+    """Play one game: roll with a seeded RNG, rank each choice, record the mistakes.
+
+    In the two-player game the player takes seat 1 or 2 and the solver plays the other seat
+    (optimally, by the tables); only the player's own choices are judged.
+    """
+    if seat not in (1, 2) or (seat == 2 and not coach.two_player):
+        raise UsageError("--seat 2 needs the two-player game; one-player games have seat 1 only")
     seed = secrets.randbelow(2**31) if seed is None else seed
     rng = np.random.default_rng(seed)
-    what, _ = OBJECTIVE_TEXT.get(coach.objective, (coach.objective, coach.maximise))
+    what = OBJECTIVE_TEXT.get(coach.objective, (coach.objective, coach.maximise))[0]
     state = coach.start
-    record = GameRecord(coach.variant, seed, coach.state[state]["value"])
+    start_value = coach.state[state]["value"]
+    # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
+    record = GameRecord(coach.variant, seed, start_value if seat == 1 else 1.0 - start_value)
+    players = f" (you are player {seat}, the solver the other)" if coach.two_player else ""
     console.print(
-        f"[bold]{coach.variant}[/] ({coach.game.r.tiles} tiles): "
+        f"[bold]{coach.variant}[/] ({coach.box.r.tiles} tiles){players}: "
         f"seed {seed} (replay with --seed {seed}). "
-        f"Optimal play from here: {what} {_fmt(record.start_value, coach.objective)}."
+        f"Optimal play from here: your {what} {_fmt(record.start_value, coach.objective)}."
     )
     turn = 0
     while True:
         info = coach.state[state]
         if info["terminal"]:
-            record.final_tiles, record.final_score, record.shut = info["tiles"], 0, True
-            record.finished = True
-            console.print("[bold green]You shut the box![/]")
+            record.finished, record.shut = True, True
+            record.final_tiles, record.final_score = info["tiles"], 0
+            record.outcome = _outcome(coach, info, seat, stuck=False)
+            console.print(f"[bold]{record.outcome}[/]")
             break
         turn += 1
-        console.print(f"\n[bold]Turn {turn}[/]: open tiles {_spaced(info['tiles'])}")
+        human = info["player"] == seat
+        console.print(_turn_header(coach, info, turn, human))
         dice = coach.dice_options(state)
-        chosen = dice[0]
-        if len(dice) > 1:
-            pick = _choose(ask, console, dice, "dice", coach.objective, show_values)
-            if pick is None:
+        chosen: Option | None = dice[0]
+        if len(dice) > 1 and human:
+            chosen = _choose(ask, console, dice, "dice", coach.objective, show_values)
+            if chosen is None:
                 break
-            chosen = pick
             _judge(record, coach, console, turn, info["tiles"], "before rolling", chosen, dice)
-        faces = rng.integers(1, coach.game.r.sides + 1, size=chosen.dice)
+        elif len(dice) > 1:
+            console.print(f"The solver rolls {chosen.label}.")
+        faces = rng.integers(1, coach.box.r.sides + 1, size=chosen.dice)
         roll = int(faces.sum())
         record.rolls.append(roll)
-        console.print(f"You roll {' + '.join(str(int(f)) for f in faces)} = [bold]{roll}[/]")
+        who = "You roll" if human else "The solver rolls"
+        console.print(f"{who} {' + '.join(str(int(f)) for f in faces)} = [bold]{roll}[/]")
         moves = coach.move_options(state, roll)
         if not moves:
-            record.final_tiles, record.final_score = info["tiles"], int(info["score"])
-            record.finished = True
-            console.print(f"No move shuts tiles adding to {roll}: the game ends.")
-            break
-        move = _choose(ask, console, moves, "shut", coach.objective, show_values)
-        if move is None:
-            break
-        _judge(record, coach, console, turn, info["tiles"], f"roll {roll}", move, moves)
+            after = coach.after_stuck(state)
+            if after is None:
+                record.finished = True
+                record.final_tiles, record.final_score = info["tiles"], int(info["score"])
+                record.outcome = _outcome(coach, info, seat, stuck=True)
+                console.print(f"No move shuts tiles adding to {roll}: the game ends.")
+                console.print(f"[bold]{record.outcome}[/]")
+                break
+            console.print(
+                f"No move shuts tiles adding to {roll}: player 1 ends with "
+                f"{info['open_sum']}. Player 2 must finish below it to win."
+            )
+            state = after
+            continue
+        if human:
+            move = _choose(ask, console, moves, "shut", coach.objective, show_values)
+            if move is None:
+                break
+            _judge(record, coach, console, turn, info["tiles"], f"roll {roll}", move, moves)
+        else:
+            move = moves[0]
+            console.print(f"The solver shuts {move.label}.")
         assert move.next_state is not None
         state = move.next_state
     _summary(record, coach, console)
     return record
+
+
+def _turn_header(coach: Coach, info: dict, turn: int, human: bool) -> str:
+    """The line that opens a roll: whose it is and what is open."""
+    tiles = _spaced(info["tiles"])
+    if not coach.two_player:
+        return f"\n[bold]Turn {turn}[/]: open tiles {tiles}"
+    who = "you" if human else "the solver"
+    target = "" if info["p1_score"] is None else f", to beat {info['p1_score']}"
+    return f"\n[bold]Roll {turn}[/] (player {info['player']}, {who}{target}): open tiles {tiles}"
+
+
+def _outcome(coach: Coach, info: dict, seat: int, stuck: bool) -> str:
+    """How the game ended, from the player's side."""
+    if not coach.two_player:
+        if not stuck:
+            return "You shut the box!"
+        return f"Final tiles {_spaced(info['tiles'])}: score {info['score']}."
+    if not stuck:
+        # A terminal player-1 state is P1's shut box; a terminal player-2 state is P2 below P1.
+        winner = 1 if info["player"] == 1 else 2
+        how = "shuts the box" if winner == 1 else f"gets below {info['p1_score']}"
+    else:
+        if info["open_sum"] == info["p1_score"]:
+            return f"Player 2 ends on {info['open_sum']}, the same as player 1: a tie."
+        winner, how = 1, f"wins: player 2 ends on {info['open_sum']}, above {info['p1_score']}"
+    you = "you win" if winner == seat else "the solver wins"
+    return f"Player {winner} {how}: {you}."
 
 
 def _choose(
@@ -282,10 +360,6 @@ def _summary(record: GameRecord, coach: Coach, console: Console) -> None:
     what, _ = OBJECTIVE_TEXT.get(coach.objective, (coach.objective, coach.maximise))
     if not record.finished:
         console.print("\nGame stopped before the end.")
-    elif not record.shut:
-        console.print(
-            f"\nFinal tiles {_spaced(record.final_tiles or '')}: score {record.final_score}."
-        )
     if not record.mistakes:
         console.print(f"No mistakes: you gave away no {what}.")
         return
@@ -325,12 +399,12 @@ def _spaced(tiles: str) -> str:
 
 
 def _fmt(value: float, objective: str) -> str:
-    return f"{value:.4%}" if objective in ("shut", "target") else f"{value:.4f}"
+    return f"{value:.4%}" if objective in PROBABILITIES else f"{value:.4f}"
 
 
 def _fmt_loss(value: float, objective: str, short: bool = True) -> str:
     """A loss: probabilities in percentage points ("pp" in tables), other values as they are."""
-    if objective in ("shut", "target"):
+    if objective in PROBABILITIES:
         unit = "pp" if short else "percentage points"
         return f"{value * 100:.4f} {unit}" if value else "-"
     return f"{value:.4f}" if value else "-"

@@ -25,6 +25,10 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option("--seed", help="Seed of the dice (random when left out; always printed)."),
         ] = None,
+        seat: Annotated[
+            int,
+            typer.Option("--seat", help="Two-player game: play as player 1 or 2 (solver: other)."),
+        ] = 1,
         quiz: Annotated[
             bool,
             typer.Option("--quiz", help="Hide the values until you have chosen."),
@@ -39,4 +43,4 @@ def register(app: typer.Typer) -> None:
         """
         coach = play.Coach(data_dir, pick_one(variant, custom))
         ask = play.line_asker(sys.stdin.readline, out, echo=not sys.stdin.isatty())
-        play.play_game(coach, ask, out, seed=seed, show_values=not quiz)
+        play.play_game(coach, ask, out, seed=seed, show_values=not quiz, seat=seat)
