@@ -112,7 +112,13 @@ class Coach:
             )
         self.objective = str(states["objective"][0])
         self.maximise = bool(states["maximise"][0])
-        self.two_player = "player" in states.columns and "p1_score" in states.columns
+        # The columns exist for every variant once any two-player variant is in the table
+        # (null for one-player rows): only a variant with player-2 states is two-player.
+        self.two_player = (
+            "p1_score" in states.columns
+            and "player" in states.columns
+            and bool(states["p1_score"].is_not_null().any())
+        )
         if not self.two_player:
             states = states.with_columns(player=pl.lit(1), p1_score=pl.lit(None, pl.Int64))
         keep = (

@@ -133,3 +133,45 @@ def test_play_bad_input_is_one_line(cli, tmp_path: Path, args: list[str]) -> Non
     result = cli(["play", *[a.replace("{empty}", str(tmp_path)) for a in args]])
     assert result.code == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def two_player(built: Path) -> play.Coach:
+    """The two-player game (issue 3), when this tree has it."""
+    from pipeline.variants import REGISTRY
+
+    if "two-player" not in REGISTRY:
+        pytest.skip("the two-player variant is not registered in this tree (issue 3)")
+    return play.Coach(built, get_variant("two-player"))
+
+
+@pytest.mark.parametrize("seat", [1, 2])
+def test_two_player_game_against_the_solver(two_player: play.Coach, seat: int) -> None:
+    outcomes = set()
+    for seed in range(8):
+        record = play.play_game(two_player, scripted([1] * 40), quiet(), seed=seed, seat=seat)
+        assert record.finished and record.mistakes == []
+        assert "Player" in record.outcome or "tie" in record.outcome
+        outcomes.add("you win" in record.outcome)
+    assert outcomes == {True, False}, "over eight games both sides win sometimes"
+    start = two_player.state[two_player.start]["value"]
+    record = play.play_game(two_player, scripted([1] * 40), quiet(), seed=0, seat=seat)
+    want = start if seat == 1 else 1 - start
+    assert math.isclose(record.start_value, want, rel_tol=1e-12)
+
+
+def test_player_one_stuck_hands_over_to_player_two(two_player: play.Coach) -> None:
+    stuck = {s for (s, roll) in two_player.node_value if not two_player.move_options(s, roll)}
+    checked = 0
+    for state_id in stuck:
+        info = two_player.state[state_id]
+        after = two_player.after_stuck(state_id)
+        if info["player"] == 2:
+            assert after is None, "player 2 stuck ends the game"
+            continue
+        assert after is not None
+        p2 = two_player.state[after]
+        assert p2["player"] == 2 and p2["p1_score"] == info["open_sum"]
+        assert p2["tiles"] == two_player.state[two_player.start]["tiles"]
+        checked += 1
+    assert checked > 100
