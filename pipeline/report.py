@@ -30,6 +30,7 @@ from matplotlib.patches import Rectangle
 from pipeline import __version__, sql, tables
 from pipeline.errors import PipelineError, TablesMissingError
 from pipeline.outputs import write_bytes_atomic
+from pipeline.variants import REGISTRY
 
 PAGE = "index.html"
 DPI = 110
@@ -229,6 +230,9 @@ def strategy_comparison(t: Tables) -> Section:
         label="exact",
     )
     for i, s in enumerate(order):
+        if s in exact:
+            rate = 100 * exact[s]["win_rate"]
+            ax.text(rate, i, f" {rate:.3f}%", va="center", fontsize=8)
         if s in sim:
             r = sim[s]
             ax.errorbar(
@@ -316,11 +320,20 @@ def two_player_curve(t: Tables) -> Section:
 
 
 def knucklebones(t: Tables) -> Section:
-    """Knucklebones benchmark rows (win rates of each strategy), where built."""
-    bench = t.need("benchmarks", why=" (issues 5 and 6: benchmarks)")
-    rows = bench.filter(pl.col("variant").str.starts_with("knucklebones"))
+    """Knucklebones: the strategies' win rates where benchmarked, else the solved variants."""
+    states = t.need("states")
+    built = start_values(states.filter(pl.col("variant").str.starts_with("knucklebones")))
+    bench = t.get("benchmarks")
+    rows = (
+        bench.filter(pl.col("variant").str.starts_with("knucklebones"))
+        if bench is not None
+        else pl.DataFrame()
+    )
     if rows.height == 0:
-        raise Skip("no knucklebones rows in benchmarks.parquet (issue 6)")
+        if built.height == 0:
+            raise Skip("no knucklebones variant is built (issue 6)")
+        text = "Solved Knucklebones variants (no benchmark rows in benchmarks.parquet)."
+        return Section("knucklebones", "Knucklebones", text, None, _html_table(built))
     labels = [
         f"{v} / {s} ({m})" for v, s, m in rows.select("variant", "strategy", "method").iter_rows()
     ]
@@ -335,31 +348,34 @@ def knucklebones(t: Tables) -> Section:
         for c in ("variant", "strategy", "method", "games", "win_rate", "ci_low", "ci_high")
         if c in rows.columns
     ]
-    return Section(
-        "knucklebones",
-        "Knucklebones",
-        "Benchmark rows of the Knucklebones variants.",
-        fig,
-        _html_table(rows.select(keep)),
-    )
+    text = "Benchmark rows of the Knucklebones variants; solved variants below."
+    tables_html = _html_table(rows.select(keep)) + _html_table(built)
+    return Section("knucklebones", "Knucklebones", text, fig, tables_html)
 
 
 def variants_summary(t: Tables) -> Section:
-    """Every variant built: number of states and the value at the start."""
-    states = t.need("states")
-    summary = (
-        states.group_by("variant", maintain_order=True)
-        .agg(
-            states=pl.len(),
-            objective=pl.col("objective").first(),
-            # The start is the state with the most open tiles (for Shut the Box, the full box).
-            value_at_start=pl.col("value").sort_by("n_open", "state_id").last()
-            if "n_open" in states.columns
-            else pl.lit(None),
-        )
-        .sort("variant")
-    )
+    """Every variant built: number of states, objective and the value at the start."""
+    summary = start_values(t.need("states"))
     return Section("variants", "Variants in this build", "", None, _html_table(summary))
+
+
+def start_values(states: pl.DataFrame) -> pl.DataFrame:
+    """Per variant: states, objective and the value of its start state (from the registry)."""
+    rows = []
+    for (variant,), part in states.group_by("variant", maintain_order=True):
+        start = None
+        if variant in REGISTRY:
+            sid = REGISTRY[str(variant)].make().start_state()
+            hit = part.filter(pl.col("state_id") == sid)
+            start = hit["value"][0] if hit.height else None
+        rows.append((variant, part.height, part["objective"][0], start))
+    schema = {
+        "variant": pl.String,
+        "states": pl.Int64,
+        "objective": pl.String,
+        "value_at_start": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("variant")
 
 
 #: The report's sections in page order, with the title used when one is skipped.

@@ -10,6 +10,7 @@ import doctest
 import re
 from pathlib import Path
 
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 import typer.main
@@ -17,6 +18,7 @@ import typer.main
 import pipeline
 from pipeline import sql
 from pipeline.cli import app
+from pipeline.errors import PipelineError
 from pipeline.schema_docs import TABLES
 from pipeline.variants import REGISTRY
 
@@ -70,6 +72,9 @@ def test_every_table_and_column_in_the_readme_exists_in_a_build(built: Path) -> 
     }
     known = (
         all_columns
+        | category_values(built)
+        | documented_words()
+        | query_columns(built)
         | set(columns)
         | set(TABLES)
         | set(REGISTRY)
@@ -83,6 +88,38 @@ def test_every_table_and_column_in_the_readme_exists_in_a_build(built: Path) -> 
     unknown = words - known
     assert not unknown, f"README names columns or things that do not exist: {sorted(unknown)}"
     assert {"variant", "state_id", "tiles"} <= words & all_columns
+
+
+def category_values(built: Path) -> set[str]:
+    """Values of the built tables' text columns with few values (strategy, method, objective...),
+    which the README may name too."""
+    out: set[str] = set()
+    for path in built.glob("*.parquet"):
+        frame = pl.read_parquet(path)
+        for name, dtype in frame.schema.items():
+            if dtype == pl.String and name != "variant":
+                values = frame[name].drop_nulls().unique()
+                if values.len() <= 50:
+                    out |= set(values.to_list())
+    return out
+
+
+def documented_words() -> set[str]:
+    """Words of the column descriptions in schema_docs: the documented vocabulary of values
+    (such as method `simulation`, written only by `stb-pipeline benchmark`)."""
+    text = " ".join(d for _, cols in TABLES.values() for d in cols.values())
+    return set(re.findall(r"[a-z][a-z0-9_]*", text))
+
+
+def query_columns(built: Path) -> set[str]:
+    """Output columns of every query that runs on this build (with its default variant)."""
+    out: set[str] = set()
+    for name, _ in sql.list_queries():
+        try:
+            out |= set(sql.run_query(name, built).columns)
+        except PipelineError:  # reads a table `build` does not write
+            continue
+    return out
 
 
 def test_the_readme_python_example_runs(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
