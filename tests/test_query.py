@@ -239,3 +239,28 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     # differ in the last bits and so reorder near-ties: compare the rows in a canonical order.
     got, expected = csv_rows(run.stdout), csv_rows(outputs.to_csv(want))
     assert_same_rows(canonical(got), canonical(expected), f"duckdb {path.stem}")
+
+
+def test_readme_duckdb_recipe_with_a_data_dir_variable(built: Path) -> None:
+    # README: duckdb -c "set variable data_dir = 'data'" -c "set variable variant = 'lever'" ...
+    run = subprocess.run(
+        [
+            duckdb_binary(),
+            "-csv",
+            "-c",
+            f"set variable data_dir = '{built}'",
+            "-c",
+            "set variable variant = 'lever'",
+            "-c",
+            ".read queries/_views.sql",
+            "-c",
+            ".read queries/value_by_open_count_and_sum.sql",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0 and not run.stderr, run.stderr
+    want = outputs.to_csv(sql.run_query("value_by_open_count_and_sum", built, variant="lever"))
+    assert_same_rows(canonical(csv_rows(run.stdout)), canonical(csv_rows(want)), "data_dir")
