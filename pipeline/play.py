@@ -34,11 +34,12 @@ from pipeline.variants import Variant
 PROBABILITIES = ("shut", "target", "wins")
 #: Values closer than this (relative) are ties, as in the solver.
 TIE = 1e-12
+#: What a value means, by objective, for the player.
 OBJECTIVE_TEXT = {
-    "shut": ("win probability", True),
-    "wins": ("expected wins", True),
-    "target": ("probability of reaching the target", True),
-    "score": ("expected final score", False),
+    "shut": "win probability",
+    "wins": "expected wins",
+    "target": "probability of reaching the target",
+    "score": "expected final score",
 }
 
 
@@ -220,7 +221,7 @@ def play_game(
         raise UsageError("--seat 2 needs the two-player game; one-player games have seat 1 only")
     seed = secrets.randbelow(2**31) if seed is None else seed
     rng = np.random.default_rng(seed)
-    what = OBJECTIVE_TEXT.get(coach.objective, (coach.objective, coach.maximise))[0]
+    what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
     state = coach.start
     start_value = coach.state[state]["value"]
     # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
@@ -363,7 +364,7 @@ def _judge(
 
 def _summary(record: GameRecord, coach: Coach, console: Console) -> None:
     """The end of the game: the outcome and every mistake."""
-    what, _ = OBJECTIVE_TEXT.get(coach.objective, (coach.objective, coach.maximise))
+    what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
     if not record.finished:
         console.print("\nGame stopped before the end.")
     if not record.mistakes:
@@ -401,7 +402,7 @@ def _tiles_label(move: list[int] | None) -> str:
 
 
 def _spaced(tiles: str) -> str:
-    return " ".join(tiles.split(",")) if "," in tiles else " ".join(tiles) or "(none)"
+    return " ".join(tiles.split(",")) if "," in tiles else " ".join(tiles) or "nothing"
 
 
 def _fmt(value: float, objective: str) -> str:
