@@ -64,7 +64,9 @@ def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
 
     Imported here, not at module level, so that hook modules may import this one.
     """
-    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = []
+    from pipeline import benchmark
+
+    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = [benchmark.build_tables]
     return hooks
 
 
