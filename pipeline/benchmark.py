@@ -184,7 +184,9 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
         row[g.mv_node[played]] = np.flatnonzero(played)
         label = np.where((count == 1) & (g.mv_label[row] >= 0), g.mv_label[row], -1)
         dst = np.where(label >= 0, g.mv_dst[row], -1)
-        moves = s.game.describe_moves(label).alias("move")
+        # Describe each distinct move once: describing every node's move is slow for big boxes.
+        distinct, inverse = np.unique(label, return_inverse=True)
+        moves = s.game.describe_moves(distinct).gather(inverse).alias("move")
         frames.append(
             base.with_columns(
                 strategy=pl.lit(e.name),

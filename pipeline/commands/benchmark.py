@@ -2,7 +2,6 @@
 
 # No `from __future__ import annotations`: typer reads the Annotated options at run time.
 
-
 from typing import Annotated
 
 import typer
