@@ -16,3 +16,7 @@ bench:
 lint:
     ruff check .
     ruff format --check .
+
+# Print the Monte Carlo speed table (games per second per strategy)
+bench-sim *ARGS:
+    python benchmarks/bench_simulation.py {{ARGS}}

@@ -45,6 +45,7 @@ class Compiled:
     mv_start: np.ndarray  # int64 [N + 1]: the node's playable rows in mv_dst / mv_cum
     mv_dst: np.ndarray  # int32 [K]: successor state (-1: the game ends)
     mv_cum: np.ndarray  # float64 [K]: cumulative probability of the node's rows
+    mv_uniform: np.ndarray  # bool [N]: whether the node's playable rows are equally likely
     win: np.ndarray  # bool [S]: whether ending the game here counts as a win
     score: np.ndarray  # float64 [S]: the final score of ending here
 
@@ -103,6 +104,10 @@ def compile_policy(
     csum = np.cumsum(prob)
     first = mv_start[nodes]
     mv_cum = csum - (csum[first] - prob[first])
+    # Nodes where every playable move is equally likely pick one by a multiply-shift, no scan.
+    spread = np.zeros(counts.shape[0])
+    np.maximum.at(spread, nodes, np.abs(prob - 1.0 / counts[nodes]))
+    mv_uniform = spread <= 1e-15
     # A roll's entry is where it leads: the successor state when the policy plays one move there,
     # ENDS when that move ends the game, or -2 - node when the policy mixes moves at the node.
     single = counts == 1
@@ -130,6 +135,7 @@ def compile_policy(
         mv_start=mv_start,
         mv_dst=g.mv_dst[keep].astype(np.int32),
         mv_cum=mv_cum,
+        mv_uniform=mv_uniform,
         win=np.asarray(win, dtype=np.bool_),
         score=np.asarray(score, dtype=np.float64),
     )
@@ -158,6 +164,7 @@ def _play(c_args: tuple, key: np.uint64) -> int:
         mv_start,
         mv_dst,
         mv_cum,
+        mv_uniform,
     ) = c_args
     use_lookup = lookup.shape[0] > 0
     s = start
@@ -177,9 +184,13 @@ def _play(c_args: tuple, key: np.uint64) -> int:
             node = -2 - t
             j = mv_start[node]
             last = mv_start[node + 1] - 1
-            u = np.float64(x & np.uint64(0xFFFFFFFF)) * (1.0 / 4294967296.0)
-            while j < last and mv_cum[j] <= u:
-                j += 1
+            lo = x & np.uint64(0xFFFFFFFF)
+            if mv_uniform[node]:
+                j += np.int64((lo * np.uint64(last - j + 1)) >> np.uint64(32))
+            else:
+                u = np.float64(lo) * (1.0 / 4294967296.0)
+                while j < last and mv_cum[j] <= u:
+                    j += 1
             t = mv_dst[j]
         if t < 0:
             return s
@@ -237,6 +248,7 @@ def simulate(c: Compiled, games: int, seed: int) -> SimResult:
         c.mv_start,
         c.mv_dst,
         c.mv_cum,
+        c.mv_uniform,
     )
     t0 = time.perf_counter()
     wins, sums, sq = _run(args, c.win, c.score, seed_key(seed), games)
