@@ -205,11 +205,11 @@ def build_tables(s: Solved) -> dict[str, pl.DataFrame]:
     evaluated = evaluate_strategies(s)
     if not evaluated:
         return {}
-    return {
-        "benchmarks": exact_rows(evaluated),
-        "reach": reach_rows(s, evaluated),
-        "node_reach": node_reach_rows(s, evaluated),
-    }
+    out = {"benchmarks": exact_rows(evaluated)}
+    if not s.game.skip_edges:  # like edges, the per-state tables are skipped for huge games
+        out["reach"] = reach_rows(s, evaluated)
+        out["node_reach"] = node_reach_rows(s, evaluated)
+    return out
 
 
 def simulate_strategies(
