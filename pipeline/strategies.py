@@ -10,8 +10,9 @@ Strategies see a game through a :class:`TileView`: which tiles (bits) each move 
 they are worth, and each state's final score. Shut the Box supplies one below; another tile game
 (e.g. Double Shutter) can supply its own by giving its game class a ``tile_view(graph)`` method.
 Deterministic strategies rank the legal moves of a node by a tuple of keys, larger first; the last
-key is always the move label (for Shut the Box the bitmask of the tiles shut), so any remaining
-tie goes to the move holding the highest tile where two moves differ, as the solver's ties do.
+key is the move label (for Shut the Box the bitmask of the tiles shut, unique within a node), so
+any remaining tie goes to the move holding the highest tile where two moves differ, as the
+solver's ties do (``low-first`` negates it: the lowest tiles).
 """
 
 from __future__ import annotations
@@ -48,12 +49,11 @@ class MoveFeatures:
     """int64 [M]: number of tiles the move shuts."""
     high: np.ndarray
     """int64 [M]: value of the highest tile it shuts."""
-    low: np.ndarray
-    """int64 [M]: value of the lowest tile it shuts."""
     next_totals: np.ndarray
     """float64 [M]: roll totals the successor can still play (terminal successor: +inf)."""
     next_playable: np.ndarray
-    """float64 [M]: probability that the successor's next roll can be played (terminal: +inf)."""
+    """float64 [M]: chance that the successor's next roll can be played, as a whole number of
+    outcomes over the common denominator of the game's rolls (terminal: +inf)."""
 
 
 @dataclass(frozen=True)
@@ -129,12 +129,10 @@ def move_features(g: Graph, view: TileView, choice: np.ndarray) -> MoveFeatures:
     legal = label >= 0
     n_shut = np.zeros(label.shape[0], dtype=np.int64)
     high = np.full(label.shape[0], -1, dtype=np.int64)
-    low = np.full(label.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
     for b in range(bits):
         has = legal & (((label >> b) & 1) == 1)
         n_shut += has
         high = np.where(has, np.maximum(high, view.tile_value[b]), high)
-        low = np.where(has, np.minimum(low, view.tile_value[b]), low)
     totals, playable = _lookahead(g, choice)
     dst = g.mv_dst
     ok = dst >= 0
@@ -142,18 +140,23 @@ def move_features(g: Graph, view: TileView, choice: np.ndarray) -> MoveFeatures:
     done = ok & ~np.isnan(g.terminal[safe])
     next_totals = np.where(done, np.inf, np.where(ok, totals[safe], 0.0))
     next_playable = np.where(done, np.inf, np.where(ok, playable[safe], 0.0))
-    return MoveFeatures(label, n_shut, high, low, next_totals, next_playable)
+    return MoveFeatures(label, n_shut, high, next_totals, next_playable)
 
 
 def _lookahead(g: Graph, choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per state: how many roll totals of its chosen dice can be played, and their probability."""
+    """Per state: how many roll totals of its chosen dice can be played, and how many outcomes
+    (dice outcomes over the common denominator of all rolls: the probability, scaled)."""
     n_nodes = g.node_state.shape[0]
     node_live = np.bincount(g.mv_node[g.mv_label != PASS], minlength=n_nodes) > 0
     rows = chosen_rows(g, choice)
     live = node_live[g.ch_node[rows]]
     totals = np.bincount(g.ch_state[rows], weights=live.astype(np.float64), minlength=g.n_states)
-    prob = np.bincount(g.ch_state[rows], weights=live * g.ch_prob[rows], minlength=g.n_states)
-    return totals, prob
+    # Count outcomes over a common denominator: integer-valued sums, so equal chances tie exactly
+    # (summed float probabilities would break such ties by rounding noise).
+    common = int(np.lcm.reduce(np.unique(g.ch_denom))) if rows.shape[0] else 1
+    outcomes = live * g.ch_count[rows] * (common // g.ch_denom[rows])
+    ways = np.bincount(g.ch_state[rows], weights=outcomes.astype(np.float64), minlength=g.n_states)
+    return totals, ways
 
 
 def ranked_rows(g: Graph, keys: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -156,3 +156,23 @@ def test_greedy_mistakes_add_up_to_greedys_whole_loss(built: Path, variant: str)
     pairs = zip(mistakes["move"].to_list(), mistakes["best_move"].to_list(), strict=True)
     assert all(a != b for a, b in pairs)
     assert mistakes["weight"].is_sorted(descending=True)
+
+
+def test_custom_rule_sets_get_exact_and_simulated_rows(cli, tmp_path: Path) -> None:
+    rules = ["--tiles", "7", "--sides", "4", "--objective", "target", "--target", "3"]
+    assert cli(["build", *rules, "-d", tmp_path]).code == 0
+    result = cli(["benchmark", *rules, "-n", "5000", "-s", "greedy,optimal", "-d", tmp_path])
+    assert result.code == 0, result.stderr
+    bench = tables.read_table(tmp_path, "benchmarks", "stb-7t-2d4-target3")
+    assert bench.filter(pl.col("method") == "exact").height == len(NAMES)
+    assert sorted(bench.filter(pl.col("method") == "simulation")["strategy"]) == [
+        "greedy",
+        "optimal",
+    ]
+
+
+def test_keyed_table_without_its_key_columns_is_refused(tmp_path: Path) -> None:
+    pl.DataFrame({"variant": ["classic"], "x": [1]}).write_parquet(tmp_path / "benchmarks.parquet")
+    frame = pl.DataFrame({"strategy": ["greedy"], "method": ["exact"]})
+    with pytest.raises(tables.TableError, match="key columns"):
+        tables.replace_rows(tmp_path, "benchmarks", {"classic": frame}, {"classic": {}})

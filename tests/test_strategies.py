@@ -38,14 +38,26 @@ def makeable(open_tiles: frozenset[int]) -> int:
     return sum(1 for t in TWO_DICE if legal(open_tiles, t))
 
 
+def playable(open_tiles: frozenset[int]) -> int:
+    """How many of the 36 two-dice outcomes the open tiles can still play."""
+    return sum(ways for t, ways in TWO_DICE.items() if legal(open_tiles, t))
+
+
 # Independent statements of the rules: larger key first (decreasing tuples compare like the
 # bitmask labels: the higher tile where two moves differ wins).
 RULES: dict[str, Callable[[frozenset[int], Move], tuple]] = {
     "greedy": lambda o, m: (m[0], -len(m), m),
     "max-tiles": lambda o, m: (len(m), m[0], m),
     "fewest-tiles": lambda o, m: (-len(m), m),
+    "low-first": lambda o, m: (-m[0], len(m), tuple(-t for t in m)),
     "most-options": lambda o, m: (
         math.inf if o == frozenset(m) else makeable(o - frozenset(m)),
+        m[0],
+        -len(m),
+        m,
+    ),
+    "most-outcomes": lambda o, m: (
+        math.inf if o == frozenset(m) else playable(o - frozenset(m)),
         m[0],
         -len(m),
         m,
