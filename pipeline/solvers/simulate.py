@@ -37,8 +37,10 @@ class Compiled:
     start: int
     terminal: np.ndarray  # bool [S]
     denom: np.ndarray  # uint64 [S]: roll denominator of the state's chosen choice
-    lookup_start: np.ndarray  # int64 [S]: offset into lookup (or into cum/rnode when scanning)
-    lookup: np.ndarray  # int32 [sum denom]: where each uniform integer leads (empty: scan)
+    lookup_start: np.ndarray  # int64 [S]: first chance row of each state (scan mode)
+    lookup: np.ndarray  # int32 [S * width]: where uniform integer k leads from state s, at
+    # s * width + k (width = the largest denominator; empty in scan mode)
+    width: int
     cum_count: np.ndarray  # int64 [R]: cumulative roll counts per state (scan mode)
     row_target: np.ndarray  # int32 [R]: where each chance row leads (scan mode)
     row_end: np.ndarray  # int64 [S]: end offset of the state's chance rows (scan mode)
@@ -116,19 +118,23 @@ def compile_policy(
     node_of_row = g.ch_node[rows]
     target = np.where(single[node_of_row], only_dst[node_of_row], -2 - node_of_row)
     target = target.astype(np.int32)
-    total = int(denom.sum())
-    if total <= MAX_LOOKUP:
-        lookup = np.repeat(target, g.ch_count[rows])
-        lookup_start = (np.cumsum(denom) - denom).astype(np.int64)
-    else:
-        lookup = np.zeros(0, dtype=np.int32)
-        lookup_start = row_first
+    # One row of `width` entries per state: the index is s * width + k, with no offset to load.
+    width = int(denom.max()) if s else 0
+    lookup = np.zeros(0, dtype=np.int32)
+    if 0 < s * width <= MAX_LOOKUP:
+        count = g.ch_count[rows]
+        run_start = np.cumsum(count) - count  # where each row's run begins in the repeat below
+        inside = np.arange(int(count.sum())) - np.repeat(run_start, count)
+        pos = np.repeat(states * width + (cum - count), count) + inside
+        lookup = np.full(s * width, ENDS, dtype=np.int32)
+        lookup[pos] = np.repeat(target, count)
     return Compiled(
         start=start,
         terminal=~np.isnan(g.terminal),
         denom=denom,
-        lookup_start=lookup_start,
+        lookup_start=row_first,
         lookup=lookup,
+        width=width,
         cum_count=cum,
         row_target=target,
         row_end=row_end,
@@ -158,6 +164,7 @@ def _play(c_args: tuple, key: np.uint64) -> int:
         denom,
         lookup_start,
         lookup,
+        width,
         cum_count,
         row_target,
         row_end,
@@ -174,7 +181,7 @@ def _play(c_args: tuple, key: np.uint64) -> int:
         x = _mix(key + draw * STREAM)
         k = np.int64(((x >> np.uint64(32)) * denom[s]) >> np.uint64(32))
         if use_lookup:
-            t = lookup[lookup_start[s] + k]
+            t = lookup[s * width + k]
         else:
             r = lookup_start[s]
             while cum_count[r] <= k and r < row_end[s] - 1:
@@ -242,6 +249,7 @@ def simulate(c: Compiled, games: int, seed: int) -> SimResult:
         c.denom,
         c.lookup_start,
         c.lookup,
+        np.int64(c.width),
         c.cum_count,
         c.row_target,
         c.row_end,
