@@ -224,10 +224,10 @@ def simulate_strategies(
         raise UsageError(f"--games must be at least 1, not {games}")
     if seed < 0:
         raise UsageError(f"--seed must not be negative, not {seed}")
-    evaluated = evaluate_strategies(s, names)
     view = view_of(s)
     if view is None:
         raise UsageError(f"variant {s.variant.name!r} has no tile strategies to benchmark")
+    evaluated = evaluate_strategies(s, names)
     start = start_index(s)
     out = []
     for e in evaluated:

@@ -159,7 +159,7 @@ def _kept_rows(
         how="vertical_relaxed",
     )
     new_keys = new_keys.cast({k: old.schema[k] for k in keys})
-    return old.join(new_keys.unique(), on=list(keys), how="anti", nulls_equal=True)
+    return old.join(new_keys.unique(), on=list(keys), how="anti")
 
 
 def write_atomic(path: Path, table: pa.Table) -> None:

@@ -1,5 +1,5 @@
 -- name: strategy_mistakes
--- description: Where a strategy (greedy by default) goes wrong: the (state, roll) pairs where its move loses value against the optimal move, ranked by how much that costs an optimal player.
+-- description: Where a deterministic strategy (greedy by default) goes wrong: the (state, roll) pairs where its move loses value against the optimal move, ranked by how much that costs an optimal player.
 -- inputs: node_reach, reach, policy, moves
 -- grain: one row per (state, roll) where the strategy's move is worse than the best move
 -- output: tiles, roll, move (the strategy's), best_move, loss (value lost by that one move, optimal play after: probability for objective shut), reach_optimal (P(optimal play reaches the state)), weight = reach_optimal * loss (the ranking), node_reach (P(the strategy reaches this state and roll)), gap_share = node_reach * loss (these sum to the strategy's whole loss at the start)
