@@ -101,12 +101,13 @@ def evaluate_strategies(s: Solved, names: Sequence[str] | None = None) -> list[E
     g, sol, start = s.graph, s.solve(), start_index(s)
     features = strategies.move_features(g, view, sol.choice)
     won = view.score == 0
+    layers_of = policy_eval.plan(g)
     out = []
     for strategy in _pick(names):
         t0 = time.perf_counter()
         policy = strategies.policy_for(strategy, g, sol, features)
-        value = policy_eval.evaluate(g, policy)
-        reach = policy_eval.reach(g, policy, start)
+        value = policy_eval.evaluate(g, policy, layers_of)
+        reach = policy_eval.reach(g, policy, start, layers_of)
         win_rate = float(reach.end[won].sum())
         score = float(reach.end @ view.score)
         seconds = time.perf_counter() - t0
@@ -165,16 +166,12 @@ def reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
 
 
 def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
-    """The node_reach table rows: every (state, roll) under every strategy, with its move."""
+    """The node_reach table rows: each strategy's move and reach probability at every (state,
+    roll) that the strategy or optimal play can reach (the others have probability 0)."""
     g = s.graph
-    base = pl.DataFrame(
-        {
-            "state_id": g.state_id[g.node_state],
-            "tiles": s.states()["tiles"].gather(g.node_state),
-            "roll": pl.Series(g.node_roll, dtype=pl.Int16),
-        }
-    )
+    tiles = s.states()["tiles"]
     n_nodes = g.node_state.shape[0]
+    optimal = next((e.reach.node for e in evaluated if e.name == "optimal"), np.zeros(n_nodes))
     frames = []
     for e in evaluated:
         # A node's move is the policy's only move there (null when it mixes or no move is legal).
@@ -183,21 +180,28 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
         row = np.zeros(n_nodes, dtype=np.int64)
         row[g.mv_node[played]] = np.flatnonzero(played)
         label = np.where((count == 1) & (g.mv_label[row] >= 0), g.mv_label[row], -1)
+        keep = np.flatnonzero((e.reach.node > 0) | (optimal > 0))
+        label, row = label[keep], row[keep]
         dst = np.where(label >= 0, g.mv_dst[row], -1)
         # Describe each distinct move once: describing every node's move is slow for big boxes.
         distinct, inverse = np.unique(label, return_inverse=True)
-        moves = s.game.describe_moves(distinct).gather(inverse).alias("move")
+        states = g.node_state[keep]
         frames.append(
-            base.with_columns(
-                strategy=pl.lit(e.name),
-                reach_prob=pl.Series(e.reach.node),
-                move=moves,
-                next_state_id=pl.when(pl.Series(dst >= 0)).then(
-                    pl.Series(g.state_id[np.maximum(dst, 0)])
-                ),
+            pl.DataFrame(
+                {
+                    "strategy": pl.Series([e.name] * keep.shape[0], dtype=pl.String),
+                    "state_id": g.state_id[states],
+                    "tiles": tiles.gather(states),
+                    "roll": pl.Series(g.node_roll[keep], dtype=pl.Int16),
+                    "reach_prob": e.reach.node[keep],
+                    "move": s.game.describe_moves(distinct).gather(inverse),
+                    "next_state_id": pl.Series(
+                        np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)
+                    ).set(pl.Series(dst < 0), None),
+                }
             )
         )
-    return pl.concat(frames).select("strategy", pl.exclude("strategy"))
+    return pl.concat(frames)
 
 
 def build_tables(s: Solved) -> dict[str, pl.DataFrame]:

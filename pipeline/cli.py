@@ -137,10 +137,20 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
             typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
         ] = ["all"],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
+        exact: Annotated[
+            bool,
+            typer.Option(
+                "--exact",
+                help="Also solve in exact fractions (small games), check the floats against them "
+                "and store them in states.value_exact.",
+            ),
+        ] = False,
         custom: Variant | None = None,
     ) -> None:
+        if exact and "solve" not in stage_list:
+            raise UsageError("--exact applies to solve and build")
         chosen = pick_variants(variant, custom)
-        reports = stages.run(chosen, stage_list, data_dir)
+        reports = stages.run(chosen, stage_list, data_dir, exact=exact)
         print_reports(reports, data_dir)
 
     command.__doc__ = f"{summary}\n\nExample: {example}"
@@ -200,7 +210,13 @@ _stage_command(
 @app.command("expect")
 @with_rules
 def expect_cmd(
-    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345 (or 1,2,10).")],
+    tiles: Annotated[
+        str,
+        typer.Argument(
+            help="Open tiles, increasing, e.g. 12345 (or 1,2,10). Double Shutter: 000000000 "
+            "or 'front=1234 back=6789'."
+        ),
+    ],
     variant: OneVariant = "classic",
     p1_score: P1Score = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
@@ -217,7 +233,13 @@ def expect_cmd(
 @app.command("move")
 @with_rules
 def move_cmd(
-    tiles: Annotated[str, typer.Argument(help="Open tiles, increasing, e.g. 12345.")],
+    tiles: Annotated[
+        str,
+        typer.Argument(
+            help="Open tiles, increasing, e.g. 12345. Double Shutter: 000000000 "
+            "or 'front=1234 back=6789'."
+        ),
+    ],
     roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
     variant: OneVariant = "classic",
     p1_score: P1Score = None,

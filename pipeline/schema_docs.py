@@ -13,13 +13,24 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         {
             "variant": "variant name (see `stb-pipeline variants`)",
             "state_id": "canonical integer id of the state within its game (Shut the Box: bitmask "
-            "of open tiles, bit i-1 for tile i)",
+            "of open tiles, bit i-1 for tile i; Double Shutter: `state` read as a base-3 number)",
+            "state": "Double Shutter: one digit per column, column 1 first, the tiles down in it "
+            "(0 both up, 1 front down and back up, 2 both down; start 000000000)",
             "tiles": 'open tiles in increasing order: digits ("1245") up to 9 tiles, '
-            'comma-separated above; "" when shut',
-            "open_tiles": "open tiles as a list of integers",
+            'comma-separated above; "" when shut. Double Shutter: the standing tiles as '
+            '"front=1234 back=98" (each row in increasing order, "-" for none; the form '
+            "`expect` and `move` accept)",
+            "open_tiles": "open tiles as a list of integers (Double Shutter: front tile t as t, "
+            "back tile t as -t)",
+            "front_tiles": "Double Shutter: standing front tiles, increasing",
+            "back_tiles": "Double Shutter: standing back tiles, increasing (back tile 10 - i "
+            "stands behind front tile i)",
             "n_open": "number of open tiles",
-            "open_sum": "sum of the open tiles",
-            "score": "final score if the game ended here (sum of open tiles, or digital score)",
+            "open_sum": "sum of the open tiles (Double Shutter: face values of both rows)",
+            "exposed_sum": "Double Shutter: sum of the tiles that can be shut now (standing front "
+            "tiles, and back tiles whose front tile is down); one die is allowed when <= 6",
+            "score": "final score if the game ended here (sum of open tiles, or digital score; "
+            "Double Shutter: 2 x standing front tiles + standing back tiles)",
             "terminal": "true when play is over in this state (for Shut the Box: the shut box)",
             "rank": "solve order: every move leads to a state of lower rank",
             "objective": "what `value` measures: shut = P(shut all tiles), score = expected final "
@@ -27,6 +38,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "maximise": "true when the player maximises `value` (false: minimises)",
             "value": "value of the state under optimal play (float64), per `objective`; null "
             "after `enumerate` alone",
+            "value_exact": "the value as an exact fraction, e.g. 466473281/6530347008 (only after "
+            "`solve --exact` or `build --exact`)",
             "dice": "number of dice the optimal player rolls here (null when terminal)",
             "choice_options": "how many numbers of dice the rules allow here (2 where one die is "
             "optional)",
@@ -42,7 +55,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "dice": "number of dice rolled",
             "roll": "dice total",
             "prob": "probability of the roll with that many dice",
-            "move": "tiles shut (null when no move is legal)",
+            "move": "tiles shut (null when no move is legal; Double Shutter: back tiles negative, "
+            "[1, -9] = front 1 and the back 9 behind it)",
             "next_state_id": "state after the move (null when the game ends)",
             "next_tiles": "its open tiles",
             "reward": "value added by the edge: the final value when the game ends, else 0",
@@ -59,7 +73,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "roll": "dice total",
             "stuck": "true when no move is legal (the game ends)",
             "best_move": "the optimal tiles to shut (null when stuck); ties go to the move "
-            "holding the highest tile where they differ",
+            "holding the highest tile where they differ (Double Shutter: the highest front tile, "
+            "then the highest back tile)",
             "next_state_id": "state after the best move",
             "next_tiles": "its open tiles",
             "value": "value after the best move (the final value when stuck)",
@@ -74,12 +89,27 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "state_id": "state before the roll",
             "tiles": "its open tiles",
             "roll": "dice total",
-            "move": "tiles shut",
+            "move": "tiles shut (Double Shutter: back tiles negative)",
             "next_state_id": "state after the move",
             "next_tiles": "its open tiles",
             "value": "value of the state after the move",
             "regret": "value lost against the best move (0 for an optimal move)",
             "is_best": "true for the move the policy table picks",
+        },
+    ),
+    "summary": (
+        "one headline figure of one variant (built for games that report figures: Double Shutter)",
+        {
+            "variant": "variant name",
+            "figure": "what `value` is: min_expected_score (the optimal expected final score), "
+            "p_not_zero (P(final score != 0) under the strategy maximising P(score = 0)), "
+            "p_above (p(n) = P(final score > n) under the strategy maximising P(score <= n), "
+            "n = `parameter`)",
+            "objective": "what the strategy behind the figure optimises: score (minimise the "
+            "expected score), shut (maximise P(score = 0)), target (maximise P(score <= "
+            "parameter))",
+            "parameter": "the target n of objective target (null otherwise)",
+            "value": "the figure, at the start state (float64)",
         },
     ),
     "benchmarks": (
@@ -116,7 +146,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "node_reach": (
-        "one (state, roll) of one variant under one strategy, played from the start",
+        "one (state, roll) of one variant under one strategy, played from the start; only "
+        "those the strategy or optimal play can reach (the rest have probability 0)",
         {
             "variant": "variant name",
             "strategy": "strategy name",

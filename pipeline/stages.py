@@ -18,7 +18,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipeline import tables
+from pipeline.errors import PipelineError, UsageError
 from pipeline.games.base import Game
+from pipeline.solvers.exact import solve_exact
 from pipeline.solvers.graph import Graph
 from pipeline.solvers.rank_order import Solution, best_moves, solve_rank_order
 from pipeline.variants import Variant
@@ -41,6 +43,8 @@ class Solved:
     game: Game
     graph: Graph
     solution: Solution | None = None
+    exact: bool = False
+    """Also solve in exact fractions, check the float values against them, store both."""
     seconds: dict[str, float] = field(default_factory=dict)
     _states: pl.DataFrame | None = None
 
@@ -65,8 +69,12 @@ def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
     Imported here, not at module level, so that hook modules may import this one.
     """
     from pipeline import benchmark
+    from pipeline.summary import summary_rows
 
-    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = [benchmark.build_tables]
+    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = [
+        summary_rows,
+        benchmark.build_tables,
+    ]
     return hooks
 
 
@@ -84,11 +92,26 @@ def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
         return frame.with_columns(value=pl.lit(None, dtype=pl.Float64))
     sol = s.solve()
     choice = pl.Series(sol.choice).replace(-1, None)
+    if s.exact:
+        frame = frame.with_columns(value_exact=pl.Series(exact_values(s), dtype=pl.String))
     return frame.with_columns(
         value=pl.Series(sol.value),
         **{s.game.choice_name(): choice.cast(pl.Int16)},
         choice_options=pl.Series(sol.n_choices, dtype=pl.Int16),
     )
+
+
+def exact_values(s: Solved) -> list[str]:
+    """Exact values as fraction strings, after checking the float solve agrees to 1e-12."""
+    try:
+        exact = solve_exact(s.graph)
+    except ValueError as exc:
+        raise UsageError(f"{s.variant.name}: {exc}") from None
+    floats = s.solve().value
+    worst = max(abs(float(f) - v) for f, v in zip(exact, floats.tolist(), strict=True))
+    if worst > 1e-12:
+        raise PipelineError(f"{s.variant.name}: float and exact solves differ by {worst:.3g}")
+    return [str(f) for f in exact]
 
 
 def _gather_states(s: Solved, idx: np.ndarray, prefix: str = "") -> pl.DataFrame:
@@ -192,7 +215,9 @@ def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame]:
         elif stage == "solve":
             out["states"] = state_rows(s, with_values=True)
         elif stage == "policy":
-            out["policy"], out["moves"] = policy_rows(s)
+            out["policy"], moves = policy_rows(s)
+            if not s.game.skip_edges:
+                out["moves"] = moves
         s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
     if set(STAGES) <= set(stages):
         for hook in build_hooks():
@@ -219,6 +244,7 @@ def run(
     stages: Sequence[str],
     data_dir: Path,
     console: Console | None = None,
+    exact: bool = False,
 ) -> list[StageReport]:
     """Run ``stages`` for each variant and write their tables into ``data_dir``.
 
@@ -236,14 +262,15 @@ def run(
             bar.update(task, description=f"{variant.name}: building graph")
             t0 = time.perf_counter()
             game = variant.make()
-            s = Solved(variant, game, game.graph())
+            s = Solved(variant, game, game.graph(), exact=exact)
             bar.update(task, description=f"{variant.name}: {', '.join(stages)}")
             frames = stage_frames(s, stages)
             for name, frame in frames.items():
                 pending.setdefault(name, {})[variant.name] = frame
             rules[variant.name] = game.rules()
             start = _start_value(s) if s.solution is not None else None
-            note = "edges skipped (too large)" if "edges" in stages and game.skip_edges else ""
+            skipped = [t for t in ("edges", "policy") if t in stages and game.skip_edges]
+            note = "edges and moves tables skipped (too large)" if skipped else ""
             reports.append(
                 StageReport(
                     variant.name,

@@ -7,8 +7,9 @@ many tiles as you can"). It produces the same thing the solver does, one move pe
 generic code.
 
 Strategies see a game through a :class:`TileView`: which tiles (bits) each move shuts and what
-they are worth, and each state's final score. Shut the Box supplies one below; another tile game
-(e.g. Double Shutter) can supply its own by giving its game class a ``tile_view(graph)`` method.
+they are worth, and each state's final score. Shut the Box's is built here; another tile game
+supplies its own with a ``tile_view(graph)`` method returning (face value of each bit of a move
+label, final score of each state), as Double Shutter does.
 Deterministic strategies rank the legal moves of a node by a tuple of keys, larger first; the last
 key is the move label (for Shut the Box the bitmask of the tiles shut, unique within a node), so
 any remaining tie goes to the move holding the highest tile where two moves differ, as the
@@ -17,14 +18,13 @@ solver's ties do (``low-first`` negates it: the lowest tiles).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pipeline.games.base import Game
 from pipeline.games.shutbox import ShutTheBox
-from pipeline.solvers.graph import PASS, Graph
+from pipeline.solvers.graph import PASS, Graph, group_starts
 from pipeline.solvers.policy_eval import Policy, chosen_rows, deterministic, optimal, uniform
 from pipeline.solvers.rank_order import Solution
 
@@ -54,6 +54,15 @@ class MoveFeatures:
     next_playable: np.ndarray
     """float64 [M]: chance that the successor's next roll can be played, as a whole number of
     outcomes over the common denominator of the game's rolls (terminal: +inf)."""
+    _dense: dict[str, tuple[np.ndarray, int]] = field(default_factory=dict, repr=False)
+
+    def dense(self, name: str) -> tuple[np.ndarray, int]:
+        """Feature ``name`` as dense ranks 0..k-1 (equal values, equal ranks) and k (cached)."""
+        if name not in self._dense:
+            _, ranks = np.unique(getattr(self, name), return_inverse=True)
+            ranks = ranks.astype(np.int64).reshape(-1)
+            self._dense[name] = (ranks, int(ranks.max(initial=0)) + 1)
+        return self._dense[name]
 
 
 @dataclass(frozen=True)
@@ -62,44 +71,45 @@ class Strategy:
 
     name: str
     rule: str
-    keys: Callable[[MoveFeatures], tuple[np.ndarray, ...]] | None
-    """Ranking keys, most important first, larger preferred; None for a non-ranking strategy."""
+    keys: tuple[tuple[str, int], ...] = ()
+    """Ranking keys as (MoveFeatures field, +1 larger preferred or -1 smaller preferred), most
+    important first; empty for a strategy that does not rank moves."""
 
 
 #: Every strategy, in the order tables and reports list them.
 STRATEGIES: tuple[Strategy, ...] = (
-    Strategy("optimal", "the solver's best move for the variant's objective", None),
-    Strategy("random", "a legal move chosen uniformly at random", None),
+    Strategy("optimal", "the solver's best move for the variant's objective"),
+    Strategy("random", "a legal move chosen uniformly at random"),
     Strategy(
         "greedy",
         "shut the highest tile you can; then fewer tiles",
-        lambda f: (f.high, -f.n_shut, f.label),
+        (("high", 1), ("n_shut", -1), ("label", 1)),
     ),
     Strategy(
         "max-tiles",
         "shut as many tiles as you can; then the highest tile",
-        lambda f: (f.n_shut, f.high, f.label),
+        (("n_shut", 1), ("high", 1), ("label", 1)),
     ),
     Strategy(
         "fewest-tiles",
         "shut as few tiles as you can (a single tile when the roll's tile is open)",
-        lambda f: (-f.n_shut, f.label),
+        (("n_shut", -1), ("label", 1)),
     ),
     Strategy(
         "low-first",
         "shut the lowest tiles you can (keep the high tiles); then more tiles",
-        lambda f: (-f.high, f.n_shut, -f.label),
+        (("high", -1), ("n_shut", 1), ("label", -1)),
     ),
     Strategy(
         "most-options",
         "leave the most roll totals that can still be played; then the highest tile, fewer tiles",
-        lambda f: (f.next_totals, f.high, -f.n_shut, f.label),
+        (("next_totals", 1), ("high", 1), ("n_shut", -1), ("label", 1)),
     ),
     Strategy(
         "most-outcomes",
         "leave the highest chance that the next roll can be played; then the highest tile, "
         "fewer tiles",
-        lambda f: (f.next_playable, f.high, -f.n_shut, f.label),
+        (("next_playable", 1), ("high", 1), ("n_shut", -1), ("label", 1)),
     ),
 )
 
@@ -115,7 +125,8 @@ def tile_view(game: Game, g: Graph) -> TileView | None:
     """The game's tile view, or None when tile strategies do not apply to it."""
     own = getattr(game, "tile_view", None)
     if callable(own):
-        return own(g)
+        tile_value, score = own(g)
+        return TileView(np.asarray(tile_value, dtype=np.int64), np.asarray(score, np.float64))
     if isinstance(game, ShutTheBox):
         scores = game.scores(g.state_id).astype(np.float64)
         return TileView(np.arange(1, game.r.tiles + 1, dtype=np.int64), scores)
@@ -159,12 +170,24 @@ def _lookahead(g: Graph, choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return totals, ways
 
 
-def ranked_rows(g: Graph, keys: tuple[np.ndarray, ...]) -> np.ndarray:
-    """For each node, the move row with the lexicographically largest keys."""
-    order = np.lexsort((*reversed(keys), g.mv_node))
-    nodes = g.mv_node[order]
-    last = np.flatnonzero(np.append(nodes[1:] != nodes[:-1], True))
-    return order[last]
+def ranked_rows(g: Graph, features: MoveFeatures, keys: tuple[tuple[str, int], ...]) -> np.ndarray:
+    """For each node, the move row with the lexicographically best keys.
+
+    The keys are packed into one integer per move (dense rank of each key, most important key
+    in the highest digits), so one segmented maximum over the node-sorted rows decides.
+    """
+    packed = np.zeros(g.mv_node.shape[0], dtype=np.int64)
+    room = 1
+    for name, sign in reversed(keys):
+        ranks, count = features.dense(name)
+        packed += (ranks if sign > 0 else count - 1 - ranks) * room
+        room *= count
+        if room >= 1 << 62:
+            raise ValueError("too many distinct key values to pack into one integer")
+    bounds = g.move_starts()
+    best = np.maximum.reduceat(packed, bounds[:-1])
+    hit = np.flatnonzero(packed == np.repeat(best, np.diff(bounds)))
+    return hit[group_starts(g.mv_node[hit])]
 
 
 def policy_for(
@@ -175,9 +198,9 @@ def policy_for(
         return optimal(g, sol)
     if strategy.name == "random":
         return uniform(g, sol.choice)
-    if strategy.keys is None or features is None:
-        raise ValueError(f"strategy {strategy.name!r} needs move features")
-    return deterministic(g, ranked_rows(g, strategy.keys(features)), sol.choice)
+    if not strategy.keys or features is None:
+        raise ValueError(f"strategy {strategy.name!r} needs ranking keys and move features")
+    return deterministic(g, ranked_rows(g, features, strategy.keys), sol.choice)
 
 
 def policies(game: Game, g: Graph, sol: Solution) -> dict[str, Policy] | None:

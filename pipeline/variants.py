@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
+from pipeline.games.double_shutter import DoubleShutter, DoubleShutterRules
 from pipeline.games.shutbox import RuleSet, ShutTheBox
 
 
@@ -68,6 +69,22 @@ stb(
     "9 tiles, one die once the open sum is 6 or less, minimise the digital "
     "score (open tiles read as a number)",
     RuleSet(one_die="forced", one_die_sum=6, objective="score", scoring="digital"),
+)
+
+register(
+    Variant(
+        "double-shutter",
+        "Double Shutter (two rows of 9 tiles), one die by choice once the shuttable tiles sum to "
+        "6 or less, minimise the expected score 2 x front + back; summary p(n) (seed 001)",
+        lambda: DoubleShutter(DoubleShutterRules(), thresholds=range(21)),
+    )
+)
+register(
+    Variant(
+        "double-shutter-zero",
+        "as double-shutter, maximise P(final score = 0) (seed 001)",
+        lambda: DoubleShutter(DoubleShutterRules(objective="shut")),
+    )
 )
 
 

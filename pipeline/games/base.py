@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.solvers.graph import Graph
+from pipeline.solvers.rank_order import Solution
 
 
 class Game(ABC):
@@ -50,3 +51,10 @@ class Game(ABC):
     def choice_name(self) -> str:
         """Column name for the pre-roll choice."""
         return "dice"
+
+    def summary(self, graph: Graph, solution: Solution) -> pl.DataFrame | None:
+        """Headline figures of the solved game for `summary.parquet`, or None for none.
+
+        Columns: figure (str), objective (str), parameter (Int32, nullable), value (float64).
+        """
+        return None

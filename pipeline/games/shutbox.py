@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import UsageError
+from pipeline.games import shutbox_kernels as kernels
 from pipeline.games.base import Game
 from pipeline.games.dice import roll_distribution
 from pipeline.solvers.graph import NO_STATE, PASS, Graph
@@ -214,57 +215,50 @@ class ShutTheBox(Game):
         return out
 
     def graph(self) -> Graph:
-        """The game graph over all 2**tiles states."""
+        """The game graph over all 2**tiles states.
+
+        States are indexed in rank order (by number of open tiles, then id), so that every
+        layer of the solve is a contiguous slice of each array.
+        """
         n, top = self.r.tiles, self.r.dice * self.r.sides
-        ids = np.arange(1 << n, dtype=np.int64)
         width = top + 1
-        dists = {d: roll_distribution(d, self.r.sides) for d in self.dice_available(ids[:1])}
+        all_ids = np.arange(1 << n, dtype=np.int64)
+        rank = np.bitwise_count(all_ids.astype(np.uint64)).astype(np.int64)
+        ids = np.argsort(rank, kind="stable")  # state index -> id
+        index_of = np.empty_like(ids)
+        index_of[ids] = np.arange(ids.shape[0])
         avail = self.dice_available(ids)
+        dists = {d: roll_distribution(d, self.r.sides) for d in avail}
         roll_ok = np.zeros((ids.shape[0], width), dtype=bool)
         for d, ok in avail.items():
             for total, _, _ in dists[d]:
                 roll_ok[:, total] |= ok
-        flat = roll_ok.ravel()
-        node_of = np.cumsum(flat, dtype=np.int64) - 1
+        node_of = (np.cumsum(roll_ok.ravel(), dtype=np.int64) - 1).astype(np.int32)
         node_state, node_roll = np.nonzero(roll_ok)
-        del flat
 
         ch = [self._chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
         columns = (np.concatenate(c) for c in zip(*ch, strict=True))
         ch_state, ch_choice, ch_count, ch_denom, ch_node = columns
         order = np.lexsort((ch_choice, ch_state))
 
-        mv_node, mv_dst, mv_label = self._moves(ids, roll_ok, node_of, width)
-        n_nodes = node_state.shape[0]
-        stuck = np.flatnonzero(np.bincount(mv_node, minlength=n_nodes) == 0)
-        stuck_value = self.stuck_values(node_state[stuck])
-        mv_node = np.concatenate((mv_node, stuck))
-        order_mv = np.argsort(mv_node, kind="stable")
-        n_moves = mv_dst.shape[0]
-        is_move = order_mv < n_moves
+        moves = self._moves(index_of, roll_ok, node_state, ids)
         terminal = np.full(ids.shape[0], np.nan)
-        terminal[0] = self.stuck_values(ids[:1])[0]
-        offset = np.concatenate((np.zeros(n_moves), stuck_value))[order_mv]
-        g = Graph(
+        terminal[index_of[0]] = self.stuck_values(all_ids[:1])[0]
+        return Graph(
             state_id=ids,
-            rank=np.bitwise_count(ids.astype(np.uint64)).astype(np.int64),
+            rank=rank[ids],
             terminal=terminal,
             ch_state=ch_state[order],
             ch_choice=ch_choice[order],
             ch_count=ch_count[order],
             ch_denom=ch_denom[order],
             ch_node=ch_node[order],
-            node_state=node_state.astype(np.int64),
-            node_roll=node_roll.astype(np.int64),
-            mv_node=mv_node[order_mv],
-            mv_dst=np.concatenate((mv_dst, np.full(stuck.shape[0], NO_STATE)))[order_mv],
-            mv_scale=is_move.astype(np.float64),
-            mv_offset=offset,
-            mv_label=np.concatenate((mv_label, np.full(stuck.shape[0], PASS)))[order_mv],
+            node_state=node_state.astype(np.int32),
+            node_roll=node_roll.astype(np.int16),
+            **moves,
             maximise=self.r.objective != "score",
             meta={"edges_skipped": self.skip_edges},
         )
-        return g
 
     def _chance_rows(
         self,
@@ -290,20 +284,44 @@ class ShutTheBox(Game):
         )
 
     def _moves(
-        self, ids: np.ndarray, roll_ok: np.ndarray, node_of: np.ndarray, width: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every legal move as (node, successor, label), one vector pass per set of tiles."""
-        nodes, dsts, labels = [], [], []
+        self,
+        index_of: np.ndarray,
+        roll_ok: np.ndarray,
+        node_state: np.ndarray,
+        ids: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """Every legal move, grouped by node, plus a pass row for each node without one.
+
+        A count pass sizes each node's slots, a fill pass writes the moves into them (compiled,
+        see shutbox_kernels), so the tens of millions of rows of a big box are never sorted.
+        """
+        width = roll_ok.shape[1]
+        by_sum: list[list[int]] = [[] for _ in range(width)]
         for mask, total in self.subsets_by_sum(width - 1):
-            cand = ids[(ids & mask) == mask]
-            cand = cand[roll_ok[cand, total]]
-            nodes.append(node_of[cand * width + total])
-            dsts.append(cand ^ mask)
-            labels.append(np.full(cand.shape[0], mask, dtype=np.int64))
-        if not nodes:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        return np.concatenate(nodes), np.concatenate(dsts), np.concatenate(labels)
+            by_sum[total].append(mask)
+        # Largest mask first inside a node: the order `best_moves` would pick among ties anyway.
+        sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
+        sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+        counts = kernels.count_moves(ids, roll_ok, sub_masks, sub_start)
+        slots = np.maximum(counts, 1)
+        starts = np.concatenate(([0], np.cumsum(slots, dtype=np.int64)))
+        size = int(starts[-1])
+        mv_dst = np.full(size, NO_STATE, dtype=np.int32)
+        mv_label = np.full(size, PASS, dtype=np.int32)
+        mv_scale = np.zeros(size, dtype=np.int8)
+        mv_offset = np.zeros(size, dtype=np.float64)
+        stuck = np.flatnonzero(counts == 0)
+        mv_offset[starts[stuck]] = self.stuck_values(ids[node_state[stuck]])
+        kernels.fill_moves(
+            ids, index_of, roll_ok, sub_masks, sub_start, starts, mv_dst, mv_label, mv_scale
+        )
+        return {
+            "mv_node": np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
+            "mv_dst": mv_dst,
+            "mv_scale": mv_scale,
+            "mv_offset": mv_offset,
+            "mv_label": mv_label,
+        }
 
     # -- description -------------------------------------------------------------------------
 

@@ -14,7 +14,9 @@ whose values are from their own point of view (1 - V for win probability, 0 - V 
 difference).
 
 Ordering invariants (checked by :meth:`Graph.validate`): chance rows are sorted by (state, choice),
-nodes by (state, roll), moves by node; every node has at least one move row.
+nodes by (state, roll), moves by node; every node has at least one move row. Integer arrays may
+be int32 (or smaller) where values fit, to keep large games in memory. When states are indexed in
+rank order, every layer of the solve is a contiguous slice of each array and solvers use views.
 """
 
 from __future__ import annotations
@@ -38,29 +40,29 @@ class Graph:
     terminal: np.ndarray
     """float64 [S]: the value of a terminal state, NaN for states where play goes on."""
     ch_state: np.ndarray
-    """int64 [C]: state index of each chance row (one row per state, choice and roll)."""
+    """int [C]: state index of each chance row (one row per state, choice and roll)."""
     ch_choice: np.ndarray
-    """int64 [C]: the choice made before the roll (number of dice for dice games)."""
+    """int [C]: the choice made before the roll (number of dice for dice games)."""
     ch_count: np.ndarray
     """int64 [C]: numerator of the roll's probability."""
     ch_denom: np.ndarray
     """int64 [C]: denominator of the roll's probability."""
     ch_node: np.ndarray
-    """int64 [C]: the decision node the roll leads to."""
+    """int [C]: the decision node the roll leads to."""
     node_state: np.ndarray
-    """int64 [N]: state index of each decision node."""
+    """int [N]: state index of each decision node."""
     node_roll: np.ndarray
-    """int64 [N]: the roll of each decision node."""
+    """int [N]: the roll of each decision node."""
     mv_node: np.ndarray
-    """int64 [M]: the decision node of each move row."""
+    """int [M]: the decision node of each move row."""
     mv_dst: np.ndarray
-    """int64 [M]: successor state index, or -1 when the move ends the game."""
+    """int [M]: successor state index, or -1 when the move ends the game."""
     mv_scale: np.ndarray
-    """float64 [M]: factor applied to the successor's value."""
+    """number [M]: factor applied to the successor's value."""
     mv_offset: np.ndarray
     """float64 [M]: value added to it."""
     mv_label: np.ndarray
-    """int64 [M]: the game's encoding of the move (-1 for a forced pass). When several moves are
+    """int [M]: the game's encoding of the move (-1 for a forced pass). When several moves are
     equally good, solvers prefer the largest label: games encode their tie-break rule in it."""
     maximise: bool = True
     """Whether the mover maximises (True) or minimises (False) the value."""
@@ -82,9 +84,9 @@ class Graph:
         s = self.n_states
         if not (self.rank.shape == self.terminal.shape == (s,)):
             raise ValueError("rank and terminal must have one entry per state")
-        if np.any(np.diff(self.ch_state * (1 << 20) + self.ch_choice) < 0):
+        if np.any(np.diff(self.ch_state.astype(np.int64) * (1 << 20) + self.ch_choice) < 0):
             raise ValueError("chance rows must be sorted by (state, choice)")
-        node_key = self.node_state * (1 << 24) + self.node_roll
+        node_key = self.node_state.astype(np.int64) * (1 << 24) + self.node_roll
         if np.any(np.diff(node_key) <= 0):
             raise ValueError("decision nodes must be sorted by (state, roll) without repeats")
         if np.any(np.diff(self.mv_node) < 0):
@@ -102,6 +104,10 @@ class Graph:
         """Index of the first move row of each node, plus a final end index."""
         counts = np.bincount(self.mv_node, minlength=self.node_state.shape[0])
         return np.concatenate(([0], np.cumsum(counts)))
+
+    def rank_sorted(self) -> bool:
+        """Whether states are indexed in non-decreasing rank (layers are contiguous)."""
+        return bool(np.all(np.diff(self.rank) >= 0))
 
 
 def group_starts(keys: np.ndarray) -> np.ndarray:

@@ -90,27 +90,59 @@ def optimal(g: Graph, sol: Solution) -> Policy:
     return deterministic(g, rows, sol.choice)
 
 
+def index_layers(keys: np.ndarray, order: np.ndarray) -> list[np.ndarray]:
+    """:func:`rank_order.layers` as index arrays (it returns slices when keys are sorted)."""
+    n = np.arange(keys.shape[0])
+    return [n[part] if isinstance(part, slice) else part for part in layers(keys, order)]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A graph's rank layers, in increasing rank: computed once, shared by every policy."""
+
+    states: list[np.ndarray]
+    """State indices of each layer."""
+    moves: list[np.ndarray]
+    """Move rows of each layer (grouped by node)."""
+    chance: list[np.ndarray]
+    """Chance rows of each layer (grouped by state, then choice)."""
+
+
+def plan(g: Graph) -> Plan:
+    """The rank layers of ``g``."""
+    ranks = np.unique(g.rank)
+    return Plan(
+        index_layers(g.rank, ranks),
+        index_layers(g.rank[g.node_state[g.mv_node]], ranks),
+        index_layers(g.rank[g.ch_state], ranks),
+    )
+
+
 def chosen_rows(g: Graph, choice: np.ndarray) -> np.ndarray:
     """Indices of the chance rows that belong to each state's chosen choice."""
-    return np.flatnonzero(g.ch_choice == choice[g.ch_state])
+    return np.flatnonzero(chosen_mask(g, choice))
 
 
-def evaluate(g: Graph, policy: Policy) -> PolicyValue:
-    """Value of every state, node and move under ``policy``, by backward induction in rank order."""
+def chosen_mask(g: Graph, choice: np.ndarray) -> np.ndarray:
+    """Whether each chance row belongs to its state's chosen choice."""
+    return g.ch_choice == choice[g.ch_state]
+
+
+def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyValue:
+    """Value of every state, node and move under ``policy``, by backward induction in rank order.
+
+    ``layers_of``: the graph's :func:`plan`, when several policies are evaluated on one graph.
+    """
     policy.validate(g)
+    p = layers_of or plan(g)
     value = np.full(g.n_states, np.nan)
     node_value = np.full(g.node_state.shape[0], np.nan)
     move_value = np.full(g.mv_node.shape[0], np.nan)
-    rows = chosen_rows(g, policy.choice)
-    contrib_prob = g.ch_prob[rows]
-    ranks = np.unique(g.rank)
-    state_layers = layers(g.rank, ranks)
-    move_layers = layers(g.rank[g.node_state[g.mv_node]], ranks)
-    chance_layers = layers(g.rank[g.ch_state[rows]], ranks)
-    for i in range(ranks.shape[0]):
-        term = state_layers[i][~np.isnan(g.terminal[state_layers[i]])]
+    chosen = chosen_mask(g, policy.choice)
+    prob = g.ch_prob
+    for states, moves, chance in zip(p.states, p.moves, p.chance, strict=True):
+        term = states[~np.isnan(g.terminal[states])]
         value[term] = g.terminal[term]
-        moves = move_layers[i]
         if moves.shape[0]:
             dst = g.mv_dst[moves]
             succ = np.where(dst >= 0, value[np.maximum(dst, 0)], 0.0)
@@ -119,40 +151,37 @@ def evaluate(g: Graph, policy: Policy) -> PolicyValue:
             nodes = g.mv_node[moves]
             starts = group_starts(nodes)
             node_value[nodes[starts]] = np.add.reduceat(policy.move_prob[moves] * vals, starts)
-        layer = chance_layers[i]
-        if layer.shape[0]:
-            r = rows[layer]
-            states = g.ch_state[r]
-            starts = group_starts(states)
-            contrib = contrib_prob[layer] * node_value[g.ch_node[r]]
-            value[states[starts]] = np.add.reduceat(contrib, starts)
+        r = chance[chosen[chance]]
+        if r.shape[0]:
+            owners = g.ch_state[r]
+            starts = group_starts(owners)
+            contrib = prob[r] * node_value[g.ch_node[r]]
+            value[owners[starts]] = np.add.reduceat(contrib, starts)
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
     return PolicyValue(value, node_value, move_value)
 
 
-def reach(g: Graph, policy: Policy, start: int) -> Reach:
+def reach(g: Graph, policy: Policy, start: int, layers_of: Plan | None = None) -> Reach:
     """Probability of visiting each state and node from graph index ``start`` under ``policy``.
 
     A forward pass in decreasing rank order: every move leads to a lower rank, so a state's
     probability is complete once all higher ranks have been pushed forward.
     """
     policy.validate(g)
+    p = layers_of or plan(g)
     state = np.zeros(g.n_states)
     node = np.zeros(g.node_state.shape[0])
     state[start] = 1.0
-    rows = chosen_rows(g, policy.choice)
-    ranks = np.unique(g.rank)[::-1]
-    chance_layers = layers(-g.rank[g.ch_state[rows]], -ranks)
-    move_layers = layers(-g.rank[g.node_state[g.mv_node]], -ranks)
+    chosen = chosen_mask(g, policy.choice)
+    prob = g.ch_prob
     n_nodes = node.shape[0]
-    for i in range(ranks.shape[0]):
-        r = rows[chance_layers[i]]
+    for moves, chance in zip(p.moves[::-1], p.chance[::-1], strict=True):
+        r = chance[chosen[chance]]
         if r.shape[0]:
             node += np.bincount(
-                g.ch_node[r], weights=state[g.ch_state[r]] * g.ch_prob[r], minlength=n_nodes
+                g.ch_node[r], weights=state[g.ch_state[r]] * prob[r], minlength=n_nodes
             )
-        moves = move_layers[i]
         moves = moves[g.mv_dst[moves] >= 0]
         if moves.shape[0]:
             flow = node[g.mv_node[moves]] * policy.move_prob[moves]

@@ -45,24 +45,27 @@ def reduce_best(values: np.ndarray, starts: np.ndarray, maximise: bool) -> np.nd
     return op.reduceat(values, starts)
 
 
+Index = np.ndarray | slice
+
+
 def backup_nodes(
-    g: Graph, value: np.ndarray, moves: np.ndarray, move_value: np.ndarray, node_value: np.ndarray
+    g: Graph, value: np.ndarray, moves: Index, move_value: np.ndarray, node_value: np.ndarray
 ) -> None:
     """Recompute the value of the moves ``moves`` (grouped by node) and of their nodes."""
-    if moves.shape[0] == 0:
+    nodes = g.mv_node[moves]
+    if nodes.shape[0] == 0:
         return
     dst = g.mv_dst[moves]
     succ = np.where(dst >= 0, value[np.maximum(dst, 0)], 0.0)
     vals = g.mv_offset[moves] + g.mv_scale[moves] * succ
     move_value[moves] = vals
-    nodes = g.mv_node[moves]
     starts = group_starts(nodes)
     node_value[nodes[starts]] = reduce_best(vals, starts, g.maximise)
 
 
 def backup_states(
     g: Graph,
-    rows: np.ndarray,
+    rows: Index,
     node_value: np.ndarray,
     prob: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -72,7 +75,7 @@ def backup_states(
     Ties between choices go to the largest choice (for dice: the usual number of dice).
     """
     contrib = prob[rows] * node_value[g.ch_node[rows]]
-    states = g.ch_state[rows]
+    states = g.ch_state[rows].astype(np.int64)
     choices = g.ch_choice[rows]
     key_starts = group_starts(states * (1 << 20) + choices)
     group_value = np.add.reduceat(contrib, key_starts)
@@ -80,18 +83,24 @@ def backup_states(
     group_choice = choices[key_starts]
     state_starts = group_starts(group_state)
     best = reduce_best(group_value, state_starts, g.maximise)
-    per_group_best = np.repeat(best, np.diff(np.append(state_starts, group_value.shape[0])))
+    n_choices = np.diff(np.append(state_starts, group_value.shape[0]))
+    per_group_best = np.repeat(best, n_choices)
     near = np.abs(group_value - per_group_best) <= tolerance(per_group_best)
     chosen = np.maximum.reduceat(np.where(near, group_choice, -1), state_starts)
-    n_choices = np.diff(np.append(state_starts, group_value.shape[0]))
     return group_state[state_starts], best, chosen, n_choices
 
 
-def layers(keys: np.ndarray, order: np.ndarray) -> list[np.ndarray]:
-    """Split indices into groups of equal layer, in increasing layer order, keeping order inside."""
+def layers(keys: np.ndarray, order: np.ndarray) -> list[Index]:
+    """Split positions into groups of equal layer key, in the order of ``order``.
+
+    Sorted keys give slices (views, no copies); otherwise index arrays that keep the original
+    order inside each layer.
+    """
+    if bool(np.all(np.diff(keys) >= 0)):
+        bounds = [*np.searchsorted(keys, order, side="left").tolist(), keys.shape[0]]
+        return [slice(bounds[i], bounds[i + 1]) for i in range(order.shape[0])]
     perm = np.argsort(keys, kind="stable")
-    bounds = np.searchsorted(keys[perm], order, side="left")
-    bounds = np.append(bounds, perm.shape[0])
+    bounds = np.append(np.searchsorted(keys[perm], order, side="left"), perm.shape[0])
     return [perm[bounds[i] : bounds[i + 1]] for i in range(order.shape[0])]
 
 
@@ -113,12 +122,12 @@ def solve_rank_order(g: Graph, progress: Callable[[int, int], None] | None = Non
     move_layers = layers(node_rank[g.mv_node], ranks)
     chance_layers = layers(g.rank[g.ch_state], ranks)
     for i in range(ranks.shape[0]):
-        term = state_layers[i][~np.isnan(g.terminal[state_layers[i]])]
+        in_layer = np.arange(s)[state_layers[i]]
+        term = in_layer[~np.isnan(g.terminal[in_layer])]
         value[term] = g.terminal[term]
         backup_nodes(g, value, move_layers[i], move_value, node_value)
-        rows = chance_layers[i]
-        if rows.shape[0]:
-            states, best, chosen, count = backup_states(g, rows, node_value, prob)
+        if g.ch_node[chance_layers[i]].shape[0]:
+            states, best, chosen, count = backup_states(g, chance_layers[i], node_value, prob)
             value[states] = best
             choice[states] = chosen
             n_choices[states] = count
@@ -134,15 +143,6 @@ def best_moves(g: Graph, sol: Solution) -> tuple[np.ndarray, np.ndarray]:
 
     Ties (within :data:`TIE_TOLERANCE`, relative) go to the largest move label.
     """
-    starts = g.move_starts()
-    counts = np.diff(starts)
-    best = np.repeat(sol.node_value, counts)
-    optimal = np.abs(sol.move_value - best) <= tolerance(best)
-    n_optimal = np.add.reduceat(optimal.astype(np.int64), starts[:-1])
-    # Among optimal rows, pick the largest label: sort key inside each node.
-    label = np.where(optimal, g.mv_label, np.iinfo(np.int64).min)
-    best_label = np.maximum.reduceat(label, starts[:-1])
-    hit = optimal & (g.mv_label == np.repeat(best_label, counts))
-    idx = np.flatnonzero(hit)
-    first = idx[group_starts(g.mv_node[idx])]
-    return first, n_optimal
+    from pipeline.solvers.kernels import best_moves_compiled  # numba: compiled on first use
+
+    return best_moves_compiled(g, sol.move_value, sol.node_value)

@@ -1,0 +1,163 @@
+"""The core commands as a user runs them: answers, summaries, help, and bad input."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import app
+from pipeline.errors import UsageError
+from pipeline.games.shutbox import RuleSet, parse_tiles
+
+
+def test_expect_prints_the_value(built: Path, cli) -> None:
+    result = cli(["expect", "--variant", "classic", "123456789", "-d", built])
+    assert result.code == 0, result.stderr
+    # seed 000_9b8fddd618491a4c.txt: 7.143 %; exactly 466473281/6530347008
+    assert float(result.stdout) == pytest.approx(466473281 / 6530347008, abs=1e-12)
+
+
+def test_expect_lever_matches_seed_003(built: Path, cli) -> None:
+    result = cli(["expect", "--variant", "lever", "123456789", "-d", built])
+    assert float(result.stdout) == pytest.approx(0.0976137161704, abs=5e-14)  # seed 003
+
+
+def test_move_prints_best_and_what_others_lose(built: Path, cli) -> None:
+    result = cli(["move", "--variant", "classic", "12345", "7", "-d", built])
+    assert result.code == 0, result.stderr
+    first, *rest = result.stdout.splitlines()
+    assert first.startswith("best move [3, 4]")
+    # seed 000: P({1,2,5}) = 15.895 % after shutting 3 and 4
+    assert float(first.split("value")[1]) == pytest.approx(0.15895061728395063, abs=1e-12)
+    table = "\n".join(rest)
+    assert "[2, 5]" in table and "[1, 2, 4]" in table
+
+
+def test_move_when_stuck_says_the_game_ends(built: Path, cli) -> None:
+    result = cli(["move", "--variant", "classic", "9", "2", "-d", built])
+    assert result.code == 0
+    assert "no legal move" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["expect", "12a"], "not a tile number"),
+        (["expect", "0123"], "tile 0 is not in this box"),
+        (["expect", "1123"], "listed twice"),
+        (["expect", "1234567890"], "tile 0 is not in this box"),
+        (["expect", ""], "no open tiles"),
+        (["expect", "--variant", "six-tiles-one-die", "7"], "tile 7 is not in this box"),
+        (["move", "12345", "13"], "roll 13 is impossible"),
+        (["move", "12345", "1"], "roll 1 is impossible"),
+        (["move", "12345", "0"], "roll 0 is impossible"),
+        (["move", "12345", "--", "-3"], "roll -3 is impossible"),
+        (["expect", "--variant", "nope", "123"], "unknown variant 'nope'"),
+        (["expect", "--variant", "all", "123"], "name one variant"),
+        (["expect", "--p1-score", "8", "123"], "two-player"),
+        (["move", "12345"], "Missing argument"),
+        (["move", "12345", "seven"], "Invalid value for 'roll'"),
+        (["build", "--tiles", "0"], "tiles must be between"),
+        (["build", "--dice", "0"], "dice must be between"),
+        (["build", "--sides", "1"], "sides must be between"),
+        (["build", "--tiles", "30"], "tiles must be between"),
+        (["build", "--tiles", "14"], "can never be shut"),
+        (["build", "--one-die", "sometimes"], "one-die rule must be"),
+        (["build", "--one-die", "forced"], "just --dice 1"),
+        (["build", "--objective", "target"], "target score goes with"),
+        (["build", "--one-die-shut", "7x"], "give tiles"),
+        (["edges", "--exact"], "--exact applies"),
+        (["build", "--variant", "lever", "--tiles", "10"], "not both"),
+    ],
+)
+def test_bad_input_gets_one_line_and_exit_2(
+    built: Path, cli, args: list[str], message: str
+) -> None:
+    before = {p.name: p.read_bytes() for p in built.glob("*.parquet")}
+    result = cli([*args[:1], "-d", built, *args[1:]])
+    assert result.code == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
+    assert {p.name: p.read_bytes() for p in built.glob("*.parquet")} == before
+
+
+def test_tables_not_built_is_a_clear_error(tmp_path: Path, cli) -> None:
+    result = cli(["expect", "123", "-d", tmp_path])
+    assert result.code == 2
+    assert "stb-pipeline build" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_custom_rules_build_and_answer(tmp_path: Path, cli) -> None:
+    args = ["--tiles", "10", "--one-die", "forced", "--one-die-sum", "6", "-d", tmp_path]
+    built = cli(["build", *args])
+    assert built.code == 0, built.stderr
+    assert "stb-10t-2d6-1dforced-le6-shut" in built.stdout
+    answer = cli(["expect", *args, "1,2,10"])
+    assert answer.code == 0, answer.stderr
+    assert 0.0 < float(answer.stdout) < 1.0
+    assert cli(["expect", *args, "1210"]).code == 2  # ambiguous above 9 tiles
+
+
+def test_readme_custom_rules_example(tmp_path: Path, cli) -> None:
+    opts = ["--tiles", "12", "--dice", "3", "--sides", "6", "--one-die", "forced"]
+    assert cli(["build", *opts, "--one-die-sum", "6", "-d", tmp_path]).code == 0
+    answer = cli(
+        [
+            "expect",
+            *opts[:4],
+            "--one-die",
+            "forced",
+            "--one-die-sum",
+            "6",
+            "-d",
+            tmp_path,
+            "1,2,10,12",
+        ]
+    )
+    assert answer.code == 0, answer.stderr
+
+
+def test_rule_set_slug_is_deterministic() -> None:
+    rules = RuleSet(tiles=12, dice=3, one_die="forced", one_die_sum=6)
+    assert rules.slug() == "stb-12t-3d6-1dforced-le6-shut"
+    assert RuleSet(one_die="optional", one_die_shut=(9, 8, 7)).one_die_shut == (7, 8, 9)
+
+
+def test_parse_tiles_accepts_separators_and_any_order() -> None:
+    assert parse_tiles("1245", 9) == parse_tiles("5,4,2,1", 9) == 0b11011
+    assert parse_tiles("1 2 10", 12) == (1 | 2 | 512)
+    with pytest.raises(UsageError):
+        parse_tiles("12", 12)
+
+
+def test_every_command_has_a_summary_and_an_example(cli) -> None:
+    top = cli(["--help"])
+    assert top.code == 0 and "Example:" in top.stdout
+    for command in app.registered_commands:
+        name = command.name or command.callback.__name__
+        doc = command.callback.__doc__ or ""
+        assert doc.strip().splitlines()[0], name
+        assert "Example: stb-pipeline" in doc, name
+        assert cli([name, "--help"]).code == 0
+
+
+def test_console_script_and_duckdb_cli_work_together(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "pipeline", "build", "--variant", "classic", "-d", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    duckdb_cli = shutil.which("duckdb") or str(Path(sys.executable).parent / "duckdb")
+    query = f"select count(*) from '{tmp_path}/policy.parquet' where not stuck"
+    out = subprocess.run(
+        [duckdb_cli, "-csv", "-c", query], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "4040"  # seed 000
