@@ -10,12 +10,18 @@ import pytest
 
 from pipeline import tables
 from pipeline.benchmark import COLUMNS
-from pipeline.games.shutbox import ShutTheBox
+from pipeline.games.base import Game
 from pipeline.sql import run_query
-from pipeline.strategies import NAMES
+from pipeline.strategies import NAMES, tile_view
 from pipeline.variants import REGISTRY
 
 SEED_000 = "000_9b8fddd618491a4c.txt"
+SEED_001 = "001_ad09a03ebddbc804.txt"
+
+
+def has_tile_view(game: Game) -> bool:
+    """Whether the move strategies apply to the game."""
+    return tile_view(game, game.graph()) is not None
 
 
 @pytest.fixture
@@ -29,8 +35,9 @@ def test_build_writes_exact_rows_for_every_strategy_and_variant(built: Path) -> 
     bench = tables.read_table(built, "benchmarks")
     assert tuple(bench.columns[: len(COLUMNS)]) == COLUMNS
     exact = bench.filter(pl.col("method") == "exact")
-    stb = [v for v in REGISTRY.values() if v.in_all and isinstance(v.make(), ShutTheBox)]
-    for variant in stb:
+    one_player = [v for v in REGISTRY.values() if v.in_all and has_tile_view(v.make())]
+    assert {"classic", "lever", "double-shutter"} <= {v.name for v in one_player}
+    for variant in one_player:
         rows = exact.filter(pl.col("variant") == variant.name)
         assert sorted(rows["strategy"]) == sorted(NAMES), variant.name
     assert exact["games"].null_count() == exact.height
@@ -176,3 +183,15 @@ def test_keyed_table_without_its_key_columns_is_refused(tmp_path: Path) -> None:
     frame = pl.DataFrame({"strategy": ["greedy"], "method": ["exact"]})
     with pytest.raises(tables.TableError, match="key columns"):
         tables.replace_rows(tmp_path, "benchmarks", {"classic": frame}, {"classic": {}})
+
+
+def test_double_shutter_optimal_rows_reproduce_seed_001_by_the_forward_pass(built: Path) -> None:
+    # seed 001_ad09a03ebddbc804.txt: minimum expected score 19.427; P(not finishing with 0) under
+    # the strategy made for it 0.923. Here both come from the distribution of end states.
+    exact = tables.read_table(built, "benchmarks").filter(
+        (pl.col("method") == "exact") & (pl.col("strategy") == "optimal")
+    )
+    score = exact.filter(pl.col("variant") == "double-shutter")["expected_score"][0]
+    zero = exact.filter(pl.col("variant") == "double-shutter-zero")["win_rate"][0]
+    assert abs(score - 19.427) < 0.0005
+    assert abs((1 - zero) - 0.923) < 0.0005
