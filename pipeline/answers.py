@@ -40,6 +40,8 @@ class MoveAdvice:
     """None when no move is legal: the game ends."""
     moves: pl.DataFrame
     """Every legal move: move, next_tiles, value, regret; best first."""
+    passes_turn: bool = False
+    """True when no move is legal and play goes on with another player (two-player games)."""
 
 
 def _state_row(data_dir: Path, variant: Variant, text: str, extra: dict[str, Any]) -> dict:
@@ -97,4 +99,5 @@ def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: 
         best["value"],
         best["best_move"],
         moves,
+        passes_turn=best["best_move"] is None and best["next_state_id"] is not None,
     )

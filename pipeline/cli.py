@@ -252,7 +252,8 @@ def move_cmd(
     """
     advice = answers.best_move(data_dir, pick_one(variant, custom), tiles, roll, p1_score=p1_score)
     if advice.best_move is None:
-        out.print(f"no legal move: the game ends, value {advice.value!r}")
+        ends = "the turn passes" if advice.passes_turn else "the game ends"
+        out.print(f"no legal move: {ends}, value {advice.value!r}")
         return
     out.print(f"best move {advice.best_move}  value {advice.value!r}")
     table = Table("move", "leaves", "value", "loses")

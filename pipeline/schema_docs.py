@@ -31,10 +31,14 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "tiles, and back tiles whose front tile is down); one die is allowed when <= 6",
             "score": "final score if the game ended here (sum of open tiles, or digital score; "
             "Double Shutter: 2 x standing front tiles + standing back tiles)",
+            "player": "two-player game: whose turn it is, 1 or 2 (null for one-player variants)",
+            "p1_score": "two-player game: player 1's score, which player 2 must get below; the "
+            "state id is p1_score * 2**tiles + bitmask (null for player 1's states)",
             "terminal": "true when play is over in this state (for Shut the Box: the shut box)",
             "rank": "solve order: every move leads to a state of lower rank",
             "objective": "what `value` measures: shut = P(shut all tiles), score = expected final "
-            "score, target = P(final score <= target)",
+            "score, target = P(final score <= target), wins = the expected wins of the player to "
+            "move (two-player; a tie counts 1/2)",
             "maximise": "true when the player maximises `value` (false: minimises)",
             "value": "value of the state under optimal play (float64), per `objective`; null "
             "after `enumerate` alone",
@@ -61,7 +65,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "next_tiles": "its open tiles",
             "reward": "value added by the edge: the final value when the game ends, else 0",
             "sign": "factor on the next state's value: edge value = reward + sign * "
-            "value(next_state_id)",
+            "value(next_state_id); -1 where the turn passes to the other player (two-player)",
         },
     ),
     "policy": (

@@ -9,6 +9,7 @@ from pipeline.errors import UsageError
 from pipeline.games.base import Game
 from pipeline.games.double_shutter import DoubleShutter, DoubleShutterRules
 from pipeline.games.shutbox import RuleSet, ShutTheBox
+from pipeline.games.two_player import TwoPlayer, TwoPlayerRules
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,14 @@ stb(
     "9 tiles, one die once the open sum is 6 or less, minimise the digital "
     "score (open tiles read as a number)",
     RuleSet(one_die="forced", one_die_sum=6, objective="score", scoring="digital"),
+)
+register(
+    Variant(
+        "two-player",
+        "two players, 9 tiles, one die (forced) once the mover's open tiles sum to 6 or less; "
+        "value = the mover's expected wins (seed 002)",
+        lambda: TwoPlayer(TwoPlayerRules()),
+    )
 )
 
 register(

@@ -13,7 +13,6 @@ import pytest
 from pipeline.cli import run
 
 REPO = Path(__file__).resolve().parent.parent
-SEEDS = REPO.parent / "shared" / "seeds"
 
 
 @dataclass

@@ -100,7 +100,9 @@ def test_one_row_box_reproduces_classic_shut_the_box(
 ) -> None:
     game, g, sol = solved(back_row=False, front_weight=1, one_die=one_die, objective=objective)
     other = ShutTheBox(classic)
-    ref = solve_rank_order(other.graph()).value
+    other_graph = other.graph()
+    ref = np.empty(other_graph.n_states)
+    ref[other_graph.state_id] = solve_rank_order(other_graph).value  # by state id (bitmask)
     # the same open tiles: bit t-1 of the classic id for each standing front tile t
     digits = game.digits(g.state_id)
     mask = ((digits == 0) * (1 << np.arange(9))).sum(axis=1)

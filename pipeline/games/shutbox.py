@@ -138,8 +138,10 @@ class RuleSet:
 class ShutTheBox(Game):
     """The one-player game for a :class:`RuleSet`."""
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, rank_order: bool = True) -> None:
+        """``rank_order=False`` indexes states by id (index = bitmask) instead of by rank."""
         self.r = rules
+        self.rank_order = rank_order
         self.objective = rules.objective
         self.skip_edges = rules.tiles > 16
 
@@ -218,13 +220,13 @@ class ShutTheBox(Game):
         """The game graph over all 2**tiles states.
 
         States are indexed in rank order (by number of open tiles, then id), so that every
-        layer of the solve is a contiguous slice of each array.
+        layer of the solve is a contiguous slice of each array; or by id when asked.
         """
         n, top = self.r.tiles, self.r.dice * self.r.sides
         width = top + 1
         all_ids = np.arange(1 << n, dtype=np.int64)
         rank = np.bitwise_count(all_ids.astype(np.uint64)).astype(np.int64)
-        ids = np.argsort(rank, kind="stable")  # state index -> id
+        ids = np.argsort(rank, kind="stable") if self.rank_order else all_ids  # index -> id
         index_of = np.empty_like(ids)
         index_of[ids] = np.arange(ids.shape[0])
         avail = self.dice_available(ids)
