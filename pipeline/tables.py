@@ -27,6 +27,10 @@ RULES_KEY = b"stb.rules"
 VERSION_KEY = b"stb.version"
 LOCK_NAME = ".stb.lock"
 LOCK_TIMEOUT_S = 600
+#: Tables whose rows are replaced by key instead of by whole variant: name -> key columns. A
+#: write then replaces only the old rows whose key the new rows share (e.g. `build` rewrites the
+#: exact benchmark rows of a variant and keeps its simulation rows).
+ROW_KEYS: dict[str, tuple[str, ...]] = {"benchmarks": ("variant", "strategy", "method")}
 
 
 def table_path(data_dir: Path, name: str) -> Path:
@@ -107,6 +111,7 @@ def replace_rows(
 ) -> Path:
     """Replace the rows of each variant in ``frames`` with the given frame; keep other variants.
 
+    For a table in :data:`ROW_KEYS`, only the old rows sharing a key with a new row are replaced.
     The caller holds :func:`data_lock`. The new file is complete on disk before it gets its name.
     """
     path = table_path(data_dir, name)
@@ -119,7 +124,7 @@ def replace_rows(
         all_rules = json.loads((old.schema.metadata or {}).get(RULES_KEY, b"{}"))
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
-        kept.append(old_frame.filter(~pl.col("variant").is_in(list(frames))))
+        kept.append(_kept_rows(path, name, old_frame, frames))
     for variant in frames:
         all_rules.pop(variant, None)
     all_rules.update(rules)
@@ -134,6 +139,27 @@ def replace_rows(
     meta[VERSION_KEY] = __version__.encode()
     write_atomic(path, table.replace_schema_metadata(meta))
     return path
+
+
+def _kept_rows(
+    path: Path, name: str, old: pl.DataFrame, frames: dict[str, pl.DataFrame]
+) -> pl.DataFrame:
+    """The old rows a write of ``frames`` keeps: other variants, or (keyed tables) other keys."""
+    keys = ROW_KEYS.get(name)
+    if keys is None:
+        return old.filter(~pl.col("variant").is_in(list(frames)))
+    missing = [k for k in keys if k not in old.columns]
+    if missing:
+        raise TableError(f"{path} lacks key columns {missing}; move it away and rebuild")
+    new_keys = pl.concat(
+        [
+            f.select(pl.lit(v).alias("variant"), *[pl.col(k) for k in keys if k != "variant"])
+            for v, f in frames.items()
+        ],
+        how="vertical_relaxed",
+    )
+    new_keys = new_keys.cast({k: old.schema[k] for k in keys})
+    return old.join(new_keys.unique(), on=list(keys), how="anti")
 
 
 def write_atomic(path: Path, table: pa.Table) -> None:
