@@ -24,3 +24,7 @@ lint:
 # Double Shutter timings (add --exact for the exact-fraction cross-check, about 35 s)
 bench-double-shutter *ARGS:
     python benchmarks/bench_double_shutter.py {{ARGS}}
+
+# Print the Monte Carlo speed table (games per second per strategy)
+bench-sim *ARGS:
+    python benchmarks/bench_simulation.py {{ARGS}}

@@ -119,6 +119,55 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "value": "the figure, at the start state (float64)",
         },
     ),
+    "benchmarks": (
+        "one strategy of one variant, evaluated exactly (`build`) or by simulation "
+        "(`benchmark`); a win is a game that ends with every tile shut",
+        {
+            "variant": "variant name",
+            "strategy": "strategy name (see the README's strategy list)",
+            "method": "exact (policy evaluation, no sampling) or simulation (Monte Carlo)",
+            "games": "games simulated (null for exact)",
+            "wins": "games won, every tile shut (null for exact)",
+            "win_rate": "P(every tile shut): exact, or wins / games",
+            "ci_low": "lower end of the 95 % Wilson interval of win_rate (null for exact)",
+            "ci_high": "upper end of the 95 % Wilson interval of win_rate (null for exact)",
+            "expected_score": "expected final score (sum of open tiles, or digital score): "
+            "exact, or the simulated mean",
+            "seconds": "time to evaluate (exact) or to play the games (simulation, after "
+            "compiling)",
+            "games_per_second": "games / seconds (null for exact)",
+            "seed": "random seed of the simulation (null for exact)",
+        },
+    ),
+    "reach": (
+        "one state of one variant under one strategy, played from the start",
+        {
+            "variant": "variant name",
+            "strategy": "strategy name",
+            "state_id": "the state",
+            "tiles": "its open tiles",
+            "reach_prob": "probability that a game played with the strategy visits the state",
+            "end_prob": "probability that such a game ends in the state (stuck there, or shut)",
+            "value": "value of the state when the strategy is played from it, per the "
+            "variant's objective (compare states.value, the optimal one)",
+        },
+    ),
+    "node_reach": (
+        "one (state, roll) of one variant under one strategy, played from the start; only "
+        "those the strategy or optimal play can reach (the rest have probability 0)",
+        {
+            "variant": "variant name",
+            "strategy": "strategy name",
+            "state_id": "state before the roll",
+            "tiles": "its open tiles",
+            "roll": "dice total",
+            "reach_prob": "probability that a game played with the strategy reaches this state "
+            "and rolls this total",
+            "move": "the tiles the strategy shuts (null when no move is legal, and for random "
+            "where it mixes several moves)",
+            "next_state_id": "state after that move (null when move is null)",
+        },
+    ),
 }
 
 

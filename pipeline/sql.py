@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipeline.errors import TableError, UsageError
+from pipeline.errors import TablesMissingError, UsageError
 
 QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
 
@@ -40,6 +40,15 @@ def header(path: Path) -> dict[str, str]:
         if sep:
             out[key.strip()] = value.strip()
     return out
+
+
+def list_queries() -> list[tuple[str, str]]:
+    """Every query in ``queries/`` (files starting with ``_`` are helpers) with its description."""
+    return [
+        (path.stem, header(path).get("description", ""))
+        for path in sorted(QUERIES_DIR.glob("*.sql"))
+        if not path.stem.startswith("_")
+    ]
 
 
 def connect(data_dir: Path, params: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
@@ -81,12 +90,29 @@ def run_query(name: str, data_dir: Path, **params: Any) -> pl.DataFrame:
     """Run the query file ``queries/NAME.sql`` and return its result."""
     path = query_path(name)
     con = connect(data_dir, params)
+    variant = params.get("variant")
     try:
+        if variant is not None and "states" in _views(con):
+            known = [r[0] for r in con.sql("select distinct variant from states").fetchall()]
+            if variant not in known:
+                raise UsageError(
+                    f"variant {variant!r} is not built in {data_dir}; "
+                    f"built: {', '.join(sorted(known))}"
+                )
         return con.sql(path.read_text()).pl()
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
-        raise TableError(
-            f"query {name}: a table it reads is not built in {data_dir} ({first})"
+        raise TablesMissingError(
+            f"query {name}: a table it reads is not built in {data_dir} ({first}); "
+            "run `stb-pipeline build` first"
         ) from None
     finally:
         con.close()
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Names of the views (tables found) of a connection."""
+    return {
+        row[0]
+        for row in con.sql("select view_name from duckdb_views() where not internal").fetchall()
+    }

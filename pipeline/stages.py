@@ -71,9 +71,13 @@ def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
 
     Imported here, not at module level, so that hook modules may import this one.
     """
+    from pipeline import benchmark
     from pipeline.summary import summary_rows
 
-    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = [summary_rows]
+    hooks: list[Callable[[Solved], dict[str, pl.DataFrame]]] = [
+        summary_rows,
+        benchmark.build_tables,
+    ]
     return hooks
 
 

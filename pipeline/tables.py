@@ -36,6 +36,10 @@ VERSION_KEY = b"stb.version"
 LOCK_NAME = ".stb.lock"
 LOCK_TIMEOUT_S = 600
 JOURNAL_NAME = ".stb-commit.json"
+#: Tables whose rows are replaced by key instead of by whole variant: name -> key columns. A
+#: write then replaces only the old rows whose key the new rows share (e.g. `build` rewrites the
+#: exact benchmark rows of a variant and keeps its simulation rows).
+ROW_KEYS: dict[str, tuple[str, ...]] = {"benchmarks": ("variant", "strategy", "method")}
 
 
 def table_path(data_dir: Path, name: str) -> Path:
@@ -136,6 +140,7 @@ def replace_rows(
 ) -> Path:
     """Replace the rows of each variant in ``frames`` with the given frame; keep other variants.
 
+    For a table in :data:`ROW_KEYS`, only the old rows sharing a key with a new row are replaced.
     The caller holds :func:`data_lock`. The new file is complete on disk before it gets its name,
     and the manifest is updated after it.
     """
@@ -149,7 +154,8 @@ def merged_rows(
     frames: dict[str, pl.DataFrame],
     rules: dict[str, dict[str, Any]],
 ) -> pa.Table:
-    """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are).
+    """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are;
+    for a table in :data:`ROW_KEYS`, the old rows whose key no new row shares).
 
     The caller holds :func:`data_lock`, so that nobody changes the table before it is committed.
     """
@@ -163,7 +169,7 @@ def merged_rows(
         all_rules = json.loads((old.schema.metadata or {}).get(RULES_KEY, b"{}"))
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
-        kept.append(old_frame.filter(~pl.col("variant").is_in(list(frames))))
+        kept.append(_kept_rows(path, name, old_frame, frames))
     for variant in frames:
         all_rules.pop(variant, None)
     all_rules.update({v: r for v, r in rules.items() if v in frames})
@@ -338,6 +344,27 @@ def _fsync_dir(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _kept_rows(
+    path: Path, name: str, old: pl.DataFrame, frames: dict[str, pl.DataFrame]
+) -> pl.DataFrame:
+    """The old rows a write of ``frames`` keeps: other variants, or (keyed tables) other keys."""
+    keys = ROW_KEYS.get(name)
+    if keys is None:
+        return old.filter(~pl.col("variant").is_in(list(frames)))
+    missing = [k for k in keys if k not in old.columns]
+    if missing:
+        raise TableError(f"{path} lacks key columns {missing}; move it away and rebuild")
+    new_keys = pl.concat(
+        [
+            f.select(pl.lit(v).alias("variant"), *[pl.col(k) for k in keys if k != "variant"])
+            for v, f in frames.items()
+        ],
+        how="vertical_relaxed",
+    )
+    new_keys = new_keys.cast({k: old.schema[k] for k in keys})
+    return old.join(new_keys.unique(), on=list(keys), how="anti")
 
 
 def write_atomic(path: Path, table: pa.Table) -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from pipeline.solvers.graph import Graph
 from pipeline.solvers.rank_order import Solution
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 class Game(ABC):

@@ -191,6 +191,12 @@ class DoubleShutter(Game):
         """Value of ending the game in each state (the objective applied to its score)."""
         return objective_values(self.scores(ids), self.r.objective, self.r.target)
 
+    def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
+        """For move strategies (`pipeline.strategies`): the face value of each bit of a move
+        label (back tiles 1..n, then front tiles 1..n) and each state's final score."""
+        values = np.arange(1, self.r.columns + 1, dtype=np.int64)
+        return np.concatenate((values, values)), self.scores(g.state_id).astype(np.float64)
+
     def dice_available(self, ids: np.ndarray) -> dict[int, np.ndarray]:
         """For each number of dice, whether it may be rolled in each state (none when shut)."""
         alive = self.standing(ids) > 0

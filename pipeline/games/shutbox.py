@@ -9,16 +9,17 @@ largest label" breaks ties towards the move holding the highest tile where two m
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from pipeline.errors import UsageError
-from pipeline.games import shutbox_kernels as kernels
 from pipeline.games.base import Game
 from pipeline.games.dice import roll_distribution
 from pipeline.solvers.graph import NO_STATE, PASS, Graph
+
+if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
+    import polars as pl
 
 MAX_TILES = 24
 MAX_DICE = 8
@@ -304,6 +305,8 @@ class ShutTheBox(Game):
         # Largest mask first inside a node: the order `best_moves` would pick among ties anyway.
         sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
         sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+        from pipeline.games import shutbox_kernels as kernels  # numba loads only to build graphs
+
         counts = kernels.count_moves(ids, roll_ok, sub_masks, sub_start)
         slots = np.maximum(counts, 1)
         starts = np.concatenate(([0], np.cumsum(slots, dtype=np.int64)))
@@ -329,6 +332,8 @@ class ShutTheBox(Game):
 
     def _tile_columns(self, masks: np.ndarray) -> pl.DataFrame:
         """Columns ``tiles`` (str) and ``open_tiles`` (list) of tile bitmasks; null for -1."""
+        import polars as pl
+
         sep = "" if self.r.tiles <= 9 else ","
         bits = {
             f"b{t}": (masks >= 0) & ((masks >> (t - 1)) & 1 == 1)
@@ -350,6 +355,8 @@ class ShutTheBox(Game):
 
     def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
         """Columns tiles, open_tiles, n_open, open_sum, score for each state id."""
+        import polars as pl
+
         return self._tile_columns(state_id).with_columns(
             n_open=pl.Series(np.bitwise_count(state_id.astype(np.uint64)).astype(np.int16)),
             open_sum=pl.Series(self.open_sums(state_id).astype(np.int32)),

@@ -28,15 +28,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
+from pipeline.games.dice import roll_distribution
 from pipeline.games.shutbox import MAX_DICE, MAX_SIDES, RuleSet, ShutTheBox, parse_tiles
 from pipeline.solvers.graph import NO_STATE, PASS, Graph
+
+if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
+    import polars as pl
 
 #: More tiles make (2**n masks) x (n(n+1)/2 scores) P2 states: 12 tiles is already 300,000.
 MAX_TILES_TWO_PLAYER = 12
@@ -141,10 +144,23 @@ class TwoPlayer(Game):
 
     @cached_property
     def possible_scores(self) -> np.ndarray:
-        """Sorted P1 scores a P1 turn can end with: open sums of masks with a roll and no move."""
-        b = self.one_player_graph
-        stuck_nodes = b.mv_node[b.mv_label == PASS]
-        sums = self.base.open_sums(b.node_state[stuck_nodes])
+        """Sorted P1 scores a P1 turn can end with: open sums of masks with a roll and no move.
+
+        Worked out from subset sums rather than from the graph, so that checking a user's
+        P1 score (the ShutTheBox command reading tables) needs no graph build.
+        """
+        masks = np.arange(self.n_masks, dtype=np.int64)
+        makeable = [1] * self.n_masks  # bit k set: some subset of the mask sums to k
+        for m in range(1, self.n_masks):
+            low = m & -m
+            rest = makeable[m ^ low]
+            makeable[m] = rest | (rest << low.bit_length())
+        stuck = np.zeros(self.n_masks, dtype=bool)
+        for dice, ok in self.base.dice_available(masks).items():
+            for total, _, _ in roll_distribution(dice, self.r.sides):
+                blocked = np.array([not (b >> total) & 1 for b in makeable])
+                stuck |= ok & blocked
+        sums = self.base.open_sums(masks[stuck])
         return np.unique(sums[sums > 0])
 
     @cached_property
@@ -230,6 +246,8 @@ class TwoPlayer(Game):
 
     def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
         """Columns tiles, open_tiles, player, p1_score (null for P1), n_open, open_sum, score."""
+        import polars as pl
+
         mask, p1 = self.split_ids(state_id)
         sums = self.base.open_sums(mask)
         return self.base._tile_columns(mask).with_columns(

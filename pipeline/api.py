@@ -1,0 +1,124 @@
+"""The Python API for downstream code: the solved tables and lookups, without the CLI.
+
+>>> import pipeline
+>>> pipeline.expect("classic", "123456789")          # P(shut) from the full box
+0.0714316223056...
+>>> pipeline.best_move("classic", "12345", 7)
+[3, 4]
+>>> pipeline.load_table("policy", variant="classic").height
+5621
+
+Every function reads the Parquet tables under ``data_dir`` (default: ``$STB_DATA_DIR`` or
+``data/``), which `stb-pipeline build` writes. Errors are :class:`pipeline.errors.PipelineError`
+subclasses with a one-line message: :class:`~pipeline.errors.UsageError` for a bad variant,
+state or roll, :class:`~pipeline.errors.TablesMissingError` when the tables are not built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline import answers, sql, tables
+from pipeline.variants import Variant, get_variant
+
+__all__ = ["best_move", "default_data_dir", "expect", "load_table", "move_values", "query"]
+
+
+def default_data_dir() -> Path:
+    """Where the tables are read from by default: ``$STB_DATA_DIR``, else ``data``."""
+    return Path(os.environ.get("STB_DATA_DIR", "data"))
+
+
+def _dir(data_dir: str | Path | None) -> Path:
+    return default_data_dir() if data_dir is None else Path(data_dir)
+
+
+def _variant(variant: str | Variant) -> Variant:
+    return variant if isinstance(variant, Variant) else get_variant(variant)
+
+
+def _tiles_text(tiles: str | Iterable[int]) -> str:
+    """Tiles as the CLI writes them: ``"12345"``, ``"1,2,10"``, or a list of tile numbers."""
+    if isinstance(tiles, str):
+        return tiles
+    return ",".join(str(int(t)) for t in tiles)
+
+
+def load_table(
+    name: str, variant: str | None = None, data_dir: str | Path | None = None
+) -> pl.DataFrame:
+    """Table ``name`` (``states``, ``policy``, ``moves``, ``edges``, ...) as a polars DataFrame.
+
+    With ``variant``, only that variant's rows. Raises TablesMissingError when the table or the
+    variant has not been built.
+    """
+    return tables.read_table(_dir(data_dir), name, variant)
+
+
+def expect(
+    variant: str | Variant,
+    tiles: str | Iterable[int],
+    *,
+    p1_score: int | None = None,
+    data_dir: str | Path | None = None,
+) -> float:
+    """The value of a state under optimal play, per the variant's objective.
+
+    P(shut) for ``classic``, the expected final score for ``classic-score``, ... ``tiles`` are the
+    open tiles (``"12345"``, ``"1,2,10"`` or ``[1, 2, 10]``); ``p1_score`` picks player 2's state
+    in the two-player game.
+    """
+    found = answers.expect(
+        _dir(data_dir), _variant(variant), _tiles_text(tiles), **_extra(p1_score)
+    )
+    return float(found.value)
+
+
+def best_move(
+    variant: str | Variant,
+    tiles: str | Iterable[int],
+    roll: int,
+    *,
+    p1_score: int | None = None,
+    data_dir: str | Path | None = None,
+) -> list[int] | None:
+    """The tiles to shut after rolling ``roll`` in a state, or None when no move is legal.
+
+    Ties between equally good moves go to the move holding the highest tile where they differ.
+    """
+    advice = answers.best_move(
+        _dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **_extra(p1_score)
+    )
+    return None if advice.best_move is None else [int(t) for t in advice.best_move]
+
+
+def move_values(
+    variant: str | Variant,
+    tiles: str | Iterable[int],
+    roll: int,
+    *,
+    p1_score: int | None = None,
+    data_dir: str | Path | None = None,
+) -> pl.DataFrame:
+    """Every legal move after ``roll``: move, next_tiles, value, regret, is_best; best first."""
+    advice = answers.best_move(
+        _dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **_extra(p1_score)
+    )
+    return advice.moves
+
+
+def query(
+    name: str, variant: str | None = None, data_dir: str | Path | None = None, **params: Any
+) -> pl.DataFrame:
+    """Run the analysis query ``queries/NAME.sql`` (see `stb-pipeline query --list`)."""
+    return sql.run_query(name, _dir(data_dir), variant=variant, **params)
+
+
+def _extra(p1_score: int | None) -> dict[str, Any]:
+    """Game-specific state parts, passed on only when given (one-player games take none)."""
+    return {} if p1_score is None else {"p1_score": p1_score}

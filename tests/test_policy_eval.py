@@ -1,0 +1,96 @@
+"""Policy evaluation: backward values, forward reach, and their cross-checks against the solver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline import strategies
+from pipeline.solvers import policy_eval
+from pipeline.solvers.rank_order import best_moves, solve_rank_order
+from pipeline.variants import REGISTRY, get_variant
+
+
+def solved(name: str):
+    """Game, graph, solution and start index of a registered variant."""
+    game = get_variant(name).make()
+    g = game.graph()
+    start = int(np.flatnonzero(g.state_id == game.start_state())[0])
+    return game, g, solve_rank_order(g), start
+
+
+def close(a: np.ndarray, b: np.ndarray, rel: float = 1e-12) -> bool:
+    """Equal within ``rel``, relative to max(1, |b|)."""
+    return bool(np.all(np.abs(a - b) <= rel * np.maximum(1.0, np.abs(b))))
+
+
+@pytest.mark.parametrize("name", [v.name for v in REGISTRY.values() if v.in_all])
+def test_optimal_policy_has_the_solvers_value_at_every_state(name: str) -> None:
+    _, g, sol, _ = solved(name)
+    value = policy_eval.evaluate(g, policy_eval.optimal(g, sol))
+    assert close(value.value, sol.value)
+    assert close(value.node_value, sol.node_value)
+
+
+def test_shut_and_score_graphs_share_structure_so_one_policy_gets_both_numbers() -> None:
+    game, g_shut, sol, start = solved("classic")
+    _, g_score, _, _ = solved("classic-score")
+    assert policy_eval.same_structure(g_shut, g_score)
+    view = strategies.tile_view(game, g_shut)
+    features = strategies.move_features(g_shut, view, sol.choice)
+    for strategy in strategies.STRATEGIES:
+        policy = strategies.policy_for(strategy, g_shut, sol, features)
+        reach = policy_eval.reach(g_shut, policy, start)
+        p_shut = policy_eval.evaluate(g_shut, policy).value[start]
+        e_score = policy_eval.evaluate(g_score, policy).value[start]
+        # backward on each objective's graph == forward distribution of final states
+        assert abs(p_shut - reach.end[view.score == 0].sum()) < 1e-12
+        assert abs(e_score - reach.end @ view.score) < 1e-12 * e_score
+
+
+def test_structure_differs_when_the_rules_differ() -> None:
+    _, a, _, _ = solved("classic")
+    _, b, _, _ = solved("lever")
+    assert not policy_eval.same_structure(a, b)
+
+
+@pytest.mark.parametrize("name", ["classic", "lever", "one-die-6-max2", "digital-score"])
+def test_forward_pass_conserves_probability(name: str) -> None:
+    _, g, sol, start = solved(name)
+    policy = policy_eval.uniform(g, sol.choice)
+    reach = policy_eval.reach(g, policy, start)
+    assert reach.state[start] == 1.0
+    assert abs(reach.end.sum() - 1.0) < 1e-12
+    # every visited non-terminal state rolls once: its nodes' reach adds up to its own
+    per_state = np.bincount(g.node_state, weights=reach.node, minlength=g.n_states)
+    playing = np.isnan(g.terminal)
+    assert close(per_state[playing], reach.state[playing])
+
+
+@pytest.mark.parametrize("name", ["classic", "classic-score", "lever"])
+def test_strategy_loss_is_the_sum_of_its_one_move_regrets(name: str) -> None:
+    """Performance difference: V*(start) - V_greedy(start) = sum over nodes greedy reaches of
+    P(reach node) x (value lost by greedy's move there, optimal play after)."""
+    game, g, sol, start = solved(name)
+    view = strategies.tile_view(game, g)
+    features = strategies.move_features(g, view, sol.choice)
+    greedy = strategies.policy_for(strategies.get_strategy("greedy"), g, sol, features)
+    sign = 1.0 if g.maximise else -1.0
+    regret = sign * (sol.node_value[g.mv_node] - sol.move_value)
+    node_loss = np.bincount(g.mv_node, weights=greedy.move_prob * regret)
+    reach = policy_eval.reach(g, greedy, start)
+    gap = sign * (sol.value[start] - policy_eval.evaluate(g, greedy).value[start])
+    assert gap > 0
+    assert abs(reach.node @ node_loss - gap) < 1e-12 * max(1.0, abs(sol.value[start]))
+
+
+def test_invalid_policies_are_rejected() -> None:
+    _, g, sol, _ = solved("six-tiles-one-die")
+    rows, _ = best_moves(g, sol)
+    with pytest.raises(ValueError, match="sum to 1"):
+        policy_eval.evaluate(g, policy_eval.Policy(np.zeros(g.mv_node.shape[0]), sol.choice))
+    with pytest.raises(ValueError, match="choice"):
+        no_choice = np.full(g.n_states, 7, dtype=np.int64)
+        policy_eval.evaluate(g, policy_eval.deterministic(g, rows, no_choice))
+    with pytest.raises(ValueError, match="one move row of each node"):
+        policy_eval.deterministic(g, rows[::-1], sol.choice)
