@@ -49,6 +49,11 @@ class ContractResult:
     skipped: str = ""
 
     @property
+    def label(self) -> str:
+        """How the contract is named to people: its SQL file's ``-- name:``, or manifest.json."""
+        return "manifest.json" if self.name == "manifest" else f"contracts/{self.name}"
+
+    @property
     def ok(self) -> bool:
         """Whether the contract holds (or could not apply)."""
         return self.violations.height == 0

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
             if not r.ok:
                 n = r.violations.height
                 detail = f": {n:,} offending row{'s' if n > 1 else ''}; the first:"
-            out.print(f"{status:<4} {r.name}{detail}")
+            out.print(f"{status:<4} {r.label}{detail}")
             if not r.ok:
                 with pl.Config(
                     fmt_str_lengths=100,
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
                     tbl_width_chars=160,
                 ):
                     out.print(str(verify.first_rows(r)))
-        failed = [r.name for r in results if not r.ok]
+        failed = [r.label for r in results if not r.ok]
         if failed:
             raise ContractError(
                 f"{len(failed)} of {len(results)} contracts failed: {', '.join(failed)}"
