@@ -1,11 +1,11 @@
 """`data/manifest.json`: what each table holds and what built it, so builds can be checked.
 
-The manifest records, for each table file, its row count, the sha256 of its bytes (pyarrow writes
-the same bytes for the same rows, so identical builds give identical hashes) and its rows per
-variant; and for each variant, the rule set, the package version, the *code hash*, the stages
-run, the random seeds used and a summary of the graph. It is written by
-:func:`pipeline.tables.commit` after every table it describes is in place, so a table whose hash
-differs from the manifest was changed by something else (or by an interrupted commit).
+The manifest records, for each table file, its row count, the sha256 of its bytes (which tells
+a file changed behind the manifest's back), a content hash (rows, schema and metadata without
+timing columns: identical builds give identical content hashes) and its rows per variant; and for
+each variant, the rule set, the package version, the *code hash*, the stages and options run, the
+random seeds used and a summary of the graph. It is written by :func:`pipeline.tables.commit`
+after every table it describes is in place.
 
 The code hash is the sha256 of every ``pipeline/**/*.py`` source file (path and bytes, in path
 order): the package version alone does not change while we develop, and any edit to the code that
@@ -15,10 +15,14 @@ computes the tables must make `build` recompute them.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline.errors import TableError
@@ -36,6 +40,26 @@ def code_hash() -> str:
         digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+#: Columns that measure the machine (wall-clock timings), not the game, by table: left out of the
+#: table's content hash, so that identical builds have identical content hashes.
+TIMING_COLUMNS: dict[str, tuple[str, ...]] = {"benchmarks": ("seconds", "games_per_second")}
+
+
+#: How tables are written (fixed, so that equal tables are equal bytes).
+PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd"}
+
+
+def content_sha256(name: str, table: pa.Table) -> str:
+    """sha256 of table ``name`` without its timing columns, written as Parquet like the tables
+    (Parquet encodes the rows, not how Arrow happened to lay them out in memory). For a table
+    without timing columns this is the sha256 of its file."""
+    timing = TIMING_COLUMNS.get(name, ())
+    kept = table.select([c for c in table.column_names if c not in timing])
+    buffer = io.BytesIO()
+    pq.write_table(kept, buffer, **PARQUET_OPTIONS)
+    return hashlib.sha256(buffer.getvalue()).hexdigest()
 
 
 def file_sha256(path: Path) -> str:

@@ -216,13 +216,19 @@ def commit(
             tmp = _tmp_name(final)
             renames.append((tmp.name, final.name))
             _write_synced(tmp, lambda fh, table=table: pq.write_table(table, fh, **WRITE_OPTIONS))
+            digest = manifest.file_sha256(tmp)
             variants = pl.from_arrow(table.select(["variant"]))
             assert isinstance(variants, pl.DataFrame)
             counts = variants.group_by("variant").len().sort("variant").rows()
             new_manifest["tables"][name] = {
                 "file": final.name,
                 "rows": table.num_rows,
-                "sha256": manifest.file_sha256(tmp),
+                "sha256": digest,
+                "content_sha256": (
+                    manifest.content_sha256(name, table)
+                    if name in manifest.TIMING_COLUMNS
+                    else digest  # the file is that very encoding
+                ),
                 "variants": dict(counts),
             }
         variants_now = new_manifest["variants"]
@@ -289,7 +295,7 @@ def settle(data_dir: Path) -> None:
 
 
 #: Parquet writer settings (fixed, so that equal tables are equal bytes).
-WRITE_OPTIONS: dict[str, Any] = {"compression": "zstd"}
+WRITE_OPTIONS: dict[str, Any] = manifest.PARQUET_OPTIONS
 
 
 def _tmp_name(final: Path) -> Path:
