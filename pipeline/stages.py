@@ -21,6 +21,7 @@ from pipeline import tables
 from pipeline.games.base import Game
 from pipeline.solvers.graph import Graph
 from pipeline.solvers.rank_order import Solution, best_moves, solve_rank_order
+from pipeline.solvers.value_iteration import solve_value_iteration
 from pipeline.variants import Variant
 
 STAGES = ("enumerate", "edges", "solve", "policy")
@@ -54,7 +55,10 @@ class Solved:
         """Solve the graph once."""
         if self.solution is None:
             t0 = time.perf_counter()
-            self.solution = solve_rank_order(self.graph)
+            # Graphs with cycles (meta["cyclic"]) have no rank order: iterate to the fixed point.
+            cyclic = self.graph.meta.get("cyclic", False)
+            solver = solve_value_iteration if cyclic else solve_rank_order
+            self.solution = solver(self.graph)
             self.seconds["solve"] = time.perf_counter() - t0
         return self.solution
 
