@@ -87,6 +87,13 @@ knucklebones(
     "Knucklebones, 2 columns x 2 rows, six-sided die, maximise the expected score difference",
     KnuckleRules(columns=2, rows=2, objective="score"),
 )
+knucklebones(
+    "knucklebones",
+    "Knucklebones as in Cult of the Lamb (3x3, six-sided die); too big to build: use "
+    "`stb-pipeline knucklebones solve` and `play`",
+    KnuckleRules(),
+    in_all=False,
+)
 for _cols, _rows, _faces in ((2, 3, 6), (3, 2, 6), (3, 3, 4)):
     _suffix = "" if _faces == 6 else f"-d{_faces}"
     for _objective, _what in (("wins", "P(win)"), ("score", "the expected score difference")):

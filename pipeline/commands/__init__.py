@@ -7,7 +7,7 @@ import importlib
 import typer
 
 #: Modules under pipeline.commands whose ``register(app)`` adds commands to `stb-pipeline`.
-MODULES: list[str] = []
+MODULES: list[str] = ["knucklebones"]
 
 
 def register_all(app: typer.Typer) -> None:

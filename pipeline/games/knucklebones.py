@@ -42,6 +42,8 @@ MAX_ROWS = 4
 MAX_FACES = 9
 #: Above this many move rows the graph's index arrays are int32 (and skip_edges is set).
 BIG_GRAPH_MOVES = 20_000_000
+#: Larger games are not built as one graph here (the full 3x3 game: see the README design note).
+MAX_GRAPH_STATES = 50_000_000
 EMPTY_COLUMN = "-"
 
 
@@ -253,6 +255,11 @@ class Knucklebones(Game):
 
     def graph(self) -> Graph:
         """The game graph over every canonical position."""
+        if self.n_states > MAX_GRAPH_STATES:
+            raise UsageError(
+                f"{self.n_states:,} positions are too many to solve in one process here; use "
+                "`stb-pipeline knucklebones solve` (search) or see the README's design note"
+            )
         pos = self.positions
         n, f, c = pos.shape[0], self.r.faces, self.r.columns
         big = n * f * c > BIG_GRAPH_MOVES

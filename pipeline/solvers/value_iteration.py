@@ -29,7 +29,7 @@ DEFAULT_MAX_SWEEPS = 10_000
 
 
 @numba.njit(cache=True)
-def _node_best(node, mv_start, mv_dst, mv_scale, mv_offset, value, sign):  # pragma: no cover
+def _node_best(node, mv_start, mv_dst, mv_scale, mv_offset, value, sign):
     """Best move value of one decision node (sign +1 maximises, -1 minimises)."""
     best = -np.inf
     for m in range(mv_start[node], mv_start[node + 1]):
@@ -42,7 +42,7 @@ def _node_best(node, mv_start, mv_dst, mv_scale, mv_offset, value, sign):  # pra
 
 @numba.njit(cache=True)
 def _state_value(s, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_scale, mv_offset,
-                 value, sign):  # fmt: skip  # pragma: no cover
+                 value, sign):  # fmt: skip
     """Best value over the choices of state s (chance rows grouped by choice)."""
     best = -np.inf
     i = ch_start[s]
@@ -62,7 +62,7 @@ def _state_value(s, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_sca
 
 @numba.njit(cache=True)
 def _sweep(order, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_scale, mv_offset,
-           value, sign):  # fmt: skip  # pragma: no cover
+           value, sign):  # fmt: skip
     """One Gauss-Seidel sweep over ``order``, in place; returns the largest change."""
     residual = 0.0
     for k in range(order.shape[0]):
@@ -133,9 +133,7 @@ def _node_and_move_values(
 
 
 @numba.njit(cache=True)
-def _fill_moves(
-    mv_dst, scale, offset, value, mv_start, sign, move_value, node_value
-):  # pragma: no cover
+def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_value):
     """Move values and node bests, node by node (no temporaries the size of the move arrays)."""
     for n in range(mv_start.shape[0] - 1):
         best = -np.inf
@@ -167,9 +165,7 @@ def _choices(g: Graph, node_value: np.ndarray, prob: np.ndarray) -> tuple[np.nda
 
 
 @numba.njit(cache=True)
-def _fill_choices(
-    ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices
-):  # pragma: no cover
+def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices):
     """Per state: the value of each choice, the best (ties within 1e-12 to the largest)."""
     for s in range(ch_start.shape[0] - 1):
         i, end = ch_start[s], ch_start[s + 1]
