@@ -32,7 +32,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "optional)",
             "mover_score": "Knucklebones: total of the player to move. A Knucklebones state is "
             "written in `tiles` as MOVER;OPPONENT, each board its columns separated by / (dice "
-            "in increasing order, - for an empty column); `state_id` is the colex rank of its "
+            "in increasing order, _ for an empty column); `state_id` is the colex rank of its "
             "multiset of facing column pairs, `n_open` the empty slots of both boards, `score` "
             "the mover's total minus the opponent's, `rank` the empty slots",
             "opponent_score": "Knucklebones: total of the player who moved last",

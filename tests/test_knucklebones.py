@@ -80,13 +80,13 @@ def test_the_game_ends_when_a_board_fills_and_scores_after_removals() -> None:
 
 def test_parse_board_accepts_slots_and_rejects_bad_boards() -> None:
     r = KnuckleRules()
-    assert parse_board("44_/1__/___", r) == parse_board("44/1/-", r) == [[4, 4], [1], []]
-    for bad in ("44/1", "1234/-/-", "7/-/-", "a/-/-"):
+    assert parse_board("44_/1__/___", r) == parse_board("44/1/_", r) == [[4, 4], [1], []]
+    for bad in ("44/1", "1234/_/_", "7/_/_", "a/_/_"):
         with pytest.raises(UsageError):
             parse_board(bad, r)
     g = game(3, 3)
     with pytest.raises(UsageError, match="both boards"):
-        g.pairs_of_boards(board("4/-/-", g), board("4/-/-", g))
+        g.pairs_of_boards(board("4/_/_", g), board("4/_/_", g))
 
 
 # -- canonical states and counts ----------------------------------------------------------------
@@ -141,8 +141,8 @@ def test_column_order_and_dice_order_do_not_matter() -> None:
             int(g.canonical(np.array(perm)[None, :])[0]) for perm in itertools.permutations(pairs)
         }
         assert len(ids) == 1
-    a = g.state_of_boards(board("41_/2/66", g), board("-/35/1", g))
-    b = g.state_of_boards(board("66/14/2", g), board("1/-/53", g))
+    a = g.state_of_boards(board("41_/2/66", g), board("_/35/1", g))
+    b = g.state_of_boards(board("66/14/2", g), board("1/_/53", g))
     assert a == b
 
 
@@ -228,7 +228,7 @@ def test_2x2_build_through_the_stages(cli, tmp_path: Path) -> None:
     wins = states.filter(variant="knucklebones-2x2")
     assert wins.height == 127_765
     start = wins.filter(state_id=0).row(0, named=True)
-    assert start["tiles"] == "-/-;-/-"
+    assert start["tiles"] == "_/_;_/_"
     assert 0.5 < start["value"] < 1.0
     score = states.filter(variant="knucklebones-2x2-score").filter(state_id=0)["value"][0]
     assert score > 0

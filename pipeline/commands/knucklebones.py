@@ -29,8 +29,8 @@ from pipeline.games.knucklebones_search import Eval
 
 BOARD_HELP = (
     "A board column by column: columns separated by '/', each column its dice as digits "
-    "(any order); '-' or nothing is an empty column, '_' an empty slot. E.g. 44_/1__/___ "
-    "or 44/1/-."
+    "(any order); '_' is an empty slot and '_' or nothing an empty column. E.g. 44_/1__/___ "
+    "or 44/1/_."
 )
 Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " + BOARD_HELP)]
 Board2 = Annotated[str, typer.Argument(help="The opponent's board, same format.")]
@@ -40,7 +40,7 @@ kb = typer.Typer(
     help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
     "Boards are written column by column: 44_/1__/___ is a column 4,4, a column 1 and an empty "
     "column. BOARD1 is the player about to place DIE, BOARD2 the opponent; column i of BOARD1 "
-    "faces column i of BOARD2.\n\nExample: stb-pipeline knucklebones solve 44/1/- 2/-/- 4",
+    "faces column i of BOARD2.\n\nExample: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
     no_args_is_help=True,
 )
 out = Console(highlight=False, soft_wrap=True)
@@ -92,7 +92,7 @@ def tree_cmd(
 ) -> None:
     """Print the search tree: each column, each reply roll, each reply (values: first player's).
 
-    Example: stb-pipeline knucklebones tree 44/1/- 2/-/- 4 --depth 2
+    Example: stb-pipeline knucklebones tree 44/1/_ 2/_/_ 4 --depth 2
     """
     root = search_tree(board1, board2, die, depth)
     tree = Tree(root.label)

@@ -44,7 +44,7 @@ MAX_FACES = 9
 BIG_GRAPH_MOVES = 20_000_000
 #: Larger games are not built as one graph here (the full 3x3 game: see the README design note).
 MAX_GRAPH_STATES = 50_000_000
-EMPTY_COLUMN = "-"
+EMPTY_COLUMN = "_"
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class Tables:
         return int(self.pair_mover.shape[0])
 
     def column_text(self, col: int) -> str:
-        """A column's dice in increasing order ("144"), or "-" when empty."""
+        """A column's dice in increasing order ("144"), or "_" when empty."""
         dice = "".join(str(v + 1) * int(c) for v, c in enumerate(self.col_counts[col]))
         return dice or EMPTY_COLUMN
 
@@ -393,8 +393,10 @@ class Knucklebones(Game):
 def parse_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
     """A board written column by column: columns separated by "/", each its dice as digits.
 
-    "-" (or nothing) is an empty column and "_" or "." an empty slot, so "44_/1__/___",
-    "44/1/-" and "44/1/" are the same board. The order of dice inside a column does not matter.
+    "_", "-", "." or nothing is an empty slot (an empty column can be "_" or ""), so
+    "44_/1__/___", "44/1/_" and "44/1/" are the same board. (Start a board with "_" rather than
+    "-", which a command line reads as an option.) The order of dice in a column does not
+    matter.
     Raises UsageError with a one-line reason for anything else.
     """
     raw = text.strip()

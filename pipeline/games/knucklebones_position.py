@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import Knucklebones, KnuckleRules, parse_board
+from pipeline.games.knucklebones import EMPTY_COLUMN, Knucklebones, KnuckleRules, parse_board
 from pipeline.games.knucklebones_search import OURS, Eval, Searcher
 
 MAX_DEPTH = 8
@@ -138,7 +138,7 @@ def _grow(
 def board_rows(game: Knucklebones, pairs: np.ndarray, mover: bool) -> list[str]:
     """A board drawn as rows of dice (``_`` for an empty slot), columns left to right."""
     cols = game.t.pair_mover[pairs] if mover else game.t.pair_opp[pairs]
-    texts = [game.t.column_text(int(c)).replace("-", "") for c in cols]
+    texts = [game.t.column_text(int(c)).replace(EMPTY_COLUMN, "") for c in cols]
     return [" ".join(t[r] if r < len(t) else "_" for t in texts) for r in range(game.r.rows)]
 
 
