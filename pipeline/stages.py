@@ -246,6 +246,9 @@ def run(
             rules[variant.name] = game.rules()
             start = _start_value(s) if s.solution is not None else None
             note = "edges skipped (too large)" if "edges" in stages and game.skip_edges else ""
+            if s.solution is not None and s.solution.iterations:
+                sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
+                note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))
             reports.append(
                 StageReport(
                     variant.name,

@@ -17,6 +17,7 @@ from pipeline.games.knucklebones import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones_play import match, play_game, random_player, wilson
 from pipeline.games.knucklebones_position import analyse, search_tree
 from pipeline.games.knucklebones_search import OURS, SEED, Searcher
+from pipeline.schema_docs import TABLES
 from pipeline.solvers.value_iteration import solve_value_iteration
 
 
@@ -135,5 +136,7 @@ def test_cli_benchmark_writes_rows(cli, tmp_path: Path) -> None:
     assert sorted(rows["opponent"]) == ["greedy", "random", "seed-d2"]
     assert (rows["wins"] + rows["draws"] + rows["losses"] == 2).all()
     assert rows["median_decision_ms"].min() > 0
+    documented = set(TABLES["benchmarks"][1])
+    assert set(rows.columns) <= documented, set(rows.columns) - documented
     bad = cli(["knucklebones", "benchmark", "--opponents", "nobody", "-d", tmp_path])
     assert bad.code == 2
