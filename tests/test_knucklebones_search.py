@@ -138,5 +138,11 @@ def test_cli_benchmark_writes_rows(cli, tmp_path: Path) -> None:
     assert rows["median_decision_ms"].min() > 0
     documented = set(TABLES["benchmarks"][1])
     assert set(rows.columns) <= documented, set(rows.columns) - documented
+    # A later run of another depth adds rows; the same (strategy, opponent) is replaced.
+    more = ["--games", "2", "--depths", "2", "--opponents", "random", "-d", tmp_path]
+    assert cli(["knucklebones", "benchmark", *more]).code == 0
+    assert cli(["knucklebones", "benchmark", *more]).code == 0
+    rows = pl.read_parquet(tmp_path / "benchmarks.parquet").filter(variant="knucklebones")
+    assert rows.height == 4 and rows.filter(strategy="ours-d2").height == 1
     bad = cli(["knucklebones", "benchmark", "--opponents", "nobody", "-d", tmp_path])
     assert bad.code == 2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,11 +11,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.tree import Tree
 
-from pipeline import tables
 from pipeline.cli import DEFAULT_DATA_DIR, DataDir
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones_play import OPPONENTS, benchmark_frame
+from pipeline.games.knucklebones_play import OPPONENTS, benchmark_frame, write_benchmark_rows
 from pipeline.games.knucklebones_position import (
     MAX_DEPTH,
     TreeNode,
@@ -150,10 +148,7 @@ def benchmark_cmd(
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("games", total=total)
         frame = benchmark_frame(game, depth_list, opp_list, games, seed, lambda: bar.advance(task))
-    with tables.data_lock(data_dir):
-        tables.replace_rows(
-            data_dir, "benchmarks", {"knucklebones": frame}, {"knucklebones": game.rules()}
-        )
+    path = write_benchmark_rows(data_dir, frame, game)
     table = Table("ours", "opponent", "wins", "draws", "losses", "win rate (95% CI)", "median ms")
     for r in frame.iter_rows(named=True):
         table.add_row(
@@ -166,7 +161,7 @@ def benchmark_cmd(
             f"{r['median_decision_ms']:.2f}",
         )
     out.print(table)
-    out.print(f"rows written to {Path(data_dir) / 'benchmarks.parquet'} (variant knucklebones)")
+    out.print(f"rows written to {path} (variant knucklebones)")
 
 
 def _ints(text: str, option: str) -> list[int]:

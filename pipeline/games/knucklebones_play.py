@@ -11,10 +11,12 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from pipeline import tables
 from pipeline.games.knucklebones import Knucklebones
 from pipeline.games.knucklebones_search import OURS, SEED, Searcher, greedy_gain
 
@@ -180,3 +182,31 @@ def benchmark_frame(
     return pl.DataFrame(rows).with_columns(
         pl.col("depth").cast(pl.Int16), pl.col("games", "wins", "draws", "losses").cast(pl.Int64)
     )
+
+
+BENCH_VARIANT = "knucklebones"
+
+
+def write_benchmark_rows(data_dir: Path, frame: pl.DataFrame, game: Knucklebones) -> Path:
+    """Store match rows as variant ``knucklebones`` of benchmarks.parquet.
+
+    Rows of earlier runs for other (strategy, opponent) pairs are kept, so runs of different
+    depths or opponents add up; the same pair is replaced.
+    """
+    with tables.data_lock(data_dir):
+        old = tables.read_arrow(data_dir, "benchmarks")
+        keep = pl.DataFrame()
+        if old is not None and "opponent" in old.column_names:
+            prev = pl.from_arrow(old)
+            assert isinstance(prev, pl.DataFrame)
+            keys = frame.select("strategy", "opponent")
+            keep = (
+                prev.filter(pl.col("variant") == BENCH_VARIANT)
+                .join(keys, on=["strategy", "opponent"], how="anti")
+                .drop("variant")
+            )
+        rows = pl.concat([keep, frame], how="diagonal_relaxed") if keep.height else frame
+        rows = rows.sort("depth", "opponent")
+        return tables.replace_rows(
+            data_dir, "benchmarks", {BENCH_VARIANT: rows}, {BENCH_VARIANT: game.rules()}
+        )
