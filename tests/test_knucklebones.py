@@ -239,3 +239,17 @@ def test_2x2_build_through_the_stages(cli, tmp_path: Path) -> None:
     assert np.array_equal(done["value"].to_numpy(), expect)
     policy = pl.read_parquet(tmp_path / "policy.parquet").filter(variant="knucklebones-2x2")
     assert policy.height == 6 * wins.filter(~pl.col("terminal")).height
+
+
+def test_int32_graph_of_large_boards_solves_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Large boards get int32 index arrays; force that on 2x2 and compare with int64.
+    import pipeline.games.knucklebones as kb
+
+    wide = game(2, 2).graph()
+    monkeypatch.setattr(kb, "BIG_GRAPH_MOVES", 0)
+    narrow = game(2, 2).graph()
+    assert narrow.mv_dst.dtype == np.int32 and wide.mv_dst.dtype == np.int64
+    narrow.validate()
+    a, b = solve_value_iteration(wide), solve_value_iteration(narrow)
+    assert np.array_equal(a.value, b.value)
+    assert np.array_equal(best_moves(wide, a)[0], best_moves(narrow, b)[0])

@@ -82,9 +82,10 @@ class Graph:
         s = self.n_states
         if not (self.rank.shape == self.terminal.shape == (s,)):
             raise ValueError("rank and terminal must have one entry per state")
-        if np.any(np.diff(self.ch_state * (1 << 20) + self.ch_choice) < 0):
+        # int64 keys: index arrays may be int32 (large graphs), whose products would overflow.
+        if np.any(np.diff(self.ch_state.astype(np.int64) * (1 << 20) + self.ch_choice) < 0):
             raise ValueError("chance rows must be sorted by (state, choice)")
-        node_key = self.node_state * (1 << 24) + self.node_roll
+        node_key = self.node_state.astype(np.int64) * (1 << 24) + self.node_roll
         if np.any(np.diff(node_key) <= 0):
             raise ValueError("decision nodes must be sorted by (state, roll) without repeats")
         if np.any(np.diff(self.mv_node) < 0):
