@@ -16,3 +16,7 @@ bench:
 lint:
     ruff check .
     ruff format --check .
+
+# Knucklebones search: decision time by depth, our evaluation against the seed's
+bench-knucklebones:
+    python benchmarks/bench_knucklebones.py

@@ -65,11 +65,17 @@ def test_last_move_is_exact_and_right() -> None:
 
 def test_tree_lists_moves_and_replies() -> None:
     root = search_tree("44/1/_", "2/_/_", 4, depth=2)
-    assert [c.label for c in root.children] == [
-        "we play column 1",
-        "we play column 2",
-        "we play column 3",
-    ]
+    labels = [c.label.removesuffix(" (best)") for c in root.children]
+    assert labels == ["we play column 1", "we play column 2", "we play column 3"]
+    assert sum(c.label.endswith("(best)") for c in root.children) == 1
+    best = next(c for c in root.children if c.label.endswith("(best)"))
+    assert best.value is not None
+    assert best.value.win == max(c.value.win for c in root.children if c.value is not None)
+    # A node's value is the average over the reply rolls of the reply best for them.
+    first = root.children[0]
+    replies = [min(r.value.win for r in roll.children if r.value) for roll in first.children]
+    assert first.value is not None
+    assert first.value.win == pytest.approx(sum(replies) / 6, abs=1e-9)
     rolls = root.children[0].children
     assert [r.label for r in rolls] == [f"they roll {f}" for f in range(1, 7)]
     assert all(r.children for r in rolls)

@@ -120,9 +120,12 @@ def _grow(
 ) -> None:
     """Add the moves of (pairs, die) under ``node`` and, below each, every roll of the reply."""
     who = "we" if mover_is_root else "they"
-    for cv in column_values(searcher, pairs, die, depth):
+    values = column_values(searcher, pairs, die, depth)
+    best = pick(values).column
+    for cv in values:
         ev = cv.value if mover_is_root else Eval(1 - cv.value.win, -cv.value.diff, cv.value.exact)
-        child = TreeNode(f"{who} play column {cv.column}", ev, [])
+        mark = " (best)" if cv.column == best else ""
+        child = TreeNode(f"{who} play column {cv.column}{mark}", ev, [])
         node.children.append(child)
         after = pairs.copy()
         after[cv.column - 1] = game.t.place[after[cv.column - 1], die - 1]
