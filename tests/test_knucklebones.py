@@ -19,7 +19,7 @@ from pipeline.errors import UsageError
 from pipeline.games.knucklebones import (
     Knucklebones,
     KnuckleRules,
-    Tables,
+    PairTables,
     all_multisets,
     enumerate_columns,
     n_positions,
@@ -42,14 +42,14 @@ def board(text: str, g: Knucklebones) -> list[list[int]]:
 
 def test_score_of_4_1_4_is_17() -> None:
     # seeds/README.md: v appearing c times in a column scores v * c * c: 4*2*2 + 1 = 17.
-    t = Tables(3, 6)
+    t = PairTables(3, 6)
     assert t.col_score[t.column_of([4, 1, 4])] == 17
     assert t.col_score[t.column_of([5, 5, 5])] == 45
     assert t.col_score[t.column_of([])] == 0
 
 
 def test_placing_removes_equal_values_in_the_facing_column_only() -> None:
-    t = Tables(3, 6)
+    t = PairTables(3, 6)
     p = t.pair_index(t.column_of([2]), t.column_of([4, 4, 1]))
     after = t.place[p, 4 - 1]
     assert t.column_text(t.pair_mover[after]) == "24"
@@ -94,7 +94,7 @@ def test_parse_board_accepts_slots_and_rejects_bad_boards() -> None:
 
 def test_full_game_counts_columns_pairs_and_positions() -> None:
     # seeds/README.md (Cult of the Lamb facts): 84 columns, 3,067 facing pairs, 4,812,987,894.
-    t = Tables(3, 6)
+    t = PairTables(3, 6)
     assert t.n_columns == 84
     assert t.n_pairs == 3067
     assert n_positions(t.n_pairs, 3) == 4_812_987_894
@@ -110,7 +110,7 @@ def test_pairs_agree_with_brute_force() -> None:
         ]
         assert len(cols) == enumerate_columns(rows, faces).shape[0] == comb(faces + rows, rows)
         pairs = sum(1 for a in cols for b in cols if not set(a) & set(b))
-        assert pairs == Tables(rows, faces).n_pairs
+        assert pairs == PairTables(rows, faces).n_pairs
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,7 @@ class KnuckleRules:
         return {"game": "knucklebones", **asdict(self)}
 
 
-class Tables:
+class PairTables:
     """Columns, facing pairs and the per-pair lookup tables of one board shape and die."""
 
     def __init__(self, rows: int, faces: int) -> None:
@@ -201,7 +201,7 @@ class Knucklebones(Game):
     def __init__(self, rules: KnuckleRules, skip_edges: bool | None = None) -> None:
         self.r = rules
         self.objective = rules.objective
-        self.t = Tables(rules.rows, rules.faces)
+        self.t = PairTables(rules.rows, rules.faces)
         self.binom = binomials(self.t.n_pairs + rules.columns, rules.columns)
         moves = self.n_states * rules.faces * rules.columns
         self.skip_edges = moves > BIG_GRAPH_MOVES if skip_edges is None else skip_edges
