@@ -253,3 +253,10 @@ def test_int32_graph_of_large_boards_solves_the_same(monkeypatch: pytest.MonkeyP
     a, b = solve_value_iteration(wide), solve_value_iteration(narrow)
     assert np.array_equal(a.value, b.value)
     assert np.array_equal(best_moves(wide, a)[0], best_moves(narrow, b)[0])
+
+
+def test_full_game_is_not_built_as_a_graph(cli, tmp_path: Path) -> None:
+    res = cli(["build", "--variant", "knucklebones", "-d", tmp_path])
+    assert res.code == 2
+    assert "4,812,987,894 positions" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("*.parquet"))
