@@ -28,3 +28,6 @@ bench-double-shutter *ARGS:
 # Print the Monte Carlo speed table (games per second per strategy)
 bench-sim *ARGS:
     python benchmarks/bench_simulation.py {{ARGS}}
+# Knucklebones search: decision time by depth, our evaluation against the seed's
+bench-knucklebones:
+    python benchmarks/bench_knucklebones.py

@@ -50,6 +50,12 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "residual": "the solver's bound on |value - its Bellman recomputation|: 0 for backward "
             "induction, the last sweep's largest change for value iteration (`verify` allows "
             "max(1e-12 * max(1, |value|), residual))",
+            "mover_score": "Knucklebones: total of the player to move. A Knucklebones state is "
+            "written in `tiles` as MOVER;OPPONENT, each board its columns separated by / (dice "
+            "in increasing order, _ for an empty column); `state_id` is the colex rank of its "
+            "multiset of facing column pairs, `n_open` the empty slots of both boards, `score` "
+            "the mover's total minus the opponent's, `rank` the empty slots",
+            "opponent_score": "Knucklebones: total of the player who moved last",
         },
     ),
     "edges": (
@@ -169,6 +175,45 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
 }
+
+
+# The benchmarks table is shared: Shut the Box strategies and Knucklebones matches write rows
+# of their own variants. Shared columns are described only if nobody described them yet.
+_bench = TABLES.setdefault(
+    "benchmarks", ("one benchmarked strategy (against one opponent) of one variant", {})
+)[1]
+for _col, _text in {
+    "variant": "variant name (Knucklebones matches: `knucklebones`)",
+    "strategy": "the strategy measured (Knucklebones: `ours-dN`, our search to depth N)",
+    "method": "how it was measured (`simulation`: games played)",
+    "games": "games played",
+    "wins": "games won",
+    "win_rate": "wins / games",
+    "ci_low": "lower end of the 95 % Wilson interval of `win_rate`",
+    "ci_high": "upper end of the 95 % Wilson interval of `win_rate`",
+    "expected_score": "mean final score (Knucklebones: mean final score difference, ours minus "
+    "the opponent's)",
+    "seconds": "wall-clock seconds for all the games",
+    "games_per_second": "games / seconds",
+    "seed": "seed of the random generator (dice and tie-breaks) for this row",
+}.items():
+    _bench.setdefault(_col, _text)
+_bench.update(
+    {
+        "opponent": "Knucklebones: the opponent (`random`, `greedy` = best immediate score "
+        "difference, `seed-d2` = seed 004's heuristic searched to depth 2)",
+        "depth": "Knucklebones: our search depth in placements",
+        "draws": "Knucklebones: games drawn",
+        "losses": "Knucklebones: games lost",
+        "draw_rate": "Knucklebones: draws / games",
+        "loss_rate": "Knucklebones: losses / games",
+        "draw_ci_low": "Knucklebones: lower end of the 95 % Wilson interval of `draw_rate`",
+        "draw_ci_high": "Knucklebones: upper end of the 95 % Wilson interval of `draw_rate`",
+        "loss_ci_low": "Knucklebones: lower end of the 95 % Wilson interval of `loss_rate`",
+        "loss_ci_high": "Knucklebones: upper end of the 95 % Wilson interval of `loss_rate`",
+        "median_decision_ms": "Knucklebones: median milliseconds our player took per move",
+    }
+)
 
 
 def render() -> str:

@@ -23,6 +23,7 @@ from pipeline.games.base import Game
 from pipeline.solvers.exact import solve_exact
 from pipeline.solvers.graph import Graph
 from pipeline.solvers.rank_order import Solution, best_moves, solve_rank_order
+from pipeline.solvers.value_iteration import solve_value_iteration
 from pipeline.variants import Variant
 
 STAGES = ("enumerate", "edges", "solve", "policy")
@@ -61,7 +62,10 @@ class Solved:
         """Solve the graph once."""
         if self.solution is None:
             t0 = time.perf_counter()
-            self.solution = solve_rank_order(self.graph)
+            # Graphs with cycles (meta["cyclic"]) have no rank order: iterate to the fixed point.
+            cyclic = self.graph.meta.get("cyclic", False)
+            solver = solve_value_iteration if cyclic else solve_rank_order
+            self.solution = solver(self.graph)
             self.seconds["solve"] = time.perf_counter() - t0
         return self.solution
 
@@ -293,6 +297,9 @@ def run(
             start = _start_value(s) if s.solution is not None else None
             skipped = [t for t in ("edges", "policy") if t in stages and game.skip_edges]
             note = "edges and moves tables skipped (too large)" if skipped else ""
+            if s.solution is not None and s.solution.iterations:
+                sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
+                note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))
             report = StageReport(
                 variant.name,
                 s.graph.n_states,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
 from pipeline.games.double_shutter import DoubleShutter, DoubleShutterRules
+from pipeline.games.knucklebones import Knucklebones, KnuckleRules
 from pipeline.games.shutbox import RuleSet, ShutTheBox
 from pipeline.games.two_player import TwoPlayer, TwoPlayerRules
 
@@ -95,6 +96,40 @@ register(
         lambda: DoubleShutter(DoubleShutterRules(objective="shut")),
     )
 )
+
+
+def knucklebones(name: str, description: str, rules: KnuckleRules, in_all: bool = True) -> Variant:
+    """Register a Knucklebones board (solved by value iteration)."""
+    return register(Variant(name, description, lambda: Knucklebones(rules), in_all))
+
+
+knucklebones(
+    "knucklebones-2x2",
+    "Knucklebones, 2 columns x 2 rows, six-sided die, maximise P(win) (a draw counts 1/2)",
+    KnuckleRules(columns=2, rows=2),
+)
+knucklebones(
+    "knucklebones-2x2-score",
+    "Knucklebones, 2 columns x 2 rows, six-sided die, maximise the expected score difference",
+    KnuckleRules(columns=2, rows=2, objective="score"),
+)
+knucklebones(
+    "knucklebones",
+    "Knucklebones as in Cult of the Lamb (3x3, six-sided die); too big to build: use "
+    "`stb-pipeline knucklebones solve` and `play`",
+    KnuckleRules(),
+    in_all=False,
+)
+for _cols, _rows, _faces in ((2, 3, 6), (3, 2, 6), (3, 3, 4)):
+    _suffix = "" if _faces == 6 else f"-d{_faces}"
+    for _objective, _what in (("wins", "P(win)"), ("score", "the expected score difference")):
+        knucklebones(
+            f"knucklebones-{_cols}x{_rows}{_suffix}" + ("-score" if _objective == "score" else ""),
+            f"Knucklebones, {_cols} columns x {_rows} rows, {_faces}-sided die, maximise {_what} "
+            "(minutes; not in all)",
+            KnuckleRules(columns=_cols, rows=_rows, faces=_faces, objective=_objective),
+            in_all=False,
+        )
 
 
 def get_variant(name: str) -> Variant:

@@ -7,7 +7,15 @@ import importlib
 import typer
 
 #: Modules under pipeline.commands whose ``register(app)`` adds commands to `stb-pipeline`.
-MODULES: list[str] = ["two_player", "query", "play", "report", "benchmark", "verify"]
+MODULES: list[str] = [
+    "two_player",
+    "query",
+    "play",
+    "report",
+    "benchmark",
+    "knucklebones",
+    "verify",
+]
 
 
 def register_all(app: typer.Typer) -> None:

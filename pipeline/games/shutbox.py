@@ -365,7 +365,10 @@ class ShutTheBox(Game):
 
     def describe_moves(self, label: np.ndarray) -> pl.Series:
         """Each move label as the list of tiles it shuts (null for a pass)."""
-        return self._tile_columns(label)["open_tiles"].alias("move")
+        # Few distinct moves, many rows: describe each distinct label once, then gather.
+        distinct, inverse = np.unique(label, return_inverse=True)
+        lists = self._tile_columns(distinct)["open_tiles"]
+        return lists.gather(inverse.astype(np.int64)).alias("move")
 
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of open tiles written as digits ("1245") or separated ("1,2,10")."""

@@ -84,6 +84,7 @@ class Graph:
         s = self.n_states
         if not (self.rank.shape == self.terminal.shape == (s,)):
             raise ValueError("rank and terminal must have one entry per state")
+        # int64 keys: index arrays may be int32 (large graphs), whose products would overflow.
         if np.any(np.diff(self.ch_state.astype(np.int64) * (1 << 20) + self.ch_choice) < 0):
             raise ValueError("chance rows must be sorted by (state, choice)")
         node_key = self.node_state.astype(np.int64) * (1 << 24) + self.node_roll

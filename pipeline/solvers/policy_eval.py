@@ -133,6 +133,8 @@ def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyV
 
     ``layers_of``: the graph's :func:`plan`, when several policies are evaluated on one graph.
     """
+    if g.meta.get("cyclic"):
+        raise ValueError("policy evaluation runs in rank order, so it needs an acyclic graph")
     policy.validate(g)
     p = layers_of or plan(g)
     value = np.full(g.n_states, np.nan)

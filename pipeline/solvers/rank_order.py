@@ -77,7 +77,7 @@ def backup_states(
     contrib = prob[rows] * node_value[g.ch_node[rows]]
     states = g.ch_state[rows].astype(np.int64)
     choices = g.ch_choice[rows]
-    key_starts = group_starts(states * (1 << 20) + choices)
+    key_starts = group_starts(states.astype(np.int64) * (1 << 20) + choices)
     group_value = np.add.reduceat(contrib, key_starts)
     group_state = states[key_starts]
     group_choice = choices[key_starts]
