@@ -94,6 +94,7 @@ def _run_contract(name: str, data_dir: Path, variant: str | None) -> ContractRes
     if absent:
         return ContractResult(name, description, pl.DataFrame(), f"{', '.join(absent)} not built")
     con = sql.connect(data_dir, {"variant": variant})
+    con.execute("set enable_progress_bar = false")  # DuckDB's bar would clutter stderr
     try:
         found = con.sql(path.read_text()).pl()
     except duckdb.Error as exc:
