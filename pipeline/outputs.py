@@ -1,48 +1,16 @@
-"""Writing result files (query output, charts, the report page) atomically, and as CSV.
-
-A reader never sees a half-written file: each file is written under a temporary name in the same
-directory, flushed to disk and then renamed over the old one (as
-:func:`pipeline.tables.write_atomic`
-does for Parquet tables).
-"""
+"""Writing query results as CSV or Parquet files, atomically (:mod:`pipeline.tables` writes)."""
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 from pathlib import Path
 
 import polars as pl
 
 from pipeline.errors import PipelineError, UsageError
+from pipeline.tables import write_bytes_atomic
 
 FORMATS = ("table", "csv", "parquet")
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path``: complete on disk before it gets its name."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    with contextlib.suppress(OSError):
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def flatten_lists(frame: pl.DataFrame) -> pl.DataFrame:
@@ -71,4 +39,13 @@ def export(frame: pl.DataFrame, fmt: str, path: Path) -> None:
     if fmt not in FORMATS:
         raise UsageError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     data = to_parquet(frame) if fmt == "parquet" else to_csv(frame).encode()
+    make_dir(Path(path).parent)
     write_bytes_atomic(path, data)
+
+
+def make_dir(directory: Path) -> None:
+    """Create an output directory (and its parents); PipelineError when that is impossible."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PipelineError(f"cannot write to {directory}: {exc.strerror or exc}") from None

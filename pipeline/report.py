@@ -29,7 +29,8 @@ from matplotlib.patches import Rectangle
 
 from pipeline import __version__, sql, tables
 from pipeline.errors import PipelineError, TablesMissingError
-from pipeline.outputs import write_bytes_atomic
+from pipeline.outputs import make_dir
+from pipeline.tables import write_bytes_atomic
 from pipeline.variants import REGISTRY
 
 PAGE = "index.html"
@@ -402,6 +403,7 @@ def build_report(data_dir: Path, out_dir: Path) -> Report:
             "run `stb-pipeline build --variant all` first"
         )
     report = Report(Path(out_dir), Path(out_dir) / PAGE)
+    make_dir(report.out_dir)
     done: list[Section] = []
     for title, make in SECTIONS:
         try:

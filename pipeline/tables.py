@@ -19,9 +19,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 import pyarrow as pa
@@ -239,7 +239,7 @@ def commit(
             if not set(variants_now[variant].get("tables", {})) <= held:
                 del variants_now[variant]
         journal = {"renames": renames, "manifest": new_manifest}
-        _write_bytes_atomic(data_dir / JOURNAL_NAME, json.dumps(journal).encode())
+        write_bytes_atomic(data_dir / JOURNAL_NAME, json.dumps(journal).encode())
     except OSError as exc:
         for tmp_name, _ in renames:
             (data_dir / tmp_name).unlink(missing_ok=True)
@@ -271,7 +271,7 @@ def recover(data_dir: Path) -> None:
                 if tmp.exists():
                     os.replace(tmp, data_dir / final_name)
             _fsync_dir(data_dir)
-            _write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
+            write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
             journal_path.unlink()
             _fsync_dir(data_dir)
         except OSError as exc:
@@ -330,16 +330,26 @@ def _write_synced(path: Path, write: Any) -> None:
         os.fsync(fh.fileno())
 
 
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write small bytes under a temporary name, flush, then rename into place."""
+def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Create ``path`` with ``write(file)``: under a temporary name, flushed to disk, then
+    renamed into place, so no reader ever sees a partial file under the final name."""
+    path = Path(path)
     tmp = _tmp_name(path)
     try:
-        _write_synced(tmp, lambda fh: fh.write(data))
+        _write_synced(tmp, write)
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`write_file_atomic`)."""
+    write_file_atomic(path, lambda fh: fh.write(data))
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -374,22 +384,5 @@ def _kept_rows(
 
 
 def write_atomic(path: Path, table: pa.Table) -> None:
-    """Write a Parquet file under a temporary name, flush it to disk, then rename it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    with contextlib.suppress(OSError):
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    """Write one Parquet table atomically (see :func:`write_file_atomic`)."""
+    write_file_atomic(path, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))

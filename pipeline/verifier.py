@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import sql, stages, tables
-from pipeline.errors import PipelineError, UsageError
+from pipeline.errors import UsageError
 from pipeline.games.shutbox import parse_tiles
 from pipeline.games.two_player import TwoPlayer
 from pipeline.solvers.graph import group_starts
@@ -63,18 +62,8 @@ def export_lines(data_dir: Path, variant: Variant) -> list[str]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file under a temporary name, flush it to disk, then rename it into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="ascii", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+    """Write a verifier file (ASCII text) atomically."""
+    tables.write_bytes_atomic(path, text.encode("ascii"))
 
 
 @dataclass(frozen=True)
