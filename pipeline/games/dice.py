@@ -22,3 +22,22 @@ def roll_distribution(dice: int, sides: int) -> list[tuple[int, int, int]]:
     counts = total_counts(dice, sides)
     denom = sides**dice
     return [(t, c, denom) for t, c in enumerate(counts) if c]
+
+
+def range_problem(what: str, value: int, low: int, high: int) -> list[str]:
+    """A one-line reason when ``value`` is outside ``low..high`` (empty when inside)."""
+    return [] if low <= value <= high else [f"{what} must be between {low} and {high}, not {value}"]
+
+
+def dice_problems(dice: int, sides: int, max_dice: int, max_sides: int) -> list[str]:
+    """Reasons a number of dice and their sides are out of range (empty when valid)."""
+    return range_problem("dice", dice, 1, max_dice) + range_problem(
+        "dice sides", sides, 2, max_sides
+    )
+
+
+def choice_problem(what: str, value: str, allowed: tuple[str, ...]) -> list[str]:
+    """A one-line reason when ``value`` is not one of ``allowed`` (empty when it is)."""
+    return (
+        [] if value in allowed else [f"{what} must be one of {', '.join(allowed)}, not {value!r}"]
+    )

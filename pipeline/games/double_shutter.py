@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
-from pipeline.games.dice import roll_distribution
+from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
 from pipeline.solvers.batch import BatchSolution, solve_rank_order_batch
 from pipeline.solvers.graph import NO_STATE, PASS, Graph
 from pipeline.solvers.rank_order import Solution
@@ -79,18 +79,10 @@ class DoubleShutterRules:
     def problems(self) -> list[str]:
         """Every reason this rule set is contradictory or out of range (empty when valid)."""
         out: list[str] = []
-        if not 1 <= self.columns <= MAX_COLUMNS:
-            out.append(f"columns must be between 1 and {MAX_COLUMNS}, not {self.columns}")
-        if not 1 <= self.dice <= MAX_DICE:
-            out.append(f"dice must be between 1 and {MAX_DICE}, not {self.dice}")
-        if not 2 <= self.sides <= MAX_SIDES:
-            out.append(f"dice sides must be between 2 and {MAX_SIDES}, not {self.sides}")
-        if self.one_die not in ONE_DIE_MODES:
-            out.append(
-                f"one-die rule must be one of {', '.join(ONE_DIE_MODES)}, not {self.one_die!r}"
-            )
-        if self.objective not in OBJECTIVES:
-            out.append(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}")
+        out += range_problem("columns", self.columns, 1, MAX_COLUMNS)
+        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
+        out += choice_problem("one-die rule", self.one_die, ONE_DIE_MODES)
+        out += choice_problem("objective", self.objective, OBJECTIVES)
         if self.front_weight < 0 or self.back_weight < 0:
             out.append("score weights must not be negative")
         if self.one_die_sum < 1:

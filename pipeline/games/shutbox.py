@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
-from pipeline.games.dice import roll_distribution
+from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
 from pipeline.solvers.graph import NO_STATE, PASS, Graph
 
 if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
@@ -61,20 +61,11 @@ class RuleSet:
     def problems(self) -> list[str]:
         """Every reason this rule set is contradictory or out of range (empty when valid)."""
         out: list[str] = []
-        if not 1 <= self.tiles <= MAX_TILES:
-            out.append(f"tiles must be between 1 and {MAX_TILES}, not {self.tiles}")
-        if not 1 <= self.dice <= MAX_DICE:
-            out.append(f"dice must be between 1 and {MAX_DICE}, not {self.dice}")
-        if not 2 <= self.sides <= MAX_SIDES:
-            out.append(f"dice sides must be between 2 and {MAX_SIDES}, not {self.sides}")
-        if self.one_die not in ONE_DIE_MODES:
-            out.append(
-                f"one-die rule must be one of {', '.join(ONE_DIE_MODES)}, not {self.one_die!r}"
-            )
-        if self.objective not in OBJECTIVES:
-            out.append(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}")
-        if self.scoring not in SCORINGS:
-            out.append(f"scoring must be one of {', '.join(SCORINGS)}, not {self.scoring!r}")
+        out += range_problem("tiles", self.tiles, 1, MAX_TILES)
+        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
+        out += choice_problem("one-die rule", self.one_die, ONE_DIE_MODES)
+        out += choice_problem("objective", self.objective, OBJECTIVES)
+        out += choice_problem("scoring", self.scoring, SCORINGS)
         if out:
             return out
         has_condition = self.one_die_sum is not None or bool(self.one_die_shut)

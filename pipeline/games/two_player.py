@@ -34,7 +34,7 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
-from pipeline.games.dice import roll_distribution
+from pipeline.games.dice import dice_problems, roll_distribution
 from pipeline.games.shutbox import MAX_DICE, MAX_SIDES, RuleSet, ShutTheBox, parse_tiles
 from pipeline.solvers.graph import NO_STATE, PASS, Graph
 
@@ -67,10 +67,7 @@ class TwoPlayerRules:
             out.append(
                 f"two-player tiles must be between 1 and {MAX_TILES_TWO_PLAYER}, not {self.tiles}"
             )
-        if not 1 <= self.dice <= MAX_DICE:
-            out.append(f"dice must be between 1 and {MAX_DICE}, not {self.dice}")
-        if not 2 <= self.sides <= MAX_SIDES:
-            out.append(f"dice sides must be between 2 and {MAX_SIDES}, not {self.sides}")
+        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
         if self.one_die_sum < 0:
             out.append(f"the one-die open-sum limit must be 0 or more, not {self.one_die_sum}")
         return out
