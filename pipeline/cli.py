@@ -138,6 +138,10 @@ def pick_one(name: str, custom: Variant | None) -> Variant:
     return get_variant(name)
 
 
+ManyVariants = Annotated[
+    list[str],
+    typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
+]
 Exact = Annotated[
     bool,
     typer.Option(
@@ -153,10 +157,7 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
 
     @with_rules
     def command(
-        variant: Annotated[
-            list[str],
-            typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
-        ] = ["all"],  # noqa: B006  (typer needs a literal default)
+        variant: ManyVariants = ["all"],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
         exact: Exact = False,
         custom: Variant | None = None,
@@ -217,10 +218,7 @@ _stage_command(
 @app.command("build")
 @with_rules
 def build_cmd(
-    variant: Annotated[
-        list[str],
-        typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
-    ] = ["all"],  # noqa: B006  (typer needs a literal default)
+    variant: ManyVariants = ["all"],  # noqa: B006  (typer needs a literal default)
     data_dir: DataDir = DEFAULT_DATA_DIR,
     exact: Exact = False,
     force: Annotated[
