@@ -39,8 +39,8 @@ def test_states_columns(states: pl.DataFrame) -> None:
 
 
 def test_bellman_contract_query_returns_no_rows(built: Path) -> None:
-    """Every nonterminal value equals the backup of its edges (queries/two_player_bellman.sql)."""
-    bad = run_query("two_player_bellman", built, variant=VARIANT)
+    """Every nonterminal value equals the backup of its edges (queries/contracts/bellman.sql)."""
+    bad = run_query("contracts/bellman", built, variant=VARIANT)
     assert bad.height == 0, bad.head()
 
 
@@ -54,10 +54,10 @@ def test_bellman_contract_query_catches_a_wrong_value(built: Path, tmp_path: Pat
                 value=pl.when(hit).then(pl.col("value") + 1e-6).otherwise("value")
             )
         frame.write_parquet(tmp_path / f"{name}.parquet")
-    bad = run_query("two_player_bellman", tmp_path, variant=VARIANT)
-    # the perturbed state itself, and the P1 states whose pass leads to it
+    bad = run_query("contracts/bellman", tmp_path, variant=VARIANT)
+    # the perturbed state itself, and the P1 states (ids below 512) whose pass leads to it
     assert 8 * 512 + 511 in bad["state_id"].to_list()
-    assert bad.filter(pl.col("player") == 1).height > 0
+    assert bad.filter(pl.col("state_id") < 512).height > 0
 
 
 def test_bellman_recomputed_with_polars(built: Path, states: pl.DataFrame) -> None:
