@@ -23,7 +23,9 @@ export_app = typer.Typer(
 DataDir = Annotated[
     Path,
     typer.Option(
-        "--data-dir", "-d", help="Directory of the Parquet tables [default: $STB_DATA_DIR or data]."
+        "--data-dir",
+        "-d",
+        help="Directory of the Parquet tables (default: $STB_DATA_DIR, else data).",
     ),
 ]
 VariantName = Annotated[
