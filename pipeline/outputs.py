@@ -20,12 +20,24 @@ from pipeline.errors import PipelineError, UsageError
 FORMATS = ("table", "csv", "parquet")
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path``: complete on disk before it gets its name."""
+def write_bytes_atomic(path: Path, data: bytes, make_dirs: bool = True) -> None:
+    """Write ``data`` to ``path``: complete on disk before it gets its name (``make_dirs``:
+    create missing parent directories)."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # a pipe, a terminal or /dev/stdout: there is nothing to rename over, so write straight in
+        try:
+            with open(path, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return
+    if path.is_symlink():
+        path = path.resolve()  # replace the file the link points to, never the link itself
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if make_dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline import sql, stages, tables
-from pipeline.errors import PipelineError, UsageError
+from pipeline import outputs, sql, stages, tables
+from pipeline.errors import UsageError
 from pipeline.games.shutbox import parse_tiles
 from pipeline.games.two_player import TwoPlayer
 from pipeline.solvers.graph import group_starts
@@ -63,18 +62,9 @@ def export_lines(data_dir: Path, variant: Variant) -> list[str]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file under a temporary name, flush it to disk, then rename it into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="ascii", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+    """Write a text file under a temporary name, flush it to disk, then rename it into place
+    (a pipe or /dev/stdout is written straight to: see :func:`outputs.write_bytes_atomic`)."""
+    outputs.write_bytes_atomic(Path(path), text.encode("ascii"), make_dirs=False)
 
 
 @dataclass(frozen=True)
