@@ -57,7 +57,7 @@ def main(exact: bool) -> None:
 
     table = Table(title="Double Shutter (19,683 states)", title_justify="left")
     for col in ("step", "seconds", "note"):
-        table.add_column(col, justify="right" if col == "seconds" else "left")
+        table.add_column(col, justify="right" if col == "seconds" else "left", overflow="fold")
     table.add_row("graph", f"{t_graph:.2f}", f"{g.mv_node.shape[0]:,} move rows")
     table.add_row("solve (rank order)", f"{t_solve:.2f}", escape(f"E[score] = {sol.value[0]:.12g}"))
     table.add_row("p(n), n = 0..20, batched", f"{t_batch:.2f}", escape("one [states, 21] solve"))

@@ -174,7 +174,9 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
 
 def print_reports(reports: list[stages.StageReport], data_dir: Path) -> None:
     """A short summary table of what a run produced."""
-    table = Table(title=f"tables written to {data_dir}/", title_justify="left")
+    written = sorted({t for r in reports for t in r.tables})
+    title = f"tables written to {data_dir}/" if written else f"tables in {data_dir}/"
+    table = Table(title=title, title_justify="left")
     for col in ("variant", "states", "nodes", "moves", "value at start", "seconds"):
         table.add_column(col, justify="left" if col == "variant" else "right", no_wrap=True)
     for r in reports:
@@ -182,7 +184,6 @@ def print_reports(reports: list[stages.StageReport], data_dir: Path) -> None:
         seconds = "skipped" if r.skipped else f"{r.seconds:.2f}"
         table.add_row(r.variant, f"{r.states:,}", f"{r.nodes:,}", f"{r.moves:,}", start, seconds)
     out.print(table)
-    written = sorted({t for r in reports for t in r.tables})
     out.print(f"tables: {', '.join(written) or 'none written (nothing changed)'}")
     for r in reports:
         if r.note:

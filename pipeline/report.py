@@ -210,7 +210,7 @@ def pshut_grid(t: Tables) -> Section:
 
 def strategy_comparison(t: Tables) -> Section:
     """Exact win rates of each strategy, with simulation confidence intervals."""
-    bench = t.need("benchmarks", why=" (issue 5: strategy benchmarks)")
+    bench = t.need("benchmarks", why=" (stb-pipeline build writes its exact rows)")
     variant = "classic" if "classic" in bench["variant"].to_list() else bench["variant"][0]
     rows = bench.filter(pl.col("variant") == variant)
     strategies = sorted(set(rows["strategy"].to_list()))
@@ -270,7 +270,7 @@ def strategy_comparison(t: Tables) -> Section:
 
 def double_shutter_pn(t: Tables) -> Section:
     """Double Shutter p(n) = P(final score > n) playing to maximise P(score <= n) (seed 001)."""
-    summary = t.need("summary", why=" (issue 4: Double Shutter)")
+    summary = t.need("summary", why=" (stb-pipeline build --variant double-shutter)")
     if "figure" not in summary.columns:
         raise Skip("summary.parquet has no figure column")
     rows = summary.filter(pl.col("figure") == "p_above").sort("variant", "parameter")
@@ -292,7 +292,7 @@ def double_shutter_pn(t: Tables) -> Section:
 
 def two_player_curve(t: Tables) -> Section:
     """Player 2's winning chance at the start of their turn, against player 1's final score."""
-    states = t.need("states", "two-player", why=" (issue 3: two-player game)")
+    states = t.need("states", "two-player")
     if "p1_score" not in states.columns:
         raise Skip("two-player states have no p1_score column")
     p2 = states.filter(pl.col("p1_score").is_not_null())
@@ -332,7 +332,9 @@ def knucklebones(t: Tables) -> Section:
     )
     if rows.height == 0:
         if built.height == 0:
-            raise Skip("no knucklebones variant is built (issue 6)")
+            raise Skip(
+                "no knucklebones variant is built (stb-pipeline build --variant knucklebones-2x2)"
+            )
         text = "Solved Knucklebones variants (no benchmark rows in benchmarks.parquet)."
         return Section("knucklebones", "Knucklebones", text, None, _html_table(built))
     labels = [

@@ -127,7 +127,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
     ),
     "benchmarks": (
         "one strategy of one variant, evaluated exactly (`build`) or by simulation "
-        "(`benchmark`); a win is a game that ends with every tile shut",
+        "(`benchmark`, `knucklebones benchmark`); a win is a game that ends with every tile "
+        "shut (Knucklebones: a game won against `opponent`)",
         {
             "variant": "variant name",
             "strategy": "strategy name (see the README's strategy list)",

@@ -295,8 +295,13 @@ def run(
                 pending.setdefault(name, {})[variant.name] = frame
             rules[variant.name] = game.rules()
             start = _start_value(s) if s.solution is not None else None
-            skipped = [t for t in ("edges", "policy") if t in stages and game.skip_edges]
-            note = "edges and moves tables skipped (too large)" if skipped else ""
+            skipped: list[str] = []
+            if game.skip_edges:
+                skipped = [t for t, st in (("edges", "edges"), ("moves", "policy")) if st in stages]
+                # the build hook leaves out the per-state strategy tables too
+                skipped += ["reach", "node_reach"] if "benchmarks" in frames else []
+            plural = "s" if len(skipped) > 1 else ""
+            note = f"{', '.join(skipped)} table{plural} skipped (too large)" if skipped else ""
             if s.solution is not None and s.solution.iterations:
                 sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
                 note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))

@@ -334,6 +334,16 @@ def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Create ``path`` with ``write(file)``: under a temporary name, flushed to disk, then
     renamed into place, so no reader ever sees a partial file under the final name."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # a pipe, a terminal or /dev/stdout: nothing to rename over, so write straight in
+        try:
+            with open(path, "wb") as fh:
+                write(fh)
+        except OSError as exc:
+            raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return
+    if path.is_symlink():
+        path = path.resolve()  # replace the file the link points to, never the link itself
     tmp = _tmp_name(path)
     try:
         _write_synced(tmp, write)

@@ -117,6 +117,8 @@ def test_cli_play_from_stdin(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     assert res.code == 0, res.stderr
     assert "game over" in res.stdout
     assert "is not a column you can play" in res.stdout
+    # the legal columns are named (rich markup once swallowed a bracketed list)
+    assert "'x' is not a column you can play: choose 1/2/3" in res.stdout
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
     short = cli(["knucklebones", "play", "--seed", "5", "--depth", "1"])
     assert short.code == 2 and "input ended" in short.stderr

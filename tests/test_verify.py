@@ -65,6 +65,18 @@ def test_clean_build_keeps_every_contract(small_build: Path) -> None:
     assert f"all {len(verify.contract_names()) + 1} contracts hold" in result.stdout
 
 
+def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
+    n = len(verify.contract_names()) + 1
+    names = VARIANTS.split(",")
+    both = invoke(["verify", "--variant", names[0], "-v", names[1], "--data-dir", small_build])
+    assert both.code == 0, both.stderr
+    assert f"all {2 * n} contracts hold" in both.stdout
+    assert f"{names[0]}:" in both.stdout and f"{names[1]}:" in both.stdout
+    everything = invoke(["verify", "--variant", "all", "--data-dir", small_build])
+    assert everything.code == 0, everything.stderr
+    assert f"all {n} contracts hold" in everything.stdout
+
+
 def test_every_variant_of_the_full_build_keeps_every_contract(built: Path) -> None:
     results = verify.verify(built)
     assert {r.name for r in results} == {"manifest", *verify.contract_names()}

@@ -95,7 +95,8 @@ def tree_cmd(
     root = search_tree(board1, board2, die, depth)
     tree = Tree(root.label)
     _tree(root, tree)
-    out.print(tree)
+    # wide enough for depth-3 labels: a pipe's default 80 columns would cut them off
+    Console(highlight=False, width=max(out.width, 160)).print(tree)
 
 
 def _read_line(prompt: str) -> str | None:

@@ -23,7 +23,9 @@ export_app = typer.Typer(
 DataDir = Annotated[
     Path,
     typer.Option(
-        "--data-dir", "-d", help="Directory of the Parquet tables [default: $STB_DATA_DIR or data]."
+        "--data-dir",
+        "-d",
+        help="Directory of the Parquet tables (default: $STB_DATA_DIR, else data).",
     ),
 ]
 VariantName = Annotated[
@@ -122,9 +124,8 @@ def check_verifier(
     with tables_for(chosen, custom, data_dir or default_data_dir()) as source:
         report = verifier.check_file(file, source, chosen, tolerance)
     if report.ok:
-        typer.echo(
-            f"{file}: {report.lines:,} lines, all values right, every line after its successors"
-        )
+        lines = f"{report.lines:,} line{'' if report.lines == 1 else 's'}"
+        typer.echo(f"{file}: {lines}, all values right, every line after its successors")
         return
     for problem in report.problems if all_problems else report.problems[:1]:
         typer.echo(f"{file}: {problem}")

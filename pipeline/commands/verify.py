@@ -17,8 +17,12 @@ def register(app: typer.Typer) -> None:
     @app.command("verify")
     def verify_cmd(
         variant: Annotated[
-            str | None,
-            typer.Option("--variant", "-v", help="Check only this variant's rows (default: all)."),
+            list[str] | None,
+            typer.Option(
+                "--variant",
+                "-v",
+                help="Check only these variants' rows (repeat or comma-separate; default: all).",
+            ),
         ] = None,
         data_dir: DataDir = DEFAULT_DATA_DIR,
     ) -> None:
@@ -26,7 +30,24 @@ def register(app: typer.Typer) -> None:
 
         Example: stb-pipeline verify --variant classic
         """
-        results = verify.verify(Path(data_dir), variant)
+        names = [n.strip() for v in variant or [] for n in v.split(",") if n.strip()]
+        # `all` (or no --variant) checks every row at once; each named variant is checked alone
+        targets: list[str | None] = [None] if not names or "all" in names else names
+        failed: list[str] = []
+        total = 0
+        for name in targets:
+            if len(targets) > 1:
+                out.print(f"{name}:")
+            results = verify.verify(Path(data_dir), name)
+            _print_results(results)
+            total += len(results)
+            prefix = f"{name}: " if len(targets) > 1 else ""
+            failed += [prefix + r.label for r in results if not r.ok]
+        if failed:
+            raise ContractError(f"{len(failed)} of {total} contracts failed: {', '.join(failed)}")
+        out.print(f"all {total} contracts hold in {data_dir}")
+
+    def _print_results(results: list[verify.ContractResult]) -> None:
         for r in results:
             status = "skip" if r.skipped else ("ok" if r.ok else "FAIL")
             detail = f" ({r.skipped})" if r.skipped else ""
@@ -42,9 +63,3 @@ def register(app: typer.Typer) -> None:
                     tbl_width_chars=160,
                 ):
                     out.print(str(verify.first_rows(r)))
-        failed = [r.label for r in results if not r.ok]
-        if failed:
-            raise ContractError(
-                f"{len(failed)} of {len(results)} contracts failed: {', '.join(failed)}"
-            )
-        out.print(f"all {len(results)} contracts hold in {data_dir}")

@@ -204,12 +204,13 @@ def _ask_column(
     write: Callable[[str], None],
 ) -> int:
     """The 0-based column the human picks for ``face`` (asks again after a bad answer)."""
-    legal = [i + 1 for i in np.flatnonzero(game.t.place[pairs, face - 1] >= 0)]
+    legal = [int(i) + 1 for i in np.flatnonzero(game.t.place[pairs, face - 1] >= 0)]
+    choices = "/".join(map(str, legal))
     while True:
-        line = read_line(f"you rolled {face}: column {'/'.join(map(str, legal))}? ")
+        line = read_line(f"you rolled {face}: column {choices}? ")
         if line is None:
             raise UsageError("input ended before the game did")
         text = line.strip()
         if text.isdigit() and int(text) in legal:
             return int(text) - 1
-        write(f"'{text}' is not a column you can play: choose one of {legal}")
+        write(f"'{text}' is not a column you can play: choose {choices}")
