@@ -4,7 +4,7 @@ Each variant is built by a fresh `python -m pipeline build` process into a tempo
 directory (after a small variant, so that the big tables are merged into existing files as in
 real use); the peak resident memory is that process's (``getrusage`` of the child).
 The opt-in boards take minutes each: knucklebones-3x2 about 3 and knucklebones-3x3-d4 about 6
-on this machine (2 shared cores), under 6 GB each.
+on this machine (2 shared cores), about 7 GB peak each.
 
 Usage: python benchmarks/bench_knucklebones_build.py [VARIANT ...]
        (default: knucklebones-2x3 knucklebones-3x2 knucklebones-3x3-d4)
