@@ -2,7 +2,7 @@
 
 Each variant is built by a fresh `python -m pipeline build` process into a temporary data
 directory (after a small variant, so that the big tables are merged into existing files as in
-real use); the peak resident memory is that process's (``getrusage`` of the child).
+real use); the peak resident memory is that process's own (``os.wait4``).
 The opt-in boards take minutes each: knucklebones-3x2 about 3 and knucklebones-3x3-d4 about 6
 on this machine (2 shared cores), about 7 GB peak each.
 

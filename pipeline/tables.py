@@ -44,7 +44,8 @@ ROW_KEYS: dict[str, tuple[str, ...]] = {"benchmarks": ("variant", "strategy", "m
 #: A merge touching more rows than this (old or new) is written a slice at a time (see
 #: :func:`merged_rows`), so a table of tens of millions of rows is never held whole twice.
 STREAM_ROWS = 2_000_000
-#: Rows per slice (and so at most per row group) of a streamed merge.
+#: Rows per slice and per row group of a streamed merge: pyarrow's default row group, so that a
+#: streamed table has the same bytes as the same table written whole.
 SLICE_ROWS = 1_048_576
 
 
@@ -348,9 +349,10 @@ def _stream_merged(
                     f"{path} is not one of our tables (no variant column); move it away"
                 )
             all_rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
-            empty_old = pl.from_arrow(old.schema_arrow.empty_table())
-            assert isinstance(empty_old, pl.DataFrame)
-            empties.append(empty_old)
+            if not all_rules or set(all_rules) - set(frames):  # kept rows: their columns first
+                empty_old = pl.from_arrow(old.schema_arrow.empty_table())
+                assert isinstance(empty_old, pl.DataFrame)
+                empties.append(empty_old)
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TableError(
@@ -378,6 +380,19 @@ def _stream_merged(
     tmp = _tmp_name(path)
     counts: dict[str, int] = {}
     last = [""]
+    buffer: list[pa.Table] = []
+
+    def flush(writer: pq.ParquetWriter, final: bool = False) -> None:
+        # Row groups of exactly SLICE_ROWS rows, each one contiguous chunk, as write_table makes.
+        size = sum(t.num_rows for t in buffer)
+        if size < SLICE_ROWS and not (final and size):
+            return
+        whole = pa.concat_tables(buffer)
+        full = size if final else size - size % SLICE_ROWS
+        for start in range(0, full, SLICE_ROWS):
+            group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
+            writer.write_table(group, row_group_size=SLICE_ROWS)
+        buffer[:] = [whole.slice(full)] if full < size else []
 
     def put(writer: pq.ParquetWriter, rows: pl.DataFrame) -> None:
         if not rows.height:
@@ -389,7 +404,8 @@ def _stream_merged(
         last[0] = final
         for variant, n in rows.group_by("variant").len().rows():
             counts[variant] = counts.get(variant, 0) + n
-        writer.write_table(rows.to_arrow().cast(arrow_schema))
+        buffer.append(rows.to_arrow().cast(arrow_schema))
+        flush(writer)
 
     def put_new(writer: pq.ParquetWriter, variant: str) -> None:
         for piece in _slices(frames[variant]):
@@ -414,6 +430,7 @@ def _stream_merged(
                     put(writer, rows)
                 for variant in new:
                     put_new(writer, variant)
+                flush(writer, final=True)
             fh.flush()
             os.fsync(fh.fileno())
     except pl.exceptions.PolarsError as exc:

@@ -97,3 +97,19 @@ def test_streamed_merge_rejects_rows_that_do_not_fit_and_keeps_the_old_table(
         write(tmp_path, {"b": bad})
     assert (tmp_path / "policy.parquet").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_streamed_table_has_the_same_bytes_as_the_table_written_whole(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """With the real row group size, streaming changes no byte (manifests compare hashes)."""
+    steps = [{"b": frame(30, 2), "d": frame(5, 1)}, {"c": frame(23, 3), "b": frame(3, 4)}]
+    files = []
+    for threshold in (10**9, 10):
+        data = tmp_path / str(threshold)
+        data.mkdir()
+        monkeypatch.setattr(tables, "STREAM_ROWS", threshold)
+        for frames in steps:
+            write(data, frames)
+        files.append((data / "policy.parquet").read_bytes())
+    assert files[0] == files[1]
