@@ -8,7 +8,7 @@ through :func:`build_hooks`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,27 +167,54 @@ def edge_rows(s: Solved) -> pl.DataFrame:
     )
 
 
-def policy_rows(s: Solved) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The policy (best move of every (state, roll)) and every legal move with its regret."""
+def policy_rows(
+    s: Solved, with_moves: bool = True
+) -> tuple[pl.DataFrame | tables.ChunkedRows, pl.DataFrame | None]:
+    """The policy (best move of every (state, roll)) and every legal move with its regret.
+
+    Without ``with_moves`` the moves table is not built (None). A policy of more than
+    :data:`pipeline.tables.STREAM_ROWS` nodes comes as :class:`~pipeline.tables.ChunkedRows`,
+    built a slice of nodes at a time while it is written.
+    """
     g, sol = s.graph, s.solve()
     best, n_optimal = best_moves(g, sol)
-    n_moves = np.bincount(g.mv_node[g.mv_label >= 0], minlength=g.node_state.shape[0])
-    policy = (
-        _gather_states(s, g.node_state)
-        .hstack(
-            [
-                pl.Series("roll", g.node_roll, dtype=pl.Int16),
-                pl.Series("stuck", g.mv_label[best] < 0),
-                s.game.describe_moves(g.mv_label[best]).alias("best_move"),
-            ]
+    n_nodes = g.node_state.shape[0]
+    label = g.mv_label[best]
+    n_optimal = np.where(label < 0, 0, n_optimal).astype(np.int16)
+    n_moves = np.bincount(g.mv_node[g.mv_label >= 0], minlength=n_nodes).astype(np.int16)
+
+    def policy_slice(lo: int, hi: int) -> pl.DataFrame:
+        pick = best[lo:hi]
+        return (
+            _gather_states(s, g.node_state[lo:hi])
+            .hstack(
+                [
+                    pl.Series("roll", g.node_roll[lo:hi], dtype=pl.Int16),
+                    pl.Series("stuck", label[lo:hi] < 0),
+                    s.game.describe_moves(label[lo:hi]).alias("best_move"),
+                ]
+            )
+            .hstack(_gather_states(s, g.mv_dst[pick], prefix="next_"))
+            .with_columns(
+                value=pl.Series(sol.node_value[lo:hi]),
+                n_optimal=pl.Series(n_optimal[lo:hi], dtype=pl.Int16),
+                n_moves=pl.Series(n_moves[lo:hi], dtype=pl.Int16),
+            )
         )
-        .hstack(_gather_states(s, g.mv_dst[best], prefix="next_"))
-        .with_columns(
-            value=pl.Series(sol.node_value),
-            n_optimal=pl.Series(np.where(g.mv_label[best] < 0, 0, n_optimal), dtype=pl.Int16),
-            n_moves=pl.Series(n_moves, dtype=pl.Int16),
-        )
-    )
+
+    policy: pl.DataFrame | tables.ChunkedRows
+    if n_nodes > tables.STREAM_ROWS:
+        step = tables.SLICE_ROWS
+
+        def chunks() -> Iterator[pl.DataFrame]:
+            for lo in range(0, n_nodes, step):
+                yield policy_slice(lo, min(lo + step, n_nodes))
+
+        policy = tables.ChunkedRows(n_nodes, policy_slice(0, 0).schema, chunks)
+    else:
+        policy = policy_slice(0, n_nodes)
+    if not with_moves:
+        return policy, None
     legal = np.flatnonzero(g.mv_label >= 0)
     node = g.mv_node[legal]
     node_best = sol.node_value[node]
@@ -212,9 +239,9 @@ def policy_rows(s: Solved) -> tuple[pl.DataFrame, pl.DataFrame]:
     return policy, moves
 
 
-def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame]:
+def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | tables.ChunkedRows]:
     """The tables the requested stages produce for one variant."""
-    out: dict[str, pl.DataFrame] = {}
+    out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
     for stage in stages:
         t0 = time.perf_counter()
         if stage == "enumerate" and "solve" not in stages:
@@ -224,8 +251,8 @@ def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame]:
         elif stage == "solve":
             out["states"] = state_rows(s, with_values=True)
         elif stage == "policy":
-            out["policy"], moves = policy_rows(s)
-            if not s.game.skip_edges:
+            out["policy"], moves = policy_rows(s, with_moves=not s.game.skip_edges)
+            if moves is not None:
                 out["moves"] = moves
         s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
     if set(STAGES) <= set(stages):
@@ -266,7 +293,7 @@ def run(
     """
     console = console or Console(stderr=True)
     tables.ensure_writable(data_dir)
-    pending: dict[str, dict[str, pl.DataFrame]] = {}
+    pending: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = {}
     rules: dict[str, dict] = {}
     records: dict[str, dict] = {}
     reports: list[StageReport] = []

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -40,6 +41,33 @@ JOURNAL_NAME = ".stb-commit.json"
 #: write then replaces only the old rows whose key the new rows share (e.g. `build` rewrites the
 #: exact benchmark rows of a variant and keeps its simulation rows).
 ROW_KEYS: dict[str, tuple[str, ...]] = {"benchmarks": ("variant", "strategy", "method")}
+#: A merge touching more rows than this (old or new) is written a slice at a time (see
+#: :func:`merged_rows`), so a table of tens of millions of rows is never held whole twice.
+STREAM_ROWS = 2_000_000
+#: Rows per slice and per row group of a streamed merge: pyarrow's default row group, so that a
+#: streamed table has the same bytes as the same table written whole.
+SLICE_ROWS = 1_048_576
+
+
+@dataclass(frozen=True)
+class ChunkedRows:
+    """A variant's rows produced a slice at a time, for tables too large to build at once.
+
+    ``chunks()`` yields frames with the columns and dtypes of ``schema``, ``height`` rows in all.
+    """
+
+    height: int
+    schema: pl.Schema
+    chunks: Callable[[], Iterator[pl.DataFrame]]
+
+
+@dataclass(frozen=True)
+class StagedTable:
+    """A merged table already written (and flushed) under its temporary name, ready to commit."""
+
+    path: Path
+    num_rows: int
+    variants: dict[str, int]
 
 
 def table_path(data_dir: Path, name: str) -> Path:
@@ -151,15 +179,21 @@ def replace_rows(
 def merged_rows(
     data_dir: Path,
     name: str,
-    frames: dict[str, pl.DataFrame],
+    frames: dict[str, pl.DataFrame | ChunkedRows],
     rules: dict[str, dict[str, Any]],
-) -> pa.Table:
+) -> pa.Table | StagedTable:
     """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are;
     for a table in :data:`ROW_KEYS`, the old rows whose key no new row shares).
+
+    When the old file or the new rows are large (over :data:`STREAM_ROWS` rows, or any
+    :class:`ChunkedRows`), the merge is written slice by slice straight to the table's temporary
+    file and a :class:`StagedTable` is returned instead (same rows, same order).
 
     The caller holds :func:`data_lock`, so that nobody changes the table before it is committed.
     """
     path = table_path(data_dir, name)
+    if name not in ROW_KEYS and _large_merge(path, frames):
+        return _stream_merged(path, frames, rules)
     old = read_arrow(data_dir, name)
     kept: list[pl.DataFrame] = []
     all_rules: dict[str, Any] = {}
@@ -191,7 +225,7 @@ def merged_rows(
 
 def commit(
     data_dir: Path,
-    new_tables: dict[str, pa.Table],
+    new_tables: dict[str, pa.Table | StagedTable],
     variant_records: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """Put ``new_tables`` in place together and record them (and ``variant_records``) in the
@@ -215,6 +249,19 @@ def commit(
             final = table_path(data_dir, name)
             tmp = _tmp_name(final)
             renames.append((tmp.name, final.name))
+            if isinstance(table, StagedTable):
+                if name in manifest.TIMING_COLUMNS or table.path != tmp:
+                    raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
+                digest = manifest.file_sha256(tmp)
+                counts = sorted(table.variants.items())
+                new_manifest["tables"][name] = {
+                    "file": final.name,
+                    "rows": table.num_rows,
+                    "sha256": digest,
+                    "content_sha256": digest,
+                    "variants": dict(counts),
+                }
+                continue
             _write_synced(tmp, lambda fh, table=table: pq.write_table(table, fh, **WRITE_OPTIONS))
             digest = manifest.file_sha256(tmp)
             variants = pl.from_arrow(table.select(["variant"]))
@@ -241,14 +288,162 @@ def commit(
         journal = {"renames": renames, "manifest": new_manifest}
         write_bytes_atomic(data_dir / JOURNAL_NAME, json.dumps(journal).encode())
     except OSError as exc:
-        for tmp_name, _ in renames:
-            (data_dir / tmp_name).unlink(missing_ok=True)
+        _drop_staged(data_dir, new_tables, renames)
         raise PipelineError(f"cannot write tables in {data_dir}: {exc.strerror or exc}") from None
     except BaseException:
-        for tmp_name, _ in renames:
-            (data_dir / tmp_name).unlink(missing_ok=True)
+        _drop_staged(data_dir, new_tables, renames)
         raise
     recover(data_dir)
+
+
+def _drop_staged(
+    data_dir: Path, new_tables: dict[str, Any], renames: list[tuple[str, str]]
+) -> None:
+    """Remove the temporary files of a commit that failed before its journal."""
+    for tmp_name, _ in renames:
+        (data_dir / tmp_name).unlink(missing_ok=True)
+    for table in new_tables.values():
+        if isinstance(table, StagedTable):
+            table.path.unlink(missing_ok=True)
+
+
+def _large_merge(path: Path, frames: dict[str, pl.DataFrame | ChunkedRows]) -> bool:
+    """Whether a merge into ``path`` is big enough to be written slice by slice."""
+    if any(isinstance(f, ChunkedRows) or f.height > STREAM_ROWS for f in frames.values()):
+        return True
+    if not path.exists():
+        return False
+    try:
+        return pq.ParquetFile(path).metadata.num_rows > STREAM_ROWS
+    except (pa.ArrowException, OSError):
+        return False  # the ordinary path reports the unreadable file
+
+
+def _slices(frame: pl.DataFrame | ChunkedRows) -> Iterator[pl.DataFrame]:
+    """A variant's new rows in slices of at most :data:`SLICE_ROWS` rows."""
+    pieces = frame.chunks() if isinstance(frame, ChunkedRows) else iter([frame])
+    for piece in pieces:
+        for start in range(0, piece.height, SLICE_ROWS):
+            yield piece.slice(start, SLICE_ROWS)
+
+
+def _stream_merged(
+    path: Path,
+    frames: dict[str, pl.DataFrame | ChunkedRows],
+    rules: dict[str, dict[str, Any]],
+) -> StagedTable:
+    """:func:`merged_rows` for large tables: the old file read and the merge written in slices.
+
+    The tables are kept sorted by variant (every write sorts), so one pass over the old file,
+    with each new variant's rows inserted before the first old row of a later variant, gives the
+    same rows in the same order as the in-memory merge.
+    """
+    old = None
+    all_rules: dict[str, Any] = {}
+    empties: list[pl.DataFrame] = []
+    try:
+        if path.exists():
+            old = pq.ParquetFile(path)
+            if "variant" not in old.schema_arrow.names:
+                raise TableError(
+                    f"{path} is not one of our tables (no variant column); move it away"
+                )
+            all_rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
+            if not all_rules or set(all_rules) - set(frames):  # kept rows: their columns first
+                empty_old = pl.from_arrow(old.schema_arrow.empty_table())
+                assert isinstance(empty_old, pl.DataFrame)
+                empties.append(empty_old)
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); move it away and rebuild"
+        ) from None
+    for variant in frames:
+        all_rules.pop(variant, None)
+    all_rules.update({v: r for v, r in rules.items() if v in frames})
+    for frame in frames.values():
+        schema = frame.schema
+        empty = pl.DataFrame(schema=schema)
+        empties.append(
+            empty.select(pl.lit("", dtype=pl.String).alias("variant"), pl.exclude("variant"))
+        )
+    try:
+        target = pl.concat(empties, how="diagonal_relaxed").clear()
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+    arrow_schema = target.to_arrow().schema
+    meta = dict(arrow_schema.metadata or {})
+    meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
+    meta[VERSION_KEY] = __version__.encode()
+    arrow_schema = arrow_schema.with_metadata(meta)
+    tmp = _tmp_name(path)
+    counts: dict[str, int] = {}
+    last = [""]
+    buffer: list[pa.Table] = []
+
+    def flush(writer: pq.ParquetWriter, final: bool = False) -> None:
+        # Row groups of exactly SLICE_ROWS rows, each one contiguous chunk, as write_table makes.
+        size = sum(t.num_rows for t in buffer)
+        if size < SLICE_ROWS and not (final and size):
+            return
+        whole = pa.concat_tables(buffer)
+        full = size if final else size - size % SLICE_ROWS
+        for start in range(0, full, SLICE_ROWS):
+            group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
+            writer.write_table(group, row_group_size=SLICE_ROWS)
+        buffer[:] = [whole.slice(full)] if full < size else []
+
+    def put(writer: pq.ParquetWriter, rows: pl.DataFrame) -> None:
+        if not rows.height:
+            return
+        rows = pl.concat([target, rows], how="diagonal_relaxed")
+        first, final = rows["variant"][0], rows["variant"][-1]
+        if first < last[0]:
+            raise TableError(f"{path} is not sorted by variant; move it away and rebuild")
+        last[0] = final
+        for variant, n in rows.group_by("variant").len().rows():
+            counts[variant] = counts.get(variant, 0) + n
+        buffer.append(rows.to_arrow().cast(arrow_schema))
+        flush(writer)
+
+    def put_new(writer: pq.ParquetWriter, variant: str) -> None:
+        for piece in _slices(frames[variant]):
+            put(writer, piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
+
+    new = sorted(frames)
+    try:
+        with open(tmp, "wb") as fh:
+            with pq.ParquetWriter(fh, arrow_schema, **WRITE_OPTIONS) as writer:
+                batches = old.iter_batches(batch_size=SLICE_ROWS) if old is not None else []
+                for batch in batches:
+                    rows = pl.from_arrow(batch)
+                    assert isinstance(rows, pl.DataFrame)
+                    rows = rows.filter(~pl.col("variant").is_in(list(frames)))
+                    while new and rows.height:
+                        before = int((rows["variant"] < new[0]).sum())
+                        if before == rows.height:
+                            break
+                        put(writer, rows.head(before))
+                        rows = rows.slice(before)
+                        put_new(writer, new.pop(0))
+                    put(writer, rows)
+                for variant in new:
+                    put_new(writer, variant)
+                flush(writer, final=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except pl.exceptions.PolarsError as exc:
+        tmp.unlink(missing_ok=True)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise PipelineError(f"cannot write {tmp}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return StagedTable(tmp, sum(counts.values()), dict(sorted(counts.items())))
 
 
 def recover(data_dir: Path) -> None:

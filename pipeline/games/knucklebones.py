@@ -269,9 +269,10 @@ class Knucklebones(Game):
         terminal[term] = self.final_values(pos[term])
         live = np.flatnonzero(~term).astype(idx)
         n_nodes = live.shape[0] * f
-        node_of_state = np.full(n, -1, dtype=np.int64)
-        node_of_state[live] = np.arange(live.shape[0]) * f
-        mv_node, mv_dst, mv_label = self._moves(pos, live, node_of_state, idx)
+        mv_node, mv_dst, mv_label = self._moves(pos, live, idx)
+        # Chance rows and decision nodes are one-to-one here: one array serves both.
+        node_state = np.repeat(live, f)
+        node = np.arange(n_nodes, dtype=idx)
         dice = self.t.mover_size[pos].sum(1) + self.t.opp_size[pos].sum(1)
         win = self.r.objective == "wins"
         m = mv_node.shape[0]
@@ -279,12 +280,12 @@ class Knucklebones(Game):
             state_id=np.arange(n, dtype=np.int64),
             rank=(2 * self.r.slots - dice).astype(np.int64),
             terminal=terminal,
-            ch_state=np.repeat(live, f),
+            ch_state=node_state,
             ch_choice=np.broadcast_to(np.int64(1), (n_nodes,)),
             ch_count=np.broadcast_to(np.int64(1), (n_nodes,)),
             ch_denom=np.broadcast_to(np.int64(f), (n_nodes,)),
-            ch_node=np.arange(n_nodes, dtype=idx),
-            node_state=np.repeat(live, f),
+            ch_node=node,
+            node_state=node_state,
             node_roll=np.tile(np.arange(1, f + 1, dtype=np.int8), live.shape[0]),
             mv_node=mv_node,
             mv_dst=mv_dst,
@@ -296,27 +297,48 @@ class Knucklebones(Game):
         )
 
     def _moves(
-        self, pos: np.ndarray, live: np.ndarray, node_of_state: np.ndarray, idx: type
+        self, pos: np.ndarray, live: np.ndarray, idx: type
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every distinct move as (node, successor state, column label), sorted by node."""
+        """Every distinct move as (node, successor state, column label), sorted by (node, label);
+        node ``i * faces + v - 1`` is live state ``i`` with die ``v``.
+
+        Written straight into place (count the moves of each node, then fill each node's rows in
+        label order) rather than concatenated and sorted: for tens of millions of positions the
+        sort's index arrays would double the memory of the move arrays.
+        """
         lp = pos[live]
-        base = node_of_state[live]
-        nodes, dsts, labels = [], [], []
-        for j in range(self.r.columns):
+        f, c = self.r.faces, self.r.columns
+        n_live = lp.shape[0]
+        swap = self.t.swap.astype(lp.dtype)
+
+        def movable(j: int, v: int) -> np.ndarray:
             # Equal pairs are interchangeable: only the first of a run of equal pairs moves.
-            distinct = np.ones(lp.shape[0], dtype=bool) if j == 0 else lp[:, j] != lp[:, j - 1]
-            for v in range(self.r.faces):
-                new_pair = self.t.place[lp[:, j], v]
-                ok = np.flatnonzero(distinct & (new_pair >= 0))
-                after = lp[ok].copy()
-                after[:, j] = new_pair[ok]
-                dsts.append(self.canonical(self.t.swap[after]).astype(idx))
-                nodes.append((base[ok] + v).astype(idx))
-                labels.append(np.full(ok.shape[0], j, dtype=np.int8))
-        node = np.concatenate(nodes)
-        label = np.concatenate(labels)
-        order = np.lexsort((label, node))
-        return node[order], np.concatenate(dsts)[order], label[order]
+            ok = self.t.place[lp[:, j], v] >= 0
+            return ok if j == 0 else ok & (lp[:, j] != lp[:, j - 1])
+
+        per_node = np.zeros((n_live, f), dtype=np.int8)
+        for j in range(c):
+            for v in range(f):
+                per_node[:, v] += movable(j, v)
+        per_node = per_node.reshape(-1)
+        starts = np.zeros(per_node.shape[0] + 1, dtype=np.int64)
+        np.cumsum(per_node, out=starts[1:])
+        node = np.repeat(np.arange(per_node.shape[0], dtype=idx), per_node)
+        del per_node
+        dst = np.empty(node.shape[0], dtype=idx)
+        label = np.empty(node.shape[0], dtype=np.int8)
+        filled = np.zeros(starts.shape[0] - 1, dtype=np.int8)
+        for j in range(c):  # labels ascending, so each node's rows end up in label order
+            for v in range(f):
+                ok = np.flatnonzero(movable(j, v))
+                at_node = ok * f + v
+                at = starts[at_node] + filled[at_node]
+                filled[at_node] += 1
+                after = lp[ok]
+                after[:, j] = self.t.place[lp[ok, j], v]
+                dst[at] = self.canonical(swap[after])
+                label[at] = j
+        return node, dst, label
 
     # -- description -------------------------------------------------------------------------
 
@@ -329,13 +351,15 @@ class Knucklebones(Game):
     def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
         """Columns tiles (the position as text), n_open, score and both players' totals."""
         pos = self.positions[state_id]
-        col_txt = np.array([self.t.column_text(i) for i in range(self.t.n_columns)])
-        mover = col_txt[self.t.pair_mover[pos]]
-        opp = col_txt[self.t.pair_opp[pos]]
-        parts = [pl.Series(mover[:, j]) for j in range(self.r.columns)]
-        parts_o = [pl.Series(opp[:, j]) for j in range(self.r.columns)]
-        frame = pl.DataFrame({f"m{j}": parts[j] for j in range(self.r.columns)})
-        frame = frame.hstack([s.alias(f"o{j}") for j, s in enumerate(parts_o)])
+        # Text per facing pair, gathered natively by polars (no Python object per row).
+        col_txt = [self.t.column_text(i) for i in range(self.t.n_columns)]
+        mover_txt = pl.Series([col_txt[i] for i in self.t.pair_mover], dtype=pl.String)
+        opp_txt = pl.Series([col_txt[i] for i in self.t.pair_opp], dtype=pl.String)
+        c = self.r.columns
+        frame = pl.DataFrame(
+            [mover_txt.gather(pl.Series(pos[:, j])).alias(f"m{j}") for j in range(c)]
+            + [opp_txt.gather(pl.Series(pos[:, j])).alias(f"o{j}") for j in range(c)]
+        )
         mine, theirs = self.scores(pos)
         empty = 2 * self.r.slots - self.t.mover_size[pos].sum(1) - self.t.opp_size[pos].sum(1)
         return frame.select(

@@ -104,7 +104,9 @@ class Graph:
     def move_starts(self) -> np.ndarray:
         """Index of the first move row of each node, plus a final end index."""
         counts = np.bincount(self.mv_node, minlength=self.node_state.shape[0])
-        return np.concatenate(([0], np.cumsum(counts)))
+        starts = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])  # in place: no third array of the nodes' length
+        return starts
 
     def rank_sorted(self) -> bool:
         """Whether states are indexed in non-decreasing rank (layers are contiguous)."""

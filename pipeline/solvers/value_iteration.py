@@ -96,10 +96,10 @@ def solve_value_iteration(
     order = live[np.argsort(g.rank[live], kind="stable")]
     ch_start = np.searchsorted(g.ch_state, np.arange(s + 1)).astype(np.int64)
     mv_start = g.move_starts().astype(np.int64)
-    prob = np.ascontiguousarray(g.ch_prob, dtype=np.float64)
-    choice = np.ascontiguousarray(g.ch_choice)
-    scale = np.ascontiguousarray(g.mv_scale, dtype=np.float64)
-    offset = np.ascontiguousarray(g.mv_offset, dtype=np.float64)
+    prob = _probabilities(g)
+    choice = _lean(g.ch_choice, np.int64)
+    scale = _lean(g.mv_scale, np.float64)
+    offset = _lean(g.mv_offset, np.float64)
     sign = 1.0 if g.maximise else -1.0
     residual, sweeps = np.inf, 0
     while residual > tol:
@@ -115,6 +115,26 @@ def solve_value_iteration(
     node_value, move_value = _node_and_move_values(g, value, mv_start, scale, offset, sign)
     best_choice, n_choices = _choices(g, node_value, prob)
     return Solution(value, best_choice, n_choices, node_value, move_value, sweeps, float(residual))
+
+
+def _is_constant(a: np.ndarray) -> bool:
+    """Whether ``a`` is one value broadcast along its length (stride 0, no memory per row)."""
+    return a.ndim == 1 and a.shape[0] > 0 and a.strides[0] == 0
+
+
+def _lean(a: np.ndarray, dtype: type) -> np.ndarray:
+    """``a`` as ``dtype`` for the compiled loops without a copy per row when it is constant
+    (graphs of tens of millions of moves give constant columns as ``np.broadcast_to`` views)."""
+    if _is_constant(a):
+        return np.broadcast_to(np.asarray(a[0], dtype=dtype), a.shape)
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _probabilities(g: Graph) -> np.ndarray:
+    """Each chance row's probability (a broadcast view when every row has the same one)."""
+    if _is_constant(g.ch_count) and _is_constant(g.ch_denom):
+        return np.broadcast_to(np.float64(g.ch_count[0] / g.ch_denom[0]), g.ch_count.shape)
+    return np.ascontiguousarray(g.ch_prob, dtype=np.float64)
 
 
 def _node_and_move_values(
@@ -153,7 +173,7 @@ def _choices(g: Graph, node_value: np.ndarray, prob: np.ndarray) -> tuple[np.nda
     n_choices = np.zeros(s, dtype=np.int64)
     _fill_choices(
         np.searchsorted(g.ch_state, np.arange(s + 1)).astype(np.int64),
-        np.ascontiguousarray(g.ch_choice),
+        _lean(g.ch_choice, np.int64),
         g.ch_node,
         prob,
         node_value,
