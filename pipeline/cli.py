@@ -37,8 +37,13 @@ out = Console(highlight=False, soft_wrap=True, width=max(Console().width, 100))
 DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR", "data"))
 DataDir = Annotated[Path, typer.Option("--data-dir", "-d", help="Directory of the Parquet tables.")]
 OneVariant = Annotated[
-    str,
-    typer.Option("--variant", "-v", help="Variant name (see `stb-pipeline variants`) or custom."),
+    str | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="Variant name (see `stb-pipeline variants`; default classic), or custom with rule "
+        "options.",
+    ),
 ]
 P1Score = Annotated[
     int | None, typer.Option("--p1-score", help="Player 1's score (two-player game, P2 states).")
@@ -118,29 +123,31 @@ def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def pick_variants(names: list[str], custom: Variant | None) -> list[Variant]:
-    """The variants a command acts on: the custom rule set, or the named ones."""
+    """The variants a command acts on: the custom rule set, or the named ones (none: all)."""
+    flat = [part for n in names for part in n.split(",") if part]
     if custom is not None:
-        if any(n not in ("custom", "classic", "all") for n in names):
+        if any(n != "custom" for n in flat):
             raise UsageError("give either --variant NAME or custom rule options, not both")
         return [custom]
-    flat = [part for n in names for part in n.split(",") if part]
     if "custom" in flat:
         raise UsageError("--variant custom needs rule options such as --tiles 12")
-    return resolve(flat)
+    return resolve(flat or ["all"])
 
 
-def pick_one(name: str, custom: Variant | None) -> Variant:
-    """The single variant a question is about."""
+def pick_one(name: str | None, custom: Variant | None) -> Variant:
+    """The single variant a question is about (none named: classic)."""
     if custom is not None:
-        return pick_variants([name], custom)[0]
+        return pick_variants([name or "custom"], custom)[0]
     if name == "all":
         raise UsageError("name one variant, not all")
-    return get_variant(name)
+    return get_variant(name or "classic")
 
 
 ManyVariants = Annotated[
     list[str],
-    typer.Option("--variant", "-v", help="Variant names (repeat or comma-separate), all."),
+    typer.Option(
+        "--variant", "-v", help="Variant names (repeat or comma-separate) or all (the default)."
+    ),
 ]
 Exact = Annotated[
     bool,
@@ -157,7 +164,7 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
 
     @with_rules
     def command(
-        variant: ManyVariants = ["all"],  # noqa: B006  (typer needs a literal default)
+        variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
         exact: Exact = False,
         custom: Variant | None = None,
@@ -219,7 +226,7 @@ _stage_command(
 @app.command("build")
 @with_rules
 def build_cmd(
-    variant: ManyVariants = ["all"],  # noqa: B006  (typer needs a literal default)
+    variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
     data_dir: DataDir = DEFAULT_DATA_DIR,
     exact: Exact = False,
     force: Annotated[
@@ -249,7 +256,7 @@ def expect_cmd(
             "or 'front=1234 back=6789'."
         ),
     ],
-    variant: OneVariant = "classic",
+    variant: OneVariant = None,
     p1_score: P1Score = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     custom: Variant | None = None,
@@ -273,7 +280,7 @@ def move_cmd(
         ),
     ],
     roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
-    variant: OneVariant = "classic",
+    variant: OneVariant = None,
     p1_score: P1Score = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     custom: Variant | None = None,

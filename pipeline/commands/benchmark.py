@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 @with_rules
 def benchmark_cmd(
-    variant: OneVariant = "classic",
+    variant: OneVariant = None,
     games: Annotated[int, typer.Option("--games", "-n", help="Games per strategy.")] = (
         benchmark.DEFAULT_GAMES
     ),

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
     @app.command("play")
     @with_rules
     def play_cmd(
-        variant: OneVariant = "classic",
+        variant: OneVariant = None,
         seed: Annotated[
             int | None,
             typer.Option("--seed", help="Seed of the dice (random when left out; always printed)."),
