@@ -20,7 +20,7 @@ from rich.table import Table
 
 from pipeline import answers, stages
 from pipeline.commands import register_all
-from pipeline.errors import PipelineError, UsageError
+from pipeline.errors import PipelineError, UsageError, quiet_broken_pipe
 from pipeline.games.shutbox import RuleSet
 from pipeline.variants import REGISTRY, Variant, custom_variant, get_variant, resolve
 
@@ -344,6 +344,8 @@ def run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         err.print(f"error: {INTERRUPTED}", markup=False)
         return 130
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main() ends quietly
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
@@ -363,7 +365,12 @@ INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
 
 def main() -> None:
     """Console-script entry point."""
-    sys.exit(run(sys.argv[1:]))
+    try:
+        code = run(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = quiet_broken_pipe()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -31,3 +31,14 @@ class ContractError(PipelineError):
     """`verify` found tables that break a data contract (queries/contracts/)."""
 
     exit_code = 3
+
+
+def quiet_broken_pipe() -> int:
+    """After stdout's reader went away (``| head``): silence the final flush, exit 141 like
+    a shell pipeline, and print no traceback."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141

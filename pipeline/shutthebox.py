@@ -12,6 +12,8 @@ mover's open tiles sum to K or less, 0 for never). Answers come from the `two-pl
 ``$STB_DATA_DIR`` (default ``./data``) when they hold a variant built with the same rules, else
 from solving the game on the spot (a few hundredths of a second for the seed's rules).
 Malformed arguments print the error and a usage line on stderr and exit with 2.
+
+Example: ShutTheBox --two --move 13456789 17 12
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.errors import PipelineError, UsageError
+from pipeline.errors import PipelineError, UsageError, quiet_broken_pipe
 from pipeline.games.two_player import TwoPlayer, TwoPlayerRules
 
 PROG = "ShutTheBox"
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code (0, or 2 for bad arguments)."""
     args = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in args):
-        print(__doc__.split("\n\n", 1)[1].rstrip() if __doc__ else USAGE)
+        print(__doc__.rstrip() if __doc__ else USAGE)
         return 0
     try:
         line = answer(parse_args(args), Path(os.environ.get("STB_DATA_DIR", "data")))
@@ -271,5 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def entry() -> None:
+    """Console-script entry point."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = quiet_broken_pipe()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -204,4 +204,4 @@ def test_help(tmp_path: Path) -> None:
 
 def test_console_script_is_declared() -> None:
     text = (REPO / "pyproject.toml").read_text()
-    assert 'ShutTheBox = "pipeline.shutthebox:main"' in text
+    assert 'ShutTheBox = "pipeline.shutthebox:entry"' in text
