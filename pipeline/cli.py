@@ -20,7 +20,7 @@ from rich.table import Table
 
 from pipeline import answers, stages
 from pipeline.commands import register_all
-from pipeline.errors import PipelineError, UsageError, quiet_broken_pipe
+from pipeline.errors import PipelineError, UsageError, exit_with
 from pipeline.games.shutbox import RuleSet
 from pipeline.variants import REGISTRY, Variant, custom_variant, get_variant, resolve
 
@@ -365,12 +365,7 @@ INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
 
 def main() -> None:
     """Console-script entry point."""
-    try:
-        code = run(sys.argv[1:])
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = quiet_broken_pipe()
-    sys.exit(code)
+    exit_with(lambda: run(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
 
 class PipelineError(Exception):
     """Base class: a problem the user can fix. ``exit_code`` is what the CLI exits with."""
@@ -33,12 +38,13 @@ class ContractError(PipelineError):
     exit_code = 3
 
 
-def quiet_broken_pipe() -> int:
-    """After stdout's reader went away (``| head``): silence the final flush, exit 141 like
-    a shell pipeline, and print no traceback."""
-    import os
-    import sys
-
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 141
+def exit_with(command: Callable[[], int]) -> NoReturn:
+    """Run a console command and exit with its code. When stdout's reader goes away (``| head``)
+    the final flush is silenced and the exit code is 141, as in a shell pipeline: no traceback."""
+    try:
+        code = command()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
+    sys.exit(code)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.errors import PipelineError, UsageError, quiet_broken_pipe
+from pipeline.errors import PipelineError, UsageError, exit_with
 from pipeline.games.two_player import TwoPlayer, TwoPlayerRules
 
 PROG = "ShutTheBox"
@@ -275,12 +275,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """Console-script entry point."""
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = quiet_broken_pipe()
-    sys.exit(code)
+    exit_with(main)
 
 
 if __name__ == "__main__":
