@@ -152,7 +152,8 @@ def play(
     depth: int = 4,
     human_first: bool = True,
 ) -> int:
-    """Play one game in the terminal against the solver; return the human's final difference.
+    """Play one game in the terminal against the solver; return the human's score difference
+    when it ends (or when the input does).
 
     ``read_line(prompt)`` returns the next line typed (None at the end of input); ``write``
     prints one line. Dice come from a generator seeded with ``seed``.
@@ -169,6 +170,10 @@ def play(
         if human_turn:
             _show(game, pairs, write)
             col = _ask_column(game, pairs, face, read_line, write)
+            if col is None:  # end of input stops the game cleanly, like `stb-pipeline play`
+                mine, theirs = game.scores(pairs[None, :])
+                write("(end of input: game stopped)")
+                return int(mine[0] - theirs[0])
             view = pairs
         else:
             view = game.t.swap[pairs]
@@ -202,14 +207,15 @@ def _ask_column(
     face: int,
     read_line: Callable[[str], str | None],
     write: Callable[[str], None],
-) -> int:
-    """The 0-based column the human picks for ``face`` (asks again after a bad answer)."""
+) -> int | None:
+    """The 0-based column the human picks for ``face`` (asks again after a bad answer);
+    None at the end of input."""
     legal = [int(i) + 1 for i in np.flatnonzero(game.t.place[pairs, face - 1] >= 0)]
     choices = "/".join(map(str, legal))
     while True:
         line = read_line(f"you rolled {face}: column {choices}? ")
         if line is None:
-            raise UsageError("input ended before the game did")
+            return None
         text = line.strip()
         if text.isdigit() and int(text) in legal:
             return int(text) - 1
