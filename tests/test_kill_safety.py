@@ -141,7 +141,7 @@ def test_sigkill_at_random_moments_never_leaves_a_mix(
 
     rng = random.Random(20261122)
     outcomes = []
-    for _ in range(3):
+    for _ in range(6):
         shutil.rmtree(work)
         shutil.copytree(generations["old"], work)
         proc = subprocess.Popen(
