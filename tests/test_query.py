@@ -16,6 +16,7 @@ import pytest
 
 from pipeline import outputs, sql
 from pipeline.errors import PipelineError
+from tests.test_shutbox_values import SEED_000_OPENING
 
 REPO = Path(__file__).resolve().parent.parent
 EXPECTED = REPO / "tests" / "expected"
@@ -85,19 +86,7 @@ def test_list_names_every_query_with_its_description(cli) -> None:
 
 def test_best_opening_roll_matches_seed_000(built: Path) -> None:
     # Seed 000_9b8fddd618491a4c.txt: "(9,0.10150185360563307) (8,0.0843992883264558) ..."
-    published = {
-        9: 0.10150185360563307,
-        8: 0.0843992883264558,
-        12: 0.0797040646327626,
-        11: 0.0727007112207658,
-        7: 0.07125306992568319,
-        10: 0.06943424590523688,
-        6: 0.06499269203919156,
-        5: 0.06108456955064155,
-        4: 0.05532663847072549,
-        3: 0.05106821208604296,
-        2: 0.045189824620113055,
-    }
+    published = SEED_000_OPENING
     frame = sql.run_query("best_opening_roll", built, variant="classic")
     assert frame["roll"].to_list() == list(published), "rolls in the seed's order"
     for roll, value in zip(frame["roll"], frame["value_after"], strict=True):
