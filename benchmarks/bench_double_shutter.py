@@ -19,11 +19,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pipeline import stages
-from pipeline.games.double_shutter import DoubleShutter, DoubleShutterRules
-from pipeline.solvers.exact import solve_exact
-from pipeline.solvers.rank_order import solve_rank_order
-from pipeline.variants import get_variant
+from pipeline.build import stages
+from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
+from pipeline.games.registry import get_variant
+from pipeline.solve.exact import solve_exact
+from pipeline.solve.rank_order import solve_rank_order
 
 TARGETS = range(21)
 

@@ -20,9 +20,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.games.knucklebones import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones_play import greedy_player, match
-from pipeline.games.knucklebones_search import OURS, Searcher
+from pipeline.apps.knucklebones.match import greedy_player, match
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+from pipeline.games.knucklebones.search import OURS, Searcher
 
 
 def sample_positions(game: Knucklebones, n: int, seed: int) -> list[tuple[np.ndarray, int]]:

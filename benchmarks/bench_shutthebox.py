@@ -43,7 +43,7 @@ def seconds(args: str, data_dir: Path, repeat: int) -> tuple[float, float, str]:
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), cpu_children()
         done = subprocess.run(
-            [sys.executable, "-m", "pipeline.shutthebox", *args.split()],
+            [sys.executable, "-m", "pipeline.apps.course.command", *args.split()],
             cwd=REPO, env=env, capture_output=True, text=True, check=True,
         )  # fmt: skip
         times.append(time.perf_counter() - t0)

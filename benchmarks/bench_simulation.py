@@ -17,9 +17,9 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import benchmark
-from pipeline.stages import Solved
-from pipeline.variants import get_variant
+from pipeline.games.registry import get_variant
+from pipeline.games.shutbox import benchmark
+from pipeline.games.solved import Solved
 
 TARGET = 5_000_000
 

@@ -37,8 +37,8 @@ def measure_once(tiles: int, dice: int) -> dict[str, float]:
     """Build and solve one box; return sizes, timings and peak memory."""
     import numpy as np
 
-    from pipeline.games.shutbox import RuleSet, ShutTheBox
-    from pipeline.solvers.rank_order import best_moves, solve_rank_order
+    from pipeline.games.shutbox.game import RuleSet, ShutTheBox
+    from pipeline.solve.rank_order import best_moves, solve_rank_order
 
     game = ShutTheBox(RuleSet(tiles=tiles, dice=dice, objective="score"))
     t0 = time.perf_counter()

@@ -23,8 +23,9 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import answers, sql, tables
-from pipeline.variants import Variant, get_variant
+from pipeline.analysis import answers, sql
+from pipeline.games.registry import Variant, get_variant
+from pipeline.store import tables
 
 __all__ = ["best_move", "default_data_dir", "expect", "load_table", "move_values", "query"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import run
+from pipeline.cli.app import run
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
-from pipeline.games.shutbox import RuleSet
+from pipeline.games.shutbox.game import RuleSet
 from tests.conftest import REPO, Result, invoke
 
 #: The exit codes the README documents (130: interrupted).
@@ -287,7 +287,7 @@ def test_cli_argument_fuzz(small: Path, tmp_path: Path, command: str, words: lis
 def test_interrupt_is_one_line_and_exit_130(
     small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipeline import tables
+    from pipeline.store import tables
 
     data = tmp_path / "data"
     shutil.copytree(small, data)

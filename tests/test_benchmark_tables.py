@@ -8,12 +8,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import tables
-from pipeline.benchmark import COLUMNS
+from pipeline.analysis.sql import run_query
 from pipeline.games.base import Game
-from pipeline.sql import run_query
-from pipeline.strategies import NAMES, tile_view
-from pipeline.variants import REGISTRY
+from pipeline.games.registry import REGISTRY
+from pipeline.games.shutbox.benchmark import COLUMNS
+from pipeline.games.shutbox.strategies import NAMES, tile_view
+from pipeline.store import tables
 
 SEED_000 = "000_9b8fddd618491a4c.txt"
 SEED_001 = "001_ad09a03ebddbc804.txt"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import app
+from pipeline.cli.app import app
 from pipeline.errors import UsageError
-from pipeline.games.shutbox import RuleSet, parse_tiles
+from pipeline.games.shutbox.game import RuleSet, parse_tiles
 
 
 def test_expect_prints_the_value(built: Path, cli) -> None:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pipeline.schema_docs import TABLES, render
+from pipeline.analysis.schema_docs import TABLES, render
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_data_readme_is_generated_from_schema_docs() -> None:
     text = (REPO / "data" / "README.md").read_text()
-    assert text == render(), "run: python -m pipeline.schema_docs > data/README.md"
+    assert text == render(), "run: python -m pipeline.analysis.schema_docs > data/README.md"
 
 
 def test_every_written_column_is_documented(built: Path) -> None:

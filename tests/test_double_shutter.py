@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import tables
+from pipeline.analysis.sql import run_query
 from pipeline.errors import UsageError
-from pipeline.games.double_shutter import DoubleShutter, DoubleShutterRules
-from pipeline.games.shutbox import RuleSet, ShutTheBox
-from pipeline.solvers.exact import solve_exact
-from pipeline.solvers.graph import Graph
-from pipeline.solvers.rank_order import Solution, solve_rank_order
-from pipeline.sql import run_query
+from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
+from pipeline.games.shutbox.game import RuleSet, ShutTheBox
+from pipeline.graph import Graph
+from pipeline.solve.exact import solve_exact
+from pipeline.solve.rank_order import Solution, solve_rank_order
+from pipeline.store import tables
 
 SEED_001 = "001_ad09a03ebddbc804.txt"
 START = "000000000"

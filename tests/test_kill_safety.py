@@ -22,8 +22,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import manifest, stages, tables
-from pipeline.variants import resolve
+from pipeline.build import stages
+from pipeline.games.registry import resolve
+from pipeline.store import manifest, tables
 from tests.conftest import REPO, invoke
 
 TABLES = ("states", "edges", "policy", "moves")

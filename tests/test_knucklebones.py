@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import (
+from pipeline.games.knucklebones.game import (
     Knucklebones,
     KnuckleRules,
     PairTables,
@@ -25,8 +25,8 @@ from pipeline.games.knucklebones import (
     n_positions,
     parse_board,
 )
-from pipeline.solvers.rank_order import best_moves
-from pipeline.solvers.value_iteration import solve_value_iteration
+from pipeline.solve.rank_order import best_moves
+from pipeline.solve.value_iteration import solve_value_iteration
 
 
 def game(columns: int, rows: int, faces: int = 6, objective: str = "wins") -> Knucklebones:
@@ -243,7 +243,7 @@ def test_2x2_build_through_the_stages(cli, tmp_path: Path) -> None:
 
 def test_int32_graph_of_large_boards_solves_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     # Large boards get int32 index arrays; force that on 2x2 and compare with int64.
-    import pipeline.games.knucklebones as kb
+    import pipeline.games.knucklebones.game as kb
 
     wide = game(2, 2).graph()
     monkeypatch.setattr(kb, "BIG_GRAPH_MOVES", 0)

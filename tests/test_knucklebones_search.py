@@ -13,12 +13,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.games.knucklebones import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones_play import match, play_game, random_player, wilson
-from pipeline.games.knucklebones_position import analyse, search_tree
-from pipeline.games.knucklebones_search import OURS, SEED, Searcher
-from pipeline.schema_docs import TABLES
-from pipeline.solvers.value_iteration import solve_value_iteration
+from pipeline.analysis.schema_docs import TABLES
+from pipeline.apps.knucklebones.match import match, play_game, random_player, wilson
+from pipeline.apps.knucklebones.position import analyse, search_tree
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+from pipeline.games.knucklebones.search import OURS, SEED, Searcher
+from pipeline.solve.value_iteration import solve_value_iteration
 
 
 @pytest.mark.parametrize(("objective", "kind", "field"), [("wins", OURS, 0), ("score", SEED, 1)])

@@ -10,8 +10,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import __version__, manifest
-from pipeline.tables import RULES_KEY
+from pipeline import __version__
+from pipeline.store import manifest
+from pipeline.store.tables import RULES_KEY
 from tests.conftest import invoke
 
 TABLES = ("states", "edges", "policy", "moves")

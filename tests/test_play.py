@@ -10,9 +10,10 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from pipeline import api, play
-from pipeline.cli import rules_from_options
-from pipeline.variants import get_variant
+from pipeline import api
+from pipeline.apps import teaching_game as play
+from pipeline.games.registry import get_variant
+from pipeline.games.shutbox.custom import rules_from_options
 
 
 def quiet() -> Console:
@@ -138,7 +139,7 @@ def test_play_bad_input_is_one_line(cli, tmp_path: Path, args: list[str]) -> Non
 @pytest.fixture(scope="module")
 def two_player(built: Path) -> play.Coach:
     """The two-player game (issue 3), when this tree has it."""
-    from pipeline.variants import REGISTRY
+    from pipeline.games.registry import REGISTRY
 
     if "two-player" not in REGISTRY:
         pytest.skip("the two-player variant is not registered in this tree (issue 3)")

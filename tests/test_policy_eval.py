@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline import strategies
-from pipeline.solvers import policy_eval
-from pipeline.solvers.rank_order import best_moves, solve_rank_order
-from pipeline.solvers.value_iteration import solve_value_iteration
-from pipeline.variants import REGISTRY, get_variant
+from pipeline.games.registry import REGISTRY, get_variant
+from pipeline.games.shutbox import strategies
+from pipeline.solve import policy_eval
+from pipeline.solve.rank_order import best_moves, solve_rank_order
+from pipeline.solve.value_iteration import solve_value_iteration
 
 
 def solved(name: str):

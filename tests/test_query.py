@@ -14,8 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import outputs, sql
+from pipeline.analysis import sql
 from pipeline.errors import PipelineError
+from pipeline.store import outputs
 from tests.test_shutbox_values import SEED_000_OPENING
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,11 +16,11 @@ import pytest
 import typer.main
 
 import pipeline
-from pipeline import sql
-from pipeline.cli import app
+from pipeline.analysis import sql
+from pipeline.analysis.schema_docs import TABLES
+from pipeline.cli.app import app
 from pipeline.errors import PipelineError
-from pipeline.schema_docs import TABLES
-from pipeline.variants import REGISTRY
+from pipeline.games.registry import REGISTRY
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()

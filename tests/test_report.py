@@ -9,8 +9,8 @@ import matplotlib.image as mpimg
 import polars as pl
 import pytest
 
-from pipeline import tables
-from pipeline.report import PAGE, build_report  # sets the Agg backend first
+from pipeline.analysis.report import PAGE, build_report  # sets the Agg backend first
+from pipeline.store import tables
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

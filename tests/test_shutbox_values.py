@@ -12,9 +12,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pipeline.games.shutbox import RuleSet, ShutTheBox
-from pipeline.solvers.exact import solve_exact
-from pipeline.solvers.rank_order import best_moves, solve_rank_order
+from pipeline.games.shutbox.game import RuleSet, ShutTheBox
+from pipeline.solve.exact import solve_exact
+from pipeline.solve.rank_order import best_moves, solve_rank_order
 from tests import reference
 
 TOL = 1e-12

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import shutthebox
+from pipeline.apps.course import command as shutthebox
 from tests.conftest import REPO
 
 SEED = "002_966add8e0a53f14d.txt"
@@ -79,9 +79,9 @@ def test_seed_002_examples_from_tables(args: str, expected: str, built: Path, mo
 
 
 def run_script(args: list[str], data_dir: Path) -> subprocess.CompletedProcess:
-    """The real command line: python -m pipeline.shutthebox ARGS."""
+    """The real command line: python -m pipeline.apps.course.command ARGS."""
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.shutthebox", *args],
+        [sys.executable, "-m", "pipeline.apps.course.command", *args],
         cwd=REPO,
         env={**os.environ, "STB_DATA_DIR": str(data_dir)},
         capture_output=True,
@@ -131,8 +131,8 @@ def test_damaged_tables_fall_back_to_solving(built: Path, tmp_path: Path, monkey
 
 def test_generalised_rules_match_the_game_module() -> None:
     """--tiles/--dice/--sides/--one-die-sum reach the same rules as TwoPlayerRules."""
-    from pipeline.games.two_player import TwoPlayer, TwoPlayerRules
-    from pipeline.solvers.rank_order import solve_rank_order
+    from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
+    from pipeline.solve.rank_order import solve_rank_order
 
     game = TwoPlayer(TwoPlayerRules(tiles=5, dice=3, sides=4, one_die_sum=4))
     g = game.graph()
@@ -204,4 +204,4 @@ def test_help(tmp_path: Path) -> None:
 
 def test_console_script_is_declared() -> None:
     text = (REPO / "pyproject.toml").read_text()
-    assert 'ShutTheBox = "pipeline.shutthebox:entry"' in text
+    assert 'ShutTheBox = "pipeline.apps.course.command:entry"' in text

@@ -6,10 +6,10 @@ import numba
 import numpy as np
 import pytest
 
-from pipeline import benchmark
-from pipeline.solvers import simulate
-from pipeline.stages import Solved
-from pipeline.variants import get_variant
+from pipeline.games.registry import get_variant
+from pipeline.games.shutbox import benchmark
+from pipeline.games.solved import Solved
+from pipeline.solve import simulate
 
 Z_999 = 3.290526731491926  # two-sided 99.9 %: 8 strategies x 2 checks stay clear of chance
 

@@ -11,10 +11,10 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from pipeline import strategies
-from pipeline.solvers import policy_eval
-from pipeline.solvers.rank_order import solve_rank_order
-from pipeline.variants import get_variant
+from pipeline.games.registry import get_variant
+from pipeline.games.shutbox import strategies
+from pipeline.solve import policy_eval
+from pipeline.solve.rank_order import solve_rank_order
 
 SEED_000 = "000_9b8fddd618491a4c.txt"
 SEED_GAMES = 1_000_000  # seed 000 simulates one million games per strategy

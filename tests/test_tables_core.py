@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import tables
+from pipeline.store import tables
 
 ONE_PLAYER = ["classic", "classic-score", "lever", "one-die-6", "six-tiles-one-die"]
 

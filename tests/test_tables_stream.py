@@ -14,8 +14,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import tables
 from pipeline.errors import TableError
+from pipeline.store import tables
 
 RULES = {v: {"game": v} for v in ("a", "b", "c", "d")}
 

@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import tables
-from pipeline.sql import run_query
+from pipeline.analysis.sql import run_query
+from pipeline.store import tables
 
 SEED = "002_966add8e0a53f14d.txt"
 VARIANT = "two-player"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import tables
-from pipeline.games.two_player import TwoPlayer
-from pipeline.verifier import EXIT_BAD_FILE, check_lines
+from pipeline.apps.course.verifier import EXIT_BAD_FILE, check_lines
+from pipeline.games.two_player.game import TwoPlayer
+from pipeline.store import tables
 
 SEED = "002_966add8e0a53f14d.txt"
 # Seed 002_966add8e0a53f14d.txt's verifier sample lines, verbatim.

@@ -12,8 +12,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import sql, verify
-from pipeline.tables import RULES_KEY
+from pipeline.analysis import contracts as verify
+from pipeline.analysis import sql
+from pipeline.store.tables import RULES_KEY
 from tests.conftest import invoke
 
 VARIANTS = "classic,lever,classic-score"

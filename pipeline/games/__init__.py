@@ -1,0 +1,1 @@
+"""Game families, one sub-package each, and the registry of their named variants."""

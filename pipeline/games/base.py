@@ -7,11 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.solvers.graph import Graph
-from pipeline.solvers.rank_order import Solution
+from pipeline.errors import UsageError
+from pipeline.graph import Graph
+from pipeline.solve.rank_order import Solution
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from pipeline.games.solved import Solved
 
 
 class Game(ABC):
@@ -60,3 +63,22 @@ class Game(ABC):
         Columns: figure (str), objective (str), parameter (Int32, nullable), value (float64).
         """
         return None
+
+    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
+        """Tables this game adds to `build` beyond states, edges, policy and moves.
+
+        By default its headline figures (:meth:`summary`) as the `summary` table.
+        """
+        frame = self.summary(solved.graph, solved.solve())
+        return {} if frame is None or frame.height == 0 else {"summary": frame}
+
+    def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray] | None:
+        """For tile strategies: the face value of each bit of a move label and each state's
+        final score; None when the game has no tiles to shut."""
+        return None
+
+    def simulate(
+        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
+    ) -> tuple[list[Any], pl.DataFrame]:
+        """Monte Carlo benchmark of the game's strategies: (results, `benchmarks` rows)."""
+        raise UsageError(f"variant {solved.variant.name!r} has no strategies to benchmark")

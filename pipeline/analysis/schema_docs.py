@@ -1,0 +1,243 @@
+"""What every table and column means; `data/README.md` is generated from this.
+
+Regenerate with ``python -m pipeline.analysis.schema_docs > data/README.md``; a test fails when the file is
+out of date, and another checks that every column a build writes is described here.
+"""
+
+from __future__ import annotations
+
+#: Table name -> (what one row is, {column: meaning}).
+TABLES: dict[str, tuple[str, dict[str, str]]] = {
+    "states": (
+        "one state of one variant",
+        {
+            "variant": "variant name (see `stb-pipeline variants`)",
+            "state_id": "canonical integer id of the state within its game (Shut the Box: bitmask "
+            "of open tiles, bit i-1 for tile i; Double Shutter: `state` read as a base-3 number)",
+            "state": "Double Shutter: one digit per column, column 1 first, the tiles down in it "
+            "(0 both up, 1 front down and back up, 2 both down; start 000000000)",
+            "tiles": 'open tiles in increasing order: digits ("1245") up to 9 tiles, '
+            'comma-separated above; "" when shut. Double Shutter: the standing tiles as '
+            '"front=1234 back=98" (each row in increasing order, "-" for none; the form '
+            "`expect` and `move` accept)",
+            "open_tiles": "open tiles as a list of integers (Double Shutter: front tile t as t, "
+            "back tile t as -t)",
+            "front_tiles": "Double Shutter: standing front tiles, increasing",
+            "back_tiles": "Double Shutter: standing back tiles, increasing (back tile 10 - i "
+            "stands behind front tile i)",
+            "n_open": "number of open tiles",
+            "open_sum": "sum of the open tiles (Double Shutter: face values of both rows)",
+            "exposed_sum": "Double Shutter: sum of the tiles that can be shut now (standing front "
+            "tiles, and back tiles whose front tile is down); one die is allowed when <= 6",
+            "score": "final score if the game ended here (sum of open tiles, or digital score; "
+            "Double Shutter: 2 x standing front tiles + standing back tiles)",
+            "player": "two-player game: whose turn it is, 1 or 2 (null for one-player variants)",
+            "p1_score": "two-player game: player 1's score, which player 2 must get below; the "
+            "state id is p1_score * 2**tiles + bitmask (null for player 1's states)",
+            "terminal": "true when play is over in this state (for Shut the Box: the shut box)",
+            "rank": "solve order: every move leads to a state of lower rank",
+            "objective": "what `value` measures: shut = P(shut all tiles), score = expected final "
+            "score, target = P(final score <= target), wins = the expected wins of the player to "
+            "move (two-player; a tie counts 1/2)",
+            "maximise": "true when the player maximises `value` (false: minimises)",
+            "value": "value of the state under optimal play (float64), per `objective`; null "
+            "after `enumerate` alone",
+            "value_exact": "the value as an exact fraction, e.g. 466473281/6530347008 (only after "
+            "`solve --exact` or `build --exact`)",
+            "dice": "number of dice the optimal player rolls here (null when terminal)",
+            "choice_options": "how many numbers of dice the rules allow here (2 where one die is "
+            "optional)",
+            "residual": "the solver's bound on |value - its Bellman recomputation|: 0 for backward "
+            "induction, the last sweep's largest change for value iteration (`verify` allows "
+            "max(1e-12 * max(1, |value|), residual))",
+            "mover_score": "Knucklebones: total of the player to move. A Knucklebones state is "
+            "written in `tiles` as MOVER;OPPONENT, each board its columns separated by / (dice "
+            "in increasing order, _ for an empty column); `state_id` is the colex rank of its "
+            "multiset of facing column pairs, `n_open` the empty slots of both boards, `score` "
+            "the mover's total minus the opponent's, `rank` the empty slots",
+            "opponent_score": "Knucklebones: total of the player who moved last",
+        },
+    ),
+    "edges": (
+        "one (state, dice, roll, move) successor edge; a roll with no legal move has one row "
+        "with a null move",
+        {
+            "variant": "variant name",
+            "state_id": "state before the roll",
+            "tiles": "its open tiles",
+            "dice": "number of dice rolled",
+            "roll": "dice total",
+            "prob": "probability of the roll with that many dice",
+            "move": "tiles shut (null when no move is legal; Double Shutter: back tiles negative, "
+            "[1, -9] = front 1 and the back 9 behind it)",
+            "next_state_id": "state after the move (null when the game ends)",
+            "next_tiles": "its open tiles",
+            "reward": "value added by the edge: the final value when the game ends, else 0",
+            "sign": "factor on the next state's value: edge value = reward + sign * "
+            "value(next_state_id); -1 where the turn passes to the other player (two-player)",
+        },
+    ),
+    "policy": (
+        "one (state, roll) of one variant: the optimal move",
+        {
+            "variant": "variant name",
+            "state_id": "state before the roll",
+            "tiles": "its open tiles",
+            "roll": "dice total",
+            "stuck": "true when no move is legal (the game ends)",
+            "best_move": "the optimal tiles to shut (null when stuck); ties go to the move "
+            "holding the highest tile where they differ (Double Shutter: the highest front tile, "
+            "then the highest back tile)",
+            "next_state_id": "state after the best move",
+            "next_tiles": "its open tiles",
+            "value": "value after the best move (the final value when stuck)",
+            "n_optimal": "number of legal moves that tie for best (within 1e-12, relative)",
+            "n_moves": "number of legal moves",
+        },
+    ),
+    "moves": (
+        "one legal move of one (state, roll)",
+        {
+            "variant": "variant name",
+            "state_id": "state before the roll",
+            "tiles": "its open tiles",
+            "roll": "dice total",
+            "move": "tiles shut (Double Shutter: back tiles negative)",
+            "next_state_id": "state after the move",
+            "next_tiles": "its open tiles",
+            "value": "value of the state after the move",
+            "regret": "value lost against the best move (0 for an optimal move)",
+            "is_best": "true for the move the policy table picks",
+        },
+    ),
+    "summary": (
+        "one headline figure of one variant (built for games that report figures: Double Shutter)",
+        {
+            "variant": "variant name",
+            "figure": "what `value` is: min_expected_score (the optimal expected final score), "
+            "p_not_zero (P(final score != 0) under the strategy maximising P(score = 0)), "
+            "p_above (p(n) = P(final score > n) under the strategy maximising P(score <= n), "
+            "n = `parameter`)",
+            "objective": "what the strategy behind the figure optimises: score (minimise the "
+            "expected score), shut (maximise P(score = 0)), target (maximise P(score <= "
+            "parameter))",
+            "parameter": "the target n of objective target (null otherwise)",
+            "value": "the figure, at the start state (float64)",
+        },
+    ),
+    "benchmarks": (
+        "one strategy of one variant, evaluated exactly (`build`) or by simulation "
+        "(`benchmark`, `knucklebones benchmark`); a win is a game that ends with every tile "
+        "shut (Knucklebones: a game won against `opponent`)",
+        {
+            "variant": "variant name",
+            "strategy": "strategy name (see the README's strategy list)",
+            "method": "exact (policy evaluation, no sampling) or simulation (Monte Carlo)",
+            "games": "games simulated (null for exact)",
+            "wins": "games won, every tile shut (null for exact)",
+            "win_rate": "P(every tile shut): exact, or wins / games",
+            "ci_low": "lower end of the 95 % Wilson interval of win_rate (null for exact)",
+            "ci_high": "upper end of the 95 % Wilson interval of win_rate (null for exact)",
+            "expected_score": "expected final score (sum of open tiles, or digital score): "
+            "exact, or the simulated mean",
+            "seconds": "time to evaluate (exact) or to play the games (simulation, after "
+            "compiling)",
+            "games_per_second": "games / seconds (null for exact)",
+            "seed": "random seed of the simulation (null for exact)",
+        },
+    ),
+    "reach": (
+        "one state of one variant under one strategy, played from the start",
+        {
+            "variant": "variant name",
+            "strategy": "strategy name",
+            "state_id": "the state",
+            "tiles": "its open tiles",
+            "reach_prob": "probability that a game played with the strategy visits the state",
+            "end_prob": "probability that such a game ends in the state (stuck there, or shut)",
+            "value": "value of the state when the strategy is played from it, per the "
+            "variant's objective (compare states.value, the optimal one)",
+        },
+    ),
+    "node_reach": (
+        "one (state, roll) of one variant under one strategy, played from the start; only "
+        "those the strategy or optimal play can reach (the rest have probability 0)",
+        {
+            "variant": "variant name",
+            "strategy": "strategy name",
+            "state_id": "state before the roll",
+            "tiles": "its open tiles",
+            "roll": "dice total",
+            "reach_prob": "probability that a game played with the strategy reaches this state "
+            "and rolls this total",
+            "move": "the tiles the strategy shuts (null when no move is legal, and for random "
+            "where it mixes several moves)",
+            "next_state_id": "state after that move (null when move is null)",
+        },
+    ),
+}
+
+
+# The benchmarks table is shared: Shut the Box strategies and Knucklebones matches write rows
+# of their own variants. Shared columns are described only if nobody described them yet.
+_bench = TABLES.setdefault(
+    "benchmarks", ("one benchmarked strategy (against one opponent) of one variant", {})
+)[1]
+for _col, _text in {
+    "variant": "variant name (Knucklebones matches: `knucklebones`)",
+    "strategy": "the strategy measured (Knucklebones: `ours-dN`, our search to depth N)",
+    "method": "how it was measured (`simulation`: games played)",
+    "games": "games played",
+    "wins": "games won",
+    "win_rate": "wins / games",
+    "ci_low": "lower end of the 95 % Wilson interval of `win_rate`",
+    "ci_high": "upper end of the 95 % Wilson interval of `win_rate`",
+    "expected_score": "mean final score (Knucklebones: mean final score difference, ours minus "
+    "the opponent's)",
+    "seconds": "wall-clock seconds for all the games",
+    "games_per_second": "games / seconds",
+    "seed": "seed of the random generator (dice and tie-breaks) for this row",
+}.items():
+    _bench.setdefault(_col, _text)
+_bench.update(
+    {
+        "opponent": "Knucklebones: the opponent (`random`, `greedy` = best immediate score "
+        "difference, `seed-d2` = seed 004's heuristic searched to depth 2)",
+        "depth": "Knucklebones: our search depth in placements",
+        "draws": "Knucklebones: games drawn",
+        "losses": "Knucklebones: games lost",
+        "draw_rate": "Knucklebones: draws / games",
+        "loss_rate": "Knucklebones: losses / games",
+        "draw_ci_low": "Knucklebones: lower end of the 95 % Wilson interval of `draw_rate`",
+        "draw_ci_high": "Knucklebones: upper end of the 95 % Wilson interval of `draw_rate`",
+        "loss_ci_low": "Knucklebones: lower end of the 95 % Wilson interval of `loss_rate`",
+        "loss_ci_high": "Knucklebones: upper end of the 95 % Wilson interval of `loss_rate`",
+        "median_decision_ms": "Knucklebones: median milliseconds our player took per move",
+    }
+)
+
+
+def render() -> str:
+    """The text of data/README.md."""
+    lines = [
+        "# data/",
+        "",
+        "Generated tables (not committed): `stb-pipeline build --variant all` writes them here.",
+        "Every table holds the rows of every built variant; filter on `variant`. Each file",
+        "stores its rule sets as Parquet key-value metadata (`stb.rules`, JSON by variant).",
+        "`manifest.json` records each table's rows and sha256 and what built each variant (rules,",
+        "package version, code hash, seeds); `stb-pipeline verify` checks the tables against it",
+        "and against the data contracts in `queries/contracts/`.",
+        "This file is generated by `python -m pipeline.analysis.schema_docs > data/README.md`.",
+        "",
+    ]
+    for name, (grain, columns) in TABLES.items():
+        lines += [f"## {name}.parquet", "", f"One row: {grain}.", "", "| column | meaning |"]
+        lines.append("| --- | --- |")
+        lines += [f"| `{col}` | {text} |" for col, text in columns.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,1 @@
+"""Applications of particular games: the teaching game, the course-compatible ShutTheBox, Knucklebones play."""

@@ -1,0 +1,211 @@
+"""Knucklebones players and simulated matches: random, greedy, the seed's search and ours.
+
+A board in play keeps its real column order (the canonical form is only for the search): it is
+an array of facing-pair indices seen from the player to move, column ``i`` of the mover facing
+column ``i`` of the opponent. After each move the array is swapped to the other player's view.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.games.knucklebones.search import OURS, SEED, Searcher, greedy_gain
+from pipeline.store import tables
+
+#: A player: (pairs from the mover's view, die face, rng) -> column index.
+Player = Callable[[np.ndarray, int, np.random.Generator], int]
+Z95 = 1.959963984540054
+
+
+def legal_columns(game: Knucklebones, pairs: np.ndarray) -> np.ndarray:
+    """Columns of the mover that are not full."""
+    return np.flatnonzero(game.t.place[pairs, 0] >= 0)
+
+
+def random_player(game: Knucklebones) -> Player:
+    """Any column that is not full, uniformly."""
+
+    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        return int(rng.choice(legal_columns(game, pairs)))
+
+    return play
+
+
+def greedy_player(game: Knucklebones) -> Player:
+    """The column with the best immediate change of the score difference (ties at random)."""
+    t = game.t
+
+    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        gain = greedy_gain(pairs, face, t.place, t.mover_score, t.opp_score)
+        return int(rng.choice(np.flatnonzero(gain == gain.max())))
+
+    return play
+
+
+def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
+    """Expectimax to ``depth`` plies with our evaluation (``OURS``) or the seed's (``SEED``)."""
+    searcher = Searcher(game)
+
+    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        return searcher.best_move(pairs, face, depth, kind)[0]
+
+    return play
+
+
+def make_player(game: Knucklebones, name: str) -> Player:
+    """A player by name: random, greedy, seed-dN (the seed's heuristic) or ours-dN."""
+    if name == "random":
+        return random_player(game)
+    if name == "greedy":
+        return greedy_player(game)
+    for prefix, kind in (("seed-d", SEED), ("ours-d", OURS)):
+        if name.startswith(prefix) and name[len(prefix) :].isdigit():
+            return search_player(game, int(name[len(prefix) :]), kind)
+    raise ValueError(f"unknown player {name!r}")
+
+
+@dataclass
+class GameRecord:
+    """How one simulated game ended, from the first-named player's view."""
+
+    diff: int
+    """Final score of player A minus player B."""
+    decisions_ms: list[float] = field(default_factory=list)
+    """Player A's decision times."""
+
+
+def play_game(
+    game: Knucklebones, a: Player, b: Player, a_first: bool, rng: np.random.Generator
+) -> GameRecord:
+    """Play one game of A against B; the die and the players' tie-breaks use ``rng``."""
+    t = game.t
+    pairs = np.zeros(game.r.columns, dtype=np.int64)
+    a_to_move = a_first
+    record = GameRecord(0)
+    while not game.terminal_mask(pairs[None, :])[0]:
+        face = int(rng.integers(1, game.r.faces + 1))
+        if a_to_move:
+            t0 = time.perf_counter()
+            col = a(pairs, face, rng)
+            record.decisions_ms.append(1000 * (time.perf_counter() - t0))
+        else:
+            col = b(pairs, face, rng)
+        pairs[col] = t.place[pairs[col], face - 1]
+        pairs = t.swap[pairs]
+        a_to_move = not a_to_move
+    mine, theirs = game.scores(pairs[None, :])
+    diff = int(mine[0] - theirs[0])
+    record.diff = diff if a_to_move else -diff
+    return record
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """95 % Wilson score interval of a proportion k / n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    denom = 1 + Z95**2 / n
+    centre = (p + Z95**2 / (2 * n)) / denom
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def match(
+    game: Knucklebones,
+    ours: str,
+    opponent: str,
+    games: int,
+    seed: int,
+    tick: Callable[[], None] | None = None,
+) -> dict:
+    """Play ``games`` games of ``ours`` against ``opponent``, seats alternated; one result row."""
+    rng = np.random.default_rng(seed)
+    a, b = make_player(game, ours), make_player(game, opponent)
+    diffs: list[int] = []
+    times: list[float] = []
+    t0 = time.perf_counter()
+    for i in range(games):
+        rec = play_game(game, a, b, a_first=i % 2 == 0, rng=rng)
+        diffs.append(rec.diff)
+        times.extend(rec.decisions_ms)
+        if tick is not None:
+            tick()
+    seconds = time.perf_counter() - t0
+    d = np.array(diffs)
+    wins, draws, losses = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
+    row = {
+        "strategy": ours,
+        "opponent": opponent,
+        "depth": int(ours.split("-d")[1]) if "-d" in ours else None,
+        "method": "simulation",
+        "games": games,
+        "wins": wins,
+        "draws": draws,
+        "losses": losses,
+        "win_rate": wins / games,
+        "draw_rate": draws / games,
+        "loss_rate": losses / games,
+        "expected_score": float(d.mean()),
+        "median_decision_ms": float(np.median(times)),
+        "seconds": seconds,
+        "games_per_second": games / seconds if seconds > 0 else None,
+        "seed": seed,
+    }
+    for name, k in (("", wins), ("draw_", draws), ("loss_", losses)):
+        row[f"{name}ci_low"], row[f"{name}ci_high"] = wilson(k, games)
+    return row
+
+
+def benchmark_frame(
+    game: Knucklebones,
+    depths: list[int],
+    opponents: list[str],
+    games: int,
+    seed: int,
+    tick: Callable[[], None] | None = None,
+) -> pl.DataFrame:
+    """One row per (our depth, opponent): the benchmark table rows (without ``variant``)."""
+    rows = [
+        match(game, f"ours-d{d}", opp, games, seed + 1000 * d + i, tick)
+        for d in depths
+        for i, opp in enumerate(opponents)
+    ]
+    return pl.DataFrame(rows).with_columns(
+        pl.col("depth").cast(pl.Int16), pl.col("games", "wins", "draws", "losses").cast(pl.Int64)
+    )
+
+
+BENCH_VARIANT = "knucklebones"
+
+
+def write_benchmark_rows(data_dir: Path, frame: pl.DataFrame, game: Knucklebones) -> Path:
+    """Store match rows as variant ``knucklebones`` of benchmarks.parquet.
+
+    Rows of earlier runs for other (strategy, opponent) pairs are kept, so runs of different
+    depths or opponents add up; the same pair is replaced.
+    """
+    with tables.data_lock(data_dir):
+        old = tables.read_arrow(data_dir, "benchmarks")
+        keep = pl.DataFrame()
+        if old is not None and "opponent" in old.column_names:
+            prev = pl.from_arrow(old)
+            assert isinstance(prev, pl.DataFrame)
+            keys = frame.select("strategy", "opponent")
+            keep = (
+                prev.filter(pl.col("variant") == BENCH_VARIANT)
+                .join(keys, on=["strategy", "opponent"], how="anti")
+                .drop("variant")
+            )
+        rows = pl.concat([keep, frame], how="diagonal_relaxed") if keep.height else frame
+        rows = rows.sort("depth", "opponent")
+        return tables.replace_rows(
+            data_dir, "benchmarks", {BENCH_VARIANT: rows}, {BENCH_VARIANT: game.rules()}
+        )

@@ -1,0 +1,221 @@
+"""Questions about one full-size Knucklebones position: the best column, the search tree, play.
+
+Boards are written column by column (see :func:`pipeline.games.knucklebones.game.parse_board`); the
+first board is the player about to place the die. Column numbers in answers are the user's own
+columns, 1-based.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.apps.knucklebones import MAX_DEPTH
+from pipeline.errors import UsageError
+from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones, KnuckleRules, parse_board
+from pipeline.games.knucklebones.search import OURS, Eval, Searcher
+
+
+@dataclass(frozen=True)
+class ColumnValue:
+    """One legal column for the die and its evaluation."""
+
+    column: int
+    """1-based column number on the user's board."""
+    value: Eval
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The answer to `knucklebones solve`."""
+
+    die: int
+    depth: int
+    mover_score: int
+    opponent_score: int
+    best: ColumnValue
+    columns: list[ColumnValue]
+    """Every legal column, in column order."""
+
+
+def position_pairs(game: Knucklebones, board1: str, board2: str) -> np.ndarray:
+    """Facing pairs of two boards (column order kept); UsageError for impossible boards."""
+    mine = parse_board(board1, game.r, "BOARD1")
+    theirs = parse_board(board2, game.r, "BOARD2")
+    pairs = game.pairs_of_boards(mine, theirs)
+    if game.terminal_mask(pairs[None, :])[0]:
+        raise UsageError("the game is over: a board is full")
+    return pairs
+
+
+def check_die(game: Knucklebones, die: int) -> None:
+    """UsageError unless ``die`` is a face of the die."""
+    if not 1 <= die <= game.r.faces:
+        raise UsageError(f"die {die} is not a face 1..{game.r.faces}")
+
+
+def check_depth(depth: int) -> None:
+    """UsageError unless the depth is searchable."""
+    if not 1 <= depth <= MAX_DEPTH:
+        raise UsageError(f"--depth must be between 1 and {MAX_DEPTH}, not {depth}")
+
+
+def column_values(searcher: Searcher, pairs: np.ndarray, die: int, depth: int) -> list[ColumnValue]:
+    """The evaluation of every legal column of the user's board, in column order."""
+    srt = np.sort(pairs)
+    by_pair = {int(srt[j]): ev for j, ev in searcher.move_values(pairs, die, depth, OURS)}
+    return [ColumnValue(i + 1, by_pair[int(p)]) for i, p in enumerate(pairs) if int(p) in by_pair]
+
+
+def pick(values: list[ColumnValue]) -> ColumnValue:
+    """The best column: highest win probability, then score difference, then lowest number."""
+    return max(values, key=lambda c: (round(c.value.win, 12), c.value.diff, -c.column))
+
+
+def analyse(board1: str, board2: str, die: int, depth: int = 4) -> Analysis:
+    """The best column for ``die`` on BOARD1 facing BOARD2, searching ``depth`` placements."""
+    game = Knucklebones(KnuckleRules())
+    check_die(game, die)
+    check_depth(depth)
+    pairs = position_pairs(game, board1, board2)
+    values = column_values(Searcher(game), pairs, die, depth)
+    mine, theirs = game.scores(pairs[None, :])
+    return Analysis(die, depth, int(mine[0]), int(theirs[0]), pick(values), values)
+
+
+@dataclass
+class TreeNode:
+    """A line of the search tree: a label, its evaluation (mover of the root's view), children."""
+
+    label: str
+    value: Eval | None
+    children: list[TreeNode]
+
+
+def search_tree(board1: str, board2: str, die: int, depth: int = 2) -> TreeNode:
+    """The search tree of `solve` to ``depth`` placements, values from the root mover's view."""
+    game = Knucklebones(KnuckleRules())
+    check_die(game, die)
+    check_depth(depth)
+    if depth > 3:
+        raise UsageError("tree prints every line: use --depth 3 or less (solve searches deeper)")
+    searcher = Searcher(game)
+    pairs = position_pairs(game, board1, board2)
+    root = TreeNode(f"die {die}", None, [])
+    _grow(game, searcher, root, pairs, die, depth, mover_is_root=True)
+    return root
+
+
+def _grow(
+    game: Knucklebones,
+    searcher: Searcher,
+    node: TreeNode,
+    pairs: np.ndarray,
+    die: int,
+    depth: int,
+    mover_is_root: bool,
+) -> None:
+    """Add the moves of (pairs, die) under ``node`` and, below each, every roll of the reply."""
+    who = "we" if mover_is_root else "they"
+    values = column_values(searcher, pairs, die, depth)
+    best = pick(values).column
+    for cv in values:
+        ev = cv.value if mover_is_root else Eval(1 - cv.value.win, -cv.value.diff, cv.value.exact)
+        mark = " (best)" if cv.column == best else ""
+        child = TreeNode(f"{who} play column {cv.column}{mark}", ev, [])
+        node.children.append(child)
+        after = pairs.copy()
+        after[cv.column - 1] = game.t.place[after[cv.column - 1], die - 1]
+        seen = game.t.swap[after]
+        if depth == 1 or game.terminal_mask(seen[None, :])[0]:
+            continue
+        for face in range(1, game.r.faces + 1):
+            roll = TreeNode(f"{'they' if mover_is_root else 'we'} roll {face}", None, [])
+            child.children.append(roll)
+            _grow(game, searcher, roll, seen, face, depth - 1, not mover_is_root)
+
+
+def board_rows(game: Knucklebones, pairs: np.ndarray, mover: bool) -> list[str]:
+    """A board drawn as rows of dice (``_`` for an empty slot), columns left to right."""
+    cols = game.t.pair_mover[pairs] if mover else game.t.pair_opp[pairs]
+    texts = [game.t.column_text(int(c)).replace(EMPTY_COLUMN, "") for c in cols]
+    return [" ".join(t[r] if r < len(t) else "_" for t in texts) for r in range(game.r.rows)]
+
+
+def play(
+    read_line: Callable[[str], str | None],
+    write: Callable[[str], None],
+    seed: int = 0,
+    depth: int = 4,
+    human_first: bool = True,
+) -> int:
+    """Play one game in the terminal against the solver; return the human's score difference
+    when it ends (or when the input does).
+
+    ``read_line(prompt)`` returns the next line typed (None at the end of input); ``write``
+    prints one line. Dice come from a generator seeded with ``seed``.
+    """
+    check_depth(depth)
+    game = Knucklebones(KnuckleRules())
+    searcher = Searcher(game)
+    rng = np.random.default_rng(seed)
+    pairs = np.zeros(game.r.columns, dtype=np.int64)  # always from the human's view
+    human_turn = human_first
+    write(f"Knucklebones: you against the solver (depth {depth}), seed {seed}")
+    while not game.terminal_mask(pairs[None, :])[0]:
+        face = int(rng.integers(1, game.r.faces + 1))
+        if human_turn:
+            _show(game, pairs, write)
+            col = _ask_column(game, pairs, face, read_line, write)
+            if col is None:  # end of input stops the game cleanly, like `stb-pipeline play`
+                mine, theirs = game.scores(pairs[None, :])
+                write("(end of input: game stopped)")
+                return int(mine[0] - theirs[0])
+            view = pairs
+        else:
+            view = game.t.swap[pairs]
+            col, _ = searcher.best_move(view, face, depth, OURS)
+            write(f"solver rolls {face} and plays column {col + 1}")
+        view = view.copy()
+        view[col] = game.t.place[view[col], face - 1]
+        pairs = view if human_turn else game.t.swap[view]
+        human_turn = not human_turn
+    _show(game, pairs, write)
+    mine, theirs = game.scores(pairs[None, :])
+    diff = int(mine[0] - theirs[0])
+    verdict = "you win" if diff > 0 else "you lose" if diff < 0 else "a draw"
+    write(f"game over: you {int(mine[0])}, solver {int(theirs[0])}: {verdict}")
+    return diff
+
+
+def _show(game: Knucklebones, pairs: np.ndarray, write: Callable[[str], None]) -> None:
+    mine, theirs = game.scores(pairs[None, :])
+    write(f"solver ({int(theirs[0])})")
+    for row in board_rows(game, pairs, mover=False):
+        write(f"  {row}")
+    write(f"you ({int(mine[0])})")
+    for row in board_rows(game, pairs, mover=True):
+        write(f"  {row}")
+
+
+def _ask_column(
+    game: Knucklebones,
+    pairs: np.ndarray,
+    face: int,
+    read_line: Callable[[str], str | None],
+    write: Callable[[str], None],
+) -> int | None:
+    """The 0-based column the human picks for ``face`` (asks again after a bad answer);
+    None at the end of input."""
+    legal = [int(i) + 1 for i in np.flatnonzero(game.t.place[pairs, face - 1] >= 0)]
+    choices = "/".join(map(str, legal))
+    while True:
+        line = read_line(f"you rolled {face}: column {choices}? ")
+        if line is None:
+            return None
+        text = line.strip()
+        if text.isdigit() and int(text) in legal:
+            return int(text) - 1
+        write(f"'{text}' is not a column you can play: choose {choices}")

@@ -1,0 +1,443 @@
+"""A Shut the Box game in the terminal that teaches: every choice is ranked by the solved tables.
+
+The game is a loop over decisions. Before a roll, when the rules offer one die or two, the player
+chooses how many dice; after the roll, which tiles to shut. Each time the options are shown best
+first with what each one loses against the best (in the variant's objective: win probability,
+expected score, ...), the player answers by number, and every choice that loses something is
+recorded. At the end the game lists those mistakes and their total.
+
+Everything comes from the built tables (``states``, ``policy``, ``moves``): :class:`Coach` reads
+them once per game. Input and output go through callables, so tests drive a game with a list of
+answers and the CLI with stdin (end of input ends the game cleanly).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.errors import UsageError
+from pipeline.games.dice import roll_distribution
+from pipeline.games.registry import Variant
+from pipeline.games.shutbox.game import ShutTheBox
+from pipeline.store import tables
+
+#: Objectives whose values are probabilities (shown in %, losses in percentage points).
+PROBABILITIES = ("shut", "target", "wins")
+#: Values closer than this (relative) are ties, as in the solver.
+TIE = 1e-12
+#: What a value means, by objective, for the player.
+OBJECTIVE_TEXT = {
+    "shut": "win probability",
+    "wins": "expected wins",
+    "target": "probability of reaching the target",
+    "score": "expected final score",
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice the player can make: a number of dice, or a move; ranked by ``value``."""
+
+    label: str
+    value: float
+    loses: float
+    """Value lost against the best option (0 for a best option), in the objective's units."""
+    is_best: bool
+    next_state: int | None = None
+    next_tiles: str | None = None
+    dice: int | None = None
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A choice that lost something."""
+
+    turn: int
+    tiles: str
+    situation: str
+    chosen: str
+    best: str
+    lost: float
+
+
+@dataclass
+class GameRecord:
+    """What happened in one game."""
+
+    variant: str
+    seed: int
+    start_value: float
+    mistakes: list[Mistake] = field(default_factory=list)
+    rolls: list[int] = field(default_factory=list)
+    final_tiles: str | None = None
+    final_score: int | None = None
+    shut: bool = False
+    finished: bool = False
+    outcome: str = ""
+
+    @property
+    def given_away(self) -> float:
+        """Sum of the values lost by every mistake."""
+        return math.fsum(m.lost for m in self.mistakes)
+
+
+class Coach:
+    """The solved tables of one Shut the Box variant, ready to rank choices.
+
+    One-player variants, and the two-player game (issue 3) when it is registered and built: its
+    states carry ``player`` and ``p1_score``, ids ``p1_score * 2**tiles + mask``, and values are
+    the mover's expected wins. Rolls and moves come from the one-player rules both share.
+    """
+
+    def __init__(self, data_dir: Path, variant: Variant) -> None:
+        game = variant.make()
+        box = game if isinstance(game, ShutTheBox) else getattr(game, "base", None)
+        if not isinstance(box, ShutTheBox):
+            raise UsageError(f"play supports Shut the Box variants; {variant.name} is not one")
+        self.variant, self.game, self.box = variant.name, game, box
+        self.n_masks = 1 << box.r.tiles
+        states = tables.read_table(data_dir, "states", variant.name)
+        if states["value"].null_count():
+            raise UsageError(
+                f"variant {variant.name} is not solved: run "
+                f"`stb-pipeline build --variant {variant.name}`"
+            )
+        self.objective = str(states["objective"][0])
+        self.maximise = bool(states["maximise"][0])
+        # The columns exist for every variant once any two-player variant is in the table
+        # (null for one-player rows): only a variant with player-2 states is two-player.
+        self.two_player = (
+            "p1_score" in states.columns
+            and "player" in states.columns
+            and bool(states["p1_score"].is_not_null().any())
+        )
+        if not self.two_player:
+            states = states.with_columns(player=pl.lit(1), p1_score=pl.lit(None, pl.Int64))
+        keep = (
+            "state_id",
+            "tiles",
+            "value",
+            "terminal",
+            "score",
+            "open_sum",
+            "dice",
+            "player",
+            "p1_score",
+        )
+        self.state = {r["state_id"]: r for r in states.select(keep).iter_rows(named=True)}
+        policy = tables.read_table(data_dir, "policy", variant.name)
+        self.node_value = {
+            (s, r): v for s, r, v in policy.select("state_id", "roll", "value").iter_rows()
+        }
+        moves = tables.read_table(data_dir, "moves", variant.name).sort(
+            ["state_id", "roll", "regret", "is_best"], descending=[False, False, False, True]
+        )
+        self.moves: dict[tuple[int, int], list[Option]] = {}
+        for row in moves.iter_rows(named=True):
+            self.moves.setdefault((row["state_id"], row["roll"]), []).append(
+                Option(
+                    label=_tiles_label(row["move"]),
+                    value=row["value"],
+                    loses=row["regret"],
+                    is_best=row["is_best"],
+                    next_state=row["next_state_id"],
+                    next_tiles=row["next_tiles"],
+                )
+            )
+
+    @property
+    def start(self) -> int:
+        """The full box (player 1's, in the two-player game)."""
+        return self.game.start_state()
+
+    def after_stuck(self, state_id: int) -> int | None:
+        """Where play goes when the mover is stuck: player 2's start, or None (the game ends)."""
+        info = self.state[state_id]
+        if not self.two_player or info["player"] != 1:
+            return None
+        return int(info["open_sum"]) * self.n_masks + self.n_masks - 1
+
+    def dice_options(self, state_id: int) -> list[Option]:
+        """How many dice the rules allow here, each with its value; best first."""
+        mask = np.array([state_id % self.n_masks], dtype=np.int64)
+        allowed = self.box.dice_available(mask)
+        options = []
+        for dice, ok in sorted(allowed.items(), reverse=True):
+            if not ok[0]:
+                continue
+            value = math.fsum(
+                ways / denom * self.node_value[(state_id, total)]
+                for total, ways, denom in roll_distribution(dice, self.box.r.sides)
+            )
+            label = "one die" if dice == 1 else f"{dice} dice"
+            options.append(Option(label, value, 0.0, False, dice=dice))
+        best_dice = self.state[state_id]["dice"]
+        best = next(o for o in options if o.dice == best_dice)
+        sign = 1.0 if self.maximise else -1.0
+        ranked = [
+            Option(
+                o.label,
+                o.value,
+                max(0.0, sign * (best.value - o.value)),
+                o.dice == best_dice,
+                dice=o.dice,
+            )
+            for o in options
+        ]
+        return sorted(ranked, key=lambda o: (not o.is_best, o.loses))
+
+    def move_options(self, state_id: int, roll: int) -> list[Option]:
+        """Every legal move after ``roll``, best first (empty when the player is stuck)."""
+        return self.moves.get((state_id, roll), [])
+
+
+Ask = Callable[[str, int], int | None]
+"""Asks the player to pick 1..n (prompt, n); returns the number picked, or None to stop."""
+
+
+def play_game(
+    coach: Coach,
+    ask: Ask,
+    console: Console,
+    seed: int | None = None,
+    show_values: bool = True,
+    seat: int = 1,
+) -> GameRecord:
+    """Play one game: roll with a seeded RNG, rank each choice, record the mistakes.
+
+    In the two-player game the player takes seat 1 or 2 and the solver plays the other seat
+    (optimally, by the tables); only the player's own choices are judged.
+    """
+    if seat not in (1, 2) or (seat == 2 and not coach.two_player):
+        raise UsageError("--seat 2 needs the two-player game; one-player games have seat 1 only")
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    rng = np.random.default_rng(seed)
+    what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
+    state = coach.start
+    start_value = coach.state[state]["value"]
+    # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
+    record = GameRecord(coach.variant, seed, start_value if seat == 1 else 1.0 - start_value)
+    players = f" (you are player {seat}, the solver the other)" if coach.two_player else ""
+    console.print(
+        f"[bold]{coach.variant}[/] ({coach.box.r.tiles} tiles){players}: "
+        f"seed {seed} (replay with --seed {seed}). "
+        f"Optimal play from here: your {what} {_fmt(record.start_value, coach.objective)}."
+    )
+    turn = 0
+    while True:
+        info = coach.state[state]
+        if info["terminal"]:
+            record.finished, record.shut = True, True
+            record.final_tiles, record.final_score = info["tiles"], 0
+            record.outcome = _outcome(coach, info, seat, stuck=False)
+            console.print(f"[bold]{record.outcome}[/]")
+            break
+        turn += 1
+        human = info["player"] == seat
+        console.print(_turn_header(coach, info, turn, human))
+        dice = coach.dice_options(state)
+        chosen: Option | None = dice[0]
+        if len(dice) > 1 and human:
+            chosen = _choose(ask, console, dice, "dice", coach.objective, show_values)
+            if chosen is None:
+                break
+            _judge(record, coach, console, turn, info["tiles"], "before rolling", chosen, dice)
+        elif len(dice) > 1:
+            console.print(f"The solver rolls {chosen.label}.")
+        faces = rng.integers(1, coach.box.r.sides + 1, size=chosen.dice)
+        roll = int(faces.sum())
+        record.rolls.append(roll)
+        who = "You roll" if human else "The solver rolls"
+        console.print(f"{who} {' + '.join(str(int(f)) for f in faces)} = [bold]{roll}[/]")
+        moves = coach.move_options(state, roll)
+        if not moves:
+            after = coach.after_stuck(state)
+            if after is None:
+                record.finished = True
+                record.final_tiles, record.final_score = info["tiles"], int(info["score"])
+                record.outcome = _outcome(coach, info, seat, stuck=True)
+                console.print(f"No move shuts tiles adding to {roll}: the game ends.")
+                console.print(f"[bold]{record.outcome}[/]")
+                break
+            console.print(
+                f"No move shuts tiles adding to {roll}: player 1 ends with "
+                f"{info['open_sum']}. Player 2 must finish below it to win."
+            )
+            state = after
+            continue
+        if human:
+            move = _choose(ask, console, moves, "shut", coach.objective, show_values)
+            if move is None:
+                break
+            _judge(record, coach, console, turn, info["tiles"], f"roll {roll}", move, moves)
+        else:
+            move = moves[0]
+            console.print(f"The solver shuts {move.label}.")
+        assert move.next_state is not None
+        state = move.next_state
+    _summary(record, coach, console)
+    return record
+
+
+def _turn_header(coach: Coach, info: dict, turn: int, human: bool) -> str:
+    """The line that opens a roll: whose it is and what is open."""
+    tiles = _spaced(info["tiles"])
+    if not coach.two_player:
+        return f"\n[bold]Turn {turn}[/]: open tiles {tiles}"
+    who = "you" if human else "the solver"
+    target = "" if info["p1_score"] is None else f", to beat {info['p1_score']}"
+    return f"\n[bold]Roll {turn}[/] (player {info['player']}, {who}{target}): open tiles {tiles}"
+
+
+def _outcome(coach: Coach, info: dict, seat: int, stuck: bool) -> str:
+    """How the game ended, from the player's side."""
+    if not coach.two_player:
+        if not stuck:
+            return "You shut the box!"
+        return f"Final tiles {_spaced(info['tiles'])}: score {info['score']}."
+    if not stuck:
+        # A terminal player-1 state is P1's shut box; a terminal player-2 state is P2 below P1.
+        winner = 1 if info["player"] == 1 else 2
+        how = "shuts the box" if winner == 1 else f"gets below {info['p1_score']}"
+    else:
+        if info["open_sum"] == info["p1_score"]:
+            return f"Player 2 ends on {info['open_sum']}, the same as player 1: a tie."
+        winner, how = 1, f"wins: player 2 ends on {info['open_sum']}, above {info['p1_score']}"
+    you = "you win" if winner == seat else "the solver wins"
+    return f"Player {winner} {how}: {you}."
+
+
+def _choose(
+    ask: Ask, console: Console, ranked: list[Option], kind: str, objective: str, show_values: bool
+) -> Option | None:
+    """Show the options and take the player's pick (None: stop).
+
+    With values shown the options are ranked best first; in a quiz they are listed in a neutral
+    order (fewest dice, lowest tiles first) and the ranking is shown after the pick.
+    """
+    shown = ranked if show_values else sorted(ranked, key=_neutral_order)
+    console.print(_options_table(shown, kind, objective, show_values))
+    question = "How many dice?" if kind == "dice" else "Which move?"
+    pick = ask(f"{question} (1-{len(shown)})", len(shown))
+    if pick is None:
+        return None
+    if not show_values:
+        console.print(_options_table(ranked, kind, objective, True))
+    return shown[pick - 1]
+
+
+def _neutral_order(option: Option) -> tuple[int, list[int]]:
+    """Order that gives nothing away: by number of dice, or by the tiles shut."""
+    return (option.dice or 0, [int(t) for t in option.label.split() if t.isdigit()])
+
+
+def _judge(
+    record: GameRecord,
+    coach: Coach,
+    console: Console,
+    turn: int,
+    tiles: str,
+    situation: str,
+    chosen: Option,
+    options: list[Option],
+) -> None:
+    """Tell the player how good the choice was, and record it when it lost something."""
+    best = options[0]
+    if chosen.loses <= TIE * max(1.0, abs(best.value)):
+        console.print(f"[green]{chosen.label}: a best choice.[/]")
+        return
+    record.mistakes.append(Mistake(turn, tiles, situation, chosen.label, best.label, chosen.loses))
+    console.print(
+        f"[yellow]{chosen.label} loses {_fmt_loss(chosen.loses, coach.objective, False)}; "
+        f"best was {best.label}.[/]"
+    )
+
+
+def _summary(record: GameRecord, coach: Coach, console: Console) -> None:
+    """The end of the game: the outcome and every mistake."""
+    what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
+    if not record.finished:
+        console.print("\nGame stopped before the end.")
+    if not record.mistakes:
+        console.print(f"No mistakes: you gave away no {what}.")
+        return
+    table = Table(title="Your mistakes", title_justify="left")
+    for col in ("turn", "tiles", "when", "you chose", "best", "lost"):
+        table.add_column(col, justify="right" if col in ("turn", "lost") else "left")
+    for m in record.mistakes:
+        table.add_row(
+            str(m.turn), m.tiles, m.situation, m.chosen, m.best, _fmt_loss(m.lost, coach.objective)
+        )
+    console.print(table)
+    lost = _fmt_loss(record.given_away, coach.objective, short=False)
+    start = _fmt(record.start_value, coach.objective)
+    if coach.maximise:
+        text = f"In all you gave away {lost} of {what}"
+    else:
+        text = f"In all your choices added {lost} to your {what}"
+    console.print(f"{text} (optimal play from the start: {start}).")
+
+
+def _options_table(options: list[Option], kind: str, objective: str, show_values: bool) -> Table:
+    """The numbered options, best first, with what each one loses."""
+    table = Table("#", kind, *(("value", "loses") if show_values else ()))
+    for i, o in enumerate(options, 1):
+        label = o.label if kind == "dice" else f"{o.label}  (leaves {_spaced(o.next_tiles or '')})"
+        cells = [_fmt(o.value, objective), _fmt_loss(o.loses, objective)] if show_values else []
+        table.add_row(str(i), label, *cells)
+    return table
+
+
+def _tiles_label(move: list[int] | None) -> str:
+    return " ".join(str(t) for t in move or [])
+
+
+def _spaced(tiles: str) -> str:
+    return " ".join(tiles.split(",")) if "," in tiles else " ".join(tiles) or "nothing"
+
+
+def _fmt(value: float, objective: str) -> str:
+    return f"{value:.4%}" if objective in PROBABILITIES else f"{value:.4f}"
+
+
+def _fmt_loss(value: float, objective: str, short: bool = True) -> str:
+    """A loss: probabilities in percentage points ("pp" in tables), other values as they are."""
+    if objective in PROBABILITIES:
+        unit = "pp" if short else "percentage points"
+        return f"{value * 100:.4f} {unit}" if value else "-"
+    return f"{value:.4f}" if value else "-"
+
+
+def line_asker(read_line: Callable[[], str], console: Console, echo: bool) -> Ask:
+    """An :data:`Ask` reading one answer per line; ``q`` or end of input stops the game.
+
+    ``read_line`` returns "" at end of input (as ``sys.stdin.readline`` does); with ``echo`` the
+    answer is printed after the prompt, so that a transcript of piped input reads well.
+    """
+
+    def ask(prompt: str, n: int) -> int | None:
+        while True:
+            console.print(f"{prompt} ", end="")
+            line = read_line()
+            if not line:
+                console.print("\n(end of input)")
+                return None
+            text = line.strip().lower()
+            if echo:
+                console.print(text)
+            if text in ("q", "quit"):
+                return None
+            if text.isdigit() and 1 <= int(text) <= n:
+                return int(text)
+            console.print(f"Type a number from 1 to {n} (q quits).")
+
+    return ask

@@ -1,0 +1,341 @@
+"""The pipeline stages: enumerate, edges, solve, policy, and build (all of them).
+
+Each stage turns a variant's game graph (and, from solve on, its solution) into table rows;
+:func:`run` writes them with :mod:`pipeline.store.tables`. Other modules add tables to ``build``
+through :func:`build_hooks`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pipeline.store import manifest
+from pipeline.store import tables
+from pipeline.errors import PipelineError, UsageError
+from pipeline.games.base import Game
+from pipeline.games.solved import Solved
+from pipeline.solve.exact import solve_exact
+from pipeline.graph import Graph
+from pipeline.solve.rank_order import Solution, best_moves, solve_rank_order
+from pipeline.solve.value_iteration import solve_value_iteration
+from pipeline.games.registry import Variant
+
+STAGES = ("enumerate", "edges", "solve", "policy")
+#: Which tables each stage writes.
+STAGE_TABLES = {
+    "enumerate": ("states",),
+    "edges": ("edges",),
+    "solve": ("states",),
+    "policy": ("policy", "moves"),
+}
+
+
+def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
+    """Extra tables written by `build`: the game's own (summary, strategy benchmarks, ...)."""
+    return [lambda s: s.game.extra_tables(s)]
+
+
+def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
+    """The states table rows of a variant (values and dice choice only after solving)."""
+    g = s.graph
+    frame = pl.DataFrame({"state_id": g.state_id}).hstack(s.states())
+    frame = frame.with_columns(
+        terminal=pl.Series(~np.isnan(g.terminal)),
+        rank=pl.Series(g.rank, dtype=pl.Int32),
+        objective=pl.lit(s.game.objective),
+        maximise=pl.lit(g.maximise),
+    )
+    if not with_values:
+        return frame.with_columns(value=pl.lit(None, dtype=pl.Float64))
+    sol = s.solve()
+    choice = pl.Series(sol.choice).replace(-1, None)
+    if s.exact:
+        frame = frame.with_columns(value_exact=pl.Series(exact_values(s), dtype=pl.String))
+    return frame.with_columns(
+        value=pl.Series(sol.value),
+        **{s.game.choice_name(): choice.cast(pl.Int16)},
+        choice_options=pl.Series(sol.n_choices, dtype=pl.Int16),
+        # verify's Bellman contract allows this much (0 for backward induction).
+        residual=pl.lit(float(sol.residual)),
+    )
+
+
+def exact_values(s: Solved) -> list[str]:
+    """Exact values as fraction strings, after checking the float solve agrees to 1e-12."""
+    try:
+        exact = solve_exact(s.graph)
+    except ValueError as exc:
+        raise UsageError(f"{s.variant.name}: {exc}") from None
+    floats = s.solve().value
+    worst = max(abs(float(f) - v) for f, v in zip(exact, floats.tolist(), strict=True))
+    if worst > 1e-12:
+        raise PipelineError(f"{s.variant.name}: float and exact solves differ by {worst:.3g}")
+    return [str(f) for f in exact]
+
+
+def _gather_states(s: Solved, idx: np.ndarray, prefix: str = "") -> pl.DataFrame:
+    """State id and tiles of the states at graph indices ``idx`` (null where idx < 0)."""
+    ok = idx >= 0
+    safe = np.where(ok, idx, 0)
+    frame = pl.DataFrame(
+        {"ok": ok, "id": s.graph.state_id[safe], "tiles": s.states()["tiles"].gather(safe)}
+    )
+    return frame.select(
+        pl.when("ok").then("id").alias(f"{prefix}state_id"),
+        pl.when("ok").then("tiles").alias(f"{prefix}tiles"),
+    )
+
+
+def edge_rows(s: Solved) -> pl.DataFrame:
+    """One row per (state, dice, roll, move): the successor edges, with each roll's probability.
+
+    A roll with no legal move has one row with a null move: ``reward`` is then the final value.
+    Each row's value is ``reward + sign * value(next_state_id)``.
+    """
+    g = s.graph
+    starts = g.move_starts()
+    count = starts[g.ch_node + 1] - starts[g.ch_node]
+    rows = np.repeat(np.arange(g.ch_state.shape[0]), count)
+    first = np.repeat(starts[g.ch_node], count)
+    within = np.arange(rows.shape[0]) - np.repeat(np.cumsum(count) - count, count)
+    mv = first + within
+    frame = _gather_states(s, g.ch_state[rows])
+    nxt = _gather_states(s, g.mv_dst[mv], prefix="next_")
+    return (
+        frame.hstack(
+            [
+                pl.Series(s.game.choice_name(), g.ch_choice[rows], dtype=pl.Int16),
+                pl.Series("roll", g.node_roll[g.ch_node[rows]], dtype=pl.Int16),
+                pl.Series("prob", g.ch_prob[rows]),
+                s.game.describe_moves(g.mv_label[mv]).alias("move"),
+            ]
+        )
+        .hstack(nxt)
+        .with_columns(
+            reward=pl.Series(g.mv_offset[mv]), sign=pl.Series(g.mv_scale[mv], dtype=pl.Int8)
+        )
+    )
+
+
+def policy_rows(
+    s: Solved, with_moves: bool = True
+) -> tuple[pl.DataFrame | tables.ChunkedRows, pl.DataFrame | None]:
+    """The policy (best move of every (state, roll)) and every legal move with its regret.
+
+    Without ``with_moves`` the moves table is not built (None). A policy of more than
+    :data:`pipeline.store.tables.STREAM_ROWS` nodes comes as :class:`~pipeline.store.tables.ChunkedRows`,
+    built a slice of nodes at a time while it is written.
+    """
+    g, sol = s.graph, s.solve()
+    best, n_optimal = best_moves(g, sol)
+    n_nodes = g.node_state.shape[0]
+    label = g.mv_label[best]
+    n_optimal = np.where(label < 0, 0, n_optimal).astype(np.int16)
+    n_moves = np.bincount(g.mv_node[g.mv_label >= 0], minlength=n_nodes).astype(np.int16)
+
+    def policy_slice(lo: int, hi: int) -> pl.DataFrame:
+        pick = best[lo:hi]
+        return (
+            _gather_states(s, g.node_state[lo:hi])
+            .hstack(
+                [
+                    pl.Series("roll", g.node_roll[lo:hi], dtype=pl.Int16),
+                    pl.Series("stuck", label[lo:hi] < 0),
+                    s.game.describe_moves(label[lo:hi]).alias("best_move"),
+                ]
+            )
+            .hstack(_gather_states(s, g.mv_dst[pick], prefix="next_"))
+            .with_columns(
+                value=pl.Series(sol.node_value[lo:hi]),
+                n_optimal=pl.Series(n_optimal[lo:hi], dtype=pl.Int16),
+                n_moves=pl.Series(n_moves[lo:hi], dtype=pl.Int16),
+            )
+        )
+
+    policy: pl.DataFrame | tables.ChunkedRows
+    if n_nodes > tables.STREAM_ROWS:
+        step = tables.SLICE_ROWS
+
+        def chunks() -> Iterator[pl.DataFrame]:
+            for lo in range(0, n_nodes, step):
+                yield policy_slice(lo, min(lo + step, n_nodes))
+
+        policy = tables.ChunkedRows(n_nodes, policy_slice(0, 0).schema, chunks)
+    else:
+        policy = policy_slice(0, n_nodes)
+    if not with_moves:
+        return policy, None
+    legal = np.flatnonzero(g.mv_label >= 0)
+    node = g.mv_node[legal]
+    node_best = sol.node_value[node]
+    regret = (node_best - sol.move_value[legal]) * (1 if g.maximise else -1)
+    is_best = np.zeros(g.mv_node.shape[0], dtype=bool)
+    is_best[best] = True
+    moves = (
+        _gather_states(s, g.node_state[node])
+        .hstack(
+            [
+                pl.Series("roll", g.node_roll[node], dtype=pl.Int16),
+                s.game.describe_moves(g.mv_label[legal]).alias("move"),
+            ]
+        )
+        .hstack(_gather_states(s, g.mv_dst[legal], prefix="next_"))
+        .with_columns(
+            value=pl.Series(sol.move_value[legal]),
+            regret=pl.Series(np.maximum(regret, 0.0)),
+            is_best=pl.Series(is_best[legal]),
+        )
+    )
+    return policy, moves
+
+
+def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | tables.ChunkedRows]:
+    """The tables the requested stages produce for one variant."""
+    out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
+    for stage in stages:
+        t0 = time.perf_counter()
+        if stage == "enumerate" and "solve" not in stages:
+            out["states"] = state_rows(s, with_values=False)
+        elif stage == "edges" and not s.game.skip_edges:
+            out["edges"] = edge_rows(s)
+        elif stage == "solve":
+            out["states"] = state_rows(s, with_values=True)
+        elif stage == "policy":
+            out["policy"], moves = policy_rows(s, with_moves=not s.game.skip_edges)
+            if moves is not None:
+                out["moves"] = moves
+        s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
+    if set(STAGES) <= set(stages):
+        for hook in build_hooks():
+            out.update(hook(s))
+    return out
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """What one variant's run produced, for the CLI's summary."""
+
+    variant: str
+    states: int
+    nodes: int
+    moves: int
+    start_value: float | None
+    tables: tuple[str, ...]
+    seconds: float
+    note: str = ""
+    skipped: bool = False
+
+
+def run(
+    variants: Sequence[Variant],
+    stages: Sequence[str],
+    data_dir: Path,
+    console: Console | None = None,
+    exact: bool = False,
+    skip_unchanged: bool = False,
+) -> list[StageReport]:
+    """Run ``stages`` for each variant and write their tables into ``data_dir``.
+
+    All variants are computed first and every table is then replaced in one commit, under the
+    data directory's lock, so a failure part-way leaves the old tables as they were. With
+    ``skip_unchanged``, a variant whose last run (per ``manifest.json``) had the same stages,
+    rules and code hash, and whose tables are unchanged since, is not recomputed.
+    """
+    console = console or Console(stderr=True)
+    tables.ensure_writable(data_dir)
+    pending: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = {}
+    rules: dict[str, dict] = {}
+    records: dict[str, dict] = {}
+    reports: list[StageReport] = []
+    known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
+    columns = [TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn()]
+    # no bar when stderr is not a terminal: rich would leave a blank line there
+    bar_off = not console.is_terminal
+    with Progress(*columns, console=console, transient=True, disable=bar_off) as bar:
+        task = bar.add_task("solving", total=len(variants))
+        for variant in variants:
+            bar.update(task, description=f"{variant.name}: building graph")
+            t0 = time.perf_counter()
+            game = variant.make()
+            options = {"exact": exact}
+            record = manifest.up_to_date(
+                data_dir, known, variant.name, game.rules(), list(stages), options
+            )
+            if record is not None:
+                reports.append(_skipped_report(variant.name, record))
+                bar.advance(task)
+                continue
+            s = Solved(variant, game, game.graph(), exact=exact)
+            bar.update(task, description=f"{variant.name}: {', '.join(stages)}")
+            frames = stage_frames(s, stages)
+            for name, frame in frames.items():
+                pending.setdefault(name, {})[variant.name] = frame
+            rules[variant.name] = game.rules()
+            start = _start_value(s) if s.solution is not None else None
+            skipped: list[str] = []
+            if game.skip_edges:
+                skipped = [t for t, st in (("edges", "edges"), ("moves", "policy")) if st in stages]
+                # the build hook leaves out the per-state strategy tables too
+                skipped += ["reach", "node_reach"] if "benchmarks" in frames else []
+            plural = "s" if len(skipped) > 1 else ""
+            note = f"{', '.join(skipped)} table{plural} skipped (too large)" if skipped else ""
+            if s.solution is not None and s.solution.iterations:
+                sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
+                note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))
+            report = StageReport(
+                variant.name,
+                s.graph.n_states,
+                int(s.graph.node_state.shape[0]),
+                int(np.count_nonzero(s.graph.mv_label >= 0)),
+                start,
+                tuple(sorted(frames)),
+                time.perf_counter() - t0,
+                note,
+            )
+            reports.append(report)
+            summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
+            table_rows = {name: frame.height for name, frame in frames.items()}
+            records[variant.name] = manifest.variant_record(
+                rules[variant.name], list(stages), s.seeds, table_rows, summary, options
+            )
+            bar.advance(task)
+        if pending:
+            bar.update(task, description="writing tables")
+            with tables.data_lock(data_dir):
+                merged = {
+                    name: tables.merged_rows(data_dir, name, by_variant, rules)
+                    for name, by_variant in pending.items()
+                }
+                tables.commit(data_dir, merged, records)
+    return reports
+
+
+def _skipped_report(name: str, record: dict) -> StageReport:
+    """The report of a variant left as it was: its summary from the manifest."""
+    summary = record.get("summary", {})
+    return StageReport(
+        name,
+        int(summary.get("states", 0)),
+        int(summary.get("nodes", 0)),
+        int(summary.get("moves", 0)),
+        summary.get("start_value"),
+        (),
+        0.0,
+        "unchanged since the last build (same rules and code hash): skipped; --force rebuilds",
+        skipped=True,
+    )
+
+
+def _start_value(s: Solved) -> float:
+    """Value of the variant's start state."""
+    assert s.solution is not None
+    idx = np.flatnonzero(s.graph.state_id == s.game.start_state())[0]
+    return float(s.solution.value[idx])

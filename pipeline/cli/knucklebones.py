@@ -1,0 +1,181 @@
+"""`stb-pipeline knucklebones ...`: the full 3x3 game by search (solve, tree, play, benchmark)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.tree import Tree
+
+from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
+from pipeline.errors import UsageError
+
+if TYPE_CHECKING:
+    from pipeline.apps.knucklebones.position import TreeNode
+    from pipeline.games.knucklebones.search import Eval
+
+BOARD_HELP = (
+    "A board column by column: columns separated by '/', each column its dice as digits "
+    "(any order); '_' is an empty slot and '_' or nothing an empty column. E.g. 44_/1__/___ "
+    "or 44/1/_."
+)
+Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " + BOARD_HELP)]
+Board2 = Annotated[str, typer.Argument(help="The opponent's board, same format.")]
+Die = Annotated[int, typer.Argument(help="The die just rolled (1..6).")]
+
+kb = typer.Typer(
+    help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
+    "Boards are written column by column: 44_/1__/___ is a column 4,4, a column 1 and an empty "
+    "column. BOARD1 is the player about to place DIE, BOARD2 the opponent; column i of BOARD1 "
+    "faces column i of BOARD2.\n\nExample: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
+    no_args_is_help=True,
+)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def _fmt(ev: Eval) -> str:
+    kind = "exact" if ev.exact else "estimate"
+    return f"win {ev.win:.4f}  score difference {ev.diff:+.3f}  ({kind})"
+
+
+@kb.command("solve")
+def solve_cmd(
+    board1: Board1,
+    board2: Board2,
+    die: Die,
+    depth: Annotated[int, typer.Option(help=f"Placements searched (1..{MAX_DEPTH}).")] = 4,
+) -> None:
+    """Print the best column for the die and its win probability and expected score difference.
+
+    Example: stb-pipeline knucklebones solve 44_/1__/___ 2__/___/___ 4 --depth 4
+    """
+    from pipeline.apps.knucklebones.position import analyse
+
+    a = analyse(board1, board2, die, depth)
+    out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, depth {a.depth}")
+    out.print(f"best column {a.best.column}: {_fmt(a.best.value)}")
+    table = Table("column", "win", "score difference", "exact")
+    for cv in a.columns:
+        mark = " *" if cv.column == a.best.column else ""
+        table.add_row(
+            f"{cv.column}{mark}",
+            f"{cv.value.win:.6f}",
+            f"{cv.value.diff:+.4f}",
+            "yes" if cv.value.exact else "no",
+        )
+    out.print(table)
+
+
+def _tree(node: TreeNode, into: Tree) -> None:
+    for child in node.children:
+        label = child.label if child.value is None else f"{child.label}: {_fmt(child.value)}"
+        _tree(child, into.add(label))
+
+
+@kb.command("tree")
+def tree_cmd(
+    board1: Board1,
+    board2: Board2,
+    die: Die,
+    depth: Annotated[int, typer.Option(help="Placements to print (1..3).")] = 2,
+) -> None:
+    """Print the search tree: each column, each reply roll, each reply (values: first player's).
+
+    Example: stb-pipeline knucklebones tree 44/1/_ 2/_/_ 4 --depth 2
+    """
+    from pipeline.apps.knucklebones.position import search_tree
+
+    root = search_tree(board1, board2, die, depth)
+    tree = Tree(root.label)
+    _tree(root, tree)
+    # wide enough for depth-3 labels: a pipe's default 80 columns would cut them off
+    Console(highlight=False, width=max(out.width, 160)).print(tree)
+
+
+def _read_line(prompt: str) -> str | None:
+    out.print(prompt, end="")
+    line = sys.stdin.readline()
+    return line if line else None
+
+
+@kb.command("play")
+def play_cmd(
+    seed: Annotated[int, typer.Option(help="Seed of the dice.")] = 0,
+    depth: Annotated[int, typer.Option(help=f"The solver's depth (1..{MAX_DEPTH}).")] = 4,
+    second: Annotated[bool, typer.Option("--second", help="Let the solver move first.")] = False,
+) -> None:
+    """Play a game against the solver in the terminal (type a column number for each die).
+
+    Example: stb-pipeline knucklebones play --seed 7 --depth 4
+    """
+    from pipeline.apps.knucklebones.position import play
+
+    play(_read_line, out.print, seed=seed, depth=depth, human_first=not second)
+
+
+@kb.command("benchmark")
+def benchmark_cmd(
+    games: Annotated[int, typer.Option(help="Games per (depth, opponent) pair.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Base seed (each row records its own).")] = 1,
+    depths: Annotated[str, typer.Option(help="Our search depths, comma-separated.")] = "1,2,3,4",
+    opponents: Annotated[
+        str, typer.Option(help=f"Opponents, comma-separated: {', '.join(OPPONENTS)}, ours-dN.")
+    ] = ",".join(OPPONENTS),
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+) -> None:
+    """Play our search against random, greedy and the seed's heuristic; write benchmarks rows.
+
+    Example: stb-pipeline knucklebones benchmark --games 2000 --seed 1
+    """
+    from pipeline.apps.knucklebones.match import benchmark_frame, write_benchmark_rows
+    from pipeline.apps.knucklebones.position import check_depth
+    from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+    depth_list = _ints(depths, "--depths")
+    for d in depth_list:
+        check_depth(d)
+    opp_list = [o for o in opponents.split(",") if o]
+    for o in opp_list:
+        if o not in OPPONENTS and not (o[:-1] in ("seed-d", "ours-d") and o[-1].isdigit()):
+            raise UsageError(
+                f"unknown opponent {o!r}: use {', '.join(OPPONENTS)}, seed-dN, ours-dN"
+            )
+    if games < 1:
+        raise UsageError("--games must be at least 1")
+    game = Knucklebones(KnuckleRules())
+    total = games * len(depth_list) * len(opp_list)
+    columns = [TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("games", total=total)
+        frame = benchmark_frame(game, depth_list, opp_list, games, seed, lambda: bar.advance(task))
+    path = write_benchmark_rows(data_dir, frame, game)
+    table = Table("ours", "opponent", "wins", "draws", "losses", "win rate (95% CI)", "median ms")
+    for r in frame.iter_rows(named=True):
+        table.add_row(
+            r["strategy"],
+            r["opponent"],
+            str(r["wins"]),
+            str(r["draws"]),
+            str(r["losses"]),
+            f"{r['win_rate']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})",
+            f"{r['median_decision_ms']:.2f}",
+        )
+    out.print(table)
+    out.print(f"rows written to {path} (variant knucklebones)")
+
+
+def _ints(text: str, option: str) -> list[int]:
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts or not all(p.strip().isdigit() for p in parts):
+        raise UsageError(f"{option} {text!r}: give whole numbers separated by commas")
+    return [int(p) for p in parts]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `knucklebones` command group."""
+    app.add_typer(kb, name="knucklebones")

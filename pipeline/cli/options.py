@@ -1,0 +1,92 @@
+"""Options and helpers shared by every `stb-pipeline` command (no command lives here)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from pipeline.games.registry import Variant, select_one, select_variants
+from pipeline.games.shutbox.custom import CUSTOM_RULE_OPTIONS, rules_from_options
+
+out = Console(highlight=False, soft_wrap=True, width=max(Console().width, 100))
+
+DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR", "data"))
+DataDir = Annotated[Path, typer.Option("--data-dir", "-d", help="Directory of the Parquet tables.")]
+OneVariant = Annotated[
+    str | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="Variant name (see `stb-pipeline variants`; default classic), or custom with rule "
+        "options.",
+    ),
+]
+P1Score = Annotated[
+    int | None, typer.Option("--p1-score", help="Player 1's score (two-player game, P2 states).")
+]
+
+#: Options that describe a custom rule set; added to commands by @with_rules.
+RULE_OPTIONS = CUSTOM_RULE_OPTIONS
+
+
+def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the custom rule options to a command; it receives them as ``custom: Variant | None``."""
+    sig = inspect.signature(fn)
+    extra = [
+        inspect.Parameter(
+            f"rule_{name}",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                kind | None,
+                typer.Option(
+                    f"--{name.replace('_', '-')}", help=text, rich_help_panel="Custom rules"
+                ),
+            ],
+        )
+        for name, (kind, text) in RULE_OPTIONS.items()
+    ]
+    params = [p for p in sig.parameters.values() if p.name != "custom"] + extra
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        values = {name: kwargs.pop(f"rule_{name}") for name in RULE_OPTIONS}
+        kwargs["custom"] = rules_from_options(values)
+        return fn(**kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
+
+
+ManyVariants = Annotated[
+    list[str],
+    typer.Option(
+        "--variant", "-v", help="Variant names (repeat or comma-separate) or all (the default)."
+    ),
+]
+Exact = Annotated[
+    bool,
+    typer.Option(
+        "--exact",
+        help="Also solve in exact fractions (small games), check the floats against them "
+        "and store them in states.value_exact.",
+    ),
+]
+
+
+def pick_variants(names: list[str], custom: Variant | None) -> list[Variant]:
+    """The variants a command acts on (see :func:`pipeline.games.registry.select_variants`)."""
+    return select_variants(names, custom)
+
+
+def pick_one(name: str | None, custom: Variant | None) -> Variant:
+    """The single variant a question is about (none named: classic)."""
+    return select_one(name, custom)

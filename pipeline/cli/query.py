@@ -1,0 +1,120 @@
+"""`stb-pipeline query`: run a named analysis query from `queries/` (or list them).
+
+No `from __future__ import annotations` here: typer reads the annotations at run time, and
+the shared option types come from `pipeline.cli.app` inside `register`.
+"""
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from pipeline.errors import UsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def parse_params(items: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` strings as DuckDB variables (integers and floats where they parse)."""
+    params: dict[str, object] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--param {item!r}: write KEY=VALUE, e.g. --param strategy=greedy")
+        value: object = text
+        for kind in (int, float):
+            try:
+                value = kind(text)
+                break
+            except ValueError:
+                continue
+        params[key] = value
+    return params
+
+
+def pick_format(fmt: str | None, output: Path | None) -> str:
+    """The output format: as given, else from the output file's suffix, else a table."""
+    from pipeline.store import outputs
+
+    if fmt is None:
+        suffix = output.suffix.lstrip(".") if output is not None else "table"
+        fmt = suffix if suffix in outputs.FORMATS else "table"
+    if fmt not in outputs.FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(outputs.FORMATS)}, not {fmt!r}")
+    if output is not None and fmt == "table":
+        raise UsageError("--output needs --format csv or parquet (or a .csv/.parquet file name)")
+    if output is None and fmt == "parquet":
+        raise UsageError("--format parquet needs --output FILE")
+    return fmt
+
+
+def show_table(frame: "pl.DataFrame", title: str) -> Table:
+    """A rich table of a query result (floats to 12 significant digits)."""
+    from pipeline.store import outputs
+
+    table = Table(title=title, title_justify="left")
+    for name, dtype in frame.schema.items():
+        table.add_column(name, justify="right" if dtype.is_numeric() else "left")
+    for row in outputs.flatten_lists(frame).iter_rows():
+        table.add_row(
+            *("" if v is None else f"{v:.12g}" if isinstance(v, float) else str(v) for v in row)
+        )
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `query` command."""
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, out
+
+    @app.command("query")
+    def query_cmd(
+        name: Annotated[
+            str | None, typer.Argument(help="Query name (see --list), e.g. best_opening_roll.")
+        ] = None,
+        variant: Annotated[
+            str | None, typer.Option("--variant", "-v", help="Variant the query is about.")
+        ] = None,
+        param: Annotated[
+            list[str],
+            typer.Option("--param", "-p", help="Another query variable, KEY=VALUE (repeatable)."),
+        ] = [],  # noqa: B006  (typer needs a literal default)
+        fmt: Annotated[
+            str | None, typer.Option("--format", "-f", help="table, csv or parquet.")
+        ] = None,
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="Write the result to this file.")
+        ] = None,
+        list_: Annotated[
+            bool, typer.Option("--list", "-l", help="List the queries and what each answers.")
+        ] = False,
+        data_dir: DataDir = DEFAULT_DATA_DIR,
+    ) -> None:
+        """Run an analysis query from queries/ on the tables, or list them with --list.
+
+        Example: stb-pipeline query best_opening_roll --variant classic --format csv
+        """
+        from pipeline.analysis import sql
+        from pipeline.store import outputs
+
+        if list_:
+            table = Table("query", "description")
+            for query, description in sql.list_queries():
+                table.add_row(query, description)
+            out.print(table)
+            return
+        if name is None:
+            raise UsageError("name a query (stb-pipeline query --list shows them)")
+        chosen = pick_format(fmt, output)
+        params = parse_params(param)
+        if variant is not None:
+            params["variant"] = variant
+        frame = sql.run_query(name, data_dir, **params)
+        if output is not None:
+            outputs.export(frame, chosen, output)
+            out.print(f"{frame.height} rows written to {output}")
+        elif chosen == "csv":
+            print(outputs.to_csv(frame), end="")
+        else:
+            out.print(show_table(frame, f"{name} ({frame.height} rows)"))

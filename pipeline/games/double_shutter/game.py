@@ -1,0 +1,568 @@
+"""Double Shutter ("Shut the Super Box"): Shut the Box with a second row of tiles behind the first.
+
+Layout: ``columns`` columns. Column i holds front tile i and, with a back row, the back tile
+``columns + 1 - i`` behind it (the back row is numbered in reverse, as in the box that reproduces
+seed 001's numbers; ``back_reversed=False`` puts back tile i behind front tile i). A back tile can
+be shut once the front tile in front of it is down, or in the same move. A move shuts a set of
+currently shuttable tiles whose face values sum to the roll. When the player is stuck the score is
+``front_weight`` x (standing front tiles) + ``back_weight`` x (standing back tiles).
+
+State: one digit per column, the number of tiles down in it: 0 = both up, 1 = front down and
+back up, 2 = both down (without a back row: 0 = up, 1 = down). The ``state`` string lists the
+digits column 1 first; the canonical ``state_id`` is that string read as a base-3 number, so
+column 1 is the most significant digit, the full box is 0 and the shut 9-column box is 3**9 - 1.
+
+Tiles in lists (``open_tiles``, moves) are signed: front tile t is ``t``, back tile t is ``-t``.
+A move label is ``sum(2**(columns + t - 1) for front tiles t) + sum(2**(t - 1) for back tiles t)``,
+so "prefer the largest label" breaks ties towards the move holding the highest front tile where
+two moves differ, then the highest back tile.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from pipeline.errors import UsageError
+from pipeline.games.base import Game
+from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
+from pipeline.graph import NO_STATE, PASS, Graph
+from pipeline.solve.batch import BatchSolution, solve_rank_order_batch
+from pipeline.solve.rank_order import Solution
+
+if TYPE_CHECKING:
+    from pipeline.games.solved import Solved
+
+MAX_COLUMNS = 9
+MAX_DICE = 4
+MAX_SIDES = 12
+OBJECTIVES = ("score", "shut", "target")
+ONE_DIE_MODES = ("never", "optional", "forced")
+# What a move does to one column: shut its front tile, both tiles, or the back tile alone.
+FRONT, BOTH, BACK = "front", "both", "back"
+#: The digit the column must have for each, and how far the move advances it.
+NEEDS = {FRONT: 0, BOTH: 0, BACK: 1}
+STEPS = {FRONT: 1, BOTH: 2, BACK: 1}
+FRONT_BACK = re.compile(r"^\s*(?:(front|back|f|b)\s*[=:]\s*([0-9]*|-)\s*[,;]?\s*)+$", re.I)
+FRONT_BACK_PART = re.compile(r"(front|back|f|b)\s*[=:]\s*([0-9]*|-)", re.I)
+
+
+@dataclass(frozen=True)
+class DoubleShutterRules:
+    """The rules of a Double Shutter box (defaults: the box of seed 001).
+
+    ``one_die``: ``optional`` (may) or ``forced`` (must) roll a single die when the tiles that can
+    currently be shut sum to at most ``one_die_sum``; ``never`` ignores the limit. The objective
+    is ``score`` (minimise the expected final score), ``shut`` (maximise P(final score = 0)) or
+    ``target`` (maximise P(final score <= target)).
+    """
+
+    columns: int = 9
+    back_row: bool = True
+    back_reversed: bool = True
+    front_weight: int = 2
+    back_weight: int = 1
+    dice: int = 2
+    sides: int = 6
+    one_die: str = "optional"
+    one_die_sum: int = 6
+    objective: str = "score"
+    target: int | None = None
+
+    def __post_init__(self) -> None:
+        for problem in self.problems():
+            raise UsageError(problem)
+
+    def problems(self) -> list[str]:
+        """Every reason this rule set is contradictory or out of range (empty when valid)."""
+        out: list[str] = []
+        out += range_problem("columns", self.columns, 1, MAX_COLUMNS)
+        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
+        out += choice_problem("one-die rule", self.one_die, ONE_DIE_MODES)
+        out += choice_problem("objective", self.objective, OBJECTIVES)
+        if self.front_weight < 0 or self.back_weight < 0:
+            out.append("score weights must not be negative")
+        if self.one_die_sum < 1:
+            out.append(f"the one-die limit must be positive, not {self.one_die_sum}")
+        if out:
+            return out
+        if self.one_die != "never" and self.dice == 1:
+            out.append("a one-die rule needs more than one die")
+        if (self.objective == "target") != (self.target is not None):
+            out.append("a target score goes with objective 'target' (and only with it)")
+        if self.target is not None and not 0 <= self.target < self.max_score():
+            out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
+        if self.objective == "shut" and self.columns > self.dice * self.sides:
+            out.append(f"tile {self.columns} can never be shut, so P(score = 0) would be 0")
+        return out
+
+    @property
+    def rows(self) -> int:
+        """Tiles per column."""
+        return 2 if self.back_row else 1
+
+    def front_values(self) -> np.ndarray:
+        """Face value of the front tile of each column (column 1 first)."""
+        return np.arange(1, self.columns + 1, dtype=np.int64)
+
+    def back_values(self) -> np.ndarray:
+        """Face value of the back tile of each column (column 1 first)."""
+        front = self.front_values()
+        return front[::-1].copy() if self.back_reversed else front
+
+    def max_score(self) -> int:
+        """Score with every tile standing."""
+        total = self.columns * (self.columns + 1) // 2
+        return total * (self.front_weight + (self.back_weight if self.back_row else 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for metadata and manifests."""
+        return {"game": "double-shutter", **asdict(self)}
+
+
+class DoubleShutter(Game):
+    """The one-player Double Shutter game for a :class:`DoubleShutterRules`.
+
+    ``thresholds``: the targets n for which the summary reports p(n) = 1 - max P(score <= n).
+    """
+
+    def __init__(self, rules: DoubleShutterRules, thresholds: Sequence[int] = ()) -> None:
+        self.r = rules
+        self.objective = rules.objective
+        self.thresholds = tuple(thresholds)
+        n = rules.columns
+        self.front = rules.front_values()
+        self.back = rules.back_values()
+        self.place = 3 ** np.arange(n - 1, -1, -1, dtype=np.int64)
+        """Base-3 place value of each column's digit (column 1 most significant)."""
+        self._all = all_states(n, rules.rows)
+
+    def rules(self) -> dict[str, Any]:
+        """The rule set as plain data, with the targets of the summary's p(n) family."""
+        return {**self.r.to_dict(), "summary_targets": list(self.thresholds)}
+
+    def start_state(self) -> int:
+        """Every tile standing: all digits 0."""
+        return 0
+
+    @property
+    def shut_state(self) -> int:
+        """State id with every tile down."""
+        return int(self.r.rows * self.place.sum())
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def digits(self, ids: np.ndarray) -> np.ndarray:
+        """int64 [len(ids), columns]: tiles down per column, column 1 first."""
+        return (np.asarray(ids, dtype=np.int64)[:, None] // self.place[None, :]) % 3
+
+    def standing(self, ids: np.ndarray) -> np.ndarray:
+        """Number of tiles standing in each state."""
+        return (self.r.rows - self.digits(ids)).sum(axis=1)
+
+    def exposed_sums(self, ids: np.ndarray) -> np.ndarray:
+        """Sum of the tiles that can be shut now: standing front tiles, and back tiles whose
+        front tile is down."""
+        d = self.digits(ids)
+        back = self.back if self.r.back_row else np.zeros_like(self.back)
+        return np.where(d == 0, self.front, np.where(d == 1, back, 0)).sum(axis=1)
+
+    def scores(self, ids: np.ndarray) -> np.ndarray:
+        """Final score of each state if the player is stuck there."""
+        d = self.digits(ids)
+        front_up = d == 0
+        back_up = (d <= 1) if self.r.back_row else np.zeros_like(front_up)
+        return (self.r.front_weight * front_up * self.front).sum(axis=1) + (
+            self.r.back_weight * back_up * self.back
+        ).sum(axis=1)
+
+    def stuck_values(self, ids: np.ndarray) -> np.ndarray:
+        """Value of ending the game in each state (the objective applied to its score)."""
+        return objective_values(self.scores(ids), self.r.objective, self.r.target)
+
+    def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
+        """For move strategies (`pipeline.games.shutbox.strategies`): the face value of each bit of a move
+        label (back tiles 1..n, then front tiles 1..n) and each state's final score."""
+        values = np.arange(1, self.r.columns + 1, dtype=np.int64)
+        return np.concatenate((values, values)), self.scores(g.state_id).astype(np.float64)
+
+    def dice_available(self, ids: np.ndarray) -> dict[int, np.ndarray]:
+        """For each number of dice, whether it may be rolled in each state (none when shut)."""
+        alive = self.standing(ids) > 0
+        if self.r.one_die == "never":
+            return {self.r.dice: alive}
+        cond = self.exposed_sums(ids) <= self.r.one_die_sum
+        if self.r.one_die == "forced":
+            return {1: alive & cond, self.r.dice: alive & ~cond}
+        return {1: alive & cond, self.r.dice: alive}
+
+    def tile_sets(self, max_sum: int) -> list[tuple[dict[int, str], int, int]]:
+        """Every set of tiles a move could shut, as ({column index: FRONT, BOTH or BACK}, sum,
+        label), with sum at most ``max_sum``."""
+        n, out = self.r.columns, []
+        options = (FRONT, BOTH, BACK) if self.r.back_row else (FRONT,)
+
+        def extend(col: int, chosen: dict[int, str], total: int, label: int) -> None:
+            for c in range(col, n):
+                front, back = int(self.front[c]), int(self.back[c])
+                for what in options:
+                    value, lab = total, label
+                    if what in (FRONT, BOTH):
+                        value, lab = value + front, lab | 1 << (n + front - 1)
+                    if what in (BOTH, BACK):
+                        value, lab = value + back, lab | 1 << (back - 1)
+                    if value > max_sum:
+                        continue
+                    now = {**chosen, c: what}
+                    out.append((now, value, lab))
+                    extend(c + 1, now, value, lab)
+
+        extend(0, {}, 0, 0)
+        return out
+
+    def graph(self) -> Graph:
+        """The game graph over every state of the box."""
+        ids = self._all
+        top = self.r.dice * self.r.sides
+        avail = self.dice_available(ids)
+        dists = {d: roll_distribution(d, self.r.sides) for d in avail}
+        moves = self._moves(ids, top)
+        terminal = np.full(ids.shape[0], np.nan)
+        shut = np.flatnonzero(ids == self.shut_state)
+        terminal[shut] = self.stuck_values(ids[shut])
+        return assemble_graph(
+            ids,
+            rank=self.standing(ids),
+            terminal=terminal,
+            avail=avail,
+            dists=dists,
+            moves=moves,
+            stuck_value=self.stuck_values,
+            maximise=self.r.objective != "score",
+        )
+
+    def _moves(self, ids: np.ndarray, top: int) -> list[tuple[np.ndarray, np.ndarray, int, int]]:
+        """Every legal move as (state indices, successor ids, roll, label), one vector pass per
+        set of tiles."""
+        d = self.digits(ids)
+        eq = {(c, v): d[:, c] == v for c in range(self.r.columns) for v in (0, 1)}
+        out = []
+        for chosen, total, label in self.tile_sets(top):
+            ok = np.ones(ids.shape[0], dtype=bool)
+            delta = 0
+            for c, what in chosen.items():
+                ok &= eq[(c, NEEDS[what])]
+                delta += STEPS[what] * int(self.place[c])
+            idx = np.flatnonzero(ok)
+            out.append((idx, ids[idx] + delta, total, label))
+        return out
+
+    # -- the threshold family and the summary -------------------------------------------------
+
+    def threshold_family(self, g: Graph, targets: Sequence[int]) -> BatchSolution:
+        """Solve graph ``g`` of this box for every objective "maximise P(final score <= n)", n in
+        ``targets``, at once (column k of the result belongs to ``targets[k]``)."""
+        limits = np.asarray(targets, dtype=np.int64)
+        score = self.scores(g.state_id)
+        meets = (score[:, None] <= limits[None, :]).astype(np.float64)
+        terminal = np.where(np.isnan(g.terminal)[:, None], np.nan, meets)
+        ends = g.mv_dst < 0
+
+        def offsets(rows: np.ndarray) -> np.ndarray:
+            return np.where(ends[rows][:, None], meets[g.node_state[g.mv_node[rows]]], 0.0)
+
+        return solve_rank_order_batch(replace(g, maximise=True), terminal, offsets)
+
+    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
+        """The summary (p(n)) plus the strategy benchmark tables (tile strategies apply)."""
+        from pipeline.games.shutbox import benchmark
+
+        return {**super().extra_tables(solved), **benchmark.build_tables(solved)}
+
+    def simulate(
+        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
+    ) -> tuple[list[Any], pl.DataFrame]:
+        """Monte Carlo benchmark of the tile strategies."""
+        from pipeline.games.shutbox import benchmark
+
+        return benchmark.simulate_rows(solved, games, seed, names, progress)
+
+    def summary(self, g: Graph, solution: Solution) -> pl.DataFrame:
+        """Headline figures: the value at the start under this box's objective (expected score,
+        or P(score != 0), or P(score > target)), and p(n) for each of ``self.thresholds``."""
+        start = int(np.flatnonzero(g.state_id == self.start_state())[0])
+        value = float(solution.value[start])
+        figure = {"score": "min_expected_score", "shut": "p_not_zero", "target": "p_above"}
+        rows = [
+            (
+                figure[self.r.objective],
+                self.r.objective,
+                self.r.target,
+                value if self.r.objective == "score" else 1.0 - value,
+            )
+        ]
+        if self.thresholds:
+            family = self.threshold_family(g, self.thresholds)
+            rows += [
+                ("p_above", "target", n, 1.0 - float(family.value[start, k]))
+                for k, n in enumerate(self.thresholds)
+            ]
+        return pl.DataFrame(
+            rows,
+            schema={
+                "figure": pl.String,
+                "objective": pl.String,
+                "parameter": pl.Int32,
+                "value": pl.Float64,
+            },
+            orient="row",
+        )
+
+    # -- description -------------------------------------------------------------------------
+
+    def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
+        """Columns state, tiles, front_tiles, back_tiles, open_tiles, n_open, open_sum,
+        exposed_sum, score for each state id."""
+        ids = np.asarray(state_id, dtype=np.int64)
+        d = self.digits(ids)
+        by_value = np.argsort(self.back)
+        front_up = d == 0  # columns are front tiles 1..n in order
+        back_up = ((d <= 1) & self.r.back_row)[:, by_value]  # reordered: back tiles 1..n
+        values = np.arange(1, self.r.columns + 1, dtype=np.int8)
+        state = np.full(ids.shape[0], "", dtype=f"<U{self.r.columns}")
+        for c in range(self.r.columns):
+            state = np.char.add(state, d[:, c].astype("<U1"))
+        return pl.DataFrame(
+            {
+                "state": state,
+                "tiles": np.where(ids == self.shut_state, "", self._tiles_text(d)),
+                "front_tiles": _lists(front_up, values),
+                "back_tiles": _lists(back_up, values),
+                "open_tiles": _lists(
+                    np.hstack((front_up, back_up)), np.concatenate((values, -values))
+                ),
+                "n_open": self.standing(ids).astype(np.int16),
+                "open_sum": (front_up * values).sum(axis=1, dtype=np.int32)
+                + (back_up * values).sum(axis=1, dtype=np.int32),
+                "exposed_sum": self.exposed_sums(ids).astype(np.int32),
+                "score": self.scores(ids),
+            }
+        )
+
+    def _tiles_text(self, d: np.ndarray) -> np.ndarray:
+        """The ``tiles`` rendering of states given by their digits: "front=1234 back=98"
+        ("front=1234" without a back row)."""
+        cols = range(self.r.columns)
+        front = np.char.add("front=", _row_text({int(self.front[c]): d[:, c] == 0 for c in cols}))
+        if not self.r.back_row:
+            return front
+        back = _row_text({int(self.back[c]): d[:, c] <= 1 for c in cols})
+        return np.char.add(np.char.add(front, " back="), back)
+
+    def describe_moves(self, label: np.ndarray) -> pl.Series:
+        """Each move label as its signed tiles: front tiles t, then back tiles as -t (null for a
+        pass)."""
+        n = self.r.columns
+        # A few hundred distinct labels label up to millions of rows: describe each label once.
+        uniq, inverse = np.unique(np.asarray(label, dtype=np.int64), return_inverse=True)
+        lists = [
+            None
+            if lab < 0
+            else [t for t in range(1, n + 1) if lab >> (n + t - 1) & 1]
+            + [-t for t in range(1, n + 1) if lab >> (t - 1) & 1]
+            for lab in uniq.tolist()
+        ]
+        described = pl.Series("move", lists, dtype=pl.List(pl.Int8))
+        return described.gather(inverse.ravel())
+
+    def parse_state(self, text: str, **extra: Any) -> int:
+        """State id of a state written as its digit string ("000000000", column 1 first) or as
+        the tiles standing ("front=123456789 back=123456789", "-" for none)."""
+        if extra.get("p1_score") is not None:
+            raise UsageError("--p1-score applies only to the two-player game")
+        raw = text.strip()
+        n, rows = self.r.columns, self.r.rows
+        if raw.isdigit() and raw.isascii():
+            if len(raw) != n or any(int(ch) > rows for ch in raw):
+                raise UsageError(
+                    f"state {text!r}: give {n} digits 0-{rows}, one per column, column 1 first "
+                    f"(tiles down in the column), or front=... back=... (see --help)"
+                )
+            return int(sum(int(ch) * int(p) for ch, p in zip(raw, self.place, strict=True)))
+        if not FRONT_BACK.match(raw):
+            raise UsageError(
+                f"state {text!r} is not a Double Shutter state: write {n} digits 0-{rows} "
+                f"(e.g. {'0' * n}) or the standing tiles, e.g. front=1234 back=98 (- for none)"
+            )
+        found: dict[str, set[int]] = {}
+        for key, value in FRONT_BACK_PART.findall(raw):
+            row = "front" if key.lower().startswith("f") else "back"
+            if row in found:
+                raise UsageError(f"state {text!r}: the {row} row is given twice")
+            found[row] = self._parse_row(text, row, value)
+        if not self.r.back_row:
+            found.setdefault("back", set())
+            if found["back"]:
+                raise UsageError(f"state {text!r}: this box has no back row")
+        if set(found) != {"front", "back"}:
+            raise UsageError(f"state {text!r}: give both rows, e.g. front=1234 back=98")
+        return self._id_from_rows(text, found["front"], found["back"])
+
+    def _parse_row(self, text: str, row: str, value: str) -> set[int]:
+        """Tiles of one row written as digits ('-' or nothing for none)."""
+        tiles: set[int] = set()
+        for ch in "" if value == "-" else value:
+            t = int(ch)
+            if not 1 <= t <= self.r.columns:
+                raise UsageError(f"state {text!r}: {row} tile {t} is not in this box")
+            if t in tiles:
+                raise UsageError(f"state {text!r}: {row} tile {t} is listed twice")
+            tiles.add(t)
+        return tiles
+
+    def _id_from_rows(self, text: str, front: set[int], back: set[int]) -> int:
+        """State id of the given standing front and back tiles; UsageError if impossible."""
+        state = 0
+        for c in range(self.r.columns):
+            f, b = int(self.front[c]), int(self.back[c])
+            if f in front and self.r.back_row and b not in back:
+                raise UsageError(
+                    f"state {text!r}: front tile {f} stands, so back tile {b} behind it "
+                    "cannot be down"
+                )
+            digit = 0 if f in front else (1 if b in back and self.r.back_row else self.r.rows)
+            state += digit * int(self.place[c])
+        return state
+
+    def tiles_text(self, state_id: int) -> str:
+        """The tiles string of one state id."""
+        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
+
+
+def _lists(mask: np.ndarray, values: np.ndarray) -> pl.Series:
+    """Per row of ``mask`` [rows, k], the ``values`` [k] where it is true, as a list column."""
+    _, cols = np.nonzero(mask)  # row-major: each row's values in order
+    offsets = np.concatenate(([0], np.cumsum(mask.sum(axis=1)))).astype(np.int32)
+    array = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[cols]))
+    return pl.Series(array)
+
+
+def _row_text(up: dict[int, np.ndarray]) -> np.ndarray:
+    """The standing tiles of one row as digit strings ("1234"; "-" when none), per state."""
+    text = np.full(next(iter(up.values())).shape[0], "", dtype="<U9")
+    for t in sorted(up):
+        text = np.char.add(text, np.where(up[t], str(t), ""))
+    return np.where(text == "", "-", text)
+
+
+def all_states(columns: int, rows: int) -> np.ndarray:
+    """Every state id (digits 0..rows per column, base 3), in increasing order."""
+    ids = np.zeros(1, dtype=np.int64)
+    for _ in range(columns):
+        ids = (ids[:, None] * 3 + np.arange(rows + 1, dtype=np.int64)[None, :]).ravel()
+    return ids
+
+
+def objective_values(score: np.ndarray, objective: str, target: int | None) -> np.ndarray:
+    """Value of finishing with each score: the score itself, or whether it meets the goal."""
+    score = np.asarray(score)
+    if objective == "score":
+        return score.astype(np.float64)
+    limit = 0 if objective == "shut" else int(target or 0)
+    return (score <= limit).astype(np.float64)
+
+
+def assemble_graph(
+    ids: np.ndarray,
+    *,
+    rank: np.ndarray,
+    terminal: np.ndarray,
+    avail: dict[int, np.ndarray],
+    dists: dict[int, list[tuple[int, int, int]]],
+    moves: list[tuple[np.ndarray, np.ndarray, int, int]],
+    stuck_value: Callable[[np.ndarray], np.ndarray],
+    maximise: bool,
+) -> Graph:
+    """A :class:`Graph` from the states (sorted ids), the dice each state may roll, and the
+    legal moves as (state indices, successor ids, roll, label); a node without a legal move gets
+    a pass row worth ``stuck_value(state ids)``."""
+    width = max(t for dist in dists.values() for t, _, _ in dist) + 1
+    roll_ok = np.zeros((ids.shape[0], width), dtype=bool)
+    for d, ok in avail.items():
+        for total, _, _ in dists[d]:
+            roll_ok[:, total] |= ok
+    node_of = np.cumsum(roll_ok.ravel(), dtype=np.int64) - 1
+    node_state, node_roll = np.nonzero(roll_ok)
+
+    ch = [_chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
+    ch_state, ch_choice, ch_count, ch_denom, ch_node = (
+        np.concatenate(c) for c in zip(*ch, strict=True)
+    )
+    order = np.lexsort((ch_choice, ch_state))
+
+    mv_node, mv_dst, mv_label = [], [], []
+    for idx, dst, roll, label in moves:
+        if roll >= width:
+            continue
+        keep = idx[roll_ok[idx, roll]]
+        mv_node.append(node_of[keep * width + roll])
+        mv_dst.append(np.searchsorted(ids, dst[roll_ok[idx, roll]]))
+        mv_label.append(np.full(keep.shape[0], label, dtype=np.int64))
+    node_arr = np.concatenate(mv_node) if mv_node else np.zeros(0, dtype=np.int64)
+    dst_arr = np.concatenate(mv_dst) if mv_dst else np.zeros(0, dtype=np.int64)
+    label_arr = np.concatenate(mv_label) if mv_label else np.zeros(0, dtype=np.int64)
+
+    n_nodes = node_state.shape[0]
+    stuck = np.flatnonzero(np.bincount(node_arr, minlength=n_nodes) == 0)
+    n_moves = node_arr.shape[0]
+    all_node = np.concatenate((node_arr, stuck))
+    order_mv = np.argsort(all_node, kind="stable")
+    is_move = order_mv < n_moves
+    offset = np.concatenate((np.zeros(n_moves), stuck_value(ids[node_state[stuck]])))
+    return Graph(
+        state_id=ids,
+        rank=np.asarray(rank, dtype=np.int64),
+        terminal=terminal,
+        ch_state=ch_state[order],
+        ch_choice=ch_choice[order],
+        ch_count=ch_count[order],
+        ch_denom=ch_denom[order],
+        ch_node=ch_node[order],
+        node_state=node_state.astype(np.int64),
+        node_roll=node_roll.astype(np.int64),
+        mv_node=all_node[order_mv],
+        mv_dst=np.concatenate((dst_arr, np.full(stuck.shape[0], NO_STATE)))[order_mv],
+        mv_scale=is_move.astype(np.float64),
+        mv_offset=offset[order_mv],
+        mv_label=np.concatenate((label_arr, np.full(stuck.shape[0], PASS)))[order_mv],
+        maximise=maximise,
+    )
+
+
+def _chance_rows(
+    dice: int,
+    ok: np.ndarray,
+    dist: list[tuple[int, int, int]],
+    node_of: np.ndarray,
+    width: int,
+) -> tuple[np.ndarray, ...]:
+    """Chance rows (state, dice, count, denominator, node) of every state that may roll
+    ``dice`` dice."""
+    states = np.flatnonzero(ok)
+    totals = np.array([t for t, _, _ in dist], dtype=np.int64)
+    counts = np.array([c for _, c, _ in dist], dtype=np.int64)
+    st = np.repeat(states, len(dist))
+    rolls = np.tile(totals, states.shape[0])
+    return (
+        st,
+        np.full(st.shape[0], dice, dtype=np.int64),
+        np.tile(counts, states.shape[0]),
+        np.full(st.shape[0], dist[0][2], dtype=np.int64),
+        node_of[st * width + rolls],
+    )

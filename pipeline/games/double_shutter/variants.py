@@ -1,0 +1,38 @@
+"""Named Double Shutter variants (seed 001)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.games.registry import Variant, register
+
+
+def _score() -> Any:
+    from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
+
+    return DoubleShutter(DoubleShutterRules(), thresholds=range(21))
+
+
+def _zero() -> Any:
+    from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
+
+    return DoubleShutter(DoubleShutterRules(objective="shut"))
+
+
+register(
+    Variant(
+        "double-shutter",
+        "Double Shutter (two rows of 9 tiles), one die by choice once the shuttable tiles sum to "
+        "6 or less, minimise the expected score 2 x front + back; summary p(n) (seed 001)",
+        _score,
+        family="double_shutter",
+    )
+)
+register(
+    Variant(
+        "double-shutter-zero",
+        "as double-shutter, maximise P(final score = 0) (seed 001)",
+        _zero,
+        family="double_shutter",
+    )
+)

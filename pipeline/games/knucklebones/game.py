@@ -1,0 +1,449 @@
+"""Knucklebones (as played in Cult of the Lamb): rules, canonical positions and the game graph.
+
+Each player has ``columns`` columns of ``rows`` slots. The player to move rolls one die of
+``faces`` faces and places it in one of their columns that is not full. A value ``v`` appearing
+``c`` times in one column scores ``v * c * c``. Placing ``v`` in column ``i`` removes every ``v``
+from the opponent's column ``i``. The game ends as soon as either board is full (checked after
+the removals); the higher total wins, equal totals draw.
+
+Canonical form. The order of dice inside a column does not matter (a column is a multiset), a
+value never stands in both columns of a facing pair (placing it removed the other), and the
+column pairs may be permuted together. So a column is one of ``C(faces + rows, rows)`` multisets,
+a facing pair one of the pairs of multisets with disjoint values, and a position -- always written
+from the view of the player to move, their board first -- a multiset of ``columns`` pairs. The
+canonical state id is the colex rank of that multiset: the ids are exactly
+``0 .. C(pairs + columns - 1, columns) - 1``, so a state's id is also its index in the graph.
+
+Graph. A state is a position before the roll. Its chance rows are the die faces (one choice);
+a decision node is (state, face) and its moves are the distinct column pairs that can take the
+die (move label = the column's index in canonical order). The successor is the position seen by
+the opponent, so each move's value is ``1 - V`` (win probability, a draw counts 1/2) or ``-V``
+(expected final score difference). Removals make positions repeat: the graph has cycles and is
+solved by value iteration (``Graph.cyclic``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from math import comb
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipeline.errors import UsageError
+from pipeline.games.base import Game
+from pipeline.graph import Graph
+
+OBJECTIVES = ("wins", "score")
+MAX_COLUMNS = 4
+MAX_ROWS = 4
+MAX_FACES = 9
+#: Above this many move rows the graph's index arrays are int32 (and skip_edges is set).
+BIG_GRAPH_MOVES = 20_000_000
+#: Larger games are not built as one graph here (the full 3x3 game: see the README design note).
+MAX_GRAPH_STATES = 50_000_000
+EMPTY_COLUMN = "_"
+
+
+@dataclass(frozen=True)
+class KnuckleRules:
+    """Board size, die and objective of a Knucklebones game (Cult of the Lamb: 3, 3, 6)."""
+
+    columns: int = 3
+    rows: int = 3
+    faces: int = 6
+    objective: str = "wins"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.columns <= MAX_COLUMNS:
+            raise UsageError(f"columns must be between 1 and {MAX_COLUMNS}, not {self.columns}")
+        if not 1 <= self.rows <= MAX_ROWS:
+            raise UsageError(f"rows must be between 1 and {MAX_ROWS}, not {self.rows}")
+        if not 2 <= self.faces <= MAX_FACES:
+            raise UsageError(f"die faces must be between 2 and {MAX_FACES}, not {self.faces}")
+        if self.objective not in OBJECTIVES:
+            raise UsageError(f"objective must be one of {', '.join(OBJECTIVES)}")
+
+    @property
+    def slots(self) -> int:
+        """Slots on one board."""
+        return self.columns * self.rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for table metadata."""
+        return {"game": "knucklebones", **asdict(self)}
+
+
+class PairTables:
+    """Columns, facing pairs and the per-pair lookup tables of one board shape and die."""
+
+    def __init__(self, rows: int, faces: int) -> None:
+        self.rows, self.faces = rows, faces
+        self.col_counts = enumerate_columns(rows, faces)
+        n_col = self.col_counts.shape[0]
+        base = (rows + 1) ** np.arange(faces)
+        self.col_code = self.col_counts @ base
+        lookup = np.full((rows + 1) ** faces, -1, dtype=np.int64)
+        lookup[self.col_code] = np.arange(n_col)
+        self.col_size = self.col_counts.sum(axis=1)
+        values = np.arange(1, faces + 1)
+        self.col_score = (self.col_counts**2) @ values
+        a, b = np.nonzero(
+            ((self.col_counts[:, None, :] > 0) & (self.col_counts[None] > 0)).sum(2) == 0
+        )
+        # Sort pairs by (dice in the pair, mover column, opponent column) so pair 0 is empty.
+        order = np.lexsort((b, a, self.col_size[a] + self.col_size[b]))
+        self.pair_mover, self.pair_opp = a[order], b[order]
+        n_pair = self.pair_mover.shape[0]
+        pair_of = np.full((n_col, n_col), -1, dtype=np.int64)
+        pair_of[self.pair_mover, self.pair_opp] = np.arange(n_pair)
+        self.swap = pair_of[self.pair_opp, self.pair_mover]
+        self.mover_size = self.col_size[self.pair_mover]
+        self.opp_size = self.col_size[self.pair_opp]
+        self.mover_score = self.col_score[self.pair_mover]
+        self.opp_score = self.col_score[self.pair_opp]
+        # place[p, v - 1]: the pair after the mover puts v in the column (-1 when it is full).
+        self.place = np.full((n_pair, faces), -1, dtype=np.int64)
+        for v in range(faces):
+            mover = self.col_counts[self.pair_mover].copy()
+            opp = self.col_counts[self.pair_opp].copy()
+            ok = self.mover_size < rows
+            mover[:, v] += 1
+            opp[:, v] = 0
+            new = pair_of[lookup[np.where(ok, mover @ base, 0)], lookup[opp @ base]]
+            self.place[:, v] = np.where(ok, new, -1)
+
+    @property
+    def n_columns(self) -> int:
+        """Number of distinct columns (multisets)."""
+        return int(self.col_counts.shape[0])
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of facing pairs (two columns sharing no value)."""
+        return int(self.pair_mover.shape[0])
+
+    def column_text(self, col: int) -> str:
+        """A column's dice in increasing order ("144"), or "_" when empty."""
+        dice = "".join(str(v + 1) * int(c) for v, c in enumerate(self.col_counts[col]))
+        return dice or EMPTY_COLUMN
+
+    def column_of(self, dice: list[int]) -> int:
+        """Index of the column holding ``dice``."""
+        counts = np.bincount(np.asarray(dice, dtype=np.int64) - 1, minlength=self.faces)
+        code = int(counts @ ((self.rows + 1) ** np.arange(self.faces)))
+        return int(np.flatnonzero(self.col_code == code)[0])
+
+    def pair_index(self, mover_col: int, opp_col: int) -> int:
+        """Index of the facing pair (mover column, opponent column); -1 if they share a value."""
+        hit = np.flatnonzero((self.pair_mover == mover_col) & (self.pair_opp == opp_col))
+        return int(hit[0]) if hit.shape[0] else -1
+
+
+def enumerate_columns(rows: int, faces: int) -> np.ndarray:
+    """Every column (multiset of at most ``rows`` dice) as counts per face, by size then value."""
+    out: list[tuple[int, ...]] = []
+
+    def extend(prefix: list[int], left: int, face: int) -> None:
+        if face == faces:
+            out.append(tuple(prefix))
+            return
+        for c in range(left + 1):
+            extend([*prefix, c], left - c, face + 1)
+
+    extend([], rows, 0)
+    counts = np.array(out, dtype=np.int64)
+    order = np.lexsort((*counts.T[::-1], counts.sum(1)))
+    return counts[order]
+
+
+def n_positions(n_pairs: int, columns: int) -> int:
+    """Canonical positions: multisets of ``columns`` facing pairs."""
+    return comb(n_pairs + columns - 1, columns)
+
+
+def binomials(n: int, k: int) -> np.ndarray:
+    """Table ``b[i, j] = C(i, j)`` for ``i <= n``, ``j <= k`` (int64)."""
+    b = np.zeros((n + 1, k + 1), dtype=np.int64)
+    for i in range(n + 1):
+        for j in range(min(i, k) + 1):
+            b[i, j] = comb(i, j)
+    return b
+
+
+def rank_multisets(sorted_pairs: np.ndarray, binom: np.ndarray) -> np.ndarray:
+    """Colex rank of each row of nondecreasing pair indices (the canonical state id)."""
+    rank = np.zeros(sorted_pairs.shape[0], dtype=np.int64)
+    for i in range(sorted_pairs.shape[1]):
+        rank += binom[sorted_pairs[:, i].astype(np.int64) + i, i + 1]
+    return rank
+
+
+def all_multisets(n_pairs: int, columns: int) -> np.ndarray:
+    """Every multiset of ``columns`` pair indices as sorted rows, in colex (= state id) order."""
+    dtype = np.int16 if n_pairs < 2**15 else np.int32
+    rows = np.arange(n_pairs, dtype=dtype)[:, None]
+    for k in range(2, columns + 1):
+        # Multisets of size k with largest element m: every size-(k-1) multiset whose largest
+        # is <= m (the first C(m + k - 1, k - 1) rows in colex order), then m.
+        sizes = [comb(m + k - 1, k - 1) for m in range(n_pairs)]
+        prefix = np.concatenate([rows[:s] for s in sizes])
+        last = np.repeat(np.arange(n_pairs, dtype=dtype), sizes)
+        rows = np.concatenate([prefix, last[:, None]], axis=1)
+    return rows
+
+
+class Knucklebones(Game):
+    """The two-player game for a :class:`KnuckleRules`, solved from the mover's point of view."""
+
+    def __init__(self, rules: KnuckleRules, skip_edges: bool | None = None) -> None:
+        self.r = rules
+        self.objective = rules.objective
+        self.t = PairTables(rules.rows, rules.faces)
+        self.binom = binomials(self.t.n_pairs + rules.columns, rules.columns)
+        moves = self.n_states * rules.faces * rules.columns
+        self.skip_edges = moves > BIG_GRAPH_MOVES if skip_edges is None else skip_edges
+
+    @property
+    def n_states(self) -> int:
+        """Number of canonical positions."""
+        return n_positions(self.t.n_pairs, self.r.columns)
+
+    def rules(self) -> dict[str, Any]:
+        """The rules as plain data."""
+        return self.r.to_dict()
+
+    def start_state(self) -> int:
+        """Both boards empty (every pair is pair 0, rank 0)."""
+        return 0
+
+    def choice_name(self) -> str:
+        """One die is always rolled."""
+        return "dice"
+
+    # -- positions ---------------------------------------------------------------------------
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """[S, columns] pair indices of every state, in state id order."""
+        return all_multisets(self.t.n_pairs, self.r.columns)
+
+    def canonical(self, pairs: np.ndarray) -> np.ndarray:
+        """State ids of rows of pair indices in any column order."""
+        return rank_multisets(np.sort(pairs, axis=1), self.binom)
+
+    def scores(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mover's and opponent's totals of each row of pair indices."""
+        return self.t.mover_score[pairs].sum(1), self.t.opp_score[pairs].sum(1)
+
+    def terminal_mask(self, pairs: np.ndarray) -> np.ndarray:
+        """Whether either board is full."""
+        full = self.r.slots
+        return (self.t.mover_size[pairs].sum(1) == full) | (self.t.opp_size[pairs].sum(1) == full)
+
+    def final_values(self, pairs: np.ndarray) -> np.ndarray:
+        """Value of ending the game in each position, for the player to move there."""
+        mine, theirs = self.scores(pairs)
+        diff = (mine - theirs).astype(np.float64)
+        if self.r.objective == "score":
+            return diff
+        return 0.5 + 0.5 * np.sign(diff)
+
+    # -- graph -------------------------------------------------------------------------------
+
+    def graph(self) -> Graph:
+        """The game graph over every canonical position."""
+        if self.n_states > MAX_GRAPH_STATES:
+            raise UsageError(
+                f"{self.n_states:,} positions are too many to solve in one process here; use "
+                "`stb-pipeline knucklebones solve` (search) or see the README's design note"
+            )
+        pos = self.positions
+        n, f, c = pos.shape[0], self.r.faces, self.r.columns
+        big = n * f * c > BIG_GRAPH_MOVES
+        idx = np.int32 if big else np.int64
+        term = self.terminal_mask(pos)
+        terminal = np.full(n, np.nan)
+        terminal[term] = self.final_values(pos[term])
+        live = np.flatnonzero(~term).astype(idx)
+        n_nodes = live.shape[0] * f
+        mv_node, mv_dst, mv_label = self._moves(pos, live, idx)
+        # Chance rows and decision nodes are one-to-one here: one array serves both.
+        node_state = np.repeat(live, f)
+        node = np.arange(n_nodes, dtype=idx)
+        dice = self.t.mover_size[pos].sum(1) + self.t.opp_size[pos].sum(1)
+        win = self.r.objective == "wins"
+        m = mv_node.shape[0]
+        return Graph(
+            state_id=np.arange(n, dtype=np.int64),
+            rank=(2 * self.r.slots - dice).astype(np.int64),
+            terminal=terminal,
+            ch_state=node_state,
+            ch_choice=np.broadcast_to(np.int64(1), (n_nodes,)),
+            ch_count=np.broadcast_to(np.int64(1), (n_nodes,)),
+            ch_denom=np.broadcast_to(np.int64(f), (n_nodes,)),
+            ch_node=node,
+            node_state=node_state,
+            node_roll=np.tile(np.arange(1, f + 1, dtype=np.int8), live.shape[0]),
+            mv_node=mv_node,
+            mv_dst=mv_dst,
+            mv_scale=np.broadcast_to(-1.0, (m,)),
+            mv_offset=np.broadcast_to(1.0 if win else 0.0, (m,)),
+            mv_label=mv_label,
+            maximise=True,
+            cyclic=True,
+            meta={"edges_skipped": self.skip_edges},
+        )
+
+    def _moves(
+        self, pos: np.ndarray, live: np.ndarray, idx: type
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every distinct move as (node, successor state, column label), sorted by (node, label);
+        node ``i * faces + v - 1`` is live state ``i`` with die ``v``.
+
+        Written straight into place (count the moves of each node, then fill each node's rows in
+        label order) rather than concatenated and sorted: for tens of millions of positions the
+        sort's index arrays would double the memory of the move arrays.
+        """
+        lp = pos[live]
+        f, c = self.r.faces, self.r.columns
+        n_live = lp.shape[0]
+        swap = self.t.swap.astype(lp.dtype)
+
+        def movable(j: int, v: int) -> np.ndarray:
+            # Equal pairs are interchangeable: only the first of a run of equal pairs moves.
+            ok = self.t.place[lp[:, j], v] >= 0
+            return ok if j == 0 else ok & (lp[:, j] != lp[:, j - 1])
+
+        per_node = np.zeros((n_live, f), dtype=np.int8)
+        for j in range(c):
+            for v in range(f):
+                per_node[:, v] += movable(j, v)
+        per_node = per_node.reshape(-1)
+        starts = np.zeros(per_node.shape[0] + 1, dtype=np.int64)
+        np.cumsum(per_node, out=starts[1:])
+        node = np.repeat(np.arange(per_node.shape[0], dtype=idx), per_node)
+        del per_node
+        dst = np.empty(node.shape[0], dtype=idx)
+        label = np.empty(node.shape[0], dtype=np.int8)
+        filled = np.zeros(starts.shape[0] - 1, dtype=np.int8)
+        for j in range(c):  # labels ascending, so each node's rows end up in label order
+            for v in range(f):
+                ok = np.flatnonzero(movable(j, v))
+                at_node = ok * f + v
+                at = starts[at_node] + filled[at_node]
+                filled[at_node] += 1
+                after = lp[ok]
+                after[:, j] = self.t.place[lp[ok, j], v]
+                dst[at] = self.canonical(swap[after])
+                label[at] = j
+        return node, dst, label
+
+    # -- description -------------------------------------------------------------------------
+
+    def board_text(self, pairs: np.ndarray) -> str:
+        """One position as "mover;opponent", each board its columns joined by "/"."""
+        mover = "/".join(self.t.column_text(int(self.t.pair_mover[p])) for p in pairs)
+        opp = "/".join(self.t.column_text(int(self.t.pair_opp[p])) for p in pairs)
+        return f"{mover};{opp}"
+
+    def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
+        """Columns tiles (the position as text), n_open, score and both players' totals."""
+        pos = self.positions[state_id]
+        # Text per facing pair, gathered natively by polars (no Python object per row).
+        col_txt = [self.t.column_text(i) for i in range(self.t.n_columns)]
+        mover_txt = pl.Series([col_txt[i] for i in self.t.pair_mover], dtype=pl.String)
+        opp_txt = pl.Series([col_txt[i] for i in self.t.pair_opp], dtype=pl.String)
+        c = self.r.columns
+        frame = pl.DataFrame(
+            [mover_txt.gather(pl.Series(pos[:, j])).alias(f"m{j}") for j in range(c)]
+            + [opp_txt.gather(pl.Series(pos[:, j])).alias(f"o{j}") for j in range(c)]
+        )
+        mine, theirs = self.scores(pos)
+        empty = 2 * self.r.slots - self.t.mover_size[pos].sum(1) - self.t.opp_size[pos].sum(1)
+        return frame.select(
+            tiles=pl.concat_str(
+                [
+                    pl.concat_str([f"m{j}" for j in range(self.r.columns)], separator="/"),
+                    pl.concat_str([f"o{j}" for j in range(self.r.columns)], separator="/"),
+                ],
+                separator=";",
+            ),
+            n_open=pl.Series(empty.astype(np.int16)),
+            score=pl.Series((mine - theirs).astype(np.int64)),
+            mover_score=pl.Series(mine.astype(np.int32)),
+            opponent_score=pl.Series(theirs.astype(np.int32)),
+        )
+
+    def describe_moves(self, label: np.ndarray) -> pl.Series:
+        """A move as the list holding its column number (1-based, canonical order)."""
+        lab = label.astype(np.int64)
+        col = pl.Series(np.where(lab >= 0, lab + 1, 0), dtype=pl.Int8)
+        frame = pl.DataFrame({"ok": lab >= 0, "col": col})
+        return frame.select(
+            move=pl.when("ok").then(pl.concat_list(pl.col("col"))),
+        )["move"]
+
+    def parse_state(self, text: str, **extra: Any) -> int:
+        """State id of a position written "mover;opponent" (see :func:`parse_board`)."""
+        if extra.get("p1_score") is not None:
+            raise UsageError("--p1-score applies only to the two-player Shut the Box game")
+        if text.count(";") != 1:
+            raise UsageError(f"position {text!r}: write the two boards as MOVER;OPPONENT")
+        mine, theirs = text.split(";")
+        return self.state_of_boards(
+            parse_board(mine, self.r, "mover"), parse_board(theirs, self.r, "opponent")
+        )
+
+    def pairs_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> np.ndarray:
+        """Pair indices of two boards given column by column; UsageError if a pair is impossible."""
+        out = []
+        for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            shared = sorted(set(a) & set(b))
+            if shared:
+                raise UsageError(
+                    f"column {i + 1}: {shared[0]} stands on both boards, but placing it removes "
+                    "the other player's"
+                )
+            out.append(self.t.pair_index(self.t.column_of(a), self.t.column_of(b)))
+        return np.array(out, dtype=np.int64)
+
+    def state_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> int:
+        """Canonical state id of two boards (mover first)."""
+        return int(self.canonical(self.pairs_of_boards(mine, theirs)[None, :])[0])
+
+
+def parse_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
+    """A board written column by column: columns separated by "/", each its dice as digits.
+
+    "_", "-", "." or nothing is an empty slot (an empty column can be "_" or ""), so
+    "44_/1__/___", "44/1/_" and "44/1/" are the same board. (Start a board with "_" rather than
+    "-", which a command line reads as an option.) The order of dice in a column does not
+    matter.
+    Raises UsageError with a one-line reason for anything else.
+    """
+    raw = text.strip()
+    cols = raw.split("/")
+    if len(cols) != rules.columns:
+        raise UsageError(
+            f"{who} {text!r}: expected {rules.columns} columns separated by '/', got {len(cols)}"
+        )
+    out: list[list[int]] = []
+    for i, col in enumerate(cols):
+        dice: list[int] = []
+        for ch in col.strip():
+            if ch in "-_.":
+                continue
+            if not (ch.isascii() and ch.isdigit()) or not 1 <= int(ch) <= rules.faces:
+                raise UsageError(
+                    f"{who} {text!r}: {ch!r} in column {i + 1} is not a die face 1..{rules.faces}"
+                )
+            dice.append(int(ch))
+        if len(dice) > rules.rows:
+            raise UsageError(
+                f"{who} {text!r}: column {i + 1} holds {len(dice)} dice, at most {rules.rows}"
+            )
+        out.append(sorted(dice))
+    return out

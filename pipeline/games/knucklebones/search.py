@@ -1,0 +1,271 @@
+"""Depth-limited expectimax for full-size Knucklebones, compiled with numba.
+
+The search alternates chance nodes (a position before the roll: the average over die faces) and
+decision nodes (a position and a die: the best column). Values are from the view of the player
+to move; after a move the position is seen by the opponent, so a child's value ``(w, d)`` counts
+as ``(1 - w, -d)`` for the parent. ``w`` is the probability of winning (a draw counts 1/2) and
+``d`` the expected final score difference, both exact at finished games and estimated by a leaf
+evaluation where the depth runs out. A transposition table keyed by (canonical state id, depth,
+evaluator) shares the values of positions reached by different move orders -- and, because a
+position's value depends only on its canonical form, it stays valid across the moves of a game.
+
+Two evaluators:
+
+* ``OURS`` maximises ``w`` (then ``d``). Its leaf estimate projects the final difference -- the
+  current difference, plus for each player the expected gain of their best placement of their
+  next die on the current board (stacking and removals included), plus 3.5 for each further
+  placement before a board fills -- and turns it into a win probability with a logistic curve
+  whose spread grows with the number of placements left.
+* ``SEED`` is seed 004's: maximise ``d``, estimating a leaf by the current difference plus 3.5 per
+  placement left to each player.
+
+Depth counts die placements (plies): depth 1 looks at the positions after our move only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from pipeline.games.knucklebones.game import Knucklebones
+
+OURS = 0
+SEED = 1
+#: Average die value: what the seed's heuristic counts per placement left.
+MEAN_DIE = 3.5
+#: Logistic slope of the win estimate (Phi(x) ~ logistic(1.7 x)), and the spread of the final
+#: difference: sqrt(SPREAD0 + SPREAD1 * placements left).
+SLOPE = 1.7
+SPREAD0 = 4.0
+SPREAD1 = 20.0
+TT_BITS = 22
+
+
+@dataclass(frozen=True)
+class Eval:
+    """A search result from the mover's view."""
+
+    win: float
+    """Probability of winning (a draw counts 1/2): exact when ``exact``, else estimated."""
+    diff: float
+    """Expected final score difference (mover minus opponent) under the searched play."""
+    exact: bool
+    """True when every line searched ended the game (no leaf estimate was used)."""
+
+
+class Searcher:
+    """Expectimax with a transposition table for one rule set; reuse it across a game."""
+
+    def __init__(self, game: Knucklebones, tt_bits: int = TT_BITS) -> None:
+        self.game = game
+        t = game.t
+        self.arrays = (
+            t.place,
+            t.swap,
+            t.mover_size,
+            t.opp_size,
+            t.mover_score,
+            t.opp_score,
+            game.binom,
+        )
+        self.slots = game.r.slots
+        self.faces = game.r.faces
+        self.tt_key = np.full(1 << tt_bits, -1, dtype=np.int64)
+        self.tt_val = np.zeros((1 << tt_bits, 3), dtype=np.float64)
+        self.params = np.array([MEAN_DIE, SLOPE, SPREAD0, SPREAD1])
+
+    def _common(self) -> tuple:
+        return (*self.arrays, self.slots, self.faces, self.tt_key, self.tt_val, self.params)
+
+    def evaluate(self, pairs: np.ndarray, depth: int, kind: int = OURS) -> Eval:
+        """Value of a position before the roll (chance node), searching ``depth`` placements."""
+        w, d, ex = chance_value(np.sort(pairs).astype(np.int64), depth, kind, *self._common())
+        return Eval(w, d, bool(ex))
+
+    def move_values(
+        self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS
+    ) -> list[tuple[int, Eval]]:
+        """Every distinct legal column (index into sorted ``pairs``) with its value for the die."""
+        srt = np.sort(pairs).astype(np.int64)
+        out = np.zeros((srt.shape[0], 4))
+        n = move_table(srt, face, depth, kind, out, *self._common())
+        return [(int(out[i, 0]), Eval(out[i, 1], out[i, 2], bool(out[i, 3]))) for i in range(n)]
+
+    def best_move(
+        self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS
+    ) -> tuple[int, Eval]:
+        """The best column for the die as an index into ``pairs`` (its own column order)."""
+        moves = self.move_values(pairs, face, depth, kind)
+        if not moves:
+            raise ValueError("no legal move: the board is full")
+        key = (lambda m: (m[1].win, m[1].diff)) if kind == OURS else (lambda m: m[1].diff)
+        j, ev = max(moves, key=key)
+        target = np.sort(pairs)[j]
+        return int(np.flatnonzero(pairs == target)[0]), ev
+
+
+def greedy_gain(
+    pairs: np.ndarray, face: int, place: np.ndarray, mover_score, opp_score
+) -> np.ndarray:
+    """Immediate change of the score difference for each column (-inf where it is full)."""
+    new = place[pairs, face - 1]
+    gain = (mover_score[new] - mover_score[pairs]) + (opp_score[pairs] - opp_score[new])
+    return np.where(new >= 0, gain, -np.inf)
+
+
+@numba.njit(cache=True)
+def _rank(srt, binom):
+    r = 0
+    for i in range(srt.shape[0]):
+        r += binom[srt[i] + i, i + 1]
+    return r
+
+
+@numba.njit(cache=True)
+def _sorted_insert(pairs, j, new, swap):
+    """The opponent's sorted view after column j of ``pairs`` becomes pair ``new``."""
+    out = np.empty_like(pairs)
+    for i in range(pairs.shape[0]):
+        out[i] = swap[new] if i == j else swap[pairs[i]]
+    out.sort()
+    return out
+
+
+@numba.njit(cache=True)
+def _best_gain(pairs, place, mover_score, opp_score, faces):
+    """Expected best immediate score-difference gain of the mover's next die."""
+    total = 0.0
+    for f in range(faces):
+        best = -1e9
+        for j in range(pairs.shape[0]):
+            p = pairs[j]
+            q = place[p, f]
+            if q >= 0:
+                g = (mover_score[q] - mover_score[p]) + (opp_score[p] - opp_score[q])
+                if g > best:
+                    best = g
+        total += best if best > -1e9 else 0.0
+    return total / faces
+
+
+@numba.njit(cache=True)
+def _leaf(pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score, slots,
+          faces, params):  # fmt: skip
+    """Estimated (win, diff) of an unfinished position for the player to move."""
+    diff = 0.0
+    e_m = slots
+    e_o = slots
+    for i in range(pairs.shape[0]):
+        diff += mover_score[pairs[i]] - opp_score[pairs[i]]
+        e_m -= mover_size[pairs[i]]
+        e_o -= opp_size[pairs[i]]
+    # Placements left if nothing is removed: the mover moves first.
+    if e_m <= e_o:
+        k_m, k_o = e_m, e_m - 1
+    else:
+        k_m, k_o = e_o, e_o
+    mean = params[0]
+    if kind == 1:
+        d = diff + mean * (k_m - k_o)
+        return 0.5 + 0.5 * np.sign(d), d
+    g_m = _best_gain(pairs, place, mover_score, opp_score, faces)
+    flipped = np.empty_like(pairs)
+    for i in range(pairs.shape[0]):
+        flipped[i] = swap[pairs[i]]
+    g_o = _best_gain(flipped, place, mover_score, opp_score, faces) if k_o > 0 else 0.0
+    d = diff + g_m - g_o + mean * ((k_m - 1) - max(k_o - 1, 0))
+    spread = np.sqrt(params[2] + params[3] * (k_m + k_o))
+    w = 1.0 / (1.0 + np.exp(-params[1] * d / spread))
+    return w, d
+
+
+@numba.njit(cache=True)
+def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_score, opp_score,
+                 binom, slots, faces, tt_key, tt_val, params):  # fmt: skip
+    """(win, diff, exact) of a sorted position before the roll, searching ``depth`` plies."""
+    m_full = 0
+    o_full = 0
+    diff = 0.0
+    for i in range(pairs.shape[0]):
+        m_full += mover_size[pairs[i]]
+        o_full += opp_size[pairs[i]]
+        diff += mover_score[pairs[i]] - opp_score[pairs[i]]
+    if m_full == slots or o_full == slots:
+        return 0.5 + 0.5 * np.sign(diff), diff, 1.0
+    if depth == 0:
+        w, d = _leaf(
+            pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score, slots,
+            faces, params,
+        )  # fmt: skip
+        return w, d, 0.0
+    key = (_rank(pairs, binom) * 64 + depth) * 4 + kind
+    slot = ((key * 0x5BD1E9955BD1E99) >> 20) & (tt_key.shape[0] - 1)
+    if tt_key[slot] == key:
+        return tt_val[slot, 0], tt_val[slot, 1], tt_val[slot, 2]
+    tw = 0.0
+    td = 0.0
+    exact = 1.0
+    for f in range(faces):
+        bw = -1.0
+        bd = -1e18
+        bx = 1.0
+        for j in range(pairs.shape[0]):
+            if j > 0 and pairs[j] == pairs[j - 1]:
+                continue
+            q = place[pairs[j], f]
+            if q < 0:
+                continue
+            child = _sorted_insert(pairs, j, q, swap)
+            cw, cd, cx = chance_value(
+                child, depth - 1, kind, place, swap, mover_size, opp_size, mover_score,
+                opp_score, binom, slots, faces, tt_key, tt_val, params,
+            )  # fmt: skip
+            w = 1.0 - cw
+            d = -cd
+            # Ours maximises the win probability, then the difference; the seed's the difference.
+            tie = abs(w - bw) <= 1e-12
+            if (kind == 0 and (w > bw + 1e-12 or (tie and d > bd))) or (kind == 1 and d > bd):
+                bw, bd, bx = w, d, cx
+        tw += bw
+        td += bd
+        exact = min(exact, bx)
+    tw /= faces
+    td /= faces
+    tt_key[slot] = key
+    tt_val[slot, 0] = tw
+    tt_val[slot, 1] = td
+    tt_val[slot, 2] = exact
+    return tw, td, exact
+
+
+@numba.njit(cache=True)
+def move_table(pairs, face, depth, kind, out, place, swap, mover_size, opp_size, mover_score,
+               opp_score, binom, slots, faces, tt_key, tt_val, params):  # fmt: skip
+    """Fill ``out`` rows with (column, win, diff, exact) of each distinct legal move; count."""
+    n = 0
+    for j in range(pairs.shape[0]):
+        if j > 0 and pairs[j] == pairs[j - 1]:
+            continue
+        q = place[pairs[j], face - 1]
+        if q < 0:
+            continue
+        child = _sorted_insert(pairs, j, q, swap)
+        cw, cd, cx = chance_value(
+            child, depth - 1, kind, place, swap, mover_size, opp_size, mover_score, opp_score,
+            binom, slots, faces, tt_key, tt_val, params,
+        )  # fmt: skip
+        out[n, 0] = j
+        out[n, 1] = 1.0 - cw
+        out[n, 2] = -cd
+        out[n, 3] = cx
+        n += 1
+    return n
+
+
+def logistic_win(diff: float, placements_left: int) -> float:
+    """The leaf curve on its own (for documentation and tests)."""
+    spread = math.sqrt(SPREAD0 + SPREAD1 * placements_left)
+    return 1.0 / (1.0 + math.exp(-SLOPE * diff / spread))

@@ -1,0 +1,52 @@
+"""Named Knucklebones boards (solved by value iteration)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.games.registry import Variant, register
+
+
+def knucklebones(name: str, description: str, in_all: bool = True, **rules: Any) -> Variant:
+    """Register a Knucklebones board with the given KnuckleRules fields."""
+
+    def make() -> Any:
+        from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+        return Knucklebones(KnuckleRules(**rules))
+
+    return register(Variant(name, description, make, in_all, family="knucklebones"))
+
+
+knucklebones(
+    "knucklebones-2x2",
+    "Knucklebones, 2 columns x 2 rows, six-sided die, maximise P(win) (a draw counts 1/2)",
+    columns=2,
+    rows=2,
+)
+knucklebones(
+    "knucklebones-2x2-score",
+    "Knucklebones, 2 columns x 2 rows, six-sided die, maximise the expected score difference",
+    columns=2,
+    rows=2,
+    objective="score",
+)
+knucklebones(
+    "knucklebones",
+    "Knucklebones as in Cult of the Lamb (3x3, six-sided die); too big to build: use "
+    "`stb-pipeline knucklebones solve` and `play`",
+    in_all=False,
+)
+for _cols, _rows, _faces in ((2, 3, 6), (3, 2, 6), (3, 3, 4)):
+    _suffix = "" if _faces == 6 else f"-d{_faces}"
+    for _objective, _what in (("wins", "P(win)"), ("score", "the expected score difference")):
+        knucklebones(
+            f"knucklebones-{_cols}x{_rows}{_suffix}" + ("-score" if _objective == "score" else ""),
+            f"Knucklebones, {_cols} columns x {_rows} rows, {_faces}-sided die, maximise {_what} "
+            "(minutes; not in all)",
+            in_all=False,
+            columns=_cols,
+            rows=_rows,
+            faces=_faces,
+            objective=_objective,
+        )

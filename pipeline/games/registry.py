@@ -1,0 +1,117 @@
+"""The registry of named variants: each name maps to a game (its rules) built on demand.
+
+Game families live in sub-packages of :mod:`pipeline.games` and register their own variants in
+their ``variants`` module; the registry imports those modules the first time a variant is looked
+up, so that importing it (or running ``stb-pipeline --help``) loads no game. Nothing outside
+``pipeline.games`` (and the game-specific ``pipeline.apps``) names a particular game.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pipeline.errors import UsageError
+
+if TYPE_CHECKING:
+    from pipeline.games.base import Game
+
+#: Sub-packages of pipeline.games whose ``variants`` module registers named variants.
+FAMILIES: tuple[str, ...] = ("shutbox", "two_player", "double_shutter", "knucklebones")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named game: how to build it, a one-line description, and whether `all` includes it."""
+
+    name: str
+    description: str
+    make: Callable[[], Game]
+    in_all: bool = True
+    #: The game family (sub-package of pipeline.games) the variant belongs to.
+    family: str = ""
+
+
+class _Registry(Mapping[str, Variant]):
+    """Name -> variant, filled from every family's ``variants`` module on first use."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Variant] = {}
+        self._loaded = False
+
+    def _load(self) -> dict[str, Variant]:
+        if not self._loaded:
+            self._loaded = True
+            for family in FAMILIES:
+                importlib.import_module(f"pipeline.games.{family}.variants")
+        return self._items
+
+    def add(self, variant: Variant) -> None:
+        if variant.name in self._items:
+            raise ValueError(f"variant {variant.name!r} is registered twice")
+        self._items[variant.name] = variant
+
+    def __getitem__(self, name: str) -> Variant:
+        return self._load()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+REGISTRY = _Registry()
+
+
+def register(variant: Variant) -> Variant:
+    """Add a variant to the registry (names are unique). Called by the families' modules."""
+    REGISTRY.add(variant)
+    return variant
+
+
+def get_variant(name: str) -> Variant:
+    """The registered variant called ``name``; UsageError naming the known ones otherwise."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise UsageError(f"unknown variant {name!r}; known variants: {known}, all") from None
+
+
+def resolve(names: list[str]) -> list[Variant]:
+    """Variants named on the command line; ``all`` expands to every variant marked in_all."""
+    out: list[Variant] = []
+    for name in names:
+        found = [v for v in REGISTRY.values() if v.in_all] if name == "all" else [get_variant(name)]
+        out.extend(v for v in found if v not in out)
+    return out
+
+
+def check_custom_name(label: str) -> None:
+    """Refuse a custom variant name that a registered variant (or `all`) already uses."""
+    if label in REGISTRY or label == "all":
+        raise UsageError(f"custom variant name {label!r} is taken by a registered variant")
+
+
+def select_variants(names: list[str], custom: Variant | None) -> list[Variant]:
+    """The variants a command acts on: the custom rule set, or the named ones (none: all)."""
+    flat = [part for n in names for part in n.split(",") if part]
+    if custom is not None:
+        if any(n != "custom" for n in flat):
+            raise UsageError("give either --variant NAME or custom rule options, not both")
+        return [custom]
+    if "custom" in flat:
+        raise UsageError("--variant custom needs rule options such as --tiles 12")
+    return resolve(flat or ["all"])
+
+
+def select_one(name: str | None, custom: Variant | None) -> Variant:
+    """The single variant a question is about (none named: classic)."""
+    if custom is not None:
+        return select_variants([name or "custom"], custom)[0]
+    if name == "all":
+        raise UsageError("name one variant, not all")
+    return get_variant(name or "classic")

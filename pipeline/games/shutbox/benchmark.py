@@ -1,0 +1,274 @@
+"""Strategy benchmark: every strategy evaluated exactly, and played by Monte Carlo.
+
+`build` calls :func:`build_tables` (a build hook) for each variant: the exact rows of
+``benchmarks`` (P(shut) and E[final score] of each strategy by policy evaluation) and the
+``reach`` and ``node_reach`` tables (how likely each state and (state, roll) is under each
+strategy). The `benchmark` command calls :func:`run_benchmark`, which simulates every strategy and
+adds the simulation rows to ``benchmarks``.
+
+A *win* is a game that ends with every tile shut (final score 0), whatever the variant's
+objective; ``expected_score`` is the mean final score.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from pipeline.errors import UsageError
+from pipeline.games.shutbox import strategies
+from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED  # noqa: F401
+from pipeline.games.shutbox.strategies import TileView
+from pipeline.games.solved import Solved
+from pipeline.solve import policy_eval, simulate
+from pipeline.solve.policy_eval import Policy, PolicyValue, Reach
+
+#: Column order of benchmarks.parquet (other games may add columns after these).
+COLUMNS = (
+    "variant",
+    "strategy",
+    "method",
+    "games",
+    "wins",
+    "win_rate",
+    "ci_low",
+    "ci_high",
+    "expected_score",
+    "seconds",
+    "games_per_second",
+    "seed",
+)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One strategy on one variant, evaluated exactly."""
+
+    name: str
+    policy: Policy
+    value: PolicyValue
+    reach: Reach
+    win_rate: float
+    expected_score: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """One strategy on one variant, played by Monte Carlo, next to its exact values."""
+
+    name: str
+    result: simulate.SimResult
+    seed: int
+    ci: tuple[float, float]
+    exact_win_rate: float
+    exact_score: float
+
+    @property
+    def win_rate_inside(self) -> bool:
+        """Whether the exact P(shut) lies in the simulation's 95 % Wilson interval."""
+        return self.ci[0] <= self.exact_win_rate <= self.ci[1]
+
+    @property
+    def score_inside(self) -> bool:
+        """Whether the exact E[score] lies within 1.96 standard errors of the simulated mean."""
+        se = self.result.score_se
+        return abs(self.result.mean_score - self.exact_score) <= 1.959963984540054 * se + 1e-12
+
+
+def start_index(s: Solved) -> int:
+    """Graph index of the variant's start state."""
+    return int(np.flatnonzero(s.graph.state_id == s.game.start_state())[0])
+
+
+def view_of(s: Solved) -> TileView | None:
+    """The variant's tile view (None: the strategies do not apply to this game)."""
+    return strategies.tile_view(s.game, s.graph)
+
+
+def evaluate_strategies(s: Solved, names: Sequence[str] | None = None) -> list[Evaluated]:
+    """Exact value, reach and outcome of each strategy (all by default); [] without a tile view."""
+    view = view_of(s)
+    if view is None:
+        return []
+    g, sol, start = s.graph, s.solve(), start_index(s)
+    features = strategies.move_features(g, view, sol.choice)
+    won = view.score == 0
+    layers_of = policy_eval.plan(g)
+    out = []
+    for strategy in _pick(names):
+        t0 = time.perf_counter()
+        policy = strategies.policy_for(strategy, g, sol, features)
+        value = policy_eval.evaluate(g, policy, layers_of)
+        reach = policy_eval.reach(g, policy, start, layers_of)
+        win_rate = float(reach.end[won].sum())
+        score = float(reach.end @ view.score)
+        seconds = time.perf_counter() - t0
+        out.append(Evaluated(strategy.name, policy, value, reach, win_rate, score, seconds))
+    return out
+
+
+def _pick(names: Sequence[str] | None) -> list[strategies.Strategy]:
+    """The strategies named (all when None); UsageError for an unknown name."""
+    if names is None:
+        return list(strategies.STRATEGIES)
+    unknown = [n for n in names if n not in strategies.NAMES]
+    if unknown:
+        known = ", ".join(strategies.NAMES)
+        raise UsageError(f"unknown strategy {unknown[0]!r}; known strategies: {known}")
+    return [strategies.get_strategy(n) for n in dict.fromkeys(names)]
+
+
+def exact_rows(evaluated: list[Evaluated]) -> pl.DataFrame:
+    """The `exact` rows of benchmarks.parquet for one variant."""
+    n = len(evaluated)
+    null_int = pl.Series([None] * n, dtype=pl.Int64)
+    null_float = pl.Series([None] * n, dtype=pl.Float64)
+    return pl.DataFrame(
+        {
+            "strategy": [e.name for e in evaluated],
+            "method": ["exact"] * n,
+            "games": null_int,
+            "wins": null_int,
+            "win_rate": [e.win_rate for e in evaluated],
+            "ci_low": null_float,
+            "ci_high": null_float,
+            "expected_score": [e.expected_score for e in evaluated],
+            "seconds": [e.seconds for e in evaluated],
+            "games_per_second": null_float,
+            "seed": null_int,
+        },
+        schema_overrides={"win_rate": pl.Float64, "expected_score": pl.Float64},
+    )
+
+
+def reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
+    """The reach table rows: every state under every strategy."""
+    g = s.graph
+    base = pl.DataFrame({"state_id": g.state_id, "tiles": s.states()["tiles"]})
+    frames = [
+        base.with_columns(
+            strategy=pl.lit(e.name),
+            reach_prob=pl.Series(e.reach.state),
+            end_prob=pl.Series(e.reach.end),
+            value=pl.Series(e.value.value),
+        )
+        for e in evaluated
+    ]
+    return pl.concat(frames).select("strategy", pl.exclude("strategy"))
+
+
+def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
+    """The node_reach table rows: each strategy's move and reach probability at every (state,
+    roll) that the strategy or optimal play can reach (the others have probability 0)."""
+    g = s.graph
+    tiles = s.states()["tiles"]
+    n_nodes = g.node_state.shape[0]
+    optimal = next((e.reach.node for e in evaluated if e.name == "optimal"), np.zeros(n_nodes))
+    frames = []
+    for e in evaluated:
+        # A node's move is the policy's only move there (null when it mixes or no move is legal).
+        played = e.policy.move_prob > 0
+        count = np.bincount(g.mv_node[played], minlength=n_nodes)
+        row = np.zeros(n_nodes, dtype=np.int64)
+        row[g.mv_node[played]] = np.flatnonzero(played)
+        label = np.where((count == 1) & (g.mv_label[row] >= 0), g.mv_label[row], -1)
+        keep = np.flatnonzero((e.reach.node > 0) | (optimal > 0))
+        label, row = label[keep], row[keep]
+        dst = np.where(label >= 0, g.mv_dst[row], -1)
+        # Describe each distinct move once: describing every node's move is slow for big boxes.
+        distinct, inverse = np.unique(label, return_inverse=True)
+        states = g.node_state[keep]
+        frames.append(
+            pl.DataFrame(
+                {
+                    "strategy": pl.Series([e.name] * keep.shape[0], dtype=pl.String),
+                    "state_id": g.state_id[states],
+                    "tiles": tiles.gather(states),
+                    "roll": pl.Series(g.node_roll[keep], dtype=pl.Int16),
+                    "reach_prob": e.reach.node[keep],
+                    "move": s.game.describe_moves(distinct).gather(inverse),
+                    "next_state_id": pl.Series(
+                        np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)
+                    ).set(pl.Series(dst < 0), None),
+                }
+            )
+        )
+    return pl.concat(frames)
+
+
+def build_tables(s: Solved) -> dict[str, pl.DataFrame]:
+    """Build hook: exact benchmark rows, reach and node_reach for one variant (none if n/a)."""
+    evaluated = evaluate_strategies(s)
+    if not evaluated:
+        return {}
+    out = {"benchmarks": exact_rows(evaluated)}
+    if not s.game.skip_edges:  # like edges, the per-state tables are skipped for huge games
+        out["reach"] = reach_rows(s, evaluated)
+        out["node_reach"] = node_reach_rows(s, evaluated)
+    return out
+
+
+def simulate_strategies(
+    s: Solved,
+    games: int,
+    seed: int,
+    names: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Simulated]:
+    """Play ``games`` games of each strategy with ``seed`` (same seed, same numbers)."""
+    if games < 1:
+        raise UsageError(f"--games must be at least 1, not {games}")
+    if seed < 0:
+        raise UsageError(f"--seed must not be negative, not {seed}")
+    view = view_of(s)
+    if view is None:
+        raise UsageError(f"variant {s.variant.name!r} has no tile strategies to benchmark")
+    evaluated = evaluate_strategies(s, names)
+    start = start_index(s)
+    out = []
+    for e in evaluated:
+        if progress is not None:
+            progress(e.name)
+        compiled = simulate.compile_policy(s.graph, e.policy, start, view.score == 0, view.score)
+        simulate.simulate(compiled, 1, seed)  # compile (or load) the kernel outside the timing
+        result = simulate.simulate(compiled, games, seed)
+        ci = simulate.wilson(result.wins, result.games)
+        out.append(Simulated(e.name, result, seed, ci, e.win_rate, e.expected_score))
+    return out
+
+
+def simulation_rows(sims: list[Simulated]) -> pl.DataFrame:
+    """The `simulation` rows of benchmarks.parquet for one variant."""
+    return pl.DataFrame(
+        {
+            "strategy": [m.name for m in sims],
+            "method": ["simulation"] * len(sims),
+            "games": [m.result.games for m in sims],
+            "wins": [m.result.wins for m in sims],
+            "win_rate": [m.result.win_rate for m in sims],
+            "ci_low": [m.ci[0] for m in sims],
+            "ci_high": [m.ci[1] for m in sims],
+            "expected_score": [m.result.mean_score for m in sims],
+            "seconds": [m.result.seconds for m in sims],
+            "games_per_second": [m.result.games / m.result.seconds for m in sims],
+            "seed": [m.seed for m in sims],
+        },
+        schema_overrides={"games": pl.Int64, "wins": pl.Int64, "seed": pl.Int64},
+    )
+
+
+def simulate_rows(
+    s: Solved,
+    games: int,
+    seed: int,
+    names: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[Simulated], pl.DataFrame]:
+    """Simulate the strategies; the results and their `benchmarks` rows."""
+    sims = simulate_strategies(s, games, seed, names, progress)
+    return sims, simulation_rows(sims)

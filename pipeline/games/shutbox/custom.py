@@ -1,0 +1,66 @@
+"""Custom one-player rule sets given as command-line options (``--tiles 12 --dice 3 ...``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pipeline.errors import UsageError
+from pipeline.games.registry import Variant, check_custom_name
+
+#: Options that describe a custom one-player rule set; the CLI adds them to commands (@with_rules).
+CUSTOM_RULE_OPTIONS: dict[str, tuple[type, str]] = {
+    "tiles": (int, "Custom rules: number of tiles (1..n)."),
+    "dice": (int, "Custom rules: number of dice normally rolled."),
+    "sides": (int, "Custom rules: sides of each die."),
+    "one_die": (str, "Custom rules: one-die rule: never, forced or optional."),
+    "one_die_sum": (int, "Custom rules: one die when the open tiles sum to at most this."),
+    "one_die_shut": (str, "Custom rules: one die once these tiles are shut, e.g. 789."),
+    "objective": (str, "Custom rules: shut (max P(shut)), score (min E[score]) or target."),
+    "target": (int, "Custom rules: for objective target, maximise P(score <= target)."),
+    "max_per_move": (int, "Custom rules: at most this many tiles shut per roll."),
+    "scoring": (str, "Custom rules: sum (of open tiles) or digital (tiles read as a number)."),
+    "name": (str, "Custom rules: the variant name to store them under."),
+}
+
+
+#: What a custom variant name may look like (it is written in tables and typed in --variant).
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def rules_from_options(values: dict[str, Any]) -> Variant | None:
+    """A custom variant from the rule options given, or None when none was given."""
+    given = {k: v for k, v in values.items() if v is not None and k != "name"}
+    name = values.get("name")
+    if name is not None and not VARIANT_NAME.fullmatch(name):
+        raise UsageError(
+            f"--name {name!r}: use letters, digits, '.', '_' and '-' (not first), e.g. my-rules"
+        )
+    if not given:
+        if values.get("name"):
+            raise UsageError("--name needs rule options such as --tiles")
+        return None
+    from pipeline.games.shutbox.game import RuleSet  # numpy: only when rules are given
+
+    if "one_die_shut" in given:
+        text = str(given["one_die_shut"]).replace(",", " ")
+        tokens = text.split() if " " in text.strip() else list(text.strip())
+        if not tokens or not all(t.isdigit() and t.isascii() for t in tokens):
+            raise UsageError(f"--one-die-shut {given['one_die_shut']!r}: give tiles, e.g. 789")
+        given["one_die_shut"] = tuple(int(t) for t in tokens)
+    if "one_die" not in given and ("one_die_sum" in given or "one_die_shut" in given):
+        given["one_die"] = "optional"
+    return custom_variant(RuleSet(**given), values.get("name"))
+
+
+def custom_variant(rules: Any, name: str | None = None) -> Variant:
+    """A variant for a rule set given on the command line (named after its rules by default)."""
+    label = name or rules.slug()
+    check_custom_name(label)
+
+    def make() -> Any:
+        from pipeline.games.shutbox.game import ShutTheBox
+
+        return ShutTheBox(rules)
+
+    return Variant(label, "custom rule set", make, in_all=False, family="shutbox")

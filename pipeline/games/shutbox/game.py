@@ -1,0 +1,423 @@
+"""One-player Shut the Box: a rule set as a value object, and its game graph.
+
+A state is the set of open tiles, its canonical id the bitmask with bit ``i - 1`` set when tile
+``i`` is open (the full box of 9 tiles is 511, the shut box 0). A move shuts a set of open tiles
+whose sum equals the roll; a move label is the bitmask of the tiles it shuts, so "prefer the
+largest label" breaks ties towards the move holding the highest tile where two moves differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipeline.errors import UsageError
+from pipeline.games.base import Game
+from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
+from pipeline.graph import NO_STATE, PASS, Graph
+
+if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
+    import polars as pl
+
+    from pipeline.games.solved import Solved
+
+MAX_TILES = 24
+MAX_DICE = 8
+MAX_SIDES = 20
+OBJECTIVES = ("shut", "score", "target")
+ONE_DIE_MODES = ("never", "forced", "optional")
+SCORINGS = ("sum", "digital")
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules of a one-player Shut the Box game.
+
+    ``one_die`` says when a single die is rolled instead of ``dice`` dice: ``never``; ``forced``
+    (must) or ``optional`` (may) when the condition holds. The condition is the conjunction of
+    ``one_die_sum`` (open tiles sum to at most this) and ``one_die_shut`` (these tiles are all
+    shut); with neither given, an optional single die is always allowed.
+    The objective is ``shut`` (maximise P(all tiles shut)), ``score`` (minimise the expected final
+    score) or ``target`` (maximise P(final score <= target)). The final score is the sum of the open
+    tiles, or with ``scoring="digital"`` the open tiles read as a number (1, 3, 4 -> 134).
+    """
+
+    tiles: int = 9
+    dice: int = 2
+    sides: int = 6
+    one_die: str = "never"
+    one_die_sum: int | None = None
+    one_die_shut: tuple[int, ...] = ()
+    objective: str = "shut"
+    target: int | None = None
+    max_per_move: int | None = None
+    scoring: str = "sum"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "one_die_shut", tuple(sorted(set(self.one_die_shut))))
+        for problem in self.problems():
+            raise UsageError(problem)
+
+    def problems(self) -> list[str]:
+        """Every reason this rule set is contradictory or out of range (empty when valid)."""
+        out: list[str] = []
+        out += range_problem("tiles", self.tiles, 1, MAX_TILES)
+        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
+        out += choice_problem("one-die rule", self.one_die, ONE_DIE_MODES)
+        out += choice_problem("objective", self.objective, OBJECTIVES)
+        out += choice_problem("scoring", self.scoring, SCORINGS)
+        if out:
+            return out
+        has_condition = self.one_die_sum is not None or bool(self.one_die_shut)
+        if self.one_die == "never" and has_condition:
+            out.append("a one-die condition was given but the one-die rule is 'never'")
+        if self.one_die != "never" and self.dice == 1:
+            out.append("a one-die rule needs more than one die")
+        if self.one_die == "forced" and not has_condition:
+            out.append("a forced single die with no condition is just --dice 1")
+        if self.one_die_sum is not None and self.one_die_sum < 1:
+            out.append(f"the one-die open-sum limit must be positive, not {self.one_die_sum}")
+        bad = [t for t in self.one_die_shut if not 1 <= t <= self.tiles]
+        if bad:
+            out.append(f"one-die tiles {bad} are not in a box of tiles 1..{self.tiles}")
+        if self.max_per_move is not None and self.max_per_move < 1:
+            out.append(f"at most {self.max_per_move} tiles per move would allow no move")
+        if self.scoring == "digital" and self.tiles > 9:
+            out.append("digital scoring reads tiles as digits, so it needs at most 9 tiles")
+        if (self.objective == "target") != (self.target is not None):
+            out.append("a target score goes with objective 'target' (and only with it)")
+        if self.target is not None and not 0 <= self.target < self.max_score():
+            out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
+        top_roll = self.dice * self.sides
+        if self.objective != "score" and self.tiles > top_roll:
+            out.append(
+                f"tile {self.tiles} can never be shut with {self.dice} dice of {self.sides} sides, "
+                f"so P(shut) is 0; use objective 'score' or 'target'"
+            )
+        return out
+
+    def max_score(self) -> int:
+        """Score with every tile open."""
+        if self.scoring == "digital":
+            return int("".join(str(t) for t in range(1, self.tiles + 1)))
+        return self.tiles * (self.tiles + 1) // 2
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for metadata and manifests."""
+        d = asdict(self)
+        d["game"] = "shut-the-box"
+        d["one_die_shut"] = list(self.one_die_shut)
+        return d
+
+    def slug(self) -> str:
+        """A readable, deterministic variant name for a custom rule set."""
+        parts = [f"stb-{self.tiles}t-{self.dice}d{self.sides}"]
+        if self.one_die != "never":
+            cond = []
+            if self.one_die_sum is not None:
+                cond.append(f"le{self.one_die_sum}")
+            if self.one_die_shut:
+                cond.append("shut" + "".join(f"{t}." for t in self.one_die_shut).rstrip("."))
+            parts.append(f"1d{self.one_die}" + ("-" + "-".join(cond) if cond else ""))
+        if self.max_per_move is not None:
+            parts.append(f"max{self.max_per_move}")
+        if self.scoring != "sum":
+            parts.append(self.scoring)
+        parts.append(self.objective + (f"{self.target}" if self.target is not None else ""))
+        return "-".join(parts)
+
+
+class ShutTheBox(Game):
+    """The one-player game for a :class:`RuleSet`."""
+
+    def __init__(self, rules: RuleSet, rank_order: bool = True) -> None:
+        """``rank_order=False`` indexes states by id (index = bitmask) instead of by rank."""
+        self.r = rules
+        self.rank_order = rank_order
+        self.objective = rules.objective
+        self.skip_edges = rules.tiles > 16
+
+    def rules(self) -> dict[str, Any]:
+        """The rule set as plain data."""
+        return self.r.to_dict()
+
+    @property
+    def full(self) -> int:
+        """State id of the box with every tile open."""
+        return (1 << self.r.tiles) - 1
+
+    def start_state(self) -> int:
+        """Every tile open."""
+        return self.full
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def open_sums(self, ids: np.ndarray) -> np.ndarray:
+        """Sum of the open tiles of each state."""
+        total = np.zeros(ids.shape[0], dtype=np.int64)
+        for i in range(self.r.tiles):
+            total += ((ids >> i) & 1) * (i + 1)
+        return total
+
+    def scores(self, ids: np.ndarray) -> np.ndarray:
+        """Final score of each state if the player is stuck there."""
+        if self.r.scoring == "sum":
+            return self.open_sums(ids)
+        score = np.zeros(ids.shape[0], dtype=np.int64)
+        for i in range(self.r.tiles):  # ascending digits: shift left for every open tile
+            bit = (ids >> i) & 1
+            score = np.where(bit == 1, score * 10 + (i + 1), score)
+        return score
+
+    def stuck_values(self, ids: np.ndarray) -> np.ndarray:
+        """Value of ending the game in each state (the objective applied to its score)."""
+        score = self.scores(ids).astype(np.float64)
+        if self.r.objective == "shut":
+            return (score == 0).astype(np.float64)
+        if self.r.objective == "target":
+            return (score <= self.r.target).astype(np.float64)
+        return score
+
+    def dice_available(self, ids: np.ndarray) -> dict[int, np.ndarray]:
+        """For each number of dice, whether it may be rolled in each state (none when shut)."""
+        alive = ids != 0
+        cond = np.ones(ids.shape[0], dtype=bool)
+        if self.r.one_die_sum is not None:
+            cond &= self.open_sums(ids) <= self.r.one_die_sum
+        if self.r.one_die_shut:
+            need = sum(1 << (t - 1) for t in self.r.one_die_shut)
+            cond &= (ids & need) == 0
+        if self.r.one_die == "never":
+            return {self.r.dice: alive}
+        if self.r.one_die == "forced":
+            return {1: alive & cond, self.r.dice: alive & ~cond}
+        return {1: alive & cond, self.r.dice: alive}
+
+    def subsets_by_sum(self, max_sum: int) -> list[tuple[int, int]]:
+        """Every set of tiles (as (mask, sum)) with sum <= max_sum and at most the per-move cap."""
+        cap = self.r.max_per_move or self.r.tiles
+        out: list[tuple[int, int]] = []
+
+        def extend(next_tile: int, mask: int, total: int, size: int) -> None:
+            for t in range(next_tile, min(self.r.tiles, max_sum - total) + 1):
+                m, s = mask | (1 << (t - 1)), total + t
+                out.append((m, s))
+                if size + 1 < cap:
+                    extend(t + 1, m, s, size + 1)
+
+        extend(1, 0, 0, 0)
+        return out
+
+    def graph(self) -> Graph:
+        """The game graph over all 2**tiles states.
+
+        States are indexed in rank order (by number of open tiles, then id), so that every
+        layer of the solve is a contiguous slice of each array; or by id when asked.
+        """
+        n, top = self.r.tiles, self.r.dice * self.r.sides
+        width = top + 1
+        all_ids = np.arange(1 << n, dtype=np.int64)
+        rank = np.bitwise_count(all_ids.astype(np.uint64)).astype(np.int64)
+        ids = np.argsort(rank, kind="stable") if self.rank_order else all_ids  # index -> id
+        index_of = np.empty_like(ids)
+        index_of[ids] = np.arange(ids.shape[0])
+        avail = self.dice_available(ids)
+        dists = {d: roll_distribution(d, self.r.sides) for d in avail}
+        roll_ok = np.zeros((ids.shape[0], width), dtype=bool)
+        for d, ok in avail.items():
+            for total, _, _ in dists[d]:
+                roll_ok[:, total] |= ok
+        node_of = (np.cumsum(roll_ok.ravel(), dtype=np.int64) - 1).astype(np.int32)
+        node_state, node_roll = np.nonzero(roll_ok)
+
+        ch = [self._chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
+        columns = (np.concatenate(c) for c in zip(*ch, strict=True))
+        ch_state, ch_choice, ch_count, ch_denom, ch_node = columns
+        order = np.lexsort((ch_choice, ch_state))
+
+        moves = self._moves(index_of, roll_ok, node_state, ids)
+        terminal = np.full(ids.shape[0], np.nan)
+        terminal[index_of[0]] = self.stuck_values(all_ids[:1])[0]
+        return Graph(
+            state_id=ids,
+            rank=rank[ids],
+            terminal=terminal,
+            ch_state=ch_state[order],
+            ch_choice=ch_choice[order],
+            ch_count=ch_count[order],
+            ch_denom=ch_denom[order],
+            ch_node=ch_node[order],
+            node_state=node_state.astype(np.int32),
+            node_roll=node_roll.astype(np.int16),
+            **moves,
+            maximise=self.r.objective != "score",
+            meta={"edges_skipped": self.skip_edges},
+        )
+
+    def _chance_rows(
+        self,
+        dice: int,
+        ok: np.ndarray,
+        dist: list[tuple[int, int, int]],
+        node_of: np.ndarray,
+        width: int,
+    ) -> tuple[np.ndarray, ...]:
+        """Chance rows of every state that may roll ``dice`` dice."""
+        states = np.flatnonzero(ok)
+        k = len(dist)
+        totals = np.array([t for t, _, _ in dist], dtype=np.int64)
+        counts = np.array([c for _, c, _ in dist], dtype=np.int64)
+        st = np.repeat(states, k)
+        rolls = np.tile(totals, states.shape[0])
+        return (
+            st,
+            np.full(st.shape[0], dice, dtype=np.int64),
+            np.tile(counts, states.shape[0]),
+            np.full(st.shape[0], dist[0][2], dtype=np.int64),
+            node_of[st * width + rolls],
+        )
+
+    def _moves(
+        self,
+        index_of: np.ndarray,
+        roll_ok: np.ndarray,
+        node_state: np.ndarray,
+        ids: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """Every legal move, grouped by node, plus a pass row for each node without one.
+
+        A count pass sizes each node's slots, a fill pass writes the moves into them (compiled,
+        see kernels.py), so the tens of millions of rows of a big box are never sorted.
+        """
+        width = roll_ok.shape[1]
+        by_sum: list[list[int]] = [[] for _ in range(width)]
+        for mask, total in self.subsets_by_sum(width - 1):
+            by_sum[total].append(mask)
+        # Largest mask first inside a node: the order `best_moves` would pick among ties anyway.
+        sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
+        sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+        from pipeline.games.shutbox import kernels  # numba loads only to build graphs
+
+        counts = kernels.count_moves(ids, roll_ok, sub_masks, sub_start)
+        slots = np.maximum(counts, 1)
+        starts = np.concatenate(([0], np.cumsum(slots, dtype=np.int64)))
+        size = int(starts[-1])
+        mv_dst = np.full(size, NO_STATE, dtype=np.int32)
+        mv_label = np.full(size, PASS, dtype=np.int32)
+        mv_scale = np.zeros(size, dtype=np.int8)
+        mv_offset = np.zeros(size, dtype=np.float64)
+        stuck = np.flatnonzero(counts == 0)
+        mv_offset[starts[stuck]] = self.stuck_values(ids[node_state[stuck]])
+        kernels.fill_moves(
+            ids, index_of, roll_ok, sub_masks, sub_start, starts, mv_dst, mv_label, mv_scale
+        )
+        return {
+            "mv_node": np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
+            "mv_dst": mv_dst,
+            "mv_scale": mv_scale,
+            "mv_offset": mv_offset,
+            "mv_label": mv_label,
+        }
+
+    # -- description -------------------------------------------------------------------------
+
+    def _tile_columns(self, masks: np.ndarray) -> pl.DataFrame:
+        """Columns ``tiles`` (str) and ``open_tiles`` (list) of tile bitmasks; null for -1."""
+        import polars as pl
+
+        sep = "" if self.r.tiles <= 9 else ","
+        bits = {
+            f"b{t}": (masks >= 0) & ((masks >> (t - 1)) & 1 == 1)
+            for t in range(1, self.r.tiles + 1)
+        }
+        parts = [
+            pl.when(pl.col(f"b{t}")).then(pl.lit(t, dtype=pl.Int8))
+            for t in range(1, self.r.tiles + 1)
+        ]
+        valid = pl.Series(masks >= 0)
+        return pl.DataFrame(bits).select(
+            tiles=pl.when(valid).then(
+                pl.concat_str(
+                    [p.cast(pl.String) for p in parts], separator=sep, ignore_nulls=True
+                ).fill_null("")
+            ),
+            open_tiles=pl.when(valid).then(pl.concat_list(parts).list.drop_nulls()),
+        )
+
+    def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
+        """Tile strategies see tiles 1..n and the final score of each state."""
+        return np.arange(1, self.r.tiles + 1, dtype=np.int64), self.scores(g.state_id)
+
+    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
+        """The summary (none) plus the strategy benchmark tables."""
+        from pipeline.games.shutbox import benchmark
+
+        return {**super().extra_tables(solved), **benchmark.build_tables(solved)}
+
+    def simulate(
+        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
+    ) -> tuple[list[Any], pl.DataFrame]:
+        """Monte Carlo benchmark of the tile strategies."""
+        from pipeline.games.shutbox import benchmark
+
+        return benchmark.simulate_rows(solved, games, seed, names, progress)
+
+    def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
+        """Columns tiles, open_tiles, n_open, open_sum, score for each state id."""
+        import polars as pl
+
+        return self._tile_columns(state_id).with_columns(
+            n_open=pl.Series(np.bitwise_count(state_id.astype(np.uint64)).astype(np.int16)),
+            open_sum=pl.Series(self.open_sums(state_id).astype(np.int32)),
+            score=pl.Series(self.scores(state_id)),
+        )
+
+    def describe_moves(self, label: np.ndarray) -> pl.Series:
+        """Each move label as the list of tiles it shuts (null for a pass)."""
+        # Few distinct moves, many rows: describe each distinct label once, then gather.
+        distinct, inverse = np.unique(label, return_inverse=True)
+        lists = self._tile_columns(distinct)["open_tiles"]
+        return lists.gather(inverse.astype(np.int64)).alias("move")
+
+    def parse_state(self, text: str, **extra: Any) -> int:
+        """State id of open tiles written as digits ("1245") or separated ("1,2,10")."""
+        if extra.get("p1_score") is not None:
+            raise UsageError("--p1-score applies only to the two-player game")
+        return parse_tiles(text, self.r.tiles)
+
+    def tiles_text(self, state_id: int) -> str:
+        """The tiles string of one state id."""
+        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
+
+
+def parse_tiles(text: str, n_tiles: int) -> int:
+    """Bitmask of open tiles written as digits ("1245") or with separators ("1,2,10").
+
+    Raises UsageError with a one-line reason for anything else.
+    """
+    raw = text.strip()
+    if not raw:
+        raise UsageError(
+            "no open tiles given: name the open tiles, e.g. 1245 (the shut box is over)"
+        )
+    if any(c in ", " for c in raw):
+        tokens = [tok for tok in raw.replace(",", " ").split() if tok]
+    elif n_tiles > 9 and len(raw) > 1:
+        raise UsageError(
+            f"tiles {text!r} are ambiguous with {n_tiles} tiles: separate them, e.g. 1,2,10"
+        )
+    else:
+        tokens = list(raw)
+    mask = 0
+    for tok in tokens:
+        if not tok.isdigit() or not tok.isascii():
+            raise UsageError(f"tiles {text!r}: {tok!r} is not a tile number")
+        t = int(tok)
+        if not 1 <= t <= n_tiles:
+            raise UsageError(f"tiles {text!r}: tile {t} is not in this box (tiles 1..{n_tiles})")
+        if mask >> (t - 1) & 1:
+            raise UsageError(f"tiles {text!r}: tile {t} is listed twice")
+        mask |= 1 << (t - 1)
+    return mask

@@ -1,0 +1,37 @@
+"""Compiled per-node loops shared by the solvers (numba)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pipeline.graph import Graph
+from pipeline.solve.tolerance import TIE_TOLERANCE
+
+
+@njit(cache=True)
+def _best_rows(
+    starts: np.ndarray, move_value: np.ndarray, label: np.ndarray, node_value: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    n = starts.shape[0] - 1
+    best = np.empty(n, dtype=np.int64)
+    n_optimal = np.zeros(n, dtype=np.int32)
+    for node in range(n):
+        target = node_value[node]
+        tol = TIE_TOLERANCE * max(1.0, abs(target))
+        pick = -1
+        for m in range(starts[node], starts[node + 1]):
+            if abs(move_value[m] - target) <= tol:
+                n_optimal[node] += 1
+                if pick < 0 or label[m] > label[pick]:
+                    pick = m
+        best[node] = pick
+    return best, n_optimal
+
+
+def best_moves_compiled(
+    g: Graph, move_value: np.ndarray, node_value: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Best move row of each node (ties within 1e-12, relative, to the largest label) and the
+    number of rows that tie for best."""
+    return _best_rows(g.move_starts(), move_value, g.mv_label, node_value)

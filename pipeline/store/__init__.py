@@ -1,0 +1,1 @@
+"""Storage of solved tables: Parquet layout, atomic commits, the manifest."""

@@ -1,0 +1,51 @@
+"""Writing query results as CSV or Parquet files, atomically (:mod:`pipeline.store.tables` writes)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.errors import PipelineError, UsageError
+from pipeline.store.tables import write_bytes_atomic
+
+FORMATS = ("table", "csv", "parquet")
+
+
+def flatten_lists(frame: pl.DataFrame) -> pl.DataFrame:
+    """List columns (moves, tiles) as text such as ``[3, 6]``, so that CSV can hold them."""
+    lists = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.List)]
+    return frame.with_columns(
+        ("[" + pl.col(name).cast(pl.List(pl.String)).list.join(", ") + "]").alias(name)
+        for name in lists
+    )
+
+
+def to_csv(frame: pl.DataFrame) -> str:
+    """The frame as CSV text (list columns flattened to text, full float precision)."""
+    return flatten_lists(frame).write_csv()
+
+
+def to_parquet(frame: pl.DataFrame) -> bytes:
+    """The frame as Parquet bytes."""
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    return buffer.getvalue()
+
+
+def export(frame: pl.DataFrame, fmt: str, path: Path) -> None:
+    """Write ``frame`` to ``path`` as ``csv`` or ``parquet`` (``table`` writes CSV too)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    data = to_parquet(frame) if fmt == "parquet" else to_csv(frame).encode()
+    make_dir(Path(path).parent)
+    write_bytes_atomic(path, data)
+
+
+def make_dir(directory: Path) -> None:
+    """Create an output directory (and its parents); PipelineError when that is impossible."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PipelineError(f"cannot write to {directory}: {exc.strerror or exc}") from None

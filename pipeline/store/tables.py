@@ -1,0 +1,594 @@
+"""Reading and writing the Parquet tables: one file per table, rows of every variant, atomic.
+
+Each table holds the rows of many variants. Writing a variant's rows reads the file, drops that
+variant's old rows, adds the new ones and writes a temporary file that is then renamed over the
+old one, all under a lock on the data directory, so readers only ever see a complete old or new
+file and concurrent builds do not lose each other's rows.
+
+One run's tables are committed together (:func:`commit`): every new file is written and flushed
+under a hidden temporary name, then a journal listing the renames and the new manifest is put in
+place, then the files are renamed and the manifest is written last. A process killed before the
+journal exists leaves the old tables; one killed after it leaves tables that the next command
+taking the lock (any stage, `verify`, or a reader that finds the journal) completes by redoing the
+renames. So each file is always a complete old or new table, and once the journal is settled the
+set of tables is all old or all new, as ``manifest.json`` (sha256 per file) records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from filelock import FileLock, Timeout
+
+from pipeline import __version__
+from pipeline.errors import PipelineError, TableError, TablesMissingError
+from pipeline.store import manifest
+
+RULES_KEY = b"stb.rules"
+VERSION_KEY = b"stb.version"
+LOCK_NAME = ".stb.lock"
+LOCK_TIMEOUT_S = 600
+JOURNAL_NAME = ".stb-commit.json"
+#: Tables whose rows are replaced by key instead of by whole variant: name -> key columns. A
+#: write then replaces only the old rows whose key the new rows share (e.g. `build` rewrites the
+#: exact benchmark rows of a variant and keeps its simulation rows).
+ROW_KEYS: dict[str, tuple[str, ...]] = {"benchmarks": ("variant", "strategy", "method")}
+#: A merge touching more rows than this (old or new) is written a slice at a time (see
+#: :func:`merged_rows`), so a table of tens of millions of rows is never held whole twice.
+STREAM_ROWS = 2_000_000
+#: Rows per slice and per row group of a streamed merge: pyarrow's default row group, so that a
+#: streamed table has the same bytes as the same table written whole.
+SLICE_ROWS = 1_048_576
+
+
+@dataclass(frozen=True)
+class ChunkedRows:
+    """A variant's rows produced a slice at a time, for tables too large to build at once.
+
+    ``chunks()`` yields frames with the columns and dtypes of ``schema``, ``height`` rows in all.
+    """
+
+    height: int
+    schema: pl.Schema
+    chunks: Callable[[], Iterator[pl.DataFrame]]
+
+
+@dataclass(frozen=True)
+class StagedTable:
+    """A merged table already written (and flushed) under its temporary name, ready to commit."""
+
+    path: Path
+    num_rows: int
+    variants: dict[str, int]
+
+
+def table_path(data_dir: Path, name: str) -> Path:
+    """Where table ``name`` lives."""
+    return Path(data_dir) / f"{name}.parquet"
+
+
+@contextlib.contextmanager
+def data_lock(data_dir: Path) -> Iterator[None]:
+    """Hold the data directory's lock (waits for another build to finish)."""
+    data_dir = Path(data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(data_dir / LOCK_NAME), timeout=LOCK_TIMEOUT_S)
+        lock.acquire()
+    except Timeout:
+        raise PipelineError(f"another build has held {data_dir} for {LOCK_TIMEOUT_S} s") from None
+    except OSError as exc:
+        raise PipelineError(f"cannot use data directory {data_dir}: {exc.strerror}") from None
+    try:
+        recover(data_dir)
+        yield
+    finally:
+        lock.release()
+
+
+def ensure_writable(data_dir: Path) -> None:
+    """Fail now, before any work, when tables cannot be written into ``data_dir``."""
+    data_dir = Path(data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with open(data_dir / LOCK_NAME, "a"):
+            pass
+    except OSError as exc:
+        raise PipelineError(
+            f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
+        ) from None
+
+
+def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
+    """The whole table as Arrow, or None when it does not exist; TableError when unreadable."""
+    path = table_path(data_dir, name)
+    if not path.exists():
+        return None
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); move it away and rebuild"
+        ) from None
+
+
+def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.DataFrame:
+    """Table ``name`` as a polars DataFrame, only ``variant``'s rows when given.
+
+    TablesMissingError when the table (or the variant in it) has not been built.
+    """
+    path = table_path(data_dir, name)
+    settle(data_dir)
+    if not path.exists():
+        hint = variant or "all"
+        raise TablesMissingError(
+            f"{path} does not exist: run `stb-pipeline build --variant {hint}` "
+            "(or build with the same custom rule options) first"
+        )
+    try:
+        lazy = pl.scan_parquet(path)
+        if variant is not None:
+            lazy = lazy.filter(pl.col("variant") == variant)
+        frame = lazy.collect()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable table ({first}); move it away and rebuild"
+        ) from None
+    if variant is not None and frame.height == 0:
+        raise TablesMissingError(
+            f"{path} has no rows for variant {variant!r}: "
+            f"run `stb-pipeline build --variant {variant}` "
+            "(or build with the same custom rule options) first"
+        )
+    return frame
+
+
+def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
+    """The rule sets recorded in a table's metadata, by variant."""
+    path = table_path(data_dir, name)
+    meta = pq.read_schema(path).metadata or {}
+    return json.loads(meta.get(RULES_KEY, b"{}"))
+
+
+def replace_rows(
+    data_dir: Path,
+    name: str,
+    frames: dict[str, pl.DataFrame],
+    rules: dict[str, dict[str, Any]],
+) -> Path:
+    """Replace the rows of each variant in ``frames`` with the given frame; keep other variants.
+
+    For a table in :data:`ROW_KEYS`, only the old rows sharing a key with a new row are replaced.
+    The caller holds :func:`data_lock`. The new file is complete on disk before it gets its name,
+    and the manifest is updated after it.
+    """
+    commit(data_dir, {name: merged_rows(data_dir, name, frames, rules)})
+    return table_path(data_dir, name)
+
+
+def merged_rows(
+    data_dir: Path,
+    name: str,
+    frames: dict[str, pl.DataFrame | ChunkedRows],
+    rules: dict[str, dict[str, Any]],
+) -> pa.Table | StagedTable:
+    """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are;
+    for a table in :data:`ROW_KEYS`, the old rows whose key no new row shares).
+
+    When the old file or the new rows are large (over :data:`STREAM_ROWS` rows, or any
+    :class:`ChunkedRows`), the merge is written slice by slice straight to the table's temporary
+    file and a :class:`StagedTable` is returned instead (same rows, same order).
+
+    The caller holds :func:`data_lock`, so that nobody changes the table before it is committed.
+    """
+    path = table_path(data_dir, name)
+    if name not in ROW_KEYS and _large_merge(path, frames):
+        return _stream_merged(path, frames, rules)
+    old = read_arrow(data_dir, name)
+    kept: list[pl.DataFrame] = []
+    all_rules: dict[str, Any] = {}
+    if old is not None:
+        if "variant" not in old.column_names:
+            raise TableError(f"{path} is not one of our tables (no variant column); move it away")
+        all_rules = json.loads((old.schema.metadata or {}).get(RULES_KEY, b"{}"))
+        old_frame = pl.from_arrow(old)
+        assert isinstance(old_frame, pl.DataFrame)
+        kept.append(_kept_rows(path, name, old_frame, frames))
+    for variant in frames:
+        all_rules.pop(variant, None)
+    all_rules.update({v: r for v, r in rules.items() if v in frames})
+    pieces = [f for f in kept if f.height] + [
+        f.select(pl.lit(v).alias("variant"), pl.exclude("variant")) for v, f in frames.items()
+    ]
+    try:
+        merged = pl.concat(pieces, how="diagonal_relaxed") if pieces else pl.DataFrame()
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+    merged = merged.sort("variant", maintain_order=True)
+    table = merged.to_arrow()
+    meta = dict(table.schema.metadata or {})
+    meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
+    meta[VERSION_KEY] = __version__.encode()
+    return table.replace_schema_metadata(meta)
+
+
+def commit(
+    data_dir: Path,
+    new_tables: dict[str, pa.Table | StagedTable],
+    variant_records: dict[str, dict[str, Any]] | None = None,
+) -> None:
+    """Put ``new_tables`` in place together and record them (and ``variant_records``) in the
+    manifest. The caller holds :func:`data_lock`.
+
+    Order: temporary files written and flushed; journal written (the commit point); renames;
+    manifest; journal removed. :func:`recover` finishes a commit killed after the commit point.
+    """
+    data_dir = Path(data_dir)
+    new_manifest = manifest.read(data_dir)
+    new_manifest.update(package_version=__version__, code_hash=manifest.code_hash())
+    for name in new_tables:
+        entry, path = new_manifest["tables"].get(name), table_path(data_dir, name)
+        if entry and path.is_file() and manifest.file_sha256(path) != entry.get("sha256"):
+            # changed behind our back: the rows kept from it can no longer vouch for a skip
+            for variant in entry.get("variants", {}):
+                new_manifest["variants"].pop(variant, None)
+    renames: list[tuple[str, str]] = []
+    try:
+        for name, table in new_tables.items():
+            final = table_path(data_dir, name)
+            tmp = _tmp_name(final)
+            renames.append((tmp.name, final.name))
+            if isinstance(table, StagedTable):
+                if name in manifest.TIMING_COLUMNS or table.path != tmp:
+                    raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
+                digest = manifest.file_sha256(tmp)
+                counts = sorted(table.variants.items())
+                new_manifest["tables"][name] = {
+                    "file": final.name,
+                    "rows": table.num_rows,
+                    "sha256": digest,
+                    "content_sha256": digest,
+                    "variants": dict(counts),
+                }
+                continue
+            _write_synced(tmp, lambda fh, table=table: pq.write_table(table, fh, **WRITE_OPTIONS))
+            digest = manifest.file_sha256(tmp)
+            variants = pl.from_arrow(table.select(["variant"]))
+            assert isinstance(variants, pl.DataFrame)
+            counts = variants.group_by("variant").len().sort("variant").rows()
+            new_manifest["tables"][name] = {
+                "file": final.name,
+                "rows": table.num_rows,
+                "sha256": digest,
+                "content_sha256": (
+                    manifest.content_sha256(name, table)
+                    if name in manifest.TIMING_COLUMNS
+                    else digest  # the file is that very encoding
+                ),
+                "variants": dict(counts),
+            }
+        variants_now = new_manifest["variants"]
+        variants_now.update(variant_records or {})
+        for variant in list(variants_now):
+            # a variant whose rows a table no longer holds is no longer fully built
+            held = {t for t, e in new_manifest["tables"].items() if variant in e["variants"]}
+            if not set(variants_now[variant].get("tables", {})) <= held:
+                del variants_now[variant]
+        journal = {"renames": renames, "manifest": new_manifest}
+        write_bytes_atomic(data_dir / JOURNAL_NAME, json.dumps(journal).encode())
+    except OSError as exc:
+        _drop_staged(data_dir, new_tables, renames)
+        raise PipelineError(f"cannot write tables in {data_dir}: {exc.strerror or exc}") from None
+    except BaseException:
+        _drop_staged(data_dir, new_tables, renames)
+        raise
+    recover(data_dir)
+
+
+def _drop_staged(
+    data_dir: Path, new_tables: dict[str, Any], renames: list[tuple[str, str]]
+) -> None:
+    """Remove the temporary files of a commit that failed before its journal."""
+    for tmp_name, _ in renames:
+        (data_dir / tmp_name).unlink(missing_ok=True)
+    for table in new_tables.values():
+        if isinstance(table, StagedTable):
+            table.path.unlink(missing_ok=True)
+
+
+def _large_merge(path: Path, frames: dict[str, pl.DataFrame | ChunkedRows]) -> bool:
+    """Whether a merge into ``path`` is big enough to be written slice by slice."""
+    if any(isinstance(f, ChunkedRows) or f.height > STREAM_ROWS for f in frames.values()):
+        return True
+    if not path.exists():
+        return False
+    try:
+        return pq.ParquetFile(path).metadata.num_rows > STREAM_ROWS
+    except (pa.ArrowException, OSError):
+        return False  # the ordinary path reports the unreadable file
+
+
+def _slices(frame: pl.DataFrame | ChunkedRows) -> Iterator[pl.DataFrame]:
+    """A variant's new rows in slices of at most :data:`SLICE_ROWS` rows."""
+    pieces = frame.chunks() if isinstance(frame, ChunkedRows) else iter([frame])
+    for piece in pieces:
+        for start in range(0, piece.height, SLICE_ROWS):
+            yield piece.slice(start, SLICE_ROWS)
+
+
+def _stream_merged(
+    path: Path,
+    frames: dict[str, pl.DataFrame | ChunkedRows],
+    rules: dict[str, dict[str, Any]],
+) -> StagedTable:
+    """:func:`merged_rows` for large tables: the old file read and the merge written in slices.
+
+    The tables are kept sorted by variant (every write sorts), so one pass over the old file,
+    with each new variant's rows inserted before the first old row of a later variant, gives the
+    same rows in the same order as the in-memory merge.
+    """
+    old = None
+    all_rules: dict[str, Any] = {}
+    empties: list[pl.DataFrame] = []
+    try:
+        if path.exists():
+            old = pq.ParquetFile(path)
+            if "variant" not in old.schema_arrow.names:
+                raise TableError(
+                    f"{path} is not one of our tables (no variant column); move it away"
+                )
+            all_rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
+            if not all_rules or set(all_rules) - set(frames):  # kept rows: their columns first
+                empty_old = pl.from_arrow(old.schema_arrow.empty_table())
+                assert isinstance(empty_old, pl.DataFrame)
+                empties.append(empty_old)
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); move it away and rebuild"
+        ) from None
+    for variant in frames:
+        all_rules.pop(variant, None)
+    all_rules.update({v: r for v, r in rules.items() if v in frames})
+    for frame in frames.values():
+        schema = frame.schema
+        empty = pl.DataFrame(schema=schema)
+        empties.append(
+            empty.select(pl.lit("", dtype=pl.String).alias("variant"), pl.exclude("variant"))
+        )
+    try:
+        target = pl.concat(empties, how="diagonal_relaxed").clear()
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+    arrow_schema = target.to_arrow().schema
+    meta = dict(arrow_schema.metadata or {})
+    meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
+    meta[VERSION_KEY] = __version__.encode()
+    arrow_schema = arrow_schema.with_metadata(meta)
+    tmp = _tmp_name(path)
+    counts: dict[str, int] = {}
+    last = [""]
+    buffer: list[pa.Table] = []
+
+    def flush(writer: pq.ParquetWriter, final: bool = False) -> None:
+        # Row groups of exactly SLICE_ROWS rows, each one contiguous chunk, as write_table makes.
+        size = sum(t.num_rows for t in buffer)
+        if size < SLICE_ROWS and not (final and size):
+            return
+        whole = pa.concat_tables(buffer)
+        full = size if final else size - size % SLICE_ROWS
+        for start in range(0, full, SLICE_ROWS):
+            group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
+            writer.write_table(group, row_group_size=SLICE_ROWS)
+        buffer[:] = [whole.slice(full)] if full < size else []
+
+    def put(writer: pq.ParquetWriter, rows: pl.DataFrame) -> None:
+        if not rows.height:
+            return
+        rows = pl.concat([target, rows], how="diagonal_relaxed")
+        first, final = rows["variant"][0], rows["variant"][-1]
+        if first < last[0]:
+            raise TableError(f"{path} is not sorted by variant; move it away and rebuild")
+        last[0] = final
+        for variant, n in rows.group_by("variant").len().rows():
+            counts[variant] = counts.get(variant, 0) + n
+        buffer.append(rows.to_arrow().cast(arrow_schema))
+        flush(writer)
+
+    def put_new(writer: pq.ParquetWriter, variant: str) -> None:
+        for piece in _slices(frames[variant]):
+            put(writer, piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
+
+    new = sorted(frames)
+    try:
+        with open(tmp, "wb") as fh:
+            with pq.ParquetWriter(fh, arrow_schema, **WRITE_OPTIONS) as writer:
+                batches = old.iter_batches(batch_size=SLICE_ROWS) if old is not None else []
+                for batch in batches:
+                    rows = pl.from_arrow(batch)
+                    assert isinstance(rows, pl.DataFrame)
+                    rows = rows.filter(~pl.col("variant").is_in(list(frames)))
+                    while new and rows.height:
+                        before = int((rows["variant"] < new[0]).sum())
+                        if before == rows.height:
+                            break
+                        put(writer, rows.head(before))
+                        rows = rows.slice(before)
+                        put_new(writer, new.pop(0))
+                    put(writer, rows)
+                for variant in new:
+                    put_new(writer, variant)
+                flush(writer, final=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except pl.exceptions.PolarsError as exc:
+        tmp.unlink(missing_ok=True)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise PipelineError(f"cannot write {tmp}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return StagedTable(tmp, sum(counts.values()), dict(sorted(counts.items())))
+
+
+def recover(data_dir: Path) -> None:
+    """Finish a commit whose journal is in place, and remove dead writers' temporary files.
+
+    The caller holds :func:`data_lock`. Safe to run again after being interrupted itself.
+    """
+    data_dir = Path(data_dir)
+    journal_path = data_dir / JOURNAL_NAME
+    if journal_path.exists():
+        try:
+            journal = json.loads(journal_path.read_text())
+            renames, new_manifest = journal["renames"], journal["manifest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            # only a complete journal ever gets this name; an unreadable one is not ours
+            raise TableError(f"{journal_path} is unreadable; move it away") from None
+        try:
+            for tmp_name, final_name in renames:
+                tmp = data_dir / tmp_name
+                if tmp.exists():
+                    os.replace(tmp, data_dir / final_name)
+            _fsync_dir(data_dir)
+            write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
+            journal_path.unlink()
+            _fsync_dir(data_dir)
+        except OSError as exc:
+            raise PipelineError(
+                f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
+            ) from None
+    for stray in data_dir.glob(".*.tmp"):
+        if not _pid_alive(_tmp_pid(stray)):
+            stray.unlink(missing_ok=True)
+
+
+def settle(data_dir: Path) -> None:
+    """Before reading: wait for a commit in progress, or finish one that was interrupted.
+
+    Does nothing (one stat) when no journal is present; if the directory is read-only the
+    tables are read as they are.
+    """
+    if (Path(data_dir) / JOURNAL_NAME).exists():
+        with contextlib.suppress(PipelineError), data_lock(data_dir):
+            pass
+
+
+#: Parquet writer settings (fixed, so that equal tables are equal bytes).
+WRITE_OPTIONS: dict[str, Any] = manifest.PARQUET_OPTIONS
+
+
+def _tmp_name(final: Path) -> Path:
+    """A hidden temporary name next to ``final``, owned by this process."""
+    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
+
+
+def _tmp_pid(path: Path) -> int:
+    """The process id in a temporary file's name (0 when it has none)."""
+    parts = path.name.rsplit(".", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (ours to wait for)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_synced(path: Path, write: Any) -> None:
+    """Create ``path`` with ``write(file)`` and flush it to disk."""
+    with open(path, "wb") as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Create ``path`` with ``write(file)``: under a temporary name, flushed to disk, then
+    renamed into place, so no reader ever sees a partial file under the final name."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        # a pipe, a terminal or /dev/stdout: nothing to rename over, so write straight in
+        try:
+            with open(path, "wb") as fh:
+                write(fh)
+        except OSError as exc:
+            raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return
+    if path.is_symlink():
+        path = path.resolve()  # replace the file the link points to, never the link itself
+    tmp = _tmp_name(path)
+    try:
+        _write_synced(tmp, write)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`write_file_atomic`)."""
+    write_file_atomic(path, lambda fh: fh.write(data))
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Flush a directory's entries (renames) to disk, where the platform allows it."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _kept_rows(
+    path: Path, name: str, old: pl.DataFrame, frames: dict[str, pl.DataFrame]
+) -> pl.DataFrame:
+    """The old rows a write of ``frames`` keeps: other variants, or (keyed tables) other keys."""
+    keys = ROW_KEYS.get(name)
+    if keys is None:
+        return old.filter(~pl.col("variant").is_in(list(frames)))
+    missing = [k for k in keys if k not in old.columns]
+    if missing:
+        raise TableError(f"{path} lacks key columns {missing}; move it away and rebuild")
+    new_keys = pl.concat(
+        [
+            f.select(pl.lit(v).alias("variant"), *[pl.col(k) for k in keys if k != "variant"])
+            for v, f in frames.items()
+        ],
+        how="vertical_relaxed",
+    )
+    new_keys = new_keys.cast({k: old.schema[k] for k in keys})
+    return old.join(new_keys.unique(), on=list(keys), how="anti")
+
+
+def write_atomic(path: Path, table: pa.Table) -> None:
+    """Write one Parquet table atomically (see :func:`write_file_atomic`)."""
+    write_file_atomic(path, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
