@@ -41,7 +41,8 @@ import polars as pl
 
 from pipeline import tables
 from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
-from pipeline.variants import get_variant, resolve
+from pipeline.games.shutbox import ShutTheBox
+from pipeline.variants import get_variant
 
 #: The variants the page offers by default (those built): every registered one-player Shut the
 #: Box variant. Twelve tiles is the largest (4,096 states, about 0.5 MB of the page).
@@ -88,14 +89,21 @@ Progress = Callable[[str], None]
 
 def pick_names(names: list[str]) -> tuple[list[str], bool]:
     """The variants asked for (comma-separated or repeated; ``all`` or none: the defaults), and
-    whether they were named explicitly (then each must be built)."""
+    whether they were named explicitly (then each must be built). UsageError for a variant that
+    is not one-player Shut the Box (the page draws one row of tiles)."""
     flat = [part for name in names for part in name.split(",") if part]
     if not flat or flat == ["all"]:
         return list(DEFAULT_VARIANTS), False
-    chosen = [v.name for v in resolve(flat)]
-    if "all" in flat:
-        chosen = [*dict.fromkeys([*DEFAULT_VARIANTS, *chosen])]
-    return chosen, True
+    chosen: list[str] = []
+    for part in flat:
+        chosen += DEFAULT_VARIANTS if part == "all" else [get_variant(part).name]
+    for name in chosen:
+        if not isinstance(get_variant(name).make(), ShutTheBox):
+            raise UsageError(
+                f"the explorer shows one-player Shut the Box variants, not {name} "
+                f"(try: {', '.join(DEFAULT_VARIANTS)})"
+            )
+    return list(dict.fromkeys(chosen)), True
 
 
 def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
