@@ -282,8 +282,9 @@ def template() -> str:
 def render(payloads: list[dict[str, Any]]) -> str:
     """The page with the payloads embedded as JSON inside its script."""
     data = json.dumps({"variants": payloads}, separators=(",", ":"), allow_nan=False)
-    # "</" would end the <script> element early; "<\/" means the same to JavaScript
-    data = data.replace("</", "<\\/")
+    # "</script" or "<!--" in a string would upset the HTML parser; "<" only occurs inside JSON
+    # strings, where the escape \u003c means the same
+    data = data.replace("<", "\\u003c")
     page = template()
     if page.count(DATA_MARK) != 1:
         raise PipelineError(f"the explorer template lacks its data mark {DATA_MARK!r}")
@@ -295,7 +296,7 @@ def embedded_data(page: str) -> dict[str, Any]:
     head, tail = template().split(DATA_MARK)
     if not (page.startswith(head) and page.endswith(tail)):
         raise UsageError("not an explorer page written by this version")
-    return json.loads(page[len(head) : len(page) - len(tail)].replace("<\\/", "</"))
+    return json.loads(page[len(head) : len(page) - len(tail)])
 
 
 def check_output(path: Path, data_dir: Path, force: bool) -> None:

@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from pipeline import answers, tables
-from pipeline.explorer import delayed_progress, embedded_data
+from pipeline.explorer import delayed_progress, embedded_data, render
 from pipeline.variants import get_variant
 from tests.conftest import Result, invoke
 
@@ -113,6 +113,13 @@ def test_refuses_to_replace_a_file_outside_the_data_dir(data: Path, tmp_path: Pa
     assert first.code == 0, first.stderr
     again = invoke(["explore", "--data-dir", data, "-v", "lever", "-o", data / "x.html"])
     assert again.code == 0, again.stderr  # inside the data dir: generated, so replaced
+
+
+def test_text_in_the_data_cannot_end_the_script() -> None:
+    nasty = {"name": "a</script><script>alert(1)</script><!--", "value": [0.1]}
+    page = render([nasty])
+    assert page.count("</script>") == 1 and "<!--" not in page
+    assert embedded_data(page) == {"variants": [nasty]}
 
 
 def test_progress_is_quiet_when_fast() -> None:
