@@ -223,6 +223,10 @@ def test_browser_classic_by_clicks(browser: Any, page: Path, data: Path) -> None
     value = float(browser.find_element("id", "value").get_attribute("data-value"))
     assert value == answers.expect(data, get_variant("classic"), "12345").value
     assert_same_as_move(browser, data, "classic", "12345", 7)
+    # playing the best move (shut 3 and 4) goes to 125, ready for the next roll
+    click(browser, "#moves tr.best button")
+    assert browser.execute_script("return location.hash") == "#classic/125"
+    assert not shown_moves(browser)
 
 
 def test_browser_keyboard_toggles_a_tile(browser: Any, page: Path) -> None:
@@ -285,3 +289,16 @@ def test_browser_screenshot(browser: Any, page: Path, tmp_path: Path) -> None:
     assert shot.stat().st_size > 20_000  # a drawn page, not a blank one
     if target := os.environ.get("STB_EXPLORER_SHOT"):  # to look at it: STB_EXPLORER_SHOT=x.png
         shutil.copy(shot, target)
+
+
+def test_browser_dice_choice_by_keyboard_and_link(browser: Any, page: Path) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    open_page(browser, page, "#lever/123456//1")
+    one = browser.find_element("css selector", '#dice [data-dice="1"]')
+    assert one.get_attribute("aria-checked") == "true"
+    one.send_keys(Keys.ARROW_RIGHT)  # radio group: arrows move the choice
+    two = browser.find_element("css selector", '#dice [data-dice="2"]')
+    assert two.get_attribute("aria-checked") == "true"
+    assert browser.switch_to.active_element == two
+    assert browser.execute_script("return location.hash") == "#lever/123456//2"

@@ -39,8 +39,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write one self-contained HTML page: set a position and a roll, see every move ranked.
 
-        The page embeds the solved tables (no server, no network); its address keeps the
-        position (#classic/12345/7), so links can be shared.
+        The page embeds the solved tables: it needs no server and no network.
+
+        Its address keeps the position (#classic/12345/7), so a link shares it.
 
         Example: stb-pipeline explore --variant classic,lever -o explorer.html
         """
