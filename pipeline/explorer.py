@@ -67,8 +67,8 @@ PROGRESS_AFTER = 2.0
 
 
 class ExplorerTablesMissing(TablesMissingError):
-    """A variant the page should show has not been built (exit 1, as the explorer's brief asks;
-    the other commands exit 2 for missing tables)."""
+    """A variant the page should show has not been built. Exit 1, not the 2 of the lookup
+    commands: no page can be written (see the README's exit codes)."""
 
     exit_code = 1
 
@@ -137,8 +137,8 @@ def built_rules(data_dir: Path, name: str) -> dict[str, Any] | None:
     return found
 
 
-def state_arrays(data_dir: Path, name: str, tiles: int) -> dict[str, list[Any]]:
-    """``value``, ``dice`` and ``choice`` by state id, from ``states``."""
+def state_arrays(data_dir: Path, name: str, tiles: int) -> dict[str, Any]:
+    """``value``, ``dice`` and ``choice`` by state id, and ``maximise``, from ``states``."""
     states = tables.read_table(data_dir, "states", name).sort("state_id")
     if states["state_id"].to_list() != list(range(1 << tiles)):
         raise TableError(f"states of {name} are not the 2**{tiles} boxes; rebuild it")
@@ -150,6 +150,7 @@ def state_arrays(data_dir: Path, name: str, tiles: int) -> dict[str, list[Any]]:
         "value": states["value"].to_list(),
         "dice": states["dice"].fill_null(0).to_list(),
         "choice": states["choice_options"].to_list(),
+        "maximise": bool(states["maximise"].all()),
     }
 
 
@@ -198,7 +199,8 @@ def check_against_tables(
 ) -> None:
     """Prove that the page's formulas give the tables' numbers exactly: each move's value is the
     value of the state it leads to, its regret ``max((best - value) * sign, 0)``, and the
-    policy's value the best move value. TableError (the tables disagree: run verify) otherwise."""
+    policy's value the best move value, and one move per roll is the policy's. TableError (the
+    tables disagree: run verify) otherwise."""
     sign = 1.0 if maximise else -1.0
     lookup = pl.DataFrame({"next_state_id": range(len(values)), "derived": values})
     joined = moves.join(lookup, on="next_state_id", how="left")
@@ -210,11 +212,17 @@ def check_against_tables(
     bad_moves = joined.filter(
         (pl.col("derived") != pl.col("value")) | (pl.col("derived_regret") != pl.col("regret"))
     )
-    node_best = joined.group_by("state_id", "roll").agg(pl.col("best").first())
+    node_best = joined.group_by("state_id", "roll").agg(
+        pl.col("best").first(), n_best=pl.col("is_best").sum()
+    )
     bad_policy = (
         policy.filter(~pl.col("stuck"))
         .join(node_best, on=["state_id", "roll"], how="left")
-        .filter(pl.col("best").is_null() | (pl.col("best") != pl.col("value")))
+        .filter(
+            pl.col("best").is_null()
+            | (pl.col("best") != pl.col("value"))
+            | (pl.col("n_best") != 1)  # the page takes the policy's move to be the one marked
+        )
     )
     if bad_moves.height or bad_policy.height:
         raise TableError(
@@ -231,13 +239,11 @@ def variant_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[st
     policy = tables.read_table(data_dir, "policy", name).select(
         "state_id", "roll", "stuck", "value"
     )
-    maximise = rules["objective"] != "score"
-    check_against_tables(arrays["value"], moves, policy, maximise)
+    check_against_tables(arrays["value"], moves, policy, arrays["maximise"])
     return {
         "name": name,
         "description": get_variant(name).description,
         "rules": rules,
-        "maximise": maximise,
         **arrays,
         "end": end_values(policy, n_states),
         "moves": move_lists(moves, n_states),

@@ -18,7 +18,14 @@ import polars as pl
 import pytest
 
 from pipeline import answers, tables
-from pipeline.explorer import delayed_progress, embedded_data, render
+from pipeline.errors import TableError
+from pipeline.explorer import (
+    check_against_tables,
+    delayed_progress,
+    embedded_data,
+    ranked_moves,
+    render,
+)
 from pipeline.variants import get_variant
 from tests.conftest import Result, invoke
 
@@ -87,6 +94,18 @@ def test_embedded_json_matches_the_tables(data: Path, page: Path, name: str) -> 
         assert found["end"][state] == value
     edges = tables.read_table(data, "edges", name).select("dice", "roll", "prob").unique()
     assert sum(len(v) for v in found["rolls"].values()) == edges.height
+
+
+def test_tables_that_disagree_are_refused(data: Path) -> None:
+    """The page derives move values from the states table; a moves table saying otherwise
+    (a stale or hand-edited file) stops the page instead of showing wrong numbers."""
+    values = tables.read_table(data, "states", "classic").sort("state_id")["value"].to_list()
+    moves = ranked_moves(data, "classic")
+    policy = tables.read_table(data, "policy", "classic")
+    check_against_tables(values, moves, policy, maximise=True)
+    tampered = moves.with_columns(regret=pl.col("regret") + 1e-15)
+    with pytest.raises(TableError, match="disagree"):
+        check_against_tables(values, tampered, policy, maximise=True)
 
 
 def test_errors(data: Path, tmp_path: Path) -> None:
