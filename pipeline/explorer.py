@@ -308,10 +308,10 @@ def embedded_data(page: str) -> dict[str, Any]:
 def check_output(path: Path, data_dir: Path, force: bool) -> None:
     """Refuse (UsageError) to replace an existing file outside the data directory without
     ``force``: the data directory holds generated files only, anywhere else may be the user's."""
-    if not path.exists() or force:
-        return
     if path.is_dir():
         raise UsageError(f"{path} is a directory; give a file name with -o")
+    if not path.exists() or force:
+        return
     inside = path.resolve().parent.is_relative_to(data_dir.resolve())
     if not inside:
         raise UsageError(f"{path} exists and is outside {data_dir}; use --force to replace it")
