@@ -28,7 +28,7 @@ def close(a: np.ndarray, b: np.ndarray, rel: float = 1e-12) -> bool:
 @pytest.mark.parametrize("name", [v.name for v in REGISTRY.values() if v.in_all])
 def test_optimal_policy_has_the_solvers_value_at_every_state(name: str) -> None:
     g = get_variant(name).make().graph()
-    if g.meta.get("cyclic"):  # Knucklebones: value iteration, no rank order to evaluate in
+    if g.cyclic:  # Knucklebones: value iteration, no rank order to evaluate in
         sol = solve_value_iteration(g)
         with pytest.raises(ValueError, match="acyclic"):
             policy_eval.evaluate(g, policy_eval.optimal(g, sol))
