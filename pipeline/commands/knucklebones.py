@@ -28,7 +28,8 @@ from pipeline.games.knucklebones_search import Eval
 BOARD_HELP = (
     "A board column by column: columns separated by '/', each column its dice as digits "
     "(any order); '_' is an empty slot and '_' or nothing an empty column. E.g. 44_/1__/___ "
-    "or 44/1/_."
+    "or 44/1/_. Or seed 004's form, one line per row ('_' an empty square), lines separated by "
+    'a newline or the two characters \\n: "41_\\n4__\\n___" is the same board.'
 )
 Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " + BOARD_HELP)]
 Board2 = Annotated[str, typer.Argument(help="The opponent's board, same format.")]
@@ -38,7 +39,9 @@ kb = typer.Typer(
     help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
     "Boards are written column by column: 44_/1__/___ is a column 4,4, a column 1 and an empty "
     "column. BOARD1 is the player about to place DIE, BOARD2 the opponent; column i of BOARD1 "
-    "faces column i of BOARD2.\n\nExample: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
+    "faces column i of BOARD2. Seed 004's boards, one line per row with '_' for an empty square "
+    "(41_\\n4__\\n___ is the same board), are read too.\n\n"
+    "Example: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
     no_args_is_help=True,
 )
 out = Console(highlight=False, soft_wrap=True)

@@ -1,8 +1,8 @@
 """Questions about one full-size Knucklebones position: the best column, the search tree, play.
 
-Boards are written column by column (see :func:`pipeline.games.knucklebones.parse_board`); the
-first board is the player about to place the die. Column numbers in answers are the user's own
-columns, 1-based.
+Boards are written column by column or as seed 004's rows of squares (see
+:func:`pipeline.games.knucklebones.read_board`); the first board is the player about to place
+the die. Column numbers in answers are the user's own columns, 1-based.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import EMPTY_COLUMN, Knucklebones, KnuckleRules, parse_board
+from pipeline.games.knucklebones import EMPTY_COLUMN, Knucklebones, KnuckleRules, read_board
 from pipeline.games.knucklebones_search import OURS, Eval, Searcher
 
 MAX_DEPTH = 8
@@ -43,8 +43,8 @@ class Analysis:
 
 def position_pairs(game: Knucklebones, board1: str, board2: str) -> np.ndarray:
     """Facing pairs of two boards (column order kept); UsageError for impossible boards."""
-    mine = parse_board(board1, game.r, "BOARD1")
-    theirs = parse_board(board2, game.r, "BOARD2")
+    mine = read_board(board1, game.r, "BOARD1")
+    theirs = read_board(board2, game.r, "BOARD2")
     pairs = game.pairs_of_boards(mine, theirs)
     if game.terminal_mask(pairs[None, :])[0]:
         raise UsageError("the game is over: a board is full")
@@ -123,7 +123,8 @@ def _grow(
     values = column_values(searcher, pairs, die, depth)
     best = pick(values).column
     for cv in values:
-        ev = cv.value if mover_is_root else Eval(1 - cv.value.win, -cv.value.diff, cv.value.exact)
+        v = cv.value
+        ev = v if mover_is_root else Eval(1 - v.win, -v.diff, v.exact, v.from_tables)
         mark = " (best)" if cv.column == best else ""
         child = TreeNode(f"{who} play column {cv.column}{mark}", ev, [])
         node.children.append(child)
