@@ -47,9 +47,14 @@ kb = typer.Typer(
 out = Console(highlight=False, soft_wrap=True)
 
 
+def _kind(ev: Eval) -> str:
+    if ev.from_tables:
+        return "exact (from tables)"
+    return "exact" if ev.exact else "estimate"
+
+
 def _fmt(ev: Eval) -> str:
-    kind = "exact" if ev.exact else "estimate"
-    return f"win {ev.win:.4f}  score difference {ev.diff:+.3f}  ({kind})"
+    return f"win {ev.win:.4f}  score difference {ev.diff:+.3f}  ({_kind(ev)})"
 
 
 @kb.command("solve")
@@ -58,13 +63,31 @@ def solve_cmd(
     board2: Board2,
     die: Die,
     depth: Annotated[int, typer.Option(help=f"Placements searched (1..{MAX_DEPTH}).")] = 4,
+    variant: Annotated[
+        str | None,
+        typer.Option(
+            "--variant",
+            "-v",
+            help="A Knucklebones board and die, e.g. knucklebones-2x2 (default: the full game).",
+        ),
+    ] = None,
+    use_tables: Annotated[
+        bool,
+        typer.Option(
+            "--tables/--no-tables",
+            help="Look up positions of a board solved in --data-dir (both objectives built).",
+        ),
+    ] = True,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
 ) -> None:
     """Print the best column for the die and its win probability and expected score difference.
 
     Example: stb-pipeline knucklebones solve 44_/1__/___ 2__/___/___ 4 --depth 4
     """
-    a = analyse(board1, board2, die, depth)
+    a = analyse(board1, board2, die, depth, variant, data_dir if use_tables else None)
     out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, depth {a.depth}")
+    if a.tables:
+        out.print(f"values looked up in {data_dir}: {a.tables[0]} (win), {a.tables[1]} (score)")
     out.print(f"best column {a.best.column}: {_fmt(a.best.value)}")
     table = Table("column", "win", "score difference", "exact")
     for cv in a.columns:
@@ -73,7 +96,7 @@ def solve_cmd(
             f"{cv.column}{mark}",
             f"{cv.value.win:.6f}",
             f"{cv.value.diff:+.4f}",
-            "yes" if cv.value.exact else "no",
+            "yes (from tables)" if cv.value.from_tables else "yes" if cv.value.exact else "no",
         )
     out.print(table)
 
