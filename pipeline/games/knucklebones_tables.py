@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline import tables
 from pipeline.errors import TableError
-from pipeline.games.knucklebones import KnuckleRules
+from pipeline.games.knucklebones import MAX_GRAPH_STATES, KnuckleRules
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,14 @@ class KnownValues:
 def table_variants(data_dir: Path, rules: KnuckleRules) -> tuple[str, str] | None:
     """The built (wins, score) variants with the board and die of ``rules``; None if either is
     missing (no states table, or only one objective built)."""
-    if not tables.table_path(data_dir, "states").exists():
+    path = tables.table_path(data_dir, "states")
+    if not path.exists():
         return None
-    by_variant = tables.table_rules(data_dir, "states")
+    tables.settle(data_dir)  # a commit in progress or interrupted: finish it before reading
+    try:
+        by_variant = tables.table_rules(data_dir, "states")
+    except (pa.ArrowException, OSError, ValueError):
+        raise TableError(f"{path} is not a readable table; move it away and rebuild") from None
     found = []
     for objective in ("wins", "score"):
         want = {**rules.to_dict(), "objective": objective}
@@ -53,6 +59,8 @@ def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValue
     Reads only the two variants' ``state_id`` and ``value`` columns (a filter pushed down to the
     Parquet row groups), once; TableError if a variant does not hold every state.
     """
+    if n_states > MAX_GRAPH_STATES:
+        return None  # never built (the full game): do not touch the tables at all
     names = table_variants(data_dir, rules)
     if names is None:
         return None
