@@ -20,6 +20,11 @@ Two evaluators:
   placement left to each player.
 
 Depth counts die placements (plies): depth 1 looks at the positions after our move only.
+
+A value is exact when every searched line -- every roll and every move considered at every
+node, not only the moves chosen -- ends the game within the depth. On a board solved in the
+tables, a searcher given the exact values (``known``) returns them wherever it meets a
+position: those values are exact too, and marked as coming from the tables.
 """
 
 from __future__ import annotations
