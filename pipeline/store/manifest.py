@@ -29,7 +29,7 @@ from pipeline.errors import TableError
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = 1
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the whole pipeline package
 
 
 @lru_cache(maxsize=1)
