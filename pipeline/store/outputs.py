@@ -1,4 +1,5 @@
-"""Writing query results as CSV or Parquet files, atomically (:mod:`pipeline.store.tables` writes)."""
+"""Writing query results as CSV or Parquet files, atomically (through
+:mod:`pipeline.store.tables`)."""
 
 from __future__ import annotations
 

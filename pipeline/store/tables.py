@@ -22,16 +22,18 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from pipeline import __version__
 from pipeline.errors import PipelineError, TableError, TablesMissingError
 from pipeline.store import manifest
+
+if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 RULES_KEY = b"stb.rules"
 VERSION_KEY = b"stb.version"
@@ -110,6 +112,9 @@ def ensure_writable(data_dir: Path) -> None:
 
 def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
     """The whole table as Arrow, or None when it does not exist; TableError when unreadable."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = table_path(data_dir, name)
     if not path.exists():
         return None
@@ -156,6 +161,8 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
 
 def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
     """The rule sets recorded in a table's metadata, by variant."""
+    import pyarrow.parquet as pq
+
     path = table_path(data_dir, name)
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta.get(RULES_KEY, b"{}"))
@@ -235,6 +242,8 @@ def commit(
     Order: temporary files written and flushed; journal written (the commit point); renames;
     manifest; journal removed. :func:`recover` finishes a commit killed after the commit point.
     """
+    import pyarrow.parquet as pq
+
     data_dir = Path(data_dir)
     new_manifest = manifest.read(data_dir)
     new_manifest.update(package_version=__version__, code_hash=manifest.code_hash())
@@ -310,6 +319,9 @@ def _drop_staged(
 
 def _large_merge(path: Path, frames: dict[str, pl.DataFrame | ChunkedRows]) -> bool:
     """Whether a merge into ``path`` is big enough to be written slice by slice."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if any(isinstance(f, ChunkedRows) or f.height > STREAM_ROWS for f in frames.values()):
         return True
     if not path.exists():
@@ -339,6 +351,9 @@ def _stream_merged(
     with each new variant's rows inserted before the first old row of a later variant, gives the
     same rows in the same order as the in-memory merge.
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     old = None
     all_rules: dict[str, Any] = {}
     empties: list[pl.DataFrame] = []
@@ -591,4 +606,6 @@ def _kept_rows(
 
 def write_atomic(path: Path, table: pa.Table) -> None:
     """Write one Parquet table atomically (see :func:`write_file_atomic`)."""
+    import pyarrow.parquet as pq
+
     write_file_atomic(path, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
