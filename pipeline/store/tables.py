@@ -25,11 +25,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import polars as pl
-from filelock import FileLock, Timeout
 
 from pipeline import __version__
 from pipeline.errors import PipelineError, TableError, TablesMissingError
 from pipeline.store import manifest
+from pipeline.store.layout import (  # noqa: F401  (part of this module's interface)
+    JOURNAL_NAME,
+    LOCK_NAME,
+    LOCK_TIMEOUT_S,
+    data_lock,
+    ensure_writable,
+    settle,
+    table_path,
+)
 
 if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
     import pyarrow as pa
@@ -37,9 +45,6 @@ if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to rea
 
 RULES_KEY = b"stb.rules"
 VERSION_KEY = b"stb.version"
-LOCK_NAME = ".stb.lock"
-LOCK_TIMEOUT_S = 600
-JOURNAL_NAME = ".stb-commit.json"
 #: Tables whose rows are replaced by key instead of by whole variant: name -> key columns. A
 #: write then replaces only the old rows whose key the new rows share (e.g. `build` rewrites the
 #: exact benchmark rows of a variant and keeps its simulation rows).
@@ -71,43 +76,6 @@ class StagedTable:
     path: Path
     num_rows: int
     variants: dict[str, int]
-
-
-def table_path(data_dir: Path, name: str) -> Path:
-    """Where table ``name`` lives."""
-    return Path(data_dir) / f"{name}.parquet"
-
-
-@contextlib.contextmanager
-def data_lock(data_dir: Path) -> Iterator[None]:
-    """Hold the data directory's lock (waits for another build to finish)."""
-    data_dir = Path(data_dir)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(data_dir / LOCK_NAME), timeout=LOCK_TIMEOUT_S)
-        lock.acquire()
-    except Timeout:
-        raise PipelineError(f"another build has held {data_dir} for {LOCK_TIMEOUT_S} s") from None
-    except OSError as exc:
-        raise PipelineError(f"cannot use data directory {data_dir}: {exc.strerror}") from None
-    try:
-        recover(data_dir)
-        yield
-    finally:
-        lock.release()
-
-
-def ensure_writable(data_dir: Path) -> None:
-    """Fail now, before any work, when tables cannot be written into ``data_dir``."""
-    data_dir = Path(data_dir)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        with open(data_dir / LOCK_NAME, "a"):
-            pass
-    except OSError as exc:
-        raise PipelineError(
-            f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
-        ) from None
 
 
 def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
@@ -492,17 +460,6 @@ def recover(data_dir: Path) -> None:
     for stray in data_dir.glob(".*.tmp"):
         if not _pid_alive(_tmp_pid(stray)):
             stray.unlink(missing_ok=True)
-
-
-def settle(data_dir: Path) -> None:
-    """Before reading: wait for a commit in progress, or finish one that was interrupted.
-
-    Does nothing (one stat) when no journal is present; if the directory is read-only the
-    tables are read as they are.
-    """
-    if (Path(data_dir) / JOURNAL_NAME).exists():
-        with contextlib.suppress(PipelineError), data_lock(data_dir):
-            pass
 
 
 #: Parquet writer settings (fixed, so that equal tables are equal bytes).

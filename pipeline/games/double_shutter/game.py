@@ -440,10 +440,6 @@ class DoubleShutter(Game):
             state += digit * int(self.place[c])
         return state
 
-    def tiles_text(self, state_id: int) -> str:
-        """The tiles string of one state id."""
-        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
-
 
 def _lists(mask: np.ndarray, values: np.ndarray) -> pl.Series:
     """Per row of ``mask`` [rows, k], the ``values`` [k] where it is true, as a list column."""
