@@ -6,12 +6,16 @@ Kept free of polars and pyarrow: a lookup (`stb-pipeline expect`) needs only pat
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, TableError
+from pipeline.store import manifest
+from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, write_bytes_atomic
 
 LOCK_NAME = ".stb.lock"
 LOCK_TIMEOUT_S = 600
@@ -36,8 +40,6 @@ def data_lock(data_dir: Path) -> Iterator[None]:
     except OSError as exc:
         raise PipelineError(f"cannot use data directory {data_dir}: {exc.strerror}") from None
     try:
-        from pipeline.store.tables import recover  # the commit machinery, only under the lock
-
         recover(data_dir)
         yield
     finally:
@@ -66,3 +68,35 @@ def settle(data_dir: Path) -> None:
     if (Path(data_dir) / JOURNAL_NAME).exists():
         with contextlib.suppress(PipelineError), data_lock(data_dir):
             pass
+
+
+def recover(data_dir: Path) -> None:
+    """Finish a commit whose journal is in place, and remove dead writers' temporary files.
+
+    The caller holds :func:`data_lock`. Safe to run again after being interrupted itself.
+    """
+    data_dir = Path(data_dir)
+    journal_path = data_dir / JOURNAL_NAME
+    if journal_path.exists():
+        try:
+            journal = json.loads(journal_path.read_text())
+            renames, new_manifest = journal["renames"], journal["manifest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            # only a complete journal ever gets this name; an unreadable one is not ours
+            raise TableError(f"{journal_path} is unreadable; move it away") from None
+        try:
+            for tmp_name, final_name in renames:
+                tmp = data_dir / tmp_name
+                if tmp.exists():
+                    os.replace(tmp, data_dir / final_name)
+            _fsync_dir(data_dir)
+            write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
+            journal_path.unlink()
+            _fsync_dir(data_dir)
+        except OSError as exc:
+            raise PipelineError(
+                f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
+            ) from None
+    for stray in data_dir.glob(".*.tmp"):
+        if not _pid_alive(_tmp_pid(stray)):
+            stray.unlink(missing_ok=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.errors import PipelineError, UsageError
-from pipeline.store.tables import write_bytes_atomic
+from pipeline.store.files import write_bytes_atomic
 
 FORMATS = ("table", "csv", "parquet")
 
