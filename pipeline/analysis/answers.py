@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant
-from pipeline.store.layout import settle, table_path
+from pipeline.store.layout import settle, table_path, variant_file
 
 if TYPE_CHECKING:
     import polars as pl
@@ -68,8 +68,8 @@ def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -
     """Rows of ``table`` for ``variant`` matching ``where`` (DuckDB, bound parameters)."""
     import duckdb
 
-    path = table_path(data_dir, table)
     settle(data_dir)
+    path = variant_file(data_dir, table, variant)
     if not path.exists():
         raise TablesMissingError(
             f"{path} does not exist: run `stb-pipeline build --variant {variant}` "

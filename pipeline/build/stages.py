@@ -17,7 +17,7 @@ import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.store import manifest
+from pipeline.store import layout, manifest
 from pipeline.store import tables
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.base import Game
@@ -277,7 +277,7 @@ def run(
             bar.update(task, description=f"{variant.name}: {', '.join(stages)}")
             frames = stage_frames(s, stages)
             for name, frame in frames.items():
-                pending.setdefault(name, {})[variant.name] = frame
+                pending.setdefault(table_key(variant, name), {})[variant.name] = frame
             rules[variant.name] = game.rules()
             start = _start_value(s) if s.solution is not None else None
             skipped: list[str] = []
@@ -316,6 +316,16 @@ def run(
                 }
                 tables.commit(data_dir, merged, records)
     return reports
+
+
+#: Tables a variant stored on its own (Variant.separate) keeps in its own files; the summary and
+#: benchmark rows stay in the shared files whatever the variant.
+OWN_TABLES = frozenset({"states", "edges", "policy", "moves", "reach", "node_reach"})
+
+
+def table_key(variant: Variant, table: str) -> str:
+    """Where ``variant``'s rows of ``table`` go: the shared file, or the variant's own file."""
+    return layout.own_key(variant.name, table) if variant.separate and table in OWN_TABLES else table
 
 
 def _skipped_report(name: str, record: dict) -> StageReport:
