@@ -54,12 +54,12 @@ class MoveAdvice:
         """:attr:`rows` as a polars DataFrame (columns move, next_tiles, value, regret, is_best)."""
         import polars as pl
 
-        schema = {
+        schema: dict[str, pl.DataType] = {
             "move": pl.List(pl.Int64),
-            "next_tiles": pl.String,
-            "value": pl.Float64,
-            "regret": pl.Float64,
-            "is_best": pl.Boolean,
+            "next_tiles": pl.String(),
+            "value": pl.Float64(),
+            "regret": pl.Float64(),
+            "is_best": pl.Boolean(),
         }
         return pl.DataFrame(self.rows, schema=schema, orient="row")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -175,7 +175,7 @@ def replace_rows(
 def merged_rows(
     data_dir: Path,
     name: str,
-    frames: dict[str, pl.DataFrame | ChunkedRows],
+    frames: Mapping[str, pl.DataFrame | ChunkedRows],
     rules: dict[str, dict[str, Any]],
 ) -> pa.Table | StagedTable:
     """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are;
@@ -190,6 +190,8 @@ def merged_rows(
     path = table_path(data_dir, name)
     if name not in ROW_KEYS and _large_merge(path, frames):
         return _stream_merged(path, frames, rules)
+    # below STREAM_ROWS every new variant's rows are one DataFrame (_large_merge says so)
+    small = {v: f for v, f in frames.items() if isinstance(f, pl.DataFrame)}
     old = read_arrow(data_dir, name)
     canonical = schema.empty_frame(logical_name(name))
     kept: list[pl.DataFrame] = [] if canonical is None else [canonical]
@@ -200,12 +202,12 @@ def merged_rows(
         all_rules = json.loads((old.schema.metadata or {}).get(RULES_KEY, b"{}"))
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
-        kept.append(_kept_rows(path, name, old_frame, frames))
+        kept.append(_kept_rows(path, name, old_frame, small))
     for variant in frames:
         all_rules.pop(variant, None)
     all_rules.update({v: r for v, r in rules.items() if v in frames})
     pieces = [f for f in kept if f.height or f is canonical] + [
-        f.select(pl.lit(v).alias("variant"), pl.exclude("variant")) for v, f in frames.items()
+        f.select(pl.lit(v).alias("variant"), pl.exclude("variant")) for v, f in small.items()
     ]
     try:
         merged = pl.concat(pieces, how="diagonal_relaxed") if pieces else pl.DataFrame()
@@ -316,7 +318,7 @@ def _drop_staged(
             table.path.unlink(missing_ok=True)
 
 
-def _large_merge(path: Path, frames: dict[str, pl.DataFrame | ChunkedRows]) -> bool:
+def _large_merge(path: Path, frames: Mapping[str, pl.DataFrame | ChunkedRows]) -> bool:
     """Whether a merge into ``path`` is big enough to be written slice by slice."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -341,7 +343,7 @@ def _slices(frame: pl.DataFrame | ChunkedRows) -> Iterator[pl.DataFrame]:
 
 def _stream_merged(
     path: Path,
-    frames: dict[str, pl.DataFrame | ChunkedRows],
+    frames: Mapping[str, pl.DataFrame | ChunkedRows],
     rules: dict[str, dict[str, Any]],
 ) -> StagedTable:
     """:func:`merged_rows` for large tables: the old file read and the merge written in slices.
