@@ -1,4 +1,5 @@
-"""`stb-pipeline benchmark`: a game's Monte Carlo strategy benchmark, stored in benchmarks.parquet."""
+"""`stb-pipeline benchmark`: a game's Monte Carlo strategy benchmark, stored in
+benchmarks.parquet."""
 
 from __future__ import annotations
 
@@ -27,5 +28,6 @@ def run_benchmark(
     s = Solved(variant, game, game.graph())
     sims, rows = game.simulate(s, games, seed, names, progress)
     with tables.data_lock(data_dir):
-        tables.replace_rows(data_dir, "benchmarks", {variant.name: rows}, {variant.name: game.rules()})
+        rules = {variant.name: game.rules()}
+        tables.replace_rows(data_dir, "benchmarks", {variant.name: rows}, rules)
     return sims

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,16 +17,12 @@ import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.store import layout, manifest
-from pipeline.store import tables
 from pipeline.errors import PipelineError, UsageError
-from pipeline.games.base import Game
+from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
-from pipeline.graph import Graph
-from pipeline.solve.rank_order import Solution, best_moves, solve_rank_order
-from pipeline.solve.value_iteration import solve_value_iteration
-from pipeline.games.registry import Variant
+from pipeline.solve.rank_order import best_moves
+from pipeline.store import layout, manifest, tables
 
 STAGES = ("enumerate", "edges", "solve", "policy")
 #: Which tables each stage writes.
@@ -131,7 +127,8 @@ def policy_rows(
     """The policy (best move of every (state, roll)) and every legal move with its regret.
 
     Without ``with_moves`` the moves table is not built (None). A policy of more than
-    :data:`pipeline.store.tables.STREAM_ROWS` nodes comes as :class:`~pipeline.store.tables.ChunkedRows`,
+    :data:`pipeline.store.tables.STREAM_ROWS` nodes comes as
+    :class:`~pipeline.store.tables.ChunkedRows`,
     built a slice of nodes at a time while it is written.
     """
     g, sol = s.graph, s.solve()
@@ -325,7 +322,9 @@ OWN_TABLES = frozenset({"states", "edges", "policy", "moves", "reach", "node_rea
 
 def table_key(variant: Variant, table: str) -> str:
     """Where ``variant``'s rows of ``table`` go: the shared file, or the variant's own file."""
-    return layout.own_key(variant.name, table) if variant.separate and table in OWN_TABLES else table
+    if variant.separate and table in OWN_TABLES:
+        return layout.own_key(variant.name, table)
+    return table
 
 
 def _skipped_report(name: str, record: dict) -> StageReport:
