@@ -1,0 +1,445 @@
+"""One-player Shut the Box solved layer by layer without a game graph, its tables streamed.
+
+The graph of a big box (every (state, roll, move) row) does not fit in memory: 24 tiles with
+three dice have about a billion moves. Here the moves are generated from the rules inside
+compiled kernels, and only the value of every state (float64, indexed by state id, 2**tiles of
+them) is kept. States are visited in the rank order of :meth:`ShutTheBox.graph` (number of open
+tiles, then id): a move only shuts tiles, so a layer reads only lower layers and its states can
+be solved in parallel (``prange``). Each layer is cut into chunks of states whose rows are
+yielded as numpy column batches (:class:`Batch`) and may be written straight to Parquet
+(:mod:`pipeline.stream_writer`), so memory does not grow with the tables.
+
+The results are the graph solve's, bit for bit: a node's value is the best successor value (ties
+within 1e-12, relative, go to the largest move label, the mask of the tiles shut); a dice
+choice's value sums ``count / denom * node value`` over its rolls in increasing roll order, in
+the same association as NumPy's ``add.reduceat`` (first term plus a pairwise sum of the rest),
+which :func:`pipeline.solvers.rank_order.backup_states` uses; ties between choices go to the
+larger number of dice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit, prange
+
+from pipeline.games.dice import roll_distribution
+from pipeline.games.shutbox import RuleSet, ShutTheBox
+from pipeline.solvers.rank_order import TIE_TOLERANCE
+
+#: Policy rows per batch (one Parquet row group each): pyarrow's default row group size.
+BATCH_ROWS = 1 << 20
+
+# Slots of the integer rule vector the kernels read (one array keeps their signatures short).
+R_TILES, R_MODE, R_SUM, R_NEED, R_OBJECTIVE, R_TARGET, R_SCORING = range(7)
+MODES = {"never": 0, "forced": 1, "optional": 2}
+OBJECTIVE_CODES = {"shut": 0, "score": 1, "target": 2}
+#: Bits of a state's availability pattern: which choices (one die, the usual dice) it may roll.
+ONE, USUAL = 1, 2
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A rule set as the flat arrays the kernels read."""
+
+    rules: RuleSet
+    rule: np.ndarray
+    """int64 [7]: tiles, one-die mode, one-die sum (-1: none), mask of the tiles that must be
+    shut for one die, objective code, target (-1: none), scoring (0 sum, 1 digital)."""
+    count: np.ndarray
+    """int64 [2, width]: ways to roll each total with one die (row 0) and the usual dice (row 1);
+    row 0 is all zero when one die is never rolled."""
+    denom: np.ndarray
+    """int64 [2]: sides ** dice of each row of ``count`` (1 when unused)."""
+    dice: np.ndarray
+    """int64 [2]: the number of dice of each row: 1 and ``rules.dice``."""
+    sub_masks: np.ndarray
+    """int64 [K]: every set of tiles a move may shut, grouped by sum, largest mask first."""
+    sub_start: np.ndarray
+    """int64 [width + 1]: where the masks summing to each total start in ``sub_masks``."""
+    maximise: bool
+
+    @property
+    def width(self) -> int:
+        """One more than the largest roll."""
+        return int(self.count.shape[1])
+
+
+def compile_rules(rules: RuleSet) -> Compiled:
+    """The kernels' view of ``rules``: dice distributions and the candidate moves of each roll."""
+    game = ShutTheBox(rules)
+    width = rules.dice * rules.sides + 1
+    count = np.zeros((2, width), dtype=np.int64)
+    denom = np.ones(2, dtype=np.int64)
+    for row, dice in ((0, 1), (1, rules.dice)):
+        if row == 0 and rules.one_die == "never":
+            continue
+        for total, ways, den in roll_distribution(dice, rules.sides):
+            count[row, total] = ways
+            denom[row] = den
+    by_sum: list[list[int]] = [[] for _ in range(width)]
+    for m, total in game.subsets_by_sum(width - 1):
+        by_sum[total].append(m)
+    # Largest mask first, so the first tie met in a node is the one the graph solve prefers.
+    sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
+    sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+    need = sum(1 << (t - 1) for t in rules.one_die_shut)
+    rule = np.array(
+        [
+            rules.tiles,
+            MODES[rules.one_die],
+            -1 if rules.one_die_sum is None else rules.one_die_sum,
+            need,
+            OBJECTIVE_CODES[rules.objective],
+            -1 if rules.target is None else rules.target,
+            int(rules.scoring == "digital"),
+        ],
+        dtype=np.int64,
+    )
+    return Compiled(
+        rules,
+        rule,
+        count,
+        denom,
+        np.array([1, rules.dice], dtype=np.int64),
+        sub_masks,
+        sub_start,
+        rules.objective != "score",
+    )
+
+
+# -- per-state rules, compiled ---------------------------------------------------------------
+
+
+@njit(cache=True)
+def _open_sum(s: int, tiles: int) -> int:
+    total = 0
+    for i in range(tiles):
+        if (s >> i) & 1:
+            total += i + 1
+    return total
+
+
+@njit(cache=True)
+def _score(s: int, rule: np.ndarray) -> int:
+    """Final score when stuck in ``s``: the open sum, or the open tiles read as digits."""
+    if rule[R_SCORING] == 0:
+        return _open_sum(s, rule[R_TILES])
+    score = 0
+    for i in range(rule[R_TILES]):
+        if (s >> i) & 1:
+            score = score * 10 + i + 1
+    return score
+
+
+@njit(cache=True)
+def _stuck_value(s: int, rule: np.ndarray) -> float:
+    """The objective applied to the final score of ``s`` (as ShutTheBox.stuck_values)."""
+    score = _score(s, rule)
+    if rule[R_OBJECTIVE] == 0:
+        return 1.0 if score == 0 else 0.0
+    if rule[R_OBJECTIVE] == 2:
+        return 1.0 if score <= rule[R_TARGET] else 0.0
+    return float(score)
+
+
+@njit(cache=True)
+def _pattern(s: int, rule: np.ndarray) -> int:
+    """Which choices state ``s`` may roll (bits ONE, USUAL), as ShutTheBox.dice_available."""
+    if s == 0:
+        return 0
+    cond = True
+    if rule[R_SUM] >= 0:
+        cond = _open_sum(s, rule[R_TILES]) <= rule[R_SUM]
+    if rule[R_NEED] != 0 and (s & rule[R_NEED]) != 0:
+        cond = False
+    mode = rule[R_MODE]
+    if mode == 0:
+        return USUAL
+    if mode == 1:
+        return ONE if cond else USUAL
+    return (ONE | USUAL) if cond else USUAL
+
+
+@njit(cache=True)
+def _layer_ids(tiles: int, k: int, out: np.ndarray) -> None:
+    """Every id with ``k`` of ``tiles`` bits set, increasing (Gosper's hack)."""
+    if k == 0:
+        out[0] = 0
+        return
+    s = (1 << k) - 1
+    for i in range(out.shape[0]):
+        out[i] = s
+        low = s & -s
+        ripple = s + low
+        s = (((ripple ^ s) >> 2) // low) | ripple
+
+
+# -- summation in NumPy's order --------------------------------------------------------------
+
+
+@njit(cache=True)
+def _pairwise_block(a: np.ndarray, lo: int, n: int) -> float:
+    """NumPy's pairwise_sum for n <= 128 (eight running sums, then a fixed tree)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def _reduceat_sum(a: np.ndarray, n: int) -> float:
+    """``np.add.reduceat`` of one run ``a[:n]``: the first term plus a pairwise sum of the rest.
+
+    At most 8 dice of 20 sides give 153 totals, so one split of the pairwise sum suffices.
+    """
+    m = n - 1
+    if m <= 128:
+        return a[0] + _pairwise_block(a, 1, m)
+    half = m // 2
+    half -= half % 8
+    return a[0] + (_pairwise_block(a, 1, half) + _pairwise_block(a, 1 + half, m - half))
+
+
+# -- the layer kernel ------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _node(
+    s: int, r: int, value: np.ndarray, sub_masks: np.ndarray, sub_start: np.ndarray, maxi: bool
+) -> tuple[float, int]:
+    """Best successor value of state ``s`` after roll ``r``, and the number of legal moves."""
+    best = 0.0
+    found = 0
+    for k in range(sub_start[r], sub_start[r + 1]):
+        m = sub_masks[k]
+        if s & m == m:
+            v = value[s ^ m]
+            if found == 0 or (v > best if maxi else v < best):
+                best = v
+            found += 1
+    return best, found
+
+
+@njit(cache=True)
+def _ties(
+    s: int, r: int, best: float, value: np.ndarray, sub_masks: np.ndarray, sub_start: np.ndarray
+) -> tuple[int, int]:
+    """The preferred best move (largest mask within the tie tolerance) and how many tie."""
+    tol = TIE_TOLERANCE * max(1.0, abs(best))
+    pick = -1
+    n_opt = 0
+    for k in range(sub_start[r], sub_start[r + 1]):
+        m = sub_masks[k]
+        if s & m == m and abs(value[s ^ m] - best) <= tol:
+            n_opt += 1
+            if pick < 0:  # masks come largest first
+                pick = m
+    return pick, n_opt
+
+
+@njit(cache=True)
+def _choose(group: np.ndarray, dice: np.ndarray, pattern: int, maxi: bool) -> tuple[float, int]:
+    """Best choice value and the chosen number of dice (ties to the larger number)."""
+    if pattern != ONE | USUAL:
+        return group[0], dice[0] if pattern == ONE else dice[1]
+    best = max(group[0], group[1]) if maxi else min(group[0], group[1])
+    if abs(group[1] - best) <= TIE_TOLERANCE * max(1.0, abs(best)):
+        return best, dice[1]
+    return best, dice[0]
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def solve_chunk(
+    ids: np.ndarray,
+    value: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    node_start: np.ndarray,
+    st_out: np.ndarray,
+    nd_out: np.ndarray,
+    nd_value: np.ndarray,
+) -> None:
+    """Solve the states ``ids`` (one layer or part of one), whose successors are all valued.
+
+    Writes ``value[s]``; per state, ``st_out[i] = (dice chosen, number of choices, legal moves
+    over its rolls, edge rows)``. When ``node_start`` (per state, first node row, plus the end)
+    is not empty, each (state, roll) node gets ``nd_out[j] = (roll, best mask or -1, number of
+    optimal moves, number of legal moves)`` and ``nd_value[j]``, in increasing roll.
+    """
+    n = ids.shape[0]
+    width = count.shape[1]
+    want_nodes = node_start.shape[0] > 0
+    blocks = min(n, 64)  # a few blocks per thread: scratch arrays allocated once per block
+    for b in prange(blocks):
+        nv = np.empty(width)
+        nm = np.zeros(width, dtype=np.int64)
+        terms = np.empty(width)
+        group = np.empty(2)
+        for i in range(b * n // blocks, (b + 1) * n // blocks):
+            s = ids[i]
+            pattern = _pattern(s, rule)
+            stuck = _stuck_value(s, rule)
+            moves = 0
+            edges = 0
+            j = node_start[i] if want_nodes else 0
+            for r in range(width):
+                used = ((pattern & ONE) != 0 and count[0, r] > 0) or (
+                    (pattern & USUAL) != 0 and count[1, r] > 0
+                )
+                if not used:
+                    continue
+                best, found = _node(s, r, value, sub_masks, sub_start, maxi)
+                nv[r] = best if found else stuck
+                nm[r] = found
+                moves += found
+                if want_nodes:
+                    pick, n_opt = (-1, 0)
+                    if found:
+                        pick, n_opt = _ties(s, r, best, value, sub_masks, sub_start)
+                    nd_out[j, 0] = r
+                    nd_out[j, 1] = pick
+                    nd_out[j, 2] = n_opt
+                    nd_out[j, 3] = found
+                    nd_value[j] = nv[r]
+                    j += 1
+            for c in range(2):
+                if pattern & (ONE if c == 0 else USUAL):
+                    t = 0
+                    for r in range(width):
+                        if count[c, r] > 0:
+                            terms[t] = (count[c, r] / denom[c]) * nv[r]
+                            t += 1
+                            edges += max(nm[r], 1)
+                    group[0 if pattern != ONE | USUAL else c] = _reduceat_sum(terms, t)
+            v, chosen = _choose(group, dice, pattern, maxi)
+            value[s] = v
+            st_out[i, 0] = chosen
+            st_out[i, 1] = 2 if pattern == ONE | USUAL else 1
+            st_out[i, 2] = moves
+            st_out[i, 3] = edges
+
+
+@njit(cache=True, parallel=True)
+def node_counts(ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray) -> np.ndarray:
+    """Number of (state, roll) nodes of each state: the rolls its choices can give."""
+    out = np.empty(ids.shape[0], dtype=np.int64)
+    for i in prange(ids.shape[0]):
+        out[i] = per_pattern[_pattern(ids[i], rule)]
+    return out
+
+
+@njit(cache=True)
+def layer_sizes(tiles: int) -> np.ndarray:
+    """Number of states with k open tiles, k = 0..tiles (binomial coefficients)."""
+    out = np.ones(tiles + 1, dtype=np.int64)
+    for k in range(1, tiles + 1):
+        out[k] = out[k - 1] * (tiles - k + 1) // k
+    return out
+
+
+# -- driving the layers ----------------------------------------------------------------------
+
+
+@dataclass
+class Chunk:
+    """The raw kernel outputs of one chunk of a layer (see :func:`solve_chunk`)."""
+
+    ids: np.ndarray
+    st_out: np.ndarray
+    node_start: np.ndarray
+    nd_out: np.ndarray
+    nd_value: np.ndarray
+
+
+@dataclass
+class StreamSolver:
+    """Solves one rule set layer by layer; ``value`` holds every state's value (by id)."""
+
+    rules: RuleSet
+    c: Compiled = field(init=False)
+    value: np.ndarray = field(init=False)
+    moves: int = 0
+    """Legal (state, roll, move) triples met so far."""
+
+    def __post_init__(self) -> None:
+        self.c = compile_rules(self.rules)
+        self.value = np.full(1 << self.rules.tiles, np.nan)
+
+    def per_pattern(self) -> np.ndarray:
+        """Nodes per state for each availability pattern (index: bits ONE, USUAL)."""
+        used = self.c.count > 0
+        return np.array(
+            [0, used[0].sum(), used[1].sum(), (used[0] | used[1]).sum()], dtype=np.int64
+        )
+
+    def chunks(self, nodes: bool, batch_rows: int = BATCH_ROWS) -> Iterator[Chunk]:
+        """Solve every layer, lowest first, yielding its states a chunk at a time.
+
+        With ``nodes`` each chunk also holds its (state, roll) nodes, at most about
+        ``batch_rows`` of them (chunks of states are sized by the most nodes a state has).
+        """
+        c, tiles = self.c, self.rules.tiles
+        per_pattern = self.per_pattern()
+        step = max(1, batch_rows // max(1, int(per_pattern.max()))) if nodes else 1 << 62
+        self.value[0] = _stuck_value(0, c.rule)
+        for k, size in enumerate(layer_sizes(tiles)):
+            ids = np.empty(size, dtype=np.int64)
+            _layer_ids(tiles, k, ids)
+            for lo in range(0, size, step):
+                yield self._solve(ids[lo : lo + step], nodes, per_pattern)
+
+    def _solve(self, ids: np.ndarray, nodes: bool, per_pattern: np.ndarray) -> Chunk:
+        """Run the kernel on one chunk of a layer."""
+        c = self.c
+        st_out = np.zeros((ids.shape[0], 4), dtype=np.int64)
+        node_start = np.zeros(0, dtype=np.int64)
+        n_nodes = 0
+        if nodes:
+            counts = node_counts(ids, c.rule, per_pattern)
+            node_start = np.zeros(ids.shape[0] + 1, dtype=np.int64)
+            np.cumsum(counts, out=node_start[1:])
+            n_nodes = int(node_start[-1])
+        nd_out = np.zeros((n_nodes, 4), dtype=np.int64)
+        nd_value = np.zeros(n_nodes)
+        if ids.shape[0] == 1 and ids[0] == 0:  # the shut box: terminal, no choice, no roll
+            st_out[0, 0] = -1
+        else:
+            solve_chunk(
+                ids, self.value, c.rule, c.count, c.denom, c.dice, c.sub_masks, c.sub_start,
+                c.maximise, node_start, st_out, nd_out, nd_value,
+            )  # fmt: skip
+        self.moves += int(st_out[:, 2].sum())
+        return Chunk(ids, st_out, node_start, nd_out, nd_value)
+
+    def solve(self) -> np.ndarray:
+        """Solve every state (no per-node outputs) and return the values by state id."""
+        for _ in self.chunks(nodes=False):
+            pass
+        return self.value
