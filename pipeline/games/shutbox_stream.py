@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 from numba import njit, prange
 
 from pipeline.games.dice import roll_distribution
@@ -364,6 +365,118 @@ def layer_sizes(tiles: int) -> np.ndarray:
     return out
 
 
+@njit(cache=True, parallel=True, nogil=True)
+def fill_moves(
+    ids: np.ndarray,
+    value: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    node_start: np.ndarray,
+    nd_out: np.ndarray,
+    nd_value: np.ndarray,
+    row_start: np.ndarray,
+    mv_int: np.ndarray,
+    mv_float: np.ndarray,
+) -> None:
+    """Every legal move of the chunk's nodes from ``row_start[i]`` on, largest mask first:
+    ``mv_int = (state, roll, mask, next state, is best)``, ``mv_float = (value, regret)``."""
+    for i in prange(ids.shape[0]):
+        s = ids[i]
+        row = row_start[i]
+        for j in range(node_start[i], node_start[i + 1]):
+            r = nd_out[j, 0]
+            best = nd_value[j]
+            for k in range(sub_start[r], sub_start[r + 1]):
+                m = sub_masks[k]
+                if s & m == m:
+                    v = value[s ^ m]
+                    mv_int[row, 0] = s
+                    mv_int[row, 1] = r
+                    mv_int[row, 2] = m
+                    mv_int[row, 3] = s ^ m
+                    mv_int[row, 4] = m == nd_out[j, 1]
+                    mv_float[row, 0] = v
+                    mv_float[row, 1] = max((best - v) if maxi else (v - best), 0.0)
+                    row += 1
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def fill_edges(
+    ids: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    row_start: np.ndarray,
+    ed_int: np.ndarray,
+    ed_float: np.ndarray,
+) -> None:
+    """Every (state, dice, roll, move) edge from ``row_start[i]`` on, in the graph's order
+    (dice, then roll, then largest mask first; a roll with no move has one pass row):
+    ``ed_int = (state, dice, roll, mask or -1, next state or -1, sign)``,
+    ``ed_float = (probability, reward)``."""
+    width = count.shape[1]
+    for i in prange(ids.shape[0]):
+        s = ids[i]
+        pattern = _pattern(s, rule)
+        row = row_start[i]
+        for c in range(2):
+            if not pattern & (ONE if c == 0 else USUAL):
+                continue
+            for r in range(width):
+                if count[c, r] == 0:
+                    continue
+                prob = count[c, r] / denom[c]
+                first = row
+                for k in range(sub_start[r], sub_start[r + 1]):
+                    m = sub_masks[k]
+                    if s & m == m:
+                        _edge(ed_int, ed_float, row, s, dice[c], r, m, s ^ m, 1, prob, 0.0)
+                        row += 1
+                if row == first:
+                    _edge(ed_int, ed_float, row, s, dice[c], r, -1, -1, 0, prob,
+                          _stuck_value(s, rule))  # fmt: skip
+                    row += 1
+
+
+@njit(cache=True)
+def _edge(
+    ed_int: np.ndarray,
+    ed_float: np.ndarray,
+    row: int,
+    s: int,
+    dice: int,
+    r: int,
+    m: int,
+    nxt: int,
+    sign: int,
+    prob: float,
+    reward: float,
+) -> None:
+    ed_int[row, 0] = s
+    ed_int[row, 1] = dice
+    ed_int[row, 2] = r
+    ed_int[row, 3] = m
+    ed_int[row, 4] = nxt
+    ed_int[row, 5] = sign
+    ed_float[row, 0] = prob
+    ed_float[row, 1] = reward
+
+
+@njit(cache=True, parallel=True)
+def state_numbers(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Open sum and final score of each state."""
+    open_sum = np.empty(ids.shape[0], dtype=np.int32)
+    score = np.empty(ids.shape[0], dtype=np.int64)
+    for i in prange(ids.shape[0]):
+        open_sum[i] = _open_sum(ids[i], rule[R_TILES])
+        score[i] = _score(ids[i], rule)
+    return open_sum, score
+
+
 # -- driving the layers ----------------------------------------------------------------------
 
 
@@ -371,11 +484,37 @@ def layer_sizes(tiles: int) -> np.ndarray:
 class Chunk:
     """The raw kernel outputs of one chunk of a layer (see :func:`solve_chunk`)."""
 
+    layer: int
     ids: np.ndarray
     st_out: np.ndarray
     node_start: np.ndarray
     nd_out: np.ndarray
     nd_value: np.ndarray
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The rows of one chunk of a layer, one dict of equal-length numpy columns per table.
+
+    Columns that may be null are ``numpy.ma.MaskedArray`` (masked = null). Rows come in the
+    order of today's tables: states by (open tiles, state id); policy by state then roll; moves
+    by node then mask, largest first; edges by state, dice, roll, then mask, largest first.
+    """
+
+    layer: int
+    """Number of open tiles of the chunk's states."""
+    states: dict[str, np.ndarray]
+    """state_id, n_open, open_sum, score, terminal, rank, value, dice (null when shut),
+    choice_options."""
+    policy: dict[str, np.ndarray] | None = None
+    """One row per (state, roll): state_id, roll, stuck, best_move_mask (tiles shut, as a state
+    id; null when stuck), next_state_id (null when stuck), value, n_optimal, n_moves."""
+    moves: dict[str, np.ndarray] | None = None
+    """One row per legal move: state_id, roll, move_mask, next_state_id, value, regret,
+    is_best."""
+    edges: dict[str, np.ndarray] | None = None
+    """One row per (state, dice, roll, move), a pass row when no move is legal: state_id, dice,
+    roll, prob, move_mask (null: pass), next_state_id (null: game over), reward, sign."""
 
 
 @dataclass
@@ -387,6 +526,8 @@ class StreamSolver:
     value: np.ndarray = field(init=False)
     moves: int = 0
     """Legal (state, roll, move) triples met so far."""
+    nodes: int = 0
+    """(state, roll) decision nodes met so far (counted when nodes are output)."""
 
     def __post_init__(self) -> None:
         self.c = compile_rules(self.rules)
@@ -399,23 +540,34 @@ class StreamSolver:
             [0, used[0].sum(), used[1].sum(), (used[0] | used[1]).sum()], dtype=np.int64
         )
 
-    def chunks(self, nodes: bool, batch_rows: int = BATCH_ROWS) -> Iterator[Chunk]:
+    def rows_per_state(self, regrets: bool, edges: bool) -> int:
+        """The most rows one state can add to any table asked for (to size chunks)."""
+        cands = np.diff(self.c.sub_start)
+        used = self.c.count > 0
+        most = int(self.per_pattern().max())
+        if regrets:
+            most = max(most, int(cands[used[0] | used[1]].sum()))
+        if edges:
+            most = max(most, int(sum(np.maximum(cands[u], 1).sum() for u in used)))
+        return max(most, 1)
+
+    def chunks(self, nodes: bool, rows: int | None = None) -> Iterator[Chunk]:
         """Solve every layer, lowest first, yielding its states a chunk at a time.
 
-        With ``nodes`` each chunk also holds its (state, roll) nodes, at most about
-        ``batch_rows`` of them (chunks of states are sized by the most nodes a state has).
+        With ``nodes`` each chunk also holds its (state, roll) nodes. ``rows`` is the most
+        states times :meth:`rows_per_state` per chunk (default: a whole layer per chunk).
         """
-        c, tiles = self.c, self.rules.tiles
+        tiles = self.rules.tiles
         per_pattern = self.per_pattern()
-        step = max(1, batch_rows // max(1, int(per_pattern.max()))) if nodes else 1 << 62
-        self.value[0] = _stuck_value(0, c.rule)
+        self.value[0] = _stuck_value(0, self.c.rule)
         for k, size in enumerate(layer_sizes(tiles)):
             ids = np.empty(size, dtype=np.int64)
             _layer_ids(tiles, k, ids)
+            step = max(1, rows) if rows else size
             for lo in range(0, size, step):
-                yield self._solve(ids[lo : lo + step], nodes, per_pattern)
+                yield self._solve(k, ids[lo : lo + step], nodes, per_pattern)
 
-    def _solve(self, ids: np.ndarray, nodes: bool, per_pattern: np.ndarray) -> Chunk:
+    def _solve(self, layer: int, ids: np.ndarray, nodes: bool, per_pattern: np.ndarray) -> Chunk:
         """Run the kernel on one chunk of a layer."""
         c = self.c
         st_out = np.zeros((ids.shape[0], 4), dtype=np.int64)
@@ -428,7 +580,7 @@ class StreamSolver:
             n_nodes = int(node_start[-1])
         nd_out = np.zeros((n_nodes, 4), dtype=np.int64)
         nd_value = np.zeros(n_nodes)
-        if ids.shape[0] == 1 and ids[0] == 0:  # the shut box: terminal, no choice, no roll
+        if layer == 0:  # the shut box: terminal, no choice, no roll
             st_out[0, 0] = -1
         else:
             solve_chunk(
@@ -436,10 +588,165 @@ class StreamSolver:
                 c.maximise, node_start, st_out, nd_out, nd_value,
             )  # fmt: skip
         self.moves += int(st_out[:, 2].sum())
-        return Chunk(ids, st_out, node_start, nd_out, nd_value)
+        self.nodes += n_nodes
+        return Chunk(layer, ids, st_out, node_start, nd_out, nd_value)
 
     def solve(self) -> np.ndarray:
         """Solve every state (no per-node outputs) and return the values by state id."""
         for _ in self.chunks(nodes=False):
             pass
         return self.value
+
+    def batches(
+        self,
+        policy: bool = True,
+        regrets: bool = False,
+        edges: bool = False,
+        batch_rows: int = BATCH_ROWS,
+    ) -> Iterator[Batch]:
+        """Solve every layer and yield its rows as :class:`Batch` es of about ``batch_rows``
+        rows per table (the states batch is smaller: one row per state)."""
+        step = batch_rows // self.rows_per_state(regrets, edges)
+        for ch in self.chunks(nodes=policy or regrets, rows=step):
+            yield Batch(
+                ch.layer,
+                self._state_columns(ch),
+                self._policy_columns(ch) if policy else None,
+                self._move_columns(ch) if regrets else None,
+                self._edge_columns(ch) if edges else None,
+            )
+
+    def _state_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
+        """The states batch of a chunk."""
+        open_sum, score = state_numbers(ch.ids, self.c.rule)
+        n = ch.ids.shape[0]
+        return {
+            "state_id": ch.ids,
+            "n_open": np.full(n, ch.layer, dtype=np.int16),
+            "open_sum": open_sum,
+            "score": score,
+            "terminal": np.full(n, ch.layer == 0),
+            "rank": np.full(n, ch.layer, dtype=np.int32),
+            "value": self.value[ch.ids],
+            "dice": np.ma.masked_less(ch.st_out[:, 0].astype(np.int16), 0),
+            "choice_options": ch.st_out[:, 1].astype(np.int16),
+        }
+
+    def _policy_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
+        """The policy batch of a chunk: the best move of every (state, roll)."""
+        state = np.repeat(ch.ids, np.diff(ch.node_start))
+        label = ch.nd_out[:, 1]
+        stuck = label < 0
+        return {
+            "state_id": state,
+            "roll": ch.nd_out[:, 0].astype(np.int16),
+            "stuck": stuck,
+            "best_move_mask": np.ma.array(label.astype(np.int32), mask=stuck),
+            "next_state_id": np.ma.array(state ^ label, mask=stuck),
+            "value": ch.nd_value,
+            "n_optimal": ch.nd_out[:, 2].astype(np.int16),
+            "n_moves": ch.nd_out[:, 3].astype(np.int16),
+        }
+
+    def _move_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
+        """The moves batch of a chunk: every legal move, its value and regret."""
+        c = self.c
+        row_start = np.zeros(ch.ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(ch.st_out[:, 2], out=row_start[1:])
+        mv_int = np.empty((int(row_start[-1]), 5), dtype=np.int64)
+        mv_float = np.empty((int(row_start[-1]), 2))
+        fill_moves(
+            ch.ids, self.value, c.sub_masks, c.sub_start, c.maximise, ch.node_start, ch.nd_out,
+            ch.nd_value, row_start, mv_int, mv_float,
+        )  # fmt: skip
+        return {
+            "state_id": mv_int[:, 0].copy(),
+            "roll": mv_int[:, 1].astype(np.int16),
+            "move_mask": mv_int[:, 2].astype(np.int32),
+            "next_state_id": mv_int[:, 3].copy(),
+            "value": mv_float[:, 0].copy(),
+            "regret": mv_float[:, 1].copy(),
+            "is_best": mv_int[:, 4].astype(bool),
+        }
+
+    def _edge_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
+        """The edges batch of a chunk: every (state, dice, roll, move) with its probability."""
+        c = self.c
+        row_start = np.zeros(ch.ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(ch.st_out[:, 3], out=row_start[1:])
+        ed_int = np.empty((int(row_start[-1]), 6), dtype=np.int64)
+        ed_float = np.empty((int(row_start[-1]), 2))
+        fill_edges(
+            ch.ids, c.rule, c.count, c.denom, c.dice, c.sub_masks, c.sub_start, row_start,
+            ed_int, ed_float,
+        )  # fmt: skip
+        passed = ed_int[:, 3] < 0
+        return {
+            "state_id": ed_int[:, 0].copy(),
+            "dice": ed_int[:, 1].astype(np.int16),
+            "roll": ed_int[:, 2].astype(np.int16),
+            "prob": ed_float[:, 0].copy(),
+            "move_mask": np.ma.array(ed_int[:, 3].astype(np.int32), mask=passed),
+            "next_state_id": np.ma.array(ed_int[:, 4], mask=passed),
+            "reward": ed_float[:, 1].copy(),
+            "sign": ed_int[:, 5].astype(np.int8),
+        }
+
+
+def stream_tables(
+    rules: RuleSet,
+    policy: bool = True,
+    regrets: bool = False,
+    edges: bool = False,
+    batch_rows: int = BATCH_ROWS,
+) -> tuple[StreamSolver, Iterator[Batch]]:
+    """A solver for ``rules`` and the iterator of its batches (see :meth:`StreamSolver.batches`).
+
+    The solve runs as the batches are consumed; once they are, ``solver.value`` holds every
+    state's value by id (e.g. ``solver.value[(1 << tiles) - 1]`` at the start).
+    """
+    solver = StreamSolver(rules)
+    return solver, solver.batches(policy, regrets, edges, batch_rows)
+
+
+def schemas(with_variant: bool = True) -> dict[str, pa.Schema]:
+    """Arrow schemas of the streamed tables, by name (states, policy, moves, edges).
+
+    Column names and types follow today's tables where they share a column; moves are tile
+    masks (``*_mask``, int32) rather than lists of tiles. With ``with_variant``, each starts with
+    a ``variant`` column (a constant for :func:`pipeline.stream_writer.write_streamed`), and
+    states end with the constants ``objective``, ``maximise`` and ``residual`` (0.0).
+    """
+    i16, i32, i64, f64 = pa.int16(), pa.int32(), pa.int64(), pa.float64()
+    fields = {
+        "states": [
+            ("state_id", i64), ("n_open", i16), ("open_sum", i32), ("score", i64),
+            ("terminal", pa.bool_()), ("rank", i32), ("value", f64), ("dice", i16),
+            ("choice_options", i16), ("objective", pa.string()), ("maximise", pa.bool_()),
+            ("residual", f64),
+        ],
+        "policy": [
+            ("state_id", i64), ("roll", i16), ("stuck", pa.bool_()), ("best_move_mask", i32),
+            ("next_state_id", i64), ("value", f64), ("n_optimal", i16), ("n_moves", i16),
+        ],
+        "moves": [
+            ("state_id", i64), ("roll", i16), ("move_mask", i32), ("next_state_id", i64),
+            ("value", f64), ("regret", f64), ("is_best", pa.bool_()),
+        ],
+        "edges": [
+            ("state_id", i64), ("dice", i16), ("roll", i16), ("prob", f64),
+            ("move_mask", i32), ("next_state_id", i64), ("reward", f64), ("sign", pa.int8()),
+        ],
+    }  # fmt: skip
+    head = [("variant", pa.string())] if with_variant else []
+    return {name: pa.schema(head + cols) for name, cols in fields.items()}
+
+
+def state_constants(rules: RuleSet, variant: str) -> dict[str, object]:
+    """The constant columns of a variant's states rows (see :func:`schemas`)."""
+    return {
+        "variant": variant,
+        "objective": rules.objective,
+        "maximise": rules.objective != "score",
+        "residual": 0.0,
+    }
