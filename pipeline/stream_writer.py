@@ -1,18 +1,24 @@
 """Writing Parquet tables a batch at a time, so that memory does not grow with the table.
 
 Each batch (a dict of equal-length numpy columns, ``numpy.ma.MaskedArray`` for nulls) becomes
-one record batch; batches are gathered into row groups of about :data:`ROW_GROUP_ROWS` rows, so a
-table of hundreds of millions of rows is never held whole. The file is written under a hidden
-temporary name next to its final path and renamed into place only when complete: on any
-exception (KeyboardInterrupt included) the temporary file is removed and the old file, if any,
-is left as it was.
+Arrow arrays; batches are gathered into row groups of about :data:`ROW_GROUP_ROWS` rows, so a
+table of hundreds of millions of rows is never held whole. Every table is encoded by its own
+thread fed through a short queue: Parquet encoding releases the GIL, so it overlaps the producer
+(a compiled solve, also GIL-free) and the other tables, while at most :data:`QUEUE_BATCHES`
+batches per table wait in memory.
+
+A file is written under a hidden temporary name next to its final path and renamed into place
+only when every table is complete: on any exception (KeyboardInterrupt included) the temporary
+files are removed and the old files, if any, are left as they were.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import queue
+import threading
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +30,13 @@ from pipeline.manifest import PARQUET_OPTIONS
 
 #: Rows per row group: pyarrow's default row group size, a few tens of MB per group.
 ROW_GROUP_ROWS = 1 << 20
+#: Batches waiting per table: enough to keep its thread busy, few enough to bound memory.
+QUEUE_BATCHES = 2
 #: The tables' Parquet settings (fixed, so that equal tables are equal bytes).
 WRITE_OPTIONS: dict[str, Any] = PARQUET_OPTIONS
 
 Columns = Mapping[str, np.ndarray]
+_DONE = object()
 
 
 def write_streamed(
@@ -35,14 +44,20 @@ def write_streamed(
     batches: Iterable[Columns],
     schema: pa.Schema,
     constants: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> int:
     """Write ``batches`` (numpy columns) to the Parquet file ``path`` with ``schema``.
 
     A schema field missing from a batch is filled with its value in ``constants`` (e.g. the
-    variant name). Returns the number of rows written. The file appears only when complete.
+    variant name); ``options`` are ParquetWriter options (default :data:`WRITE_OPTIONS`).
+    Returns the number of rows written. The file appears only when complete.
     """
     rows = write_streamed_many(
-        {"t": Path(path)}, ({"t": b} for b in batches), {"t": schema}, {"t": constants or {}}
+        {"t": Path(path)},
+        ({"t": b} for b in batches),
+        {"t": schema},
+        {"t": constants or {}},
+        {"t": options} if options else None,
     )
     return rows["t"]
 
@@ -52,6 +67,7 @@ def write_streamed_many(
     batches: Iterable[Any],
     schemas: Mapping[str, pa.Schema],
     constants: Mapping[str, Mapping[str, Any]] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, int]:
     """Write several tables from one stream: each item maps a table name to its batch (or None),
     as a mapping or as attributes (a :class:`pipeline.games.shutbox_stream.Batch`).
@@ -60,26 +76,30 @@ def write_streamed_many(
     layer together) writes every table in ``paths``; all files are renamed into place at the
     end, or all temporary files removed on failure. Returns the rows written per table.
     """
-    constants = constants or {}
     tmps = {name: _tmp_path(Path(p)) for name, p in paths.items()}
-    rows = dict.fromkeys(paths, 0)
     with contextlib.ExitStack() as stack:
         stack.callback(_remove, tmps.values())  # runs on success too: then nothing is left
         writers = {
-            name: stack.enter_context(_GroupedWriter(tmps[name], schemas[name])) for name in paths
+            name: stack.enter_context(
+                _TableThread(
+                    tmps[name],
+                    schemas[name],
+                    (constants or {}).get(name, {}),
+                    (options or {}).get(name) or WRITE_OPTIONS,
+                )
+            )
+            for name in paths
         }
         for item in batches:
-            for name in writers:
+            for name, writer in writers.items():
                 cols = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
                 if cols is not None:
-                    batch = record_batch(cols, schemas[name], constants.get(name, {}))
-                    writers[name].write(batch)
-                    rows[name] += batch.num_rows
+                    writer.put(cols)
         for writer in writers.values():
-            writer.close()
+            writer.finish()
         for name, tmp in tmps.items():
             os.replace(tmp, paths[name])
-    return rows
+        return {name: w.rows for name, w in writers.items()}
 
 
 def record_batch(cols: Columns, schema: pa.Schema, constants: Mapping[str, Any]) -> pa.RecordBatch:
@@ -100,46 +120,88 @@ def record_batch(cols: Columns, schema: pa.Schema, constants: Mapping[str, Any])
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-class _GroupedWriter:
-    """A ParquetWriter that gathers small batches into row groups of ROW_GROUP_ROWS rows."""
+class _TableThread:
+    """One table's ParquetWriter, fed batches through a bounded queue by a worker thread."""
 
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
-        self.writer: pq.ParquetWriter | None = pq.ParquetWriter(path, schema, **WRITE_OPTIONS)
-        self.pending: list[pa.RecordBatch] = []
-        self.size = 0
+    def __init__(
+        self,
+        path: Path,
+        schema: pa.Schema,
+        constants: Mapping[str, Any],
+        options: Mapping[str, Any],
+    ) -> None:
+        self.schema, self.constants = schema, constants
+        self.file = open(path, "wb")  # noqa: SIM115 (closed by finish or __exit__)
+        self.writer = pq.ParquetWriter(self.file, schema, **options)
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BATCHES)
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.rows = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
 
-    def __enter__(self) -> _GroupedWriter:
+    def __enter__(self) -> _TableThread:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close(flush=exc[0] is None)
+        # On failure: stop the worker at its next batch, wait for it, close the file.
+        self.stop.set()
+        self.thread.join()
+        self.writer.close()
+        self.file.close()
 
-    def write(self, batch: pa.RecordBatch) -> None:
-        """Add a batch; write a row group once enough rows are waiting."""
-        if batch.num_rows >= ROW_GROUP_ROWS and not self.pending and self.writer is not None:
-            self.writer.write_batch(batch, row_group_size=batch.num_rows)  # big: its own group
-            return
-        self.pending.append(batch)
-        self.size += batch.num_rows
-        if self.size >= ROW_GROUP_ROWS:
-            self._flush()
+    def put(self, cols: Columns) -> None:
+        """Queue a batch; wait while the queue is full; re-raise the worker's error."""
+        while True:
+            self._check()
+            try:
+                self.queue.put(cols, timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
-    def _flush(self) -> None:
-        if self.size and self.writer is not None:
-            table = pa.Table.from_batches(self.pending)
-            self.writer.write_table(table, row_group_size=max(self.size, 1))
-        self.pending, self.size = [], 0
+    def finish(self) -> None:
+        """Write what is left, wait for the worker (re-raising its error), close the file and
+        flush it to disk."""
+        self.put(_DONE)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        self.writer.close()
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
 
-    def close(self, flush: bool = True) -> None:
-        """Write what is left (unless failing) and close the file; safe to call twice."""
-        if self.writer is None:
-            return
+    def _check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self.thread.is_alive():
+            raise RuntimeError("the table writer thread has stopped")
+
+    def _run(self) -> None:
+        pending: list[pa.RecordBatch] = []
         try:
-            if flush:
-                self._flush()
-        finally:
-            self.writer.close()
-            self.writer = None
+            while not self.stop.is_set():
+                try:
+                    item = self.queue.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                if item is _DONE:
+                    self._flush(pending)
+                    return
+                pending.append(record_batch(item, self.schema, self.constants))
+                if sum(b.num_rows for b in pending) >= ROW_GROUP_ROWS:
+                    self._flush(pending)
+        except BaseException as exc:  # handed to the producer, which raises it
+            self.error = exc
+
+    def _flush(self, pending: list[pa.RecordBatch]) -> None:
+        """Write the pending batches as one row group."""
+        size = sum(b.num_rows for b in pending)
+        if size:
+            self.writer.write_table(pa.Table.from_batches(pending), row_group_size=size)
+            self.rows += size
+        pending.clear()
 
 
 def _tmp_path(final: Path) -> Path:
@@ -151,11 +213,3 @@ def _remove(paths: Iterable[Path]) -> None:
     for p in paths:
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
-
-
-def batches_of(table: str, items: Iterable[Any]) -> Iterator[Columns]:
-    """The ``table`` attribute of each item (e.g. ``batches_of("policy", solver.batches())``)."""
-    for item in items:
-        cols = getattr(item, table)
-        if cols is not None:
-            yield cols

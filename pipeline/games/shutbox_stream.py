@@ -111,6 +111,21 @@ def compile_rules(rules: RuleSet) -> Compiled:
     )
 
 
+#: The policy columns the kernel fills: state_id (int64), roll (int16), best_move_mask (int32,
+#: -1 when stuck), next_state_id (int64, -1 when stuck), value (float64), n_optimal (int16),
+#: n_moves (int16), stuck (bool).
+NodeColumns = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+NODE_DTYPES = (np.int64, np.int16, np.int32, np.int64, np.float64, np.int16, np.int16, np.bool_)
+
+
+def new_nodes(n: int) -> NodeColumns:
+    """Empty policy columns for ``n`` nodes (see :data:`NodeColumns`)."""
+    a, b, c, d, e, f, g, h = (np.empty(n, dtype=t) for t in NODE_DTYPES)
+    return a, b, c, d, e, f, g, h
+
+
 # -- per-state rules, compiled ---------------------------------------------------------------
 
 
@@ -244,20 +259,39 @@ def _node(
 
 
 @njit(cache=True)
-def _ties(
-    s: int, r: int, best: float, value: np.ndarray, sub_masks: np.ndarray, sub_start: np.ndarray
-) -> tuple[int, int]:
-    """The preferred best move (largest mask within the tie tolerance) and how many tie."""
+def _node_ties(
+    s: int,
+    r: int,
+    value: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    cand: np.ndarray,
+) -> tuple[float, int, int, int]:
+    """As :func:`_node`, plus the preferred best move (the largest mask within the tie
+    tolerance, -1 when stuck) and how many moves tie; ``cand`` is scratch for the values."""
+    best = 0.0
+    found = 0
+    lo = sub_start[r]
+    for k in range(lo, sub_start[r + 1]):
+        m = sub_masks[k]
+        if s & m == m:
+            v = value[s ^ m]
+            cand[k - lo] = v
+            if found == 0 or (v > best if maxi else v < best):
+                best = v
+            found += 1
+        else:
+            cand[k - lo] = np.nan  # never within the tolerance: not a legal move
     tol = TIE_TOLERANCE * max(1.0, abs(best))
     pick = -1
     n_opt = 0
-    for k in range(sub_start[r], sub_start[r + 1]):
-        m = sub_masks[k]
-        if s & m == m and abs(value[s ^ m] - best) <= tol:
+    for k in range(lo, sub_start[r + 1]):
+        if abs(cand[k - lo] - best) <= tol:
             n_opt += 1
             if pick < 0:  # masks come largest first
-                pick = m
-    return pick, n_opt
+                pick = sub_masks[k]
+    return best, found, pick, n_opt
 
 
 @njit(cache=True)
@@ -282,54 +316,49 @@ def solve_chunk(
     sub_masks: np.ndarray,
     sub_start: np.ndarray,
     maxi: bool,
-    node_start: np.ndarray,
     st_out: np.ndarray,
-    nd_out: np.ndarray,
-    nd_value: np.ndarray,
+    node_start: np.ndarray,
+    nodes: NodeColumns,
 ) -> None:
     """Solve the states ``ids`` (one layer or part of one), whose successors are all valued.
 
     Writes ``value[s]``; per state, ``st_out[i] = (dice chosen, number of choices, legal moves
     over its rolls, edge rows)``. When ``node_start`` (per state, first node row, plus the end)
-    is not empty, each (state, roll) node gets ``nd_out[j] = (roll, best mask or -1, number of
-    optimal moves, number of legal moves)`` and ``nd_value[j]``, in increasing roll.
+    is not empty, the (state, roll) nodes of state ``i`` fill rows ``node_start[i]`` on of the
+    ``nodes`` columns (see :func:`new_nodes`), in increasing roll.
     """
     n = ids.shape[0]
     width = count.shape[1]
     want_nodes = node_start.shape[0] > 0
+    most = int(np.max(np.diff(sub_start)))
     blocks = min(n, 64)  # a few blocks per thread: scratch arrays allocated once per block
     for b in prange(blocks):
         nv = np.empty(width)
         nm = np.zeros(width, dtype=np.int64)
         terms = np.empty(width)
         group = np.empty(2)
+        cand = np.empty(max(most, 1))
         for i in range(b * n // blocks, (b + 1) * n // blocks):
             s = ids[i]
             pattern = _pattern(s, rule)
             stuck = _stuck_value(s, rule)
             moves = 0
-            edges = 0
             j = node_start[i] if want_nodes else 0
             for r in range(width):
-                used = ((pattern & ONE) != 0 and count[0, r] > 0) or (
-                    (pattern & USUAL) != 0 and count[1, r] > 0
-                )
-                if not used:
+                if not _rolls(pattern, count, r):
                     continue
-                best, found = _node(s, r, value, sub_masks, sub_start, maxi)
+                if want_nodes:
+                    best, found, pick, n_opt = _node_ties(
+                        s, r, value, sub_masks, sub_start, maxi, cand
+                    )
+                    _put_node(nodes, j, s, r, best if found else stuck, pick, n_opt, found)
+                    j += 1
+                else:
+                    best, found = _node(s, r, value, sub_masks, sub_start, maxi)
                 nv[r] = best if found else stuck
                 nm[r] = found
                 moves += found
-                if want_nodes:
-                    pick, n_opt = (-1, 0)
-                    if found:
-                        pick, n_opt = _ties(s, r, best, value, sub_masks, sub_start)
-                    nd_out[j, 0] = r
-                    nd_out[j, 1] = pick
-                    nd_out[j, 2] = n_opt
-                    nd_out[j, 3] = found
-                    nd_value[j] = nv[r]
-                    j += 1
+            edges = 0
             for c in range(2):
                 if pattern & (ONE if c == 0 else USUAL):
                     t = 0
@@ -345,6 +374,30 @@ def solve_chunk(
             st_out[i, 1] = 2 if pattern == ONE | USUAL else 1
             st_out[i, 2] = moves
             st_out[i, 3] = edges
+
+
+@njit(cache=True)
+def _rolls(pattern: int, count: np.ndarray, r: int) -> bool:
+    """Whether a state with availability ``pattern`` can roll the total ``r``."""
+    return ((pattern & ONE) != 0 and count[0, r] > 0) or (
+        (pattern & USUAL) != 0 and count[1, r] > 0
+    )
+
+
+@njit(cache=True)
+def _put_node(
+    nodes: NodeColumns, j: int, s: int, r: int, v: float, pick: int, n_opt: int, found: int
+) -> None:
+    """Write policy row ``j``."""
+    state, roll, label, nxt, val, n_optimal, n_moves, stuck = nodes
+    state[j] = s
+    roll[j] = r
+    label[j] = pick
+    nxt[j] = s ^ pick if pick >= 0 else -1
+    val[j] = v
+    n_optimal[j] = n_opt
+    n_moves[j] = found
+    stuck[j] = pick < 0
 
 
 @njit(cache=True, parallel=True)
@@ -373,7 +426,8 @@ def fill_moves(
     sub_start: np.ndarray,
     maxi: bool,
     node_start: np.ndarray,
-    nd_out: np.ndarray,
+    nd_roll: np.ndarray,
+    nd_label: np.ndarray,
     nd_value: np.ndarray,
     row_start: np.ndarray,
     mv_int: np.ndarray,
@@ -385,7 +439,7 @@ def fill_moves(
         s = ids[i]
         row = row_start[i]
         for j in range(node_start[i], node_start[i + 1]):
-            r = nd_out[j, 0]
+            r = nd_roll[j]
             best = nd_value[j]
             for k in range(sub_start[r], sub_start[r + 1]):
                 m = sub_masks[k]
@@ -395,7 +449,7 @@ def fill_moves(
                     mv_int[row, 1] = r
                     mv_int[row, 2] = m
                     mv_int[row, 3] = s ^ m
-                    mv_int[row, 4] = m == nd_out[j, 1]
+                    mv_int[row, 4] = m == nd_label[j]
                     mv_float[row, 0] = v
                     mv_float[row, 1] = max((best - v) if maxi else (v - best), 0.0)
                     row += 1
@@ -488,8 +542,7 @@ class Chunk:
     ids: np.ndarray
     st_out: np.ndarray
     node_start: np.ndarray
-    nd_out: np.ndarray
-    nd_value: np.ndarray
+    nodes: NodeColumns
 
 
 @dataclass(frozen=True)
@@ -578,18 +631,17 @@ class StreamSolver:
             node_start = np.zeros(ids.shape[0] + 1, dtype=np.int64)
             np.cumsum(counts, out=node_start[1:])
             n_nodes = int(node_start[-1])
-        nd_out = np.zeros((n_nodes, 4), dtype=np.int64)
-        nd_value = np.zeros(n_nodes)
+        nd = new_nodes(n_nodes)
         if layer == 0:  # the shut box: terminal, no choice, no roll
             st_out[0, 0] = -1
         else:
             solve_chunk(
                 ids, self.value, c.rule, c.count, c.denom, c.dice, c.sub_masks, c.sub_start,
-                c.maximise, node_start, st_out, nd_out, nd_value,
+                c.maximise, st_out, node_start, nd,
             )  # fmt: skip
         self.moves += int(st_out[:, 2].sum())
         self.nodes += n_nodes
-        return Chunk(layer, ids, st_out, node_start, nd_out, nd_value)
+        return Chunk(layer, ids, st_out, node_start, nd)
 
     def solve(self) -> np.ndarray:
         """Solve every state (no per-node outputs) and return the values by state id."""
@@ -634,18 +686,16 @@ class StreamSolver:
 
     def _policy_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
         """The policy batch of a chunk: the best move of every (state, roll)."""
-        state = np.repeat(ch.ids, np.diff(ch.node_start))
-        label = ch.nd_out[:, 1]
-        stuck = label < 0
+        state, roll, label, nxt, val, n_optimal, n_moves, stuck = ch.nodes
         return {
             "state_id": state,
-            "roll": ch.nd_out[:, 0].astype(np.int16),
+            "roll": roll,
             "stuck": stuck,
-            "best_move_mask": np.ma.array(label.astype(np.int32), mask=stuck),
-            "next_state_id": np.ma.array(state ^ label, mask=stuck),
-            "value": ch.nd_value,
-            "n_optimal": ch.nd_out[:, 2].astype(np.int16),
-            "n_moves": ch.nd_out[:, 3].astype(np.int16),
+            "best_move_mask": np.ma.array(label, mask=stuck),
+            "next_state_id": np.ma.array(nxt, mask=stuck),
+            "value": val,
+            "n_optimal": n_optimal,
+            "n_moves": n_moves,
         }
 
     def _move_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
@@ -655,9 +705,10 @@ class StreamSolver:
         np.cumsum(ch.st_out[:, 2], out=row_start[1:])
         mv_int = np.empty((int(row_start[-1]), 5), dtype=np.int64)
         mv_float = np.empty((int(row_start[-1]), 2))
+        _, roll, label, _, val, _, _, _ = ch.nodes
         fill_moves(
-            ch.ids, self.value, c.sub_masks, c.sub_start, c.maximise, ch.node_start, ch.nd_out,
-            ch.nd_value, row_start, mv_int, mv_float,
+            ch.ids, self.value, c.sub_masks, c.sub_start, c.maximise, ch.node_start, roll, label,
+            val, row_start, mv_int, mv_float,
         )  # fmt: skip
         return {
             "state_id": mv_int[:, 0].copy(),
@@ -740,6 +791,25 @@ def schemas(with_variant: bool = True) -> dict[str, pa.Schema]:
     }  # fmt: skip
     head = [("variant", pa.string())] if with_variant else []
     return {name: pa.schema(head + cols) for name, cols in fields.items()}
+
+
+#: Columns with few distinct values: dictionary-encoded. The others (ids, values) are written
+#: plain, since a dictionary of a million distinct ids per row group costs time and saves nothing.
+LOW_CARDINALITY = {
+    "states": ["variant", "n_open", "dice", "choice_options", "objective", "maximise",
+               "terminal", "rank", "residual"],
+    "policy": ["variant", "roll", "stuck", "best_move_mask", "n_optimal", "n_moves"],
+    "moves": ["variant", "roll", "move_mask", "is_best"],
+    "edges": ["variant", "dice", "roll", "prob", "move_mask", "sign"],
+}  # fmt: skip
+
+
+def parquet_options() -> dict[str, dict[str, object]]:
+    """ParquetWriter options for each streamed table (zstd, dictionaries where they pay)."""
+    return {
+        name: {"compression": "zstd", "use_dictionary": cols}
+        for name, cols in LOW_CARDINALITY.items()
+    }
 
 
 def state_constants(rules: RuleSet, variant: str) -> dict[str, object]:
