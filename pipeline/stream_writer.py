@@ -113,11 +113,26 @@ def record_batch(cols: Columns, schema: pa.Schema, constants: Mapping[str, Any])
             if mask is not None and not mask.any():
                 mask = None  # no validity bitmap when nothing is null
             arrays.append(pa.array(np.ma.getdata(col), type=f.type, mask=mask))
+        elif f.name in constants and pa.types.is_dictionary(f.type):
+            dictionary = pa.array([constants[f.name]], type=f.type.value_type)
+            arrays.append(pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), dictionary))
         elif f.name in constants:
             arrays.append(pa.repeat(pa.scalar(constants[f.name], type=f.type), n))
         else:
             raise ValueError(f"no column {f.name!r} in the batch and no constant for it")
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _physical(schema: pa.Schema, constants: Mapping[str, Any]) -> pa.Schema:
+    """The schema as written: constant strings as dictionaries (a constant column then costs
+    one dictionary entry and run-length encoded zeros, instead of one string per row)."""
+    fields = [
+        pa.field(f.name, pa.dictionary(pa.int32(), f.type))
+        if f.name in constants and pa.types.is_string(f.type)
+        else f
+        for f in schema
+    ]
+    return pa.schema(fields)
 
 
 class _TableThread:
@@ -130,9 +145,13 @@ class _TableThread:
         constants: Mapping[str, Any],
         options: Mapping[str, Any],
     ) -> None:
-        self.schema, self.constants = schema, constants
+        self.schema, self.constants = _physical(schema, constants), constants
         self.file = open(path, "wb")  # noqa: SIM115 (closed by finish or __exit__)
-        self.writer = pq.ParquetWriter(self.file, schema, **options)
+        # The Arrow schema is not stored, so a constant written as a dictionary reads back as
+        # the schema's type (a string); the schema's key-value metadata is kept explicitly.
+        self.writer = pq.ParquetWriter(self.file, self.schema, store_schema=False, **options)
+        if schema.metadata:
+            self.writer.add_key_value_metadata(schema.metadata)
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BATCHES)
         self.error: BaseException | None = None
         self.stop = threading.Event()

@@ -17,6 +17,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.errors import UsageError
@@ -254,10 +256,29 @@ def test_failed_write_leaves_no_temporary_file(tmp_path: Path, error: type) -> N
 
 
 def test_write_streamed_one_table_in_row_groups(tmp_path: Path) -> None:
-    import pyarrow.parquet as pq
-
     path = tmp_path / "states.parquet"
     rules = RuleSet(tiles=12)
     batches = (b.states for b in StreamSolver(rules).batches(policy=False, batch_rows=1000))
     n = write_streamed(path, batches, schemas()["states"], state_constants(rules, "twelve"))
     assert n == 4096 == pq.ParquetFile(path).metadata.num_rows
+
+
+def test_constant_string_column_reads_back_as_string_with_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "policy.parquet"
+    schema = schemas()["policy"].with_metadata({b"stb.rules": b'{"x": 1}'})
+    batches = (b.policy for b in StreamSolver(RuleSet(tiles=6, dice=1)).batches())
+    write_streamed(path, batches, schema, {"variant": "six"})
+    assert pq.read_schema(path).field("variant").type == pa.string()
+    assert pq.read_schema(path).metadata == {b"stb.rules": b'{"x": 1}'}
+    frame = pl.read_parquet(path)
+    assert frame.schema["variant"] == pl.String and frame["variant"].unique().to_list() == ["six"]
+    assert frame.schema["roll"] == pl.Int16
+
+
+def test_error_in_the_writer_thread_reaches_the_caller(tmp_path: Path) -> None:
+    path = tmp_path / "policy.parquet"
+    bad = {"state_id": np.array(["not a number"])}  # fails converting, in the writer's thread
+    schema = schemas(with_variant=False)["states"]
+    with pytest.raises((ValueError, TypeError, pa.ArrowException)):
+        write_streamed(path, iter([bad]), schema)
+    assert list(tmp_path.iterdir()) == []
