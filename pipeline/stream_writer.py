@@ -127,7 +127,7 @@ def _physical(schema: pa.Schema, constants: Mapping[str, Any]) -> pa.Schema:
     """The schema as written: constant strings as dictionaries (a constant column then costs
     one dictionary entry and run-length encoded zeros, instead of one string per row)."""
     fields = [
-        pa.field(f.name, pa.dictionary(pa.int32(), f.type))
+        f.with_type(pa.dictionary(pa.int32(), f.type))
         if f.name in constants and pa.types.is_string(f.type)
         else f
         for f in schema

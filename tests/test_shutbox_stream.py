@@ -23,7 +23,12 @@ import pytest
 
 from pipeline.errors import UsageError
 from pipeline.games.shutbox import RuleSet, ShutTheBox
-from pipeline.games.shutbox_stream import StreamSolver, schemas, state_constants
+from pipeline.games.shutbox_stream import (
+    StreamSolver,
+    parquet_options,
+    schemas,
+    state_constants,
+)
 from pipeline.solvers.graph import Graph
 from pipeline.solvers.rank_order import Solution, best_moves, solve_rank_order
 from pipeline.stream_writer import write_streamed, write_streamed_many
@@ -217,7 +222,7 @@ def write_lever(data: Path) -> dict[str, int]:
     constants = {name: {"variant": "lever"} for name in sch}
     constants["states"] = state_constants(rules, "lever")
     batches = solver.batches(policy=True, regrets=True, edges=True, batch_rows=500)
-    return write_streamed_many(paths, batches, sch, constants)
+    return write_streamed_many(paths, batches, sch, constants, parquet_options())
 
 
 def test_written_tables_read_back_in_duckdb_and_polars(tmp_path: Path) -> None:
