@@ -301,12 +301,16 @@ def _node_ties(
 
 
 @njit(cache=True)
-def _choose(group: np.ndarray, dice: np.ndarray, pattern: int, maxi: bool) -> tuple[float, int]:
+def _choose(
+    g_one: float, g_usual: float, dice: np.ndarray, pattern: int, maxi: bool
+) -> tuple[float, int]:
     """Best choice value and the chosen number of dice (ties to the larger number)."""
-    if pattern != ONE | USUAL:
-        return group[0], dice[0] if pattern == ONE else dice[1]
-    best = max(group[0], group[1]) if maxi else min(group[0], group[1])
-    if abs(group[1] - best) <= TIE_TOLERANCE * max(1.0, abs(best)):
+    if pattern == ONE:
+        return g_one, dice[0]
+    if pattern == USUAL:
+        return g_usual, dice[1]
+    best = max(g_one, g_usual) if maxi else min(g_one, g_usual)
+    if abs(g_usual - best) <= TIE_TOLERANCE * max(1.0, abs(best)):
         return best, dice[1]
     return best, dice[0]
 
@@ -339,47 +343,90 @@ def solve_chunk(
     most = int(np.max(np.diff(sub_start)))
     blocks = min(n, 64)  # a few blocks per thread: scratch arrays allocated once per block
     for b in prange(blocks):
-        nv = np.empty(width)
+        nv = np.empty(width)  # per roll: node value, number of legal moves
         nm = np.zeros(width, dtype=np.int64)
-        terms = np.empty(width)
-        group = np.empty(2)
-        cand = np.empty(max(most, 1))
+        scratch = np.empty(max(most, width))
         for i in range(b * n // blocks, (b + 1) * n // blocks):
             s = ids[i]
             pattern = _pattern(s, rule)
-            stuck = _stuck_value(s, rule)
-            moves = 0
-            j = node_start[i] if want_nodes else 0
-            for r in range(width):
-                if not _rolls(pattern, count, r):
-                    continue
-                if want_nodes:
-                    best, found, pick, n_opt = _node_ties(
-                        s, r, value, sub_masks, sub_start, maxi, cand
-                    )
-                    _put_node(nodes, j, s, r, best if found else stuck, pick, n_opt, found)
-                    j += 1
-                else:
-                    best, found = _node(s, r, value, sub_masks, sub_start, maxi)
-                nv[r] = best if found else stuck
-                nm[r] = found
-                moves += found
-            edges = 0
-            for c in range(2):
-                if pattern & (ONE if c == 0 else USUAL):
-                    t = 0
-                    for r in range(width):
-                        if count[c, r] > 0:
-                            terms[t] = (count[c, r] / denom[c]) * nv[r]
-                            t += 1
-                            edges += max(nm[r], 1)
-                    group[0 if pattern != ONE | USUAL else c] = _reduceat_sum(terms, t)
-            v, chosen = _choose(group, dice, pattern, maxi)
+            j = node_start[i] if want_nodes else -1
+            moves = _state_nodes(
+                s, pattern, value, rule, count, sub_masks, sub_start, maxi, nv, nm, scratch,
+                nodes, j,
+            )  # fmt: skip
+            v, chosen, edges = _state_value(pattern, count, denom, dice, maxi, nv, nm, scratch)
             value[s] = v
             st_out[i, 0] = chosen
             st_out[i, 1] = 2 if pattern == ONE | USUAL else 1
             st_out[i, 2] = moves
             st_out[i, 3] = edges
+
+
+@njit(cache=True)
+def _state_nodes(
+    s: int,
+    pattern: int,
+    value: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    nv: np.ndarray,
+    nm: np.ndarray,
+    scratch: np.ndarray,
+    nodes: NodeColumns,
+    j: int,
+) -> int:
+    """Value ``nv[r]`` and legal moves ``nm[r]`` of every roll state ``s`` can see; with
+    ``j >= 0`` also its policy rows from row ``j`` on. Returns the number of legal moves."""
+    stuck = _stuck_value(s, rule)
+    moves = 0
+    for r in range(count.shape[1]):
+        if not _rolls(pattern, count, r):
+            continue
+        if j >= 0:
+            best, found, pick, n_opt = _node_ties(s, r, value, sub_masks, sub_start, maxi, scratch)
+            _put_node(nodes, j, s, r, best if found else stuck, pick, n_opt, found)
+            j += 1
+        else:
+            best, found = _node(s, r, value, sub_masks, sub_start, maxi)
+        nv[r] = best if found else stuck
+        nm[r] = found
+        moves += found
+    return moves
+
+
+@njit(cache=True)
+def _state_value(
+    pattern: int,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    maxi: bool,
+    nv: np.ndarray,
+    nm: np.ndarray,
+    terms: np.ndarray,
+) -> tuple[float, int, int]:
+    """The state's value over its dice choices, the choice made, and its number of edge rows
+    (each roll of each choice: its moves, or one pass row)."""
+    g_one = 0.0  # value of rolling one die, then of the usual dice
+    g_usual = 0.0
+    edges = 0
+    for c in range(2):
+        if pattern & (ONE if c == 0 else USUAL):
+            t = 0
+            for r in range(count.shape[1]):
+                if count[c, r] > 0:
+                    terms[t] = (count[c, r] / denom[c]) * nv[r]
+                    t += 1
+                    edges += max(nm[r], 1)
+            if c == 0:
+                g_one = _reduceat_sum(terms, t)
+            else:
+                g_usual = _reduceat_sum(terms, t)
+    v, chosen = _choose(g_one, g_usual, dice, pattern, maxi)
+    return v, chosen, edges
 
 
 @njit(cache=True)
