@@ -11,6 +11,9 @@ peak is its own:
 - *write*: the streamed solve writing the states and best-move policy tables (Parquet, zstd) to
   a temporary directory.
 
+Times are wall seconds with the process's CPU seconds (all threads) in brackets: on a shared
+machine the wall time depends on the other jobs, and CPU / 2 is what 2 free cores would need.
+
 Targets: 24 tiles x 3 dice solve + write <= 60 s and <= 3 GB; 20 tiles x 2 dice <= 10 s and
 <= 1 GB; the streamed solve at least 1.5x faster than numpy at 16, 20 and 24 tiles.
 
@@ -40,6 +43,13 @@ DEFAULT_SIZES = ",".join(f"{t}:{d}" for t in range(12, 25, 2) for d in (2, 3))
 def peak_mb() -> float:
     """This process's peak resident memory so far (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_s() -> float:
+    """CPU seconds used by this process so far, all threads: on a shared machine, where wall
+    time depends on the other jobs, CPU / cores bounds what the wall time would be alone."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
 
 
 def warm_up() -> None:
@@ -86,19 +96,21 @@ def measure_solve(tiles: int, dice: int, with_numpy: bool) -> dict[str, float]:
 
     warm_up()
     solver = StreamSolver(RuleSet(tiles=tiles, dice=dice, objective="score"))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_s()
     value = solver.solve()
     out = {
         "states": 1 << tiles,
         "moves": solver.moves,
         "solve_s": time.perf_counter() - t0,
+        "solve_cpu": cpu_s() - c0,
         "solve_mb": peak_mb(),
         "value": float(value[-1]),
     }
     if with_numpy:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s()
         ref = numpy_solve(tiles, dice)
         out["numpy_s"] = time.perf_counter() - t0
+        out["numpy_cpu"] = cpu_s() - c0
         out["numpy_mb"] = peak_mb()
         out["agree"] = float(np.max(np.abs(ref - value) / np.maximum(1.0, np.abs(ref))))
     return out
@@ -122,7 +134,7 @@ def measure_write(tiles: int, dice: int) -> dict[str, float]:
         paths = {n: Path(tmp) / f"{n}.parquet" for n in names}
         sch, opts = schemas(), parquet_options()
         constants = {"states": state_constants(rules, "bench"), "policy": {"variant": "bench"}}
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s()
         rows = write_streamed_many(
             paths,
             StreamSolver(rules).batches(policy=True),
@@ -130,10 +142,11 @@ def measure_write(tiles: int, dice: int) -> dict[str, float]:
             constants,
             {n: opts[n] for n in names},
         )
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, cpu_s() - c0
         size = sum(p.stat().st_size for p in paths.values())
     return {
         "write_s": seconds,
+        "write_cpu": cpu,
         "write_mb": peak_mb(),
         "rows": rows["policy"],
         "file_mb": size / 2**20,
@@ -149,8 +162,9 @@ def in_child(mode: str, spec: str, with_numpy: bool) -> dict[str, float]:
 
 
 COLUMNS = (
-    "tiles", "dice", "states", "moves", "solve s", "numpy s", "numpy / stream",
-    "solve+write s", "policy rows", "file MB", "solve MB", "write MB", "numpy MB", "max rel diff",
+    "tiles", "dice", "states", "moves", "solve s (cpu)", "numpy s (cpu)", "numpy / stream",
+    "solve+write s (cpu)", "policy rows", "file MB", "solve MB", "write MB", "numpy MB",
+    "max rel diff",
 )  # fmt: skip
 
 
@@ -158,9 +172,11 @@ def row(tiles: str, dice: str, s: dict[str, float], w: dict[str, float]) -> list
     """One table row from the two children's measurements."""
     has_np = "numpy_s" in s
     return [
-        tiles, dice, f"{s['states']:,}", f"{s['moves']:,}", f"{s['solve_s']:.2f}",
-        f"{s['numpy_s']:.2f}" if has_np else "", f"{s['numpy_s'] / s['solve_s']:.1f}x" if has_np
-        else "", f"{w['write_s']:.2f}", f"{w['rows']:,}", f"{w['file_mb']:.0f}",
+        tiles, dice, f"{s['states']:,}", f"{s['moves']:,}",
+        f"{s['solve_s']:.2f} ({s['solve_cpu']:.1f})",
+        f"{s['numpy_s']:.2f} ({s['numpy_cpu']:.1f})" if has_np else "",
+        f"{s['numpy_s'] / s['solve_s']:.1f}x" if has_np else "",
+        f"{w['write_s']:.2f} ({w['write_cpu']:.1f})", f"{w['rows']:,}", f"{w['file_mb']:.0f}",
         f"{s['solve_mb']:.0f}", f"{w['write_mb']:.0f}", f"{s['numpy_mb']:.0f}" if has_np else "",
         f"{s['agree']:.1e}" if has_np else "",
     ]  # fmt: skip
