@@ -210,6 +210,29 @@ def test_lever_start_is_seed_003s_probability() -> None:
     assert value == pytest.approx(0.0976137161704, abs=TOL)
 
 
+@pytest.mark.parametrize("name", ["classic", "lever", "digital-score", "twelve-tiles"])
+def test_frames_equal_todays_states_and_policy_rows(name: str) -> None:
+    # the describing adapters give today's rows, columns and dtypes from streamed batches
+    from polars.testing import assert_frame_equal
+
+    from pipeline.games.shutbox_stream_frames import policy_frame, states_frame
+    from pipeline.stages import Solved, policy_rows, state_rows
+
+    variant = REGISTRY[name]
+    game = variant.make()
+    assert isinstance(game, ShutTheBox)
+    solved = Solved(variant, game, game.graph())
+    policy, _ = policy_rows(solved, with_moves=False)
+    batches = list(StreamSolver(game.r).batches(batch_rows=700))
+    maximise = game.r.objective != "score"
+    states = pl.concat([states_frame(game, b.states, game.objective, maximise) for b in batches])
+    streamed_policy = pl.concat([policy_frame(game, b.policy) for b in batches if b.policy])
+    tol = {"check_exact": False, "rel_tol": TOL, "abs_tol": TOL}
+    assert_frame_equal(state_rows(solved, with_values=True), states, **tol)
+    assert isinstance(policy, pl.DataFrame)
+    assert_frame_equal(policy, streamed_policy, **tol)
+
+
 # -- the writer --------------------------------------------------------------------------------
 
 
