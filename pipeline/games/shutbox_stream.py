@@ -657,11 +657,11 @@ class StreamSolver:
             most = max(most, int(sum(np.maximum(cands[u], 1).sum() for u in used)))
         return max(most, 1)
 
-    def chunks(self, nodes: bool, rows: int | None = None) -> Iterator[Chunk]:
+    def chunks(self, nodes: bool, states_per_chunk: int | None = None) -> Iterator[Chunk]:
         """Solve every layer, lowest first, yielding its states a chunk at a time.
 
-        With ``nodes`` each chunk also holds its (state, roll) nodes. ``rows`` is the most
-        states times :meth:`rows_per_state` per chunk (default: a whole layer per chunk).
+        With ``nodes`` each chunk also holds its (state, roll) nodes. A chunk has at most
+        ``states_per_chunk`` states (default: a whole layer per chunk).
         """
         tiles = self.rules.tiles
         per_pattern = self.per_pattern()
@@ -669,7 +669,7 @@ class StreamSolver:
         for k, size in enumerate(layer_sizes(tiles)):
             ids = np.empty(size, dtype=np.int64)
             _layer_ids(tiles, k, ids)
-            step = max(1, rows) if rows else size
+            step = max(1, states_per_chunk) if states_per_chunk is not None else size
             for lo in range(0, size, step):
                 yield self._solve(k, ids[lo : lo + step], nodes, per_pattern)
 
@@ -711,8 +711,8 @@ class StreamSolver:
     ) -> Iterator[Batch]:
         """Solve every layer and yield its rows as :class:`Batch` es of about ``batch_rows``
         rows per table (the states batch is smaller: one row per state)."""
-        step = batch_rows // self.rows_per_state(regrets, edges)
-        for ch in self.chunks(nodes=policy or regrets, rows=step):
+        step = max(1, batch_rows // self.rows_per_state(regrets, edges))
+        for ch in self.chunks(nodes=policy or regrets, states_per_chunk=step):
             yield Batch(
                 ch.layer,
                 self._state_columns(ch),
