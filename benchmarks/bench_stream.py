@@ -17,7 +17,7 @@ machine the wall time depends on the other jobs, and CPU / 2 is what 2 free core
 Targets: 24 tiles x 3 dice solve + write <= 60 s and <= 3 GB; 20 tiles x 2 dice <= 10 s and
 <= 1 GB; the streamed solve at least 1.5x faster than numpy at 16, 20 and 24 tiles.
 
-Usage: python benchmarks/bench_stream.py [--sizes 12:2,12:3,...] [--no-numpy]
+Usage: python benchmarks/bench_stream.py [--sizes 12:2,12:3,...] [--no-numpy] [--lean]
 """
 
 from __future__ import annotations
@@ -116,8 +116,9 @@ def measure_solve(tiles: int, dice: int, with_numpy: bool) -> dict[str, float]:
     return out
 
 
-def measure_write(tiles: int, dice: int) -> dict[str, float]:
-    """Streamed solve writing the states and best-move policy tables."""
+def measure_write(tiles: int, dice: int, lean: bool) -> dict[str, float]:
+    """Streamed solve writing the states and best-move policy tables (``lean``: the policy
+    without its derivable columns, see shutbox_stream.DERIVED_POLICY)."""
     from pipeline.games.shutbox import RuleSet
     from pipeline.games.shutbox_stream import (
         StreamSolver,
@@ -132,7 +133,7 @@ def measure_write(tiles: int, dice: int) -> dict[str, float]:
     names = ("states", "policy")
     with tempfile.TemporaryDirectory() as tmp:
         paths = {n: Path(tmp) / f"{n}.parquet" for n in names}
-        sch, opts = schemas(), parquet_options()
+        sch, opts = schemas(lean=lean), parquet_options()
         constants = {"states": state_constants(rules, "bench"), "policy": {"variant": "bench"}}
         t0, c0 = time.perf_counter(), cpu_s()
         rows = write_streamed_many(
@@ -153,10 +154,9 @@ def measure_write(tiles: int, dice: int) -> dict[str, float]:
     }
 
 
-def in_child(mode: str, spec: str, with_numpy: bool) -> dict[str, float]:
+def in_child(mode: str, spec: str, flags: list[str]) -> dict[str, float]:
     """Run one measurement in a fresh interpreter so that its peak memory is its own."""
-    cmd = [sys.executable, __file__, "--child", f"{mode}:{spec}"]
-    cmd += [] if with_numpy else ["--no-numpy"]
+    cmd = [sys.executable, __file__, "--child", f"{mode}:{spec}", *flags]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO)
     return json.loads(out.stdout)
 
@@ -187,6 +187,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="tiles:dice,...")
     parser.add_argument("--no-numpy", action="store_true", help="skip the numpy reference")
+    parser.add_argument("--lean", action="store_true", help="write the lean policy")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
@@ -195,7 +196,7 @@ def main() -> None:
         if mode == "solve":
             print(json.dumps(measure_solve(int(tiles), int(dice), not args.no_numpy)))
         else:
-            print(json.dumps(measure_write(int(tiles), int(dice))))
+            print(json.dumps(measure_write(int(tiles), int(dice), args.lean)))
         return
     table = Table(title="streamed solver (objective: minimise the expected score)")
     for col in COLUMNS:
@@ -203,8 +204,8 @@ def main() -> None:
     console = Console(width=max(Console().width, 170))
     for spec in args.sizes.split(","):
         console.log(f"measuring {spec} (tiles:dice)")
-        s = in_child("solve", spec, not args.no_numpy)
-        w = in_child("write", spec, False)
+        s = in_child("solve", spec, ["--no-numpy"] if args.no_numpy else [])
+        w = in_child("write", spec, ["--lean"] if args.lean else [])
         table.add_row(*row(*spec.split(":"), s, w))
         console.log(json.dumps({**s, **w}))
     console.print(table)
