@@ -17,7 +17,9 @@ import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.build import streamed as streamed_build
 from pipeline.errors import PipelineError, UsageError
+from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
@@ -238,11 +240,14 @@ def run(
     console: Console | None = None,
     exact: bool = False,
     skip_unchanged: bool = False,
+    extra_tables: Sequence[str] = (),
 ) -> list[StageReport]:
     """Run ``stages`` for each variant and write their tables into ``data_dir``.
 
     All variants are computed first and every table is then replaced in one commit, under the
-    data directory's lock, so a failure part-way leaves the old tables as they were. With
+    data directory's lock, so a failure part-way leaves the old tables as they were. A variant
+    whose game streams (big custom boxes) is solved without a graph and committed on its own;
+    it writes states and policy, plus ``extra_tables`` (``moves``, ``edges``) when asked. With
     ``skip_unchanged``, a variant whose last run (per ``manifest.json``) had the same stages,
     rules and code hash, and whose tables are unchanged since, is not recomputed.
     """
@@ -268,6 +273,12 @@ def run(
             )
             if record is not None:
                 reports.append(_skipped_report(variant.name, record))
+                bar.advance(task)
+                continue
+            streamed = _streamed_build(variant, game, stages, extra_tables, exact)
+            if streamed is not None:
+                bar.update(task, description=f"{variant.name}: solving layer by layer")
+                reports.append(_run_streamed(variant, game, streamed, list(stages), data_dir))
                 bar.advance(task)
                 continue
             s = Solved(variant, game, game.graph(), exact=exact)
@@ -325,6 +336,40 @@ def table_key(variant: Variant, table: str) -> str:
     if variant.separate and table in OWN_TABLES:
         return layout.own_key(variant.name, table)
     return table
+
+
+def _streamed_build(
+    variant: Variant, game: Game, stages: Sequence[str], extra: Sequence[str], exact: bool
+) -> Streamed | None:
+    """The game's graph-free build, for a variant stored on its own (None: use the graph)."""
+    if not variant.separate or exact or not {"solve", "policy", "edges"} & set(stages):
+        return None
+    edges_alone = list(stages) == ["edges"]
+    streamed = game.stream("moves" in extra, "edges" in extra or edges_alone)
+    if streamed is not None and edges_alone:
+        streamed.tables = ("edges",)
+    return streamed
+
+
+def _run_streamed(
+    variant: Variant, game: Game, streamed: Streamed, stages: list[str], data_dir: Path
+) -> StageReport:
+    """Write a streamed variant's tables and commit them with its manifest record."""
+    staged, summary = streamed_build.write_streamed(variant, game, streamed, data_dir)
+    rows = {layout.logical_name(k): t.num_rows for k, t in staged.items()}
+    record = streamed_build.variant_record(game, stages, rows, summary)
+    with tables.data_lock(data_dir):
+        tables.commit(data_dir, dict(staged), {variant.name: record})
+    return StageReport(
+        variant.name,
+        summary["states"],
+        summary["nodes"],
+        summary["moves"],
+        summary["start_value"],
+        tuple(sorted(rows)),
+        summary["seconds"],
+        "solved layer by layer without a graph",
+    )
 
 
 def _skipped_report(name: str, record: dict) -> StageReport:

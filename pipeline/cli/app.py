@@ -119,6 +119,17 @@ def build_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Rebuild variants that manifest.json shows unchanged.")
     ] = False,
+    moves: Annotated[
+        bool,
+        typer.Option(
+            "--moves",
+            help="Big custom boxes (16+ tiles): also write every legal move and its regret.",
+        ),
+    ] = False,
+    edges: Annotated[
+        bool,
+        typer.Option("--edges", help="Big custom boxes (16+ tiles): also write the edges table."),
+    ] = False,
     custom: Variant | None = None,
 ) -> None:
     """Run every stage (enumerate, edges, solve, policy) for the variants.
@@ -131,7 +142,10 @@ def build_cmd(
     from pipeline.build import stages
 
     chosen = pick_variants(variant, custom)
-    reports = stages.run(chosen, stages.STAGES, data_dir, exact=exact, skip_unchanged=not force)
+    extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
+    reports = stages.run(
+        chosen, stages.STAGES, data_dir, exact=exact, skip_unchanged=not force, extra_tables=extra
+    )
     print_reports(reports, data_dir)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game
+from pipeline.games.base import Game, Streamed
 from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
 from pipeline.games.tiles import parse_open_tiles, parse_tiles  # noqa: F401  (re-exported)
 from pipeline.graph import NO_STATE, PASS, Graph
@@ -345,6 +345,26 @@ class ShutTheBox(Game):
                 ).fill_null("")
             ),
             open_tiles=pl.when(valid).then(pl.concat_list(parts).list.drop_nulls()),
+        )
+
+    def stream(self, with_moves: bool, with_edges: bool) -> Streamed:
+        """The layer-by-layer compiled solve (:mod:`pipeline.games.shutbox.stream`)."""
+        from pipeline.games.shutbox import stream
+
+        wanted = ("states", "policy") + (("moves",) if with_moves else ())
+        wanted += ("edges",) if with_edges else ()
+        solver, batches = stream.stream_tables(self.r, True, with_moves, with_edges)
+        states = stream.state_constants(self.r, "")
+        states.pop("variant")
+        options = stream.parquet_options()
+        return Streamed(
+            tables=wanted,
+            batches=batches,
+            constants={"states": states},
+            options={t: options[t] for t in wanted},
+            n_states=1 << self.r.tiles,
+            start_value=lambda: float(solver.value[self.start_state()]),
+            counts=lambda: (solver.nodes, solver.moves),
         )
 
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
