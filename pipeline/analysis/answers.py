@@ -56,10 +56,10 @@ class MoveAdvice:
 
         schema = {
             "move": pl.List(pl.Int64),
-            "next_tiles": pl.String,
-            "value": pl.Float64,
-            "regret": pl.Float64,
-            "is_best": pl.Boolean,
+            "next_tiles": pl.String(),
+            "value": pl.Float64(),
+            "regret": pl.Float64(),
+            "is_best": pl.Boolean(),
         }
         return pl.DataFrame(self.rows, schema=schema, orient="row")
 
