@@ -254,23 +254,23 @@ def play_game(
     if seat not in (1, 2) or (seat == 2 and not coach.two_player):
         raise UsageError("--seat 2 needs the two-player game; one-player games have seat 1 only")
     seed = secrets.randbelow(2**31) if seed is None else seed
-    table = _Table(coach, ask, console, np.random.default_rng(seed), seat, show_values)
-    record = table.open(seed)
+    session = _Session(coach, ask, console, np.random.default_rng(seed), seat, show_values)
+    record = session.open(seed)
     state: int | None = coach.start
     turn = 0
     while state is not None:
         info = coach.state[state]
         if info["terminal"]:
-            table.finish(record, info, stuck=False)
+            session.finish(record, info, stuck=False)
             break
         turn += 1
-        state = table.play_turn(record, state, info, turn)
+        state = session.play_turn(record, state, info, turn)
     _summary(record, coach, console)
     return record
 
 
 @dataclass(frozen=True)
-class _Table:
+class _Session:
     """One game in progress: the tables, the player's seat and answers, and the seeded dice."""
 
     coach: Coach
