@@ -169,8 +169,9 @@ class _TableThread:
         self.writer.close()
         self.file.close()
 
-    def put(self, cols: Columns) -> None:
-        """Queue a batch; wait while the queue is full; re-raise the worker's error."""
+    def put(self, cols: Columns | object) -> None:
+        """Queue a batch (or the end marker); wait while the queue is full; re-raise the
+        worker's error."""
         while True:
             self._check()
             try:
