@@ -232,17 +232,30 @@ def connect(data_dir: Path, values: dict[str, Any] | None = None) -> duckdb.Duck
                 raise UsageError(f"{key!r} is not a parameter name")
             con.execute(f"set variable {key} = $v", {"v": value})
     for path in sorted(Path(data_dir).glob("*.parquet")):
-        if not NAME_PATTERN.fullmatch(path.stem):
-            continue
-        # Views cannot take prepared parameters; a variable carries the path instead.
-        con.execute(f"set variable path_{path.stem} = $v", {"v": str(path)})
+        if NAME_PATTERN.fullmatch(path.stem):
+            _add_view(con, path)
+    if (Path(data_dir) / "states.parquet").is_file():
+        con.execute(RULES_VIEW.replace("$path", "getvariable('path_states')"))
+    return con
+
+
+def _add_view(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A view named after a table file; TableError naming the file when it is not ours."""
+    # Views cannot take prepared parameters; a variable carries the path instead.
+    con.execute(f"set variable path_{path.stem} = $v", {"v": str(path)})
+    try:
         con.execute(
             f"create view {path.stem} as "
             f"select * from read_parquet(getvariable('path_{path.stem}'))"
         )
-    if (Path(data_dir) / "states.parquet").is_file():
-        con.execute(RULES_VIEW.replace("$path", "getvariable('path_states')"))
-    return con
+        columns = [row[0] for row in con.execute(f"describe {path.stem}").fetchall()]
+    except duckdb.Error as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first[:160]}); {manifest.REBUILD}"
+        ) from None
+    if "variant" not in columns:
+        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
 
 
 #: View `rules` (variant, game, rules JSON): the rule sets in states.parquet's `stb.rules`

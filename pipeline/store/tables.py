@@ -106,6 +106,21 @@ def ensure_writable(data_dir: Path) -> None:
         raise PipelineError(
             f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
         ) from None
+    sweep(data_dir)
+
+
+def sweep(data_dir: Path) -> None:
+    """Finish an interrupted commit and remove temporary files of dead writers, if the lock is
+    free now; when another build holds it, that build sweeps (never wait here)."""
+    lock = FileLock(str(Path(data_dir) / LOCK_NAME), timeout=0)
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        return
+    try:
+        recover(data_dir)
+    finally:
+        lock.release()
 
 
 def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
@@ -152,6 +167,9 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
             f"{path} does not exist: run `stb-pipeline build --variant {hint}` "
             "(or build with the same custom rule options) first"
         )
+    columns = table_columns(data_dir, name) or []
+    if "variant" not in columns:
+        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
     try:
         lazy = pl.scan_parquet(path)
         if variant is not None:
