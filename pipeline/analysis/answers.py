@@ -76,7 +76,8 @@ def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: 
     policy = tables.read_table(data_dir, "policy", variant.name).filter(
         pl.col("state_id") == row["state_id"]
     )
-    hit = policy.filter(pl.col("roll") == roll)
+    # a roll past 32 bits matches no row, and polars cannot even compare it with one
+    hit = policy.filter(pl.col("roll") == roll) if abs(roll) < 2**31 else policy.head(0)
     if hit.height == 0:
         rolls = sorted(policy["roll"].to_list())
         raise UsageError(

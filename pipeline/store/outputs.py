@@ -59,7 +59,7 @@ def check_output(path: Path, data_dir: Path | None, force: bool) -> None:
     UsageError (exit 2) otherwise.
     """
     path = Path(path)
-    if data_dir is not None and _inside(path, Path(data_dir)):
+    if data_dir is not None and inside(path, Path(data_dir)):
         raise UsageError(
             f"{path} is inside the data directory {data_dir}, which holds only the tables: "
             "write the result elsewhere"
@@ -70,7 +70,7 @@ def check_output(path: Path, data_dir: Path | None, force: bool) -> None:
         raise UsageError(f"{path} exists: add --force to replace it")
 
 
-def _inside(path: Path, directory: Path) -> bool:
+def inside(path: Path, directory: Path) -> bool:
     """Whether ``path`` is ``directory`` or lies under it (links followed)."""
     try:
         return path.resolve().is_relative_to(directory.resolve())
