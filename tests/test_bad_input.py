@@ -590,3 +590,66 @@ def test_interrupt_is_one_line_and_exit_130(
     result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
+
+
+ANY_COMMAND = [
+    ["expect"], ["move"], ["verify"], ["variants"], ["query"], ["export", "verifier"],
+    ["check-verifier"], ["benchmark"], ["build"], ["enumerate"], ["edges"], ["solve"],
+    ["policy"], ["report"], ["play"], ["knucklebones", "solve"], ["knucklebones", "tree"],
+    ["knucklebones", "benchmark"], ["knucklebones", "play"], ["nosuch"],
+]  # fmt: skip
+#: Commands that write tables: they get a data dir that cannot be created, so only their
+#: checks run (fast), and nothing they could do reaches the small build.
+WRITERS = {"build", "enumerate", "edges", "solve", "policy", "benchmark"}
+ANY_WORD = st.sampled_from(
+    [
+        "best_opening_roll", "top_states", "strategy_mistakes", "../queries/best_opening_roll",
+        "/etc/passwd", "contracts/bellman", "{data}/states.parquet", "{data}/manifest.json",
+        "{tmp}/out.csv", "{tmp}/existing.csv", "{tmp}", "", ",", "a,,b", "nan", "inf", "-inf",
+        "-1", "0", "1", "3", "4", HUGE, "1e999", "2.5", "classic", "two-player", "all",
+        "six-tiles-one-die", "nosuch", "12345", "123456789", "44/1/_", "2/_/_", "ours-d0",
+        "seed-d2", "random", "greedy", "strategy=nonsense", "strategy=greedy", "top=3",
+        "top=abc", "x=1", "variant=classic", "csv", "parquet", "table",
+        "-p", "-o", "-f", "--force", "--variant", "--tolerance", "--games", "--seed", "--depth",
+        "--depths", "--opponents", "--strategy", "--out", "--list", "--tiles", "--dice",
+        "--p1-score", "--seat", "--quiz", "--all", "--second", "--objective", "--help",
+    ]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(command=st.sampled_from(ANY_COMMAND), words=st.lists(ANY_WORD, max_size=7))
+def test_any_argument_list_gets_an_answer_or_one_line(
+    small: Path, scratch: Path, command: list[str], words: list[str]
+) -> None:
+    """Random argument lists at every command: exit 0-3, a failure is one `error:` line (or, for
+    check-verifier's wrong lines, the report on stdout), and the tables never change."""
+    before = snapshot(small)
+    (scratch / "existing.csv").write_text("kept\n")
+    blocker = scratch / "blocker"
+    blocker.write_text("a file, not a directory")
+    args = [*command, *(w.format(data=small, tmp=scratch) for w in words)]
+    if command[0] in WRITERS or command[-1] == "benchmark":
+        args += ["--data-dir", str(blocker / "data")]
+    elif (
+        command != ["variants"] and command[0] != "nosuch" and command[-1] not in ("solve", "tree")
+    ):
+        args += ["--data-dir", str(small)]
+    if command == ["report"]:
+        args += ["--out", str(blocker / "report")]  # the checks run, the drawing does not
+    if command == ["verify"] and "--variant" not in words:
+        args += ["--variant", "six-tiles-one-die"]  # keep each example fast
+    result = invoke(args)
+    assert result.code in {0, 1, 2, 3}, (args, result.stderr)
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, args
+    helped = "--help" in words or "Usage:" in result.stderr
+    if result.code != 0 and not helped and (result.stderr or result.code != 3):
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, args
+    assert snapshot(small) == before, args
+    assert not list(small.glob(".*.tmp"))
+    if "--force" not in words:
+        assert (scratch / "existing.csv").read_text() == "kept\n", args

@@ -66,7 +66,7 @@ def check_output(path: Path, data_dir: Path | None, force: bool) -> None:
         )
     if path.is_dir():
         raise UsageError(f"{path} is a directory: give a file name")
-    if (path.is_file() or path.is_symlink()) and not force:
+    if path.is_file() and not force:  # a link to a regular file counts; /dev/stdout does not
         raise UsageError(f"{path} exists: add --force to replace it")
 
 
