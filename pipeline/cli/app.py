@@ -243,8 +243,12 @@ def run(argv: list[str]) -> int:
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
+        # Every failure a user can cause is a PipelineError; reaching here is a bug (the bad-input
+        # tests fail on it). Still one line, so that scripts reading stderr are not flooded.
+        first = str(exc).splitlines()[0] if str(exc) else ""
         err.print(
-            f"error: internal error {type(exc).__name__}: {exc} (STB_DEBUG=1 shows more)",
+            f"error: internal error {type(exc).__name__}: {first} (a bug: please report it; "
+            "STB_DEBUG=1 shows the traceback)",
             markup=False,
         )
         return 1
