@@ -337,7 +337,7 @@ SHUTTHEBOX = [
     ["--two", "--move", "123", HUGE, "4"],
     ["--one", "--expect", "123", "--tiles", HUGE],
     ["--one", "--expect", "123", "--one-die-sum", HUGE],
-    ["--one", "--expect", "123", "--one-die-sum", "46"],
+    ["--one", "--expect", "123", "--one-die-sum", "1001"],
     ["--one", "--expect", HUGE],
     ["--one", "--expect", ""],
     ["--one", "--two", "--expect", "123"],
