@@ -4,7 +4,12 @@ never a traceback, and the tables already written stay exactly as they were."""
 from __future__ import annotations
 
 import hashlib
+import io
+import re
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +28,8 @@ EXIT_CODES = {0, 1, 2, 3, 130}
 def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir with two small variants built (read by the query commands)."""
     data = tmp_path_factory.mktemp("small")
-    result = invoke(["build", "--variant", "classic,six-tiles-one-die", "--data-dir", data])
+    variants = "classic,six-tiles-one-die,two-player"
+    result = invoke(["build", "--variant", variants, "--data-dir", data])
     assert result.code == 0, result.stderr
     return data
 
@@ -169,7 +175,19 @@ def text(path: Path) -> None:
     path.write_text("state_id,value\n1,0.5\n")
 
 
-@pytest.mark.parametrize("damage", [truncated, foreign, text], ids=lambda f: f.__name__)
+def garbage(path: Path) -> None:
+    """Replace a table by bytes that are nothing at all."""
+    path.write_bytes(b"\x00\xffgarbage" * 64)
+
+
+def empty(path: Path) -> None:
+    """Replace a table by an empty file."""
+    path.write_bytes(b"")
+
+
+@pytest.mark.parametrize(
+    "damage", [truncated, foreign, text, garbage, empty], ids=lambda f: f.__name__
+)
 @pytest.mark.parametrize("table", ["states", "edges", "policy", "moves"])
 def test_damaged_table_is_reported_and_nothing_else_is_touched(
     small: Path, tmp_path: Path, damage, table: str
@@ -183,14 +201,286 @@ def test_damaged_table_is_reported_and_nothing_else_is_touched(
         ["build", "--variant", "classic", "--force"],
         [writer, "--variant", "six-tiles-one-die"],
         ["verify"],
+        ["query", "best_opening_roll"],
+        ["query", "top_states", "-f", "csv", "-o", tmp_path / "top.csv"],
     ]
     if table in ("states", "policy", "moves"):
         commands.append(["move", "12345", "7"])
+    if table in ("states", "edges"):
+        commands.append(["export", "verifier", "-o", tmp_path / "v.txt"])
     for args in commands:
         result = invoke([*args, "--data-dir", data])
         assert_one_clean_line(result, 1)
         assert f"{table}.parquet" in result.stderr
+        assert "stb-pipeline build --force" in result.stderr, "says how to repair it"
         assert snapshot(data) == before, args
+
+
+# -- issue 15: every class of bad input, for every command -------------------------------------
+
+HUGE = "9" * 40
+DATA = ("-d", "{data}")
+#: (arguments, exit code, words the one-line error must hold). {data} is the small build,
+#: {tmp} a scratch directory holding `existing.csv`. One case a line.
+BAD_INPUT = [
+    # query names are names from the library, never paths
+    (["query", "../queries/best_opening_roll", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "/etc/passwd", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "{tmp}/existing.csv", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "contracts/bellman", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "_views", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "Best_Opening_Roll", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "nosuch", "-d", "{data}"], 2, "unknown query 'nosuch'"),
+    (["query", "-d", "{data}"], 2, "name a query"),
+    # parameters: declared, typed, in range, bound
+    (["query", "best_opening_roll", "-p", "strategy=nonsense", "-d", "{data}"], 2, "no parameter"),
+    (["query", "strategy_mistakes", "-p", "strategy=nonsense", "-d", "{data}"], 2, "one of"),
+    (["query", "strategy_mistakes", "-p", "strategy=", "-d", "{data}"], 2, "one of"),
+    (["query", "top_states", "-p", "top=abc", "-d", "{data}"], 2, "must be an integer"),
+    (["query", "top_states", "-p", "top=0", "-d", "{data}"], 2, "from 1 to"),
+    (["query", "top_states", "-p", "top=-5", "-d", "{data}"], 2, "from 1 to"),
+    (["query", "top_states", "-p", "top=2.5", "-d", "{data}"], 2, "must be an integer"),
+    (["query", "top_states", "-p", "top=1e999", "-d", "{data}"], 2, "must be an integer"),
+    (["query", "top_states", "-p", f"top={HUGE}", "-d", "{data}"], 2, "must be an integer"),
+    (["query", "top_states", "-p", "top=1; drop view states", "-d", "{data}"], 2, "integer"),
+    (["query", "top_states", "-p", "top", "-d", "{data}"], 2, "write KEY=VALUE"),
+    (["query", "top_states", "-p", "=3", "-d", "{data}"], 2, "write KEY=VALUE"),
+    (["query", "top_states", "-p", "top=1", "-p", "top=2", "-d", "{data}"], 2, "given twice"),
+    (["query", "top_states", "-p", "variant=classic", "-v", "classic", "-d", "{data}"], 2, "once"),
+    (["query", "best_opening_roll", "-v", "classic' or ''='", "-d", "{data}"], 2, "is not built"),
+    (["query", "best_opening_roll", "-v", "lever", "-d", "{data}"], 2, "is not built"),
+    # outputs never land among the tables, nor replace a file unasked
+    (["query", "top_states", "-o", "{data}/states.parquet", "--force", *DATA], 2, "inside"),
+    (["query", "top_states", "-f", "csv", "-o", "{data}/new.csv", "-d", "{data}"], 2, "inside"),
+    (["query", "best_opening_roll", "-o", "{tmp}/existing.csv", "-d", "{data}"], 2, "--force"),
+    (["query", "best_opening_roll", "-f", "csv", "-o", "{tmp}", "-d", "{data}"], 2, "directory"),
+    (["export", "verifier", "-o", "{data}/manifest.json", "-d", "{data}"], 2, "data directory"),
+    (["export", "verifier", "-o", "{tmp}/existing.csv", "-d", "{data}"], 2, "add --force"),
+    (["report", "--out", "{data}", "-d", "{data}"], 2, "inside the data directory"),
+    # empty or malformed lists are mistakes, not "everything"
+    (["verify", "--variant", "", "-d", "{data}"], 2, "--variant ''"),
+    (["verify", "--variant", ",", "-d", "{data}"], 2, "--variant ','"),
+    (["verify", "--variant", "classic,", "-d", "{data}"], 2, "none empty"),
+    (["benchmark", "--strategy", "", "-d", "{data}"], 2, "--strategy ''"),
+    (["benchmark", "--strategy", "greedy,,random", "-d", "{data}"], 2, "none empty"),
+    (["benchmark", "--strategy", "nosuch", "--games", "10", "-d", "{data}"], 2, "unknown strategy"),
+    (["knucklebones", "benchmark", "--opponents", "", "-d", "{data}"], 2, "--opponents ''"),
+    (["knucklebones", "benchmark", "--opponents", ",", "-d", "{data}"], 2, "none empty"),
+    (["knucklebones", "benchmark", "--opponents", "ours-d0", "-d", "{data}"], 2, "depth must be"),
+    (["knucklebones", "benchmark", "--opponents", "seed-d99", "-d", "{data}"], 2, "depth must"),
+    (["knucklebones", "benchmark", "--opponents", "nobody", "-d", "{data}"], 2, "unknown player"),
+    (["knucklebones", "benchmark", "--depths", "", "-d", "{data}"], 2, "whole numbers"),
+    (["knucklebones", "benchmark", "--depths", "1,,2", "-d", "{data}"], 2, "whole numbers"),
+    (["knucklebones", "benchmark", "--depths", "0", "-d", "{data}"], 2, "--depth must be"),
+    # tolerances: NaN or infinity would pass every value
+    (
+        ["check-verifier", "{tmp}/existing.csv", "--tolerance", "nan", "-d", "{data}"],
+        2,
+        "tolerance",
+    ),
+    (
+        ["check-verifier", "{tmp}/existing.csv", "--tolerance", "inf", "-d", "{data}"],
+        2,
+        "tolerance",
+    ),
+    (["check-verifier", "{tmp}/existing.csv", "--tolerance", "-1", "-d", "{data}"], 2, "tolerance"),
+    (["check-verifier", "{tmp}/existing.csv", "--tolerance", "1e999", "-d", "{data}"], 2, "tolera"),
+    (["check-verifier", "{tmp}/existing.csv", "--tolerance", "x", "-d", "{data}"], 2, "Invalid"),
+    # numbers past any sensible range
+    (["benchmark", "--games", "0", "-d", "{data}"], 2, "--games must be between"),
+    (["benchmark", "--games", HUGE, "-d", "{data}"], 2, "--games must be between"),
+    (["benchmark", "--seed", "-1", "--games", "10", "-d", "{data}"], 2, "--seed must be between"),
+    (["benchmark", "--seed", HUGE, "--games", "10", "-d", "{data}"], 2, "--seed must be between"),
+    (["play", "--seed", "-1", "-d", "{data}"], 2, "--seed must be between"),
+    (["play", "--seed", HUGE, "-d", "{data}"], 2, "--seed must be between"),
+    (["play", "--seat", "3", "-d", "{data}"], 2, "--seat"),
+    (["knucklebones", "play", "--seed", "-1"], 2, "--seed must be between"),
+    (["knucklebones", "play", "--seed", HUGE], 2, "--seed must be between"),
+    (["knucklebones", "play", "--depth", "0"], 2, "--depth must be between"),
+    (["knucklebones", "solve", "44/1/_", "2/_/_", HUGE], 2, "is not a face"),
+    (["knucklebones", "solve", "44/1/_", "2/_/_", "4", "--depth", HUGE], 2, "--depth must be"),
+    (["knucklebones", "tree", "44/1/_", "2/_/_", "4", "--depth", "-1"], 2, "--depth must be"),
+    (["knucklebones", "benchmark", "--games", HUGE, "-d", "{data}"], 2, "--games must be"),
+    (["knucklebones", "benchmark", "--seed", HUGE, "-d", "{data}"], 2, "--seed must be"),
+    (["move", "12345", HUGE, "-d", "{data}"], 2, "impossible"),
+    (["expect", "-v", "two-player", "12", "--p1-score", HUGE, "-d", "{data}"], 2, "score"),
+    (["export", "verifier", "-o", "{tmp}/v", "--tiles", HUGE, "-d", "{data}"], 2, "between 1 and"),
+    (["export", "verifier", "-o", "{tmp}/v", "--one-die-sum", HUGE, "-d", "{data}"], 2, "limit"),
+]
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch directory (also the working directory) with one existing file; empty stdin."""
+    (tmp_path / "existing.csv").write_text("kept\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    return tmp_path
+
+
+@pytest.mark.parametrize(("args", "code", "message"), BAD_INPUT, ids=_id)
+def test_bad_input_of_every_class(
+    small: Path, scratch: Path, args: list[str], code: int, message: str
+) -> None:
+    before = snapshot(small)
+    result = invoke([a.format(data=small, tmp=scratch) for a in args])
+    assert_one_clean_line(result, code)
+    assert message in result.stderr
+    assert snapshot(small) == before
+    assert (scratch / "existing.csv").read_text() == "kept\n"
+    assert not list(small.glob(".*.tmp")) and not list(scratch.glob(".*.tmp"))
+
+
+SHUTTHEBOX = [
+    ["--one", "--move", "12345", HUGE],
+    ["--two", "--expect", "123", HUGE],
+    ["--two", "--move", "123", HUGE, "4"],
+    ["--one", "--expect", "123", "--tiles", HUGE],
+    ["--one", "--expect", "123", "--one-die-sum", HUGE],
+    ["--one", "--expect", "123", "--one-die-sum", "1001"],
+    ["--one", "--expect", HUGE],
+    ["--one", "--expect", ""],
+    ["--one", "--two", "--expect", "123"],
+]
+
+
+@pytest.mark.parametrize("args", SHUTTHEBOX, ids=_id)
+def test_shutthebox_bad_input_is_an_error_and_a_usage_line(
+    small: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args
+) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.apps.course.command import main
+
+    monkeypatch.setenv("STB_DATA_DIR", str(small))
+    assert main(args) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("ShutTheBox: error: ") and err[1].startswith("usage")
+
+
+def damaged_manifest_json(path: Path) -> None:
+    """A manifest that is not JSON."""
+    path.write_text("{not json")
+
+
+def manifest_without_keys(path: Path) -> None:
+    """JSON, but not a manifest of ours."""
+    path.write_text('{"format": 1}')
+
+
+@pytest.mark.parametrize("damage", [damaged_manifest_json, manifest_without_keys, empty])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["build", "--variant", "six-tiles-one-die", "--force"],
+        ["verify"],
+        ["benchmark", "--variant", "classic", "--games", "100", "--strategy", "greedy"],
+        ["knucklebones", "benchmark", "--games", "1", "--depths", "1", "--opponents", "random"],
+    ],
+    ids=_id,
+)
+def test_damaged_manifest_is_one_line_naming_it(
+    small: Path, tmp_path: Path, damage, args: list[str]
+) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    damage(data / "manifest.json")
+    before = snapshot(data)
+    result = invoke([*args, "--data-dir", data])
+    assert_one_clean_line(result, 1)
+    assert "manifest.json" in result.stderr and "stb-pipeline build --force" in result.stderr
+    assert snapshot(data) == before
+
+
+def test_verify_fails_when_a_recorded_table_is_missing(small: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    (data / "edges.parquet").unlink()
+    result = invoke(["verify", "--data-dir", data])
+    assert_one_clean_line(result, 3)
+    assert "edges.parquet is missing" in result.stderr and "build --force" in result.stderr
+
+
+def test_verify_fails_without_contract_files(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.analysis import contracts
+
+    monkeypatch.setattr(contracts, "CONTRACTS_DIR", tmp_path / "nowhere")
+    result = invoke(["verify", "--data-dir", small])
+    assert_one_clean_line(result, 3)
+    assert "no contract files" in result.stderr
+
+
+def test_verify_fails_when_it_checked_nothing(small: Path, tmp_path: Path) -> None:
+    import polars as pl
+
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    (data / "manifest.json").unlink()
+    for name in ("edges", "policy", "moves"):
+        (data / f"{name}.parquet").unlink()  # contracts over them are skipped
+    states = pl.read_parquet(data / "states.parquet")
+    states.head(0).write_parquet(data / "states.parquet")
+    result = invoke(["verify", "--data-dir", data])
+    assert result.code in (2, 3), result.stderr  # no rows of any variant, or nothing checked
+    assert_one_clean_line(result, result.code)
+
+
+def test_verify_reports_rows_checked_per_contract(small: Path) -> None:
+    result = invoke(["verify", "--variant", "classic", "--data-dir", small])
+    assert result.code == 0, result.stderr
+    assert "contracts/bellman: 512 rows checked, 0 violations" in result.stdout
+    assert re.search(r"all \d+ contracts hold in .*: [\d,]+ rows checked", result.stdout)
+
+
+def test_stale_temporary_files_are_swept_by_the_next_build(small: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    stale = data / ".edges.parquet.999999999.tmp"  # a pid above any pid_max: a dead writer
+    stale.write_bytes(b"half a table")
+    result = invoke(["build", "--variant", "six-tiles-one-die", "--data-dir", data])
+    assert result.code == 0, result.stderr  # unchanged: skipped, yet the sweep ran
+    assert not stale.exists()
+
+
+def test_a_build_interrupted_while_writing_leaves_no_temporary_file(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.store import tables
+
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    before = snapshot(data)
+    real = tables._write_synced
+    calls = []
+
+    def write_then_interrupt(path: Path, write: object) -> None:
+        real(path, write)
+        calls.append(path)
+        if len(calls) == 2:  # after the first table is staged, while writing the second
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(tables, "_write_synced", write_then_interrupt)
+    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    assert_one_clean_line(result, 130)
+    assert snapshot(data) == before
+    assert not list(data.glob(".*.tmp"))
+
+
+def test_sigterm_stops_like_ctrl_c_with_one_line(small: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "play", "--seed", "1", "--data-dir", str(small)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()  # the game has started and waits for a choice
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.startswith("error: interrupted") and err.count("\n") == 1, err
 
 
 def test_readme_lists_the_exit_codes() -> None:
@@ -300,3 +590,66 @@ def test_interrupt_is_one_line_and_exit_130(
     result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
+
+
+ANY_COMMAND = [
+    ["expect"], ["move"], ["verify"], ["variants"], ["query"], ["export", "verifier"],
+    ["check-verifier"], ["benchmark"], ["build"], ["enumerate"], ["edges"], ["solve"],
+    ["policy"], ["report"], ["play"], ["knucklebones", "solve"], ["knucklebones", "tree"],
+    ["knucklebones", "benchmark"], ["knucklebones", "play"], ["nosuch"],
+]  # fmt: skip
+#: Commands that write tables: they get a data dir that cannot be created, so only their
+#: checks run (fast), and nothing they could do reaches the small build.
+WRITERS = {"build", "enumerate", "edges", "solve", "policy", "benchmark"}
+ANY_WORD = st.sampled_from(
+    [
+        "best_opening_roll", "top_states", "strategy_mistakes", "../queries/best_opening_roll",
+        "/etc/passwd", "contracts/bellman", "{data}/states.parquet", "{data}/manifest.json",
+        "{tmp}/out.csv", "{tmp}/existing.csv", "{tmp}", "", ",", "a,,b", "nan", "inf", "-inf",
+        "-1", "0", "1", "3", "4", HUGE, "1e999", "2.5", "classic", "two-player", "all",
+        "six-tiles-one-die", "nosuch", "12345", "123456789", "44/1/_", "2/_/_", "ours-d0",
+        "seed-d2", "random", "greedy", "strategy=nonsense", "strategy=greedy", "top=3",
+        "top=abc", "x=1", "variant=classic", "csv", "parquet", "table",
+        "-p", "-o", "-f", "--force", "--variant", "--tolerance", "--games", "--seed", "--depth",
+        "--depths", "--opponents", "--strategy", "--out", "--list", "--tiles", "--dice",
+        "--p1-score", "--seat", "--quiz", "--all", "--second", "--objective", "--help",
+    ]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(command=st.sampled_from(ANY_COMMAND), words=st.lists(ANY_WORD, max_size=7))
+def test_any_argument_list_gets_an_answer_or_one_line(
+    small: Path, scratch: Path, command: list[str], words: list[str]
+) -> None:
+    """Random argument lists at every command: exit 0-3, a failure is one `error:` line (or, for
+    check-verifier's wrong lines, the report on stdout), and the tables never change."""
+    before = snapshot(small)
+    (scratch / "existing.csv").write_text("kept\n")
+    blocker = scratch / "blocker"
+    blocker.write_text("a file, not a directory")
+    args = [*command, *(w.format(data=small, tmp=scratch) for w in words)]
+    if command[0] in WRITERS or command[-1] == "benchmark":
+        args += ["--data-dir", str(blocker / "data")]
+    elif (
+        command != ["variants"] and command[0] != "nosuch" and command[-1] not in ("solve", "tree")
+    ):
+        args += ["--data-dir", str(small)]
+    if command == ["report"]:
+        args += ["--out", str(blocker / "report")]  # the checks run, the drawing does not
+    if command == ["verify"] and "--variant" not in words:
+        args += ["--variant", "six-tiles-one-die"]  # keep each example fast
+    result = invoke(args)
+    assert result.code in {0, 1, 2, 3}, (args, result.stderr)
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, args
+    helped = "--help" in words or "Usage:" in result.stderr
+    if result.code != 0 and not helped and (result.stderr or result.code != 3):
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, args
+    assert snapshot(small) == before, args
+    assert not list(small.glob(".*.tmp"))
+    if "--force" not in words:
+        assert (scratch / "existing.csv").read_text() == "kept\n", args

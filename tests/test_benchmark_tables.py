@@ -102,8 +102,8 @@ def test_benchmark_command_adds_simulation_rows_and_build_keeps_them(cli, data: 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--games", "0"], "--games must be at least 1"),
-        (["--seed", "-1"], "--seed must not be negative"),
+        (["--games", "0"], "--games must be between 1 and"),
+        (["--seed", "-1"], "--seed must be between 0 and"),
         (["-s", "clever"], "unknown strategy 'clever'"),
         (["--variant", "nope"], "unknown variant 'nope'"),
     ],

@@ -21,7 +21,7 @@ from tests.test_shutbox_values import SEED_000_OPENING
 
 REPO = Path(__file__).resolve().parent.parent
 EXPECTED = REPO / "tests" / "expected"
-HEADER_KEYS = ("name", "description", "inputs", "grain", "output", "params")
+HEADER_KEYS = ("name", "description", "inputs", "grain", "output")
 QUERY_FILES = sorted(p for p in sql.QUERIES_DIR.glob("*.sql") if not p.stem.startswith("_"))
 
 
@@ -72,6 +72,29 @@ def test_every_query_has_a_complete_header(path: Path) -> None:
     assert not missing, f"{path.name}: header lacks {missing}"
     assert head["name"] == path.stem
     assert "select * from final" in path.read_text().lower(), "end the CTE chain with final"
+
+
+ALL_SQL = sorted([*QUERY_FILES, *sql.QUERIES_DIR.glob("contracts/*.sql")])
+
+
+@pytest.mark.parametrize("path", ALL_SQL, ids=lambda p: p.stem)
+def test_every_variable_a_query_reads_is_declared_with_its_default(path: Path) -> None:
+    text = path.read_text()
+    declared = sql.params(path)
+    read = set(re.findall(r"getvariable\('([a-z_]+)'\)", text))
+    assert read == set(declared), f"{path.name}: reads {sorted(read)}, declares {sorted(declared)}"
+    for param in declared.values():
+        if param.default is None:
+            continue  # optional: unset reads every variant
+        literal = param.default if param.kind == "int" else f"'{param.default}'"
+        assert f"coalesce(getvariable('{param.name}'), {literal})" in text, param
+
+
+def test_strategy_parameter_lists_every_strategy() -> None:
+    from pipeline.games.shutbox.names import STRATEGY_NAMES
+
+    param = sql.params(sql.QUERIES_DIR / "strategy_mistakes.sql")["strategy"]
+    assert param.choices == STRATEGY_NAMES
 
 
 def test_list_names_every_query_with_its_description(cli) -> None:
@@ -202,8 +225,7 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     #          -c ".read queries/NAME.sql"
     (tmp_path / "data").symlink_to(built, target_is_directory=True)
     (tmp_path / "queries").symlink_to(sql.QUERIES_DIR, target_is_directory=True)
-    found = re.search(r"variant \(default '([^']+)'", sql.header(path)["params"])
-    variant = found.group(1) if found else "classic"
+    variant = sql.params(path)["variant"].default or "classic"
     try:
         want = sql.run_query(path.stem, built, variant=variant)
     except PipelineError as exc:  # a query over a table `build` does not write

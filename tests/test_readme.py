@@ -64,12 +64,7 @@ def test_every_table_and_column_in_the_readme_exists_in_a_build(built: Path) -> 
         assert table in columns or table in TABLES, f"README names table {table}.parquet"
     all_columns = set().union(*columns.values())
     api_names = set(pipeline.__all__)
-    params = {
-        p.split()[0].strip("(,")
-        for path in sql.QUERIES_DIR.glob("*.sql")
-        for p in sql.header(path).get("params", "").split(",")
-        if p.strip()
-    }
+    params = {name for path in sql.QUERIES_DIR.glob("*.sql") for name in sql.params(path)}
     known = (
         all_columns
         | category_values(built)

@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.analysis.contracts import contract_rows
 from pipeline.analysis.sql import run_query
 from pipeline.store import tables
 
@@ -40,7 +41,7 @@ def test_states_columns(states: pl.DataFrame) -> None:
 
 def test_bellman_contract_query_returns_no_rows(built: Path) -> None:
     """Every nonterminal value equals the backup of its edges (queries/contracts/bellman.sql)."""
-    bad = run_query("contracts/bellman", built, variant=VARIANT)
+    bad = contract_rows("bellman", built, variant=VARIANT)
     assert bad.height == 0, bad.head()
 
 
@@ -54,7 +55,7 @@ def test_bellman_contract_query_catches_a_wrong_value(built: Path, tmp_path: Pat
                 value=pl.when(hit).then(pl.col("value") + 1e-6).otherwise("value")
             )
         frame.write_parquet(tmp_path / f"{name}.parquet")
-    bad = run_query("contracts/bellman", tmp_path, variant=VARIANT)
+    bad = contract_rows("bellman", tmp_path, variant=VARIANT)
     # the perturbed state itself, and the P1 states (ids below 512) whose pass leads to it
     assert 8 * 512 + 511 in bad["state_id"].to_list()
     assert bad.filter(pl.col("state_id") < 512).height > 0

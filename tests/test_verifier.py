@@ -233,6 +233,6 @@ def test_export_needs_built_tables(cli, tmp_path: Path) -> None:
 def test_export_keeps_the_old_file_on_failure(cli, built: Path, tmp_path: Path) -> None:
     out = tmp_path / "kept.verifier"
     out.write_text("old\n")
-    result = cli(["export", "verifier", "-o", out, "-d", tmp_path / "empty"])
+    result = cli(["export", "verifier", "-o", out, "--force", "-d", tmp_path / "empty"])
     assert result.code == 2 and out.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["kept.verifier"]

@@ -88,8 +88,9 @@ def test_every_contract_has_the_sql_header() -> None:
     for name in verify.contract_names():
         head = sql.header(verify.CONTRACTS_DIR / f"{name}.sql")
         assert head.get("name") == f"contracts/{name}"
-        for key in ("description", "inputs", "grain", "output", "params"):
+        for key in ("description", "inputs", "grain", "output"):
             assert head.get(key), f"{name}.sql lacks `-- {key}:`"
+        assert "variant" in sql.params(verify.CONTRACTS_DIR / f"{name}.sql"), name
         text = (verify.CONTRACTS_DIR / f"{name}.sql").read_text()
         assert text.rstrip().endswith("select * from final"), name
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant
 from pipeline.store.layout import settle, table_path, variant_file
+from pipeline.store.manifest import REBUILD
 
 if TYPE_CHECKING:
     import polars as pl
@@ -83,9 +84,7 @@ def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0]
-        raise TableError(
-            f"{path} is not a readable table ({first}); move it away and rebuild"
-        ) from None
+        raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
 
 
 def _state_row(data_dir: Path, variant: Variant, text: str, extra: dict[str, Any]) -> dict:
@@ -122,7 +121,12 @@ def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: 
     if row["terminal"]:
         raise UsageError(f"state {tiles!r} of {variant.name} is terminal: there is nothing to roll")
     state = row["state_id"]
-    hit = _rows(data_dir, "policy", variant.name, "state_id = $s and roll = $r", s=state, r=roll)
+    # a roll past 32 bits matches no row (and is no number a table column can hold)
+    hit = (
+        _rows(data_dir, "policy", variant.name, "state_id = $s and roll = $r", s=state, r=roll)
+        if abs(roll) < 2**31
+        else []
+    )
     if not hit:
         rolls = _rows(data_dir, "policy", variant.name, "state_id = $s order by roll", s=state)
         raise UsageError(

@@ -1,26 +1,31 @@
-"""Checking built tables against the data contracts in `queries/contracts/`.
+"""Checking built tables against the data contracts in `queries/contracts/` (`stb-pipeline verify`).
 
 Each contract is a SQL file (see :mod:`pipeline.analysis.sql` for the header convention) that
 returns the rows breaking it, so a contract holds when its query returns no rows. Besides the SQL
-contracts,
-`manifest` checks that every table file is the one ``manifest.json`` records (same sha256), which
-is how a reader tells a consistent set of tables from a mix.
+contracts, `manifest` checks that every table file is the one ``manifest.json`` records (same
+sha256), which is how a reader tells a consistent set of tables from a mix.
+
+A verify that checked nothing has proved nothing, so it fails (ContractError, exit 3) when a
+contract file is missing or unreadable, when a table the manifest records is absent, and when no
+contract checked a single row; each result counts the rows it checked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from pipeline.analysis import sql
-from pipeline.errors import TableError
+from pipeline.errors import ContractError, TableError, UsageError
 from pipeline.store import manifest, tables
 
-CONTRACTS_DIR = sql.QUERIES_DIR / "contracts"
-#: Tables a contract may need; one that is not built makes the contract "skipped", not failed.
+CONTRACTS_DIR: Traversable = sql.QUERIES_DIR.joinpath("contracts")
+#: Tables a contract may need that a build can leave out (games too large for them); a contract
+#: reading one that is neither built nor recorded in manifest.json is "skipped", not failed.
 OPTIONAL_TABLES = ("edges", "policy", "moves")
 #: The columns every game's tables share, which the contracts read.
 REQUIRED_COLUMNS = {
@@ -43,12 +48,14 @@ REQUIRED_COLUMNS = {
 
 @dataclass(frozen=True)
 class ContractResult:
-    """The outcome of one contract: the offending rows (none when it holds), or why skipped."""
+    """One contract's outcome: rows checked, the offending rows (none when it holds), or why
+    it was skipped."""
 
     name: str
     description: str
     violations: pl.DataFrame
     skipped: str = ""
+    checked: int = 0
 
     @property
     def label(self) -> str:
@@ -61,59 +68,157 @@ class ContractResult:
         return self.violations.height == 0
 
 
+@dataclass(frozen=True)
+class VariantCheck:
+    """The results of every contract on one variant's rows (``variant`` None: all rows)."""
+
+    variant: str | None
+    results: list[ContractResult]
+
+    @property
+    def failed(self) -> list[str]:
+        """Labels of the contracts that fail, prefixed with the variant when there is one."""
+        prefix = f"{self.variant}: " if self.variant else ""
+        return [prefix + r.label for r in self.results if not r.ok]
+
+
 def contract_names() -> list[str]:
-    """Names of the SQL contracts, e.g. ``bellman`` for queries/contracts/bellman.sql."""
-    return sorted(p.stem for p in CONTRACTS_DIR.glob("*.sql"))
+    """Names of the SQL contracts, e.g. ``bellman`` for queries/contracts/bellman.sql.
+
+    ContractError when the directory holds none: a verify without contracts proves nothing.
+    """
+    try:
+        names = sorted(p.name[:-4] for p in CONTRACTS_DIR.iterdir() if p.name.endswith(".sql"))
+    except OSError:
+        names = []
+    if not names:
+        raise ContractError(
+            f"no contract files in {CONTRACTS_DIR}: the installation is incomplete "
+            "(reinstall stb-pipeline)"
+        )
+    return names
+
+
+def verify_variants(data_dir: Path, names: list[str]) -> list[VariantCheck]:
+    """Run every contract for each named variant alone (none, or ``all``: every row at once)."""
+    targets: list[str | None] = [None] if not names or "all" in names else list(names)
+    return [VariantCheck(name, verify(data_dir, name)) for name in targets]
+
+
+def failure(checks: list[VariantCheck]) -> ContractError | None:
+    """The one-line error for contracts that fail, or None when every one holds."""
+    failed = [label for c in checks for label in c.failed]
+    if not failed:
+        return None
+    total = sum(len(c.results) for c in checks)
+    return ContractError(f"{len(failed)} of {total} contracts failed: {', '.join(failed)}")
 
 
 def verify(data_dir: Path, variant: str | None = None) -> list[ContractResult]:
     """Run every contract on the tables of ``data_dir`` (only ``variant``'s rows when given).
 
     TablesMissingError when there is no states table, or it has no rows of ``variant``;
-    TableError when a table is not readable Parquet.
+    TableError when a table is not readable Parquet or not one of ours; ContractError when a
+    contract file is missing, a table the manifest records is absent, or nothing was checked.
     """
     data_dir = Path(data_dir)
     tables.settle(data_dir)
-    for name, columns in REQUIRED_COLUMNS.items():
-        found = tables.read_arrow(data_dir, name)  # TableError when present but unreadable
-        lacking = [c for c in columns if found is not None and c not in found.column_names]
-        if lacking:
-            path = tables.table_path(data_dir, name)
-            raise TableError(f"{path} is not one of our tables (no column {', '.join(lacking)})")
+    names = contract_names()
+    _check_columns(data_dir)
     tables.read_table(data_dir, "states", variant)  # raises unless built, with the variant
-    results = [_manifest_result(data_dir)]
-    results += [_run_contract(name, data_dir, variant) for name in contract_names()]
+    recorded = _recorded_tables(data_dir)
+    results = [_manifest_result(data_dir, recorded)]
+    results += [_run_contract(name, data_dir, variant, recorded) for name in names]
+    if sum(r.checked for r in results[1:]) == 0:
+        raise ContractError(
+            f"verify checked no rows in {data_dir} (every contract skipped or its tables empty)"
+        )
     return results
 
 
-def _run_contract(name: str, data_dir: Path, variant: str | None) -> ContractResult:
-    """Run one SQL contract; a contract that reads a table not built is skipped."""
-    path = CONTRACTS_DIR / f"{name}.sql"
-    description = sql.header(path).get("description", "")
-    missing = [t for t in OPTIONAL_TABLES if not tables.table_path(data_dir, t).exists()]
-    needs = sql.header(path).get("inputs", "")
-    absent = [t for t in missing if t in needs.replace(",", " ").split()]
+def _check_columns(data_dir: Path) -> None:
+    """TableError when a table the contracts read is unreadable or lacks a shared column."""
+    for name, columns in REQUIRED_COLUMNS.items():
+        found = tables.table_columns(data_dir, name)
+        lacking = [c for c in columns if found is not None and c not in found]
+        if lacking:
+            path = tables.table_path(data_dir, name)
+            raise TableError(
+                f"{path} is not one of our tables (no column {', '.join(lacking)}); "
+                f"{manifest.REBUILD}"
+            )
+
+
+def _recorded_tables(data_dir: Path) -> set[str]:
+    """The tables manifest.json records; ContractError when one of them is absent."""
+    recorded = manifest.read(data_dir).get("tables", {})
+    for name, entry in sorted(recorded.items()):
+        path = tables.table_path(data_dir, name)
+        if not path.is_file():
+            variants = ",".join(sorted(entry.get("variants", {}))) or "all"
+            raise ContractError(
+                f"{path} is missing although {manifest.MANIFEST_NAME} records it: "
+                f"run `stb-pipeline build --force --variant {variants}`"
+            )
+    return set(recorded)
+
+
+def contract_rows(name: str, data_dir: Path, variant: str | None = None) -> pl.DataFrame:
+    """The rows breaking contract ``name`` (e.g. ``bellman``) in ``data_dir``; none when it holds.
+
+    UsageError for a name that is not one of :func:`contract_names`.
+    """
+    if name not in contract_names():
+        raise UsageError(f"unknown contract {name!r}; contracts: {', '.join(contract_names())}")
+    return _run_contract(name, Path(data_dir), variant, set()).violations
+
+
+def _run_contract(
+    name: str, data_dir: Path, variant: str | None, recorded: set[str]
+) -> ContractResult:
+    """Run one SQL contract; one reading an optional table that was never built is skipped."""
+    path = CONTRACTS_DIR.joinpath(f"{name}.sql")
+    try:
+        head, text = sql.header(path), sql.read_sql(path)
+    except Exception as exc:  # any failure to read it means the contract cannot be trusted
+        raise ContractError(f"contract file {path} cannot be read: {exc}") from None
+    needs = head.get("inputs", "").replace(",", " ").split()
+    absent = [
+        t for t in OPTIONAL_TABLES
+        if t in needs and t not in recorded and not tables.table_path(data_dir, t).exists()
+    ]  # fmt: skip
+    description = head.get("description", "")
     if absent:
         return ContractResult(name, description, pl.DataFrame(), f"{', '.join(absent)} not built")
     con = sql.connect(data_dir, {"variant": variant})
-    con.execute("set enable_progress_bar = false")  # DuckDB's bar would clutter stderr
     try:
-        found = con.sql(path.read_text()).pl()
+        found = con.sql(text).pl()
+        checked = _rows_checked(con, needs[0] if needs else "states", variant)
     except duckdb.Error as exc:
-        first = str(exc).splitlines()[0]
-        found = pl.DataFrame({"problem": [f"the contract could not run: {first}"]})
+        raise sql.damaged(data_dir, exc) from None
     finally:
         con.close()
-    return ContractResult(name, description, found)
+    return ContractResult(name, description, found, checked=checked)
 
 
-def _manifest_result(data_dir: Path) -> ContractResult:
+def _rows_checked(con: duckdb.DuckDBPyConnection, table: str, variant: str | None) -> int:
+    """Rows of a contract's first input table (the variant's rows when given)."""
+    if not sql.NAME_PATTERN.fullmatch(table):
+        return 0
+    query = f"select count(*) from {table} where $v is null or variant = $v"
+    row = con.execute(query, {"v": variant}).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _manifest_result(data_dir: Path, recorded: set[str]) -> ContractResult:
     """Whether the table files are the ones manifest.json records."""
     description = "Every table file is the one manifest.json records (same sha256)."
     if not manifest.manifest_path(data_dir).exists():
         return ContractResult("manifest", description, pl.DataFrame(), "no manifest.json")
     problems = manifest.mismatches(data_dir)
-    return ContractResult("manifest", description, pl.DataFrame({"problem": problems}))
+    return ContractResult(
+        "manifest", description, pl.DataFrame({"problem": problems}), checked=len(recorded)
+    )
 
 
 def first_rows(result: ContractResult, n: int = 5) -> pl.DataFrame:

@@ -32,11 +32,11 @@ from matplotlib.patches import Rectangle
 
 from pipeline import __version__
 from pipeline.analysis import sql
-from pipeline.errors import PipelineError, TablesMissingError
+from pipeline.errors import PipelineError, TablesMissingError, UsageError
 from pipeline.games.registry import REGISTRY
 from pipeline.store import tables
 from pipeline.store.files import write_bytes_atomic
-from pipeline.store.outputs import make_dir
+from pipeline.store.outputs import inside, make_dir
 
 PAGE = "index.html"
 DPI = 110
@@ -446,6 +446,11 @@ def build_report(data_dir: Path, out_dir: Path) -> Report:
         raise TablesMissingError(
             f"{tables.table_path(data_dir, 'states')} does not exist: "
             "run `stb-pipeline build --variant all` first"
+        )
+    if inside(Path(out_dir), Path(data_dir)):
+        raise UsageError(
+            f"--out {out_dir} is inside the data directory {data_dir}, which holds only the "
+            "tables: write the report elsewhere"
         )
     report = Report(Path(out_dir), Path(out_dir) / PAGE)
     make_dir(report.out_dir)

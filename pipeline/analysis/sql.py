@@ -1,80 +1,273 @@
-"""Running the DuckDB SQL files in `queries/` against the tables of a data directory.
+"""Running the DuckDB SQL files of the query library against the tables of a data directory.
 
-Convention for every file in `queries/`: a header of `--` comment lines
-(`-- name:`, `-- description:` one line, `-- inputs:`, `-- grain:`, `-- output:`, and
-`-- params:` naming the DuckDB variables it reads), then one statement, usually a chain of CTEs
-ending in `select * from final`. Tables are read through views named after them (`states`,
-`edges`, `policy`, `moves`, ...), and parameters through `getvariable('variant')` etc., so the
-same file runs here and in the `duckdb` command after `.read queries/_views.sql`.
+The library ships inside the package (``pipeline/queries/``, also ``queries/`` at the top of the
+source tree) and is read with :mod:`importlib.resources`, so an installed wheel has it too. A
+query is named by its file's stem (``best_opening_roll``); names are never paths.
+
+Header convention, for every file in ``queries/`` and ``queries/contracts/``: `--` comment lines
+before the first statement:
+
+- ``-- name: NAME`` (the stem; ``contracts/NAME`` for a contract),
+- ``-- description:`` one line, ``-- inputs:`` the tables read, ``-- grain:`` what one row is,
+  ``-- output:`` the columns,
+- one ``-- param:`` line per DuckDB variable the query reads (through ``getvariable('NAME')``)::
+
+      -- param: NAME TYPE [LOW..HIGH | one of A,B,C] (default VALUE | optional)
+
+  TYPE is ``int``, ``float``, ``text`` or ``variant`` (a variant name with rows in the tables).
+  ``LOW..HIGH`` bounds a number (inclusive); ``one of`` lists the allowed texts (commas, no
+  spaces). ``default VALUE`` is what the SQL uses when the variable is unset (its
+  ``coalesce(getvariable('NAME'), VALUE)``); ``optional`` means unset reads every variant's
+  rows. For example::
+
+      -- param: variant variant default classic
+      -- param: strategy text one of optimal,random,greedy default greedy
+      -- param: top int 1..10000 default 10
+
+Then one statement, usually a chain of CTEs ending in ``select * from final``. Tables are read
+through views named after them (``states``, ``edges``, ``policy``, ...), so the same file runs
+here and in the ``duckdb`` command after ``.read queries/_views.sql``.
+
+Values given by the user are checked against the declared type and range (a one-line
+UsageError otherwise), and reach DuckDB only as bound parameters, never as SQL text.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 
-from pipeline.errors import TablesMissingError, UsageError
+from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.store import manifest
 from pipeline.store.layout import OWN_DIR, table_files
 
-#: The query library ships inside the package (also reachable as queries/ in the source tree).
-QUERIES_DIR = Path(str(resources.files("pipeline") / "queries"))
+#: The query library inside the installed package (a Path when installed as plain files).
+QUERIES_DIR: Traversable = resources.files("pipeline").joinpath("queries")
+#: What a query name may look like: a file stem, never a path.
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
+PARAM_TYPES = ("int", "float", "text", "variant")
+_PARAM_LINE = re.compile(
+    r"(?P<name>[a-z][a-z0-9_]*) (?P<kind>int|float|text|variant)"
+    r"(?: (?P<low>-?[0-9.]+)\.\.(?P<high>-?[0-9.]+)| one of (?P<choices>\S+))?"
+    r" (?:default (?P<default>\S+)|(?P<optional>optional))"
+)
+#: Integers past this many digits are refused before they reach DuckDB (INT64 holds 18).
+MAX_INT_DIGITS = 18
 
 
-def query_path(name: str) -> Path:
-    """The file of a named query (``best_opening_roll`` or ``contracts/unique_state``)."""
-    path = QUERIES_DIR / f"{name}.sql"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in QUERIES_DIR.glob("*.sql") if p.stem[0] != "_"))
-        raise UsageError(f"unknown query {name!r}; known queries: {known}")
-    return path
+@dataclass(frozen=True)
+class Param:
+    """One declared query variable: its name, type, allowed values and default."""
+
+    name: str
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    default: str | None = None
+
+    def describe(self) -> str:
+        """How the allowed values are written in an error message."""
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
+        if self.low is not None and self.high is not None:
+            low, high = (
+                (int(self.low), int(self.high)) if self.kind == "int" else (self.low, self.high)
+            )
+            kind = "an integer" if self.kind == "int" else "a number"
+            return (
+                f"{kind} from {low:,} to {high:,}"
+                if self.kind == "int"
+                else f"{kind} from {low:g} to {high:g}"
+            )
+        return "a variant name" if self.kind == "variant" else self.kind
 
 
-def header(path: Path) -> dict[str, str]:
-    """The `-- key: value` header lines of a query file."""
+def query_file(name: str) -> Traversable:
+    """The file of a library query (``best_opening_roll``); UsageError for anything else."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise UsageError(
+            f"query {name!r} is not a query name (names are words such as best_opening_roll; "
+            "stb-pipeline query --list shows them)"
+        )
+    known = [q for q, _ in list_queries()]
+    if not known:
+        raise UsageError(f"no query files in {QUERIES_DIR}: the installation is incomplete")
+    if name not in known:
+        raise UsageError(f"unknown query {name!r}; known queries: {', '.join(known)}")
+    return QUERIES_DIR.joinpath(f"{name}.sql")
+
+
+def read_sql(path: Traversable | Path) -> str:
+    """A query file's text; UsageError naming the file when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read query file {path}: {exc}") from None
+
+
+def header(path: Traversable | Path) -> dict[str, str]:
+    """The `-- key: value` header lines of a query file (``param`` lines: see :func:`params`)."""
     out: dict[str, str] = {}
-    for line in path.read_text().splitlines():
+    for key, value in _header_lines(path):
+        if key != "param":
+            out[key] = value
+    return out
+
+
+def params(path: Traversable | Path) -> dict[str, Param]:
+    """The variables a query file declares, by name; UsageError on a malformed declaration."""
+    found: dict[str, Param] = {}
+    for key, value in _header_lines(path):
+        if key == "param":
+            param = parse_param(value)
+            found[param.name] = param
+    return found
+
+
+def parse_param(text: str) -> Param:
+    """One ``-- param:`` declaration (see the module docstring for the syntax)."""
+    m = _PARAM_LINE.fullmatch(text.strip())
+    if m is None:
+        raise UsageError(f"malformed query header line '-- param: {text}'")
+    low, high = m["low"], m["high"]
+    return Param(
+        name=m["name"],
+        kind=m["kind"],
+        low=None if low is None else float(low),
+        high=None if high is None else float(high),
+        choices=tuple(m["choices"].split(",")) if m["choices"] else (),
+        default=m["default"],
+    )
+
+
+def _header_lines(path: Traversable | Path) -> list[tuple[str, str]]:
+    """(key, value) of each header comment line, in order."""
+    out: list[tuple[str, str]] = []
+    for line in read_sql(path).splitlines():
         if not line.startswith("--"):
             break
         key, sep, value = line[2:].strip().partition(":")
         if sep:
-            out[key.strip()] = value.strip()
+            out.append((key.strip(), value.strip()))
     return out
 
 
 def list_queries() -> list[tuple[str, str]]:
-    """Every query in ``queries/`` (files starting with ``_`` are helpers) with its description."""
+    """Every library query (files starting with ``_`` are helpers) with its description."""
+    try:
+        files = sorted(QUERIES_DIR.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []
     return [
-        (path.stem, header(path).get("description", ""))
-        for path in sorted(QUERIES_DIR.glob("*.sql"))
-        if not path.stem.startswith("_")
+        (p.name[:-4], header(p).get("description", ""))
+        for p in files
+        if p.name.endswith(".sql") and not p.name.startswith("_") and p.is_file()
     ]
 
 
-def connect(data_dir: Path, params: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with a view per table found in ``data_dir`` and the given variables."""
+def bind(declared: dict[str, Param], given: dict[str, Any], query: str) -> dict[str, Any]:
+    """The given values checked against the declarations and converted to their types.
+
+    None means "not given". UsageError for an undeclared name or a value of the wrong type or
+    out of range.
+    """
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        param = declared.get(key)
+        if param is None:
+            known = ", ".join(declared) or "none"
+            raise UsageError(f"query {query} has no parameter {key!r}; its parameters: {known}")
+        out[key] = convert(param, value)
+    return out
+
+
+def convert(param: Param, value: Any) -> Any:
+    """A value (text from the command line, or a Python value) as the parameter's type."""
+    bad = UsageError(f"parameter {param.name} must be {param.describe()}, not {value!r}")
+    if param.kind == "int":
+        text = str(value).strip()
+        if isinstance(value, bool) or not re.fullmatch(rf"-?\d{{1,{MAX_INT_DIGITS}}}", text):
+            raise bad
+        number: int | float = int(text)
+    elif param.kind == "float":
+        try:
+            number = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            raise bad from None
+        if not math.isfinite(number):
+            raise bad
+    else:
+        if not isinstance(value, str) or not value or "\n" in value:
+            raise bad
+        if param.choices and value not in param.choices:
+            raise bad
+        return value
+    high = math.inf if param.high is None else param.high
+    if param.low is not None and not param.low <= number <= high:
+        raise bad
+    return number
+
+
+def connect(data_dir: Path, values: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with a view per table found in ``data_dir`` and the given variables.
+
+    Variable names come from query headers (checked words); values are bound parameters.
+    """
     con = duckdb.connect()
+    con.execute("set enable_progress_bar = false")  # DuckDB's bar would clutter stderr
     con.execute("set variable data_dir = $v", {"v": str(data_dir)})
-    for key, value in (params or {}).items():
+    for key, value in (values or {}).items():
         if value is not None:
+            if not NAME_PATTERN.fullmatch(key):
+                raise UsageError(f"{key!r} is not a parameter name")
             con.execute(f"set variable {key} = $v", {"v": value})
     data = Path(data_dir)
     names = {p.stem for p in [*data.glob("*.parquet"), *data.glob(f"{OWN_DIR}/*/*.parquet")]}
-    for name in sorted(n for n in names if n.isidentifier()):
-        # Views cannot take prepared parameters; a variable carries the files instead: the
-        # shared file and the variants' own files, read as one table.
-        files = [str(f) for f in table_files(data, name)]
-        con.execute(f"set variable path_{name} = $v", {"v": files})
-        con.execute(
-            f"create view {name} as "
-            f"select * from read_parquet(getvariable('path_{name}'), union_by_name = true)"
-        )
+    for name in sorted(n for n in names if NAME_PATTERN.fullmatch(n)):
+        _add_view(con, name, table_files(data, name))
     if table_files(data, "states"):
         con.execute(RULES_VIEW.replace("$path", "getvariable('path_states')"))
     return con
+
+
+def _add_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> None:
+    """A view over a table's files (the shared one and the variants' own, read as one table);
+    TableError naming the file when one is not ours."""
+    # Views cannot take prepared parameters; a variable carries the files instead.
+    con.execute(f"set variable path_{name} = $v", {"v": [str(f) for f in files]})
+    for path in files:
+        try:
+            described = con.sql(f"describe from read_parquet('{_quoted(path)}')").fetchall()
+            columns = [row[0] for row in described]
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise TableError(
+                f"{path} is not a readable Parquet table ({first[:160]}); {manifest.REBUILD}"
+            ) from None
+        if "variant" not in columns:
+            raise TableError(
+                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
+            )
+    con.execute(
+        f"create view {name} as "
+        f"select * from read_parquet(getvariable('path_{name}'), union_by_name = true)"
+    )
+
+
+def _quoted(path: Path) -> str:
+    """A path as the inside of a SQL string literal."""
+    return str(path).replace("'", "''")
 
 
 #: View `rules` (variant, game, rules JSON): the rule sets in states.parquet's `stb.rules`
@@ -91,28 +284,46 @@ from meta, json_each(json(meta.rules_by_variant)) as j
 """
 
 
-def run_query(name: str, data_dir: Path, **params: Any) -> pl.DataFrame:
-    """Run the query file ``queries/NAME.sql`` and return its result."""
-    path = query_path(name)
-    con = connect(data_dir, params)
-    variant = params.get("variant")
+def run_query(name: str, data_dir: Path, **given: Any) -> pl.DataFrame:
+    """Run the library query ``NAME`` with the given parameters and return its result."""
+    path = query_file(name)
+    values = bind(params(path), given, name)
+    con = connect(data_dir, values)
     try:
-        if variant is not None and "states" in _views(con):
-            known = [r[0] for r in con.sql("select distinct variant from states").fetchall()]
-            if variant not in known:
-                raise UsageError(
-                    f"variant {variant!r} is not built in {data_dir}; "
-                    f"built: {', '.join(sorted(known))}"
-                )
-        return con.sql(path.read_text()).pl()
+        if "variant" in values:
+            check_built(con, data_dir, values["variant"])
+        return con.sql(read_sql(path)).pl()
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
         raise TablesMissingError(
             f"query {name}: a table it reads is not built in {data_dir} ({first}); "
             "run `stb-pipeline build` first"
         ) from None
+    except duckdb.Error as exc:
+        raise damaged(data_dir, exc) from None
     finally:
         con.close()
+
+
+def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) -> None:
+    """UsageError unless ``variant`` has rows in the states table (when there is one)."""
+    if "states" not in _views(con):
+        return
+    known = [r[0] for r in con.sql("select distinct variant from states").fetchall()]
+    if variant not in known:
+        raise UsageError(
+            f"variant {variant!r} is not built in {data_dir}; built: {', '.join(sorted(known))}"
+        )
+
+
+def damaged(data_dir: Path, exc: BaseException) -> TableError:
+    """The one-line error for a table DuckDB could not read (named when DuckDB names it)."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    named = re.search(r"([^\s\"']+\.parquet)", first)
+    where = named.group(1) if named else f"a table in {data_dir}"
+    return TableError(
+        f"{where} is not a readable table of ours ({first[:160]}); {manifest.REBUILD}"
+    )
 
 
 def _views(con: duckdb.DuckDBPyConnection) -> set[str]:

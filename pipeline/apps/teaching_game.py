@@ -254,6 +254,8 @@ def play_game(
     if seat not in (1, 2) or (seat == 2 and not coach.two_player):
         raise UsageError("--seat 2 needs the two-player game; one-player games have seat 1 only")
     seed = secrets.randbelow(2**31) if seed is None else seed
+    if not 0 <= seed < 2**63:
+        raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
     session = _Session(coach, ask, console, np.random.default_rng(seed), seat, show_values)
     record = session.open(seed)
     state: int | None = coach.start

@@ -24,6 +24,7 @@ def run_benchmark(
 
     Replaces earlier simulation rows of the same variant and strategy; keeps every other row.
     """
+    tables.ensure_writable(data_dir)  # before minutes of simulation, not after
     game = variant.make()
     s = Solved(variant, game, game.graph())
     sims, rows = game.simulate(s, games, seed, names, progress)

@@ -7,6 +7,7 @@ Every domain error becomes one line on stderr and its exit code (see ``pipeline.
 
 # No `from __future__ import annotations`: typer reads the Annotated options at run time.
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -256,8 +257,12 @@ def run(argv: list[str]) -> int:
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
+        # Every failure a user can cause is a PipelineError; reaching here is a bug (the bad-input
+        # tests fail on it). Still one line, so that scripts reading stderr are not flooded.
+        first = str(exc).splitlines()[0] if str(exc) else ""
         err.print(
-            f"error: internal error {type(exc).__name__}: {exc} (STB_DEBUG=1 shows more)",
+            f"error: internal error {type(exc).__name__}: {first} (a bug: please report it; "
+            "STB_DEBUG=1 shows the traceback)",
             markup=False,
         )
         return 1
@@ -272,7 +277,17 @@ INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
 
 def main() -> None:
     """Console-script entry point."""
+    # `kill` (SIGTERM) or a closed terminal (SIGHUP) would end the process without running
+    # any cleanup; as an interrupt they remove their temporary files on the way out.
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _interrupt)
     exit_with(lambda: run(sys.argv[1:]))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """Signal handler: stop as Ctrl-C does."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

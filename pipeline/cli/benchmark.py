@@ -49,9 +49,13 @@ def benchmark_cmd(
     Example: stb-pipeline benchmark --variant classic --games 1000000 --seed 1
     """
     chosen = pick_one(variant, custom)
-    names = [p for s in strategy for p in s.split(",") if p] if strategy else None
+    from pipeline.games.registry import split_names
+
+    names = split_names(strategy, "--strategy") if strategy else None
     columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    err = Console(stderr=True)
+    # no bar when stderr is not a terminal: rich would leave a blank line there
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("solving", total=None)
 
         def progress(name: str) -> None:

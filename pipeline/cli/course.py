@@ -54,6 +54,7 @@ def export_verifier(
     dice: Dice = None,
     sides: Sides = None,
     one_die_sum: OneDieSum = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
 ) -> None:
     """Write seed 002's verifier file: every nonterminal state after all of its successors.
 
@@ -62,8 +63,10 @@ def export_verifier(
     Example: stb-pipeline export verifier --variant two-player -o two-player.verifier
     """
     from pipeline.apps.course import verifier
+    from pipeline.store.outputs import check_output
 
     chosen, custom = verifier.pick_two_player(variant, tiles, dice, sides, one_die_sum)
+    check_output(output, data_dir or default_data_dir(), force)
     with verifier.tables_for(chosen, custom, data_dir or default_data_dir()) as source:
         lines = verifier.export_lines(source, chosen)
     verifier.write_text_atomic(output, "".join(f"{line}\n" for line in lines))
@@ -93,6 +96,7 @@ def check_verifier(
     """
     from pipeline.apps.course import verifier
 
+    verifier.check_tolerance(tolerance)
     chosen, custom = verifier.pick_two_player(variant, tiles, dice, sides, one_die_sum)
     with verifier.tables_for(chosen, custom, data_dir or default_data_dir()) as source:
         report = verifier.check_file(file, source, chosen, tolerance)

@@ -158,25 +158,34 @@ def benchmark_cmd(
 
     Example: stb-pipeline knucklebones benchmark --games 2000 --seed 1
     """
-    from pipeline.apps.knucklebones.match import benchmark_frame, write_benchmark_rows
+    from pipeline.apps.knucklebones.match import (
+        benchmark_frame,
+        check_player,
+        write_benchmark_rows,
+    )
     from pipeline.apps.knucklebones.position import check_depth
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.registry import split_names
 
     depth_list = _ints(depths, "--depths")
     for d in depth_list:
         check_depth(d)
-    opp_list = [o for o in opponents.split(",") if o]
+    opp_list = split_names([opponents], "--opponents")
     for o in opp_list:
-        if o not in OPPONENTS and not (o[:-1] in ("seed-d", "ours-d") and o[-1].isdigit()):
-            raise UsageError(
-                f"unknown opponent {o!r}: use {', '.join(OPPONENTS)}, seed-dN, ours-dN"
-            )
-    if games < 1:
-        raise UsageError("--games must be at least 1")
+        check_player(o)
+    if not 1 <= games <= MAX_GAMES:
+        raise UsageError(f"--games must be between 1 and {MAX_GAMES:,}, not {games}")
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    from pipeline.store.tables import ensure_writable
+
+    ensure_writable(data_dir)  # fail before the games are played, not after
     game = Knucklebones(KnuckleRules())
     total = games * len(depth_list) * len(opp_list)
     columns = [TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    err = Console(stderr=True)
+    # no bar when stderr is not a terminal: rich would leave a blank line there
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("games", total=total)
         frame = benchmark_frame(game, depth_list, opp_list, games, seed, lambda: bar.advance(task))
     path = write_benchmark_rows(data_dir, frame, game)
@@ -195,9 +204,15 @@ def benchmark_cmd(
     out.print(f"rows written to {path} (variant knucklebones)")
 
 
+#: Largest --games per pair (a day of depth-1 games) and --seed (the seeds must fit int64).
+MAX_GAMES = 10_000_000
+MAX_SEED = 2**62
+
+
 def _ints(text: str, option: str) -> list[int]:
-    parts = [p for p in text.split(",") if p.strip()]
-    if not parts or not all(p.strip().isdigit() for p in parts):
+    """Comma-separated small whole numbers; UsageError for an empty or malformed list."""
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isascii() and p.isdigit() and len(p) < 4 for p in parts):
         raise UsageError(f"{option} {text!r}: give whole numbers separated by commas")
     return [int(p) for p in parts]
 

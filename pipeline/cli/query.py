@@ -16,21 +16,16 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def parse_params(items: list[str]) -> dict[str, object]:
-    """``KEY=VALUE`` strings as DuckDB variables (integers and floats where they parse)."""
-    params: dict[str, object] = {}
+def parse_params(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings; the query's header declares each key's type (checked there)."""
+    params: dict[str, str] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.isidentifier():
             raise UsageError(f"--param {item!r}: write KEY=VALUE, e.g. --param strategy=greedy")
-        value: object = text
-        for kind in (int, float):
-            try:
-                value = kind(text)
-                break
-            except ValueError:
-                continue
-        params[key] = value
+        if key in params:
+            raise UsageError(f"--param {key} is given twice")
+        params[key] = text
     return params
 
 
@@ -89,6 +84,9 @@ def register(app: typer.Typer) -> None:
         list_: Annotated[
             bool, typer.Option("--list", "-l", help="List the queries and what each answers.")
         ] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="Replace the --output file if it exists.")
+        ] = False,
         data_dir: DataDir = DEFAULT_DATA_DIR,
     ) -> None:
         """Run an analysis query from queries/ on the tables, or list them with --list.
@@ -109,7 +107,11 @@ def register(app: typer.Typer) -> None:
         chosen = pick_format(fmt, output)
         params = parse_params(param)
         if variant is not None:
+            if "variant" in params:
+                raise UsageError("give the variant once: --variant or --param variant=...")
             params["variant"] = variant
+        if output is not None:
+            outputs.check_output(output, data_dir, force)
         frame = sql.run_query(name, data_dir, **params)
         if output is not None:
             outputs.export(frame, chosen, output)

@@ -1,16 +1,17 @@
 """`stb-pipeline verify`: check the built tables against the data contracts."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pipeline.errors import ContractError
+if TYPE_CHECKING:
+    from pipeline.analysis.contracts import ContractResult
 
 
 def register(app: typer.Typer) -> None:
     """Add the `verify` command."""
-    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, out
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
 
     @app.command("verify")
     def verify_cmd(
@@ -26,44 +27,54 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check the tables against every contract in queries/contracts/ (exit 3 on a violation).
 
+        Each contract prints the rows it checked and its violations. Exit 3 also when a contract
+        file or a table that manifest.json records is missing, or when nothing was checked.
+
         Example: stb-pipeline verify --variant classic
         """
-        from pipeline.analysis import contracts as verify
+        from pipeline.analysis import contracts
+        from pipeline.games.registry import split_names
 
-        names = [n.strip() for v in variant or [] for n in v.split(",") if n.strip()]
-        # `all` (or no --variant) checks every row at once; each named variant is checked alone
-        targets: list[str | None] = [None] if not names or "all" in names else names
-        failed: list[str] = []
-        total = 0
-        for name in targets:
-            if len(targets) > 1:
-                out.print(f"{name}:")
-            results = verify.verify(Path(data_dir), name)
-            _print_results(results)
-            total += len(results)
-            prefix = f"{name}: " if len(targets) > 1 else ""
-            failed += [prefix + r.label for r in results if not r.ok]
-        if failed:
-            raise ContractError(f"{len(failed)} of {total} contracts failed: {', '.join(failed)}")
-        out.print(f"all {total} contracts hold in {data_dir}")
+        checks = contracts.verify_variants(Path(data_dir), split_names(variant or []))
+        for check in checks:
+            if len(checks) > 1:
+                _print(f"{check.variant}:")
+            for result in check.results:
+                _print_result(result)
+        error = contracts.failure(checks)
+        if error is not None:
+            raise error
+        total = sum(len(c.results) for c in checks)
+        rows = sum(r.checked for c in checks for r in c.results if r.name != "manifest")
+        _print(f"all {total} contracts hold in {data_dir}: {rows:,} rows checked")
 
-    def _print_results(results: list) -> None:
-        import polars as pl
 
-        from pipeline.analysis import contracts as verify
+def _print(text: str) -> None:
+    from pipeline.cli.options import out
 
-        for r in results:
-            status = "skip" if r.skipped else ("ok" if r.ok else "FAIL")
-            detail = f" ({r.skipped})" if r.skipped else ""
-            if not r.ok:
-                n = r.violations.height
-                detail = f": {n:,} offending row{'s' if n > 1 else ''}; the first:"
-            out.print(f"{status:<4} {r.label}{detail}")
-            if not r.ok:
-                with pl.Config(
-                    fmt_str_lengths=100,
-                    tbl_hide_dataframe_shape=True,
-                    tbl_hide_column_data_types=True,
-                    tbl_width_chars=160,
-                ):
-                    out.print(str(verify.first_rows(r)))
+    out.print(text, markup=False)
+
+
+def _print_result(r: "ContractResult") -> None:
+    """One line per contract (ok, FAIL or skip, rows checked, violations), then bad rows."""
+    import polars as pl
+
+    from pipeline.analysis import contracts
+
+    if r.skipped:
+        _print(f"skip {r.label} ({r.skipped})")
+        return
+    unit = "tables" if r.name == "manifest" else "rows"
+    n = r.violations.height
+    _print(
+        f"{'ok' if r.ok else 'FAIL':<4} {r.label}: {r.checked:,} {unit} checked, "
+        f"{n:,} violation{'' if n == 1 else 's'}"
+    )
+    if not r.ok:
+        with pl.Config(
+            fmt_str_lengths=100,
+            tbl_hide_dataframe_shape=True,
+            tbl_hide_column_data_types=True,
+            tbl_width_chars=160,
+        ):
+            _print(str(contracts.first_rows(r)))

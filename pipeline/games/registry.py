@@ -109,9 +109,23 @@ def check_custom_name(label: str) -> None:
         raise UsageError(f"custom variant name {label!r} is taken by a registered variant")
 
 
+def split_names(values: list[str], option: str = "--variant") -> list[str]:
+    """Names given as repeated and comma-separated options (``-v a,b -v c``), spaces trimmed.
+
+    An empty name (``''``, ``','``, ``'a,,b'``) is a UsageError: it is a mistake, not "all".
+    """
+    out: list[str] = []
+    for value in values:
+        parts = [part.strip() for part in value.split(",")]
+        if not all(parts):
+            raise UsageError(f"{option} {value!r}: give names separated by commas, with none empty")
+        out.extend(parts)
+    return out
+
+
 def select_variants(names: list[str], custom: Variant | None) -> list[Variant]:
     """The variants a command acts on: the custom rule set, or the named ones (none: all)."""
-    flat = [part for n in names for part in n.split(",") if part]
+    flat = split_names(names)
     if custom is not None:
         if any(n != "custom" for n in flat):
             raise UsageError("give either --variant NAME or custom rule options, not both")

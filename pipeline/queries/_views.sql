@@ -1,7 +1,7 @@
 -- name: _views
 -- description: Views over the Parquet tables for the duckdb command; `.read` this first.
 -- inputs: data/*.parquet (or the directory in variable data_dir)
--- params: data_dir (default 'data')
+-- param: data_dir text default data
 -- usage: duckdb -c "set variable variant = 'classic'" -c ".read queries/_views.sql" -c ".read queries/best_opening_roll.sql"
 create or replace view states as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/states.parquet');
 create or replace view edges as select * from read_parquet(coalesce(getvariable('data_dir'), 'data') || '/edges.parquet');

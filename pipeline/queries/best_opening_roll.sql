@@ -3,7 +3,7 @@
 -- inputs: policy, states
 -- grain: one row per roll possible from the start
 -- output: roll, best_move, value_after (per the variant's objective), n_optimal; best value first
--- params: variant (default 'classic')
+-- param: variant variant default classic
 with params as (
     select coalesce(getvariable('variant'), 'classic') as variant
 ),

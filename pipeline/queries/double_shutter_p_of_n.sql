@@ -3,7 +3,7 @@
 -- inputs: summary
 -- grain: one row per target n
 -- output: n; p_n = P(score > n) (probability, 0..1); p_within = 1 - p_n; increasing n
--- params: variant (default 'double-shutter')
+-- param: variant variant default double-shutter
 with params as (
     select coalesce(getvariable('variant'), 'double-shutter') as variant
 ),

@@ -3,7 +3,7 @@
 -- inputs: states, edges, policy
 -- grain: one row per state of the variant where one die is strictly better than two
 -- output: state_id, tiles, value (optimal), value_one_die, value_two_dice, gain (objective units, > 0); largest gain first
--- params: variant (default 'double-shutter')
+-- param: variant variant default double-shutter
 with params as (
     select coalesce(getvariable('variant'), 'double-shutter') as variant
 ),

@@ -3,7 +3,7 @@
 -- inputs: benchmarks
 -- grain: one row per strategy of the variant
 -- output: strategy, win_pct (exact, percent), loss_pct (percentage points below optimal), expected_score (exact), score_gap (above optimal), sim_games, sim_win_pct, sim_ci_low_pct, sim_ci_high_pct, exact_inside_ci; best first
--- params: variant (default 'classic')
+-- param: variant variant default classic
 with params as (
     select coalesce(getvariable('variant'), 'classic') as variant
 ),

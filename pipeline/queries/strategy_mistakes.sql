@@ -3,7 +3,8 @@
 -- inputs: node_reach, reach, policy, moves
 -- grain: one row per (state, roll) where the strategy's move is worse than the best move
 -- output: tiles, roll, move (the strategy's), best_move, loss (value lost by that one move, optimal play after: probability for objective shut), reach_optimal (P(optimal play reaches the state)), weight = reach_optimal * loss (the ranking), node_reach (P(the strategy reaches this state and roll)), gap_share = node_reach * loss (these sum to the strategy's whole loss at the start)
--- params: variant (default 'classic'), strategy (default 'greedy')
+-- param: variant variant default classic
+-- param: strategy text one of optimal,random,greedy,max-tiles,fewest-tiles,low-first,most-options,most-outcomes default greedy
 with params as (
     select
         coalesce(getvariable('variant'), 'classic') as variant,

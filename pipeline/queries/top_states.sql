@@ -3,7 +3,8 @@
 -- inputs: states
 -- grain: one row per non-terminal state; the best `top` of them
 -- output: tiles, value (per the variant's objective: P(shut) or expected score), n_open, open_sum; best first
--- params: variant (default 'classic'), top (default 10)
+-- param: variant variant default classic
+-- param: top int 1..1000000 default 10
 with params as (
     select
         coalesce(getvariable('variant'), 'classic') as variant,

@@ -3,7 +3,7 @@
 -- inputs: states
 -- grain: one row for P1's start, then one row per possible P1 score
 -- output: player (1 or 2), p1_score (null for P1), expected_wins (of that player, a tie counting 1/2), opponent_wins (1 - expected_wins)
--- params: variant (default 'two-player')
+-- param: variant variant default two-player
 with params as (
     select coalesce(getvariable('variant'), 'two-player') as variant
 ),

@@ -3,7 +3,7 @@
 -- inputs: states
 -- grain: one row per (n_open, open_sum) of the variant's non-terminal states
 -- output: n_open, open_sum, n_states, best_value, mean_value (unweighted), worst_value (per the variant's objective: P(shut), expected score, ...), best_tiles, worst_tiles; by n_open then open_sum
--- params: variant (default 'classic'; one-player variants)
+-- param: variant variant default classic
 with params as (
     select coalesce(getvariable('variant'), 'classic') as variant
 ),

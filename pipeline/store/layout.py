@@ -57,6 +57,21 @@ def ensure_writable(data_dir: Path) -> None:
         raise PipelineError(
             f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
         ) from None
+    sweep(data_dir)
+
+
+def sweep(data_dir: Path) -> None:
+    """Finish an interrupted commit and remove temporary files of dead writers, if the lock is
+    free now; when another build holds it, that build sweeps (never wait here)."""
+    lock = FileLock(str(Path(data_dir) / LOCK_NAME), timeout=0)
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        return
+    try:
+        recover(data_dir)
+    finally:
+        lock.release()
 
 
 def settle(data_dir: Path) -> None:

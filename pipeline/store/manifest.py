@@ -29,6 +29,11 @@ if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to rea
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = 1
+#: How to repair a damaged or foreign table or manifest, said in every message about one.
+REBUILD = (
+    "move it away and run `stb-pipeline build --force --variant all` "
+    "(and any other variants you use)"
+)
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the whole pipeline package
 
 
@@ -97,10 +102,32 @@ def read(data_dir: Path) -> dict[str, Any]:
     try:
         found = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TableError(f"{path} is not a readable manifest ({exc}); move it away") from None
-    if not isinstance(found, dict) or found.get("format") != FORMAT:
-        raise TableError(f"{path} is not a manifest of format {FORMAT}; move it away")
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path} is not a readable manifest ({first}); {REBUILD}") from None
+    problem = _shape_problem(found)
+    if problem:
+        raise TableError(f"{path} is not a manifest of ours ({problem}); {REBUILD}")
     return found
+
+
+def _shape_problem(found: Any) -> str:
+    """What makes parsed JSON not a manifest of :data:`FORMAT` ("" when it is one)."""
+    if not isinstance(found, dict):
+        return "not a JSON object"
+    if found.get("format") != FORMAT:
+        return f"format is not {FORMAT}"
+    for key in ("tables", "variants"):
+        if not isinstance(found.get(key), dict):
+            return f"no {key!r} object"
+    for name, entry in found["tables"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+            return f"table {name!r} has no sha256"
+        if not isinstance(entry.get("variants", {}), dict):
+            return f"table {name!r} has no variants object"
+    for name, record in found["variants"].items():
+        if not isinstance(record, dict):
+            return f"variant {name!r} is not an object"
+    return ""
 
 
 def dumps(manifest: dict[str, Any]) -> bytes:

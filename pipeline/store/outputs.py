@@ -50,3 +50,30 @@ def make_dir(directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PipelineError(f"cannot write to {directory}: {exc.strerror or exc}") from None
+
+
+def check_output(path: Path, data_dir: Path | None, force: bool) -> None:
+    """Refuse an output file that would land in the data directory or replace a file unasked.
+
+    A result written among the tables would be read as a table (or replace one); an existing
+    file is replaced only with ``force``. Devices and pipes (``/dev/stdout``) are written to.
+    UsageError (exit 2) otherwise.
+    """
+    path = Path(path)
+    if data_dir is not None and inside(path, Path(data_dir)):
+        raise UsageError(
+            f"{path} is inside the data directory {data_dir}, which holds only the tables: "
+            "write the result elsewhere"
+        )
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory: give a file name")
+    if path.is_file() and not force:  # a link to a regular file counts; /dev/stdout does not
+        raise UsageError(f"{path} exists: add --force to replace it")
+
+
+def inside(path: Path, directory: Path) -> bool:
+    """Whether ``path`` is ``directory`` or lies under it (links followed)."""
+    try:
+        return path.resolve().is_relative_to(directory.resolve())
+    except (OSError, RuntimeError):  # a link loop: not a place we would write into anyway
+        return False

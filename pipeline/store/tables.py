@@ -103,7 +103,27 @@ def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TableError(
-            f"{path} is not a readable Parquet table ({first}); move it away and rebuild"
+            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
+        ) from None
+
+
+def table_columns(data_dir: Path, name: str) -> list[str] | None:
+    """The column names of a table (None when it does not exist); TableError when unreadable.
+
+    Reads only the Parquet footer, so it is cheap on tables of hundreds of millions of rows.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = table_path(data_dir, name)
+    if not path.exists():
+        return None
+    try:
+        return list(pq.read_schema(path).names)
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
         ) from None
 
 
@@ -135,6 +155,18 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
 
 def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
     """One table file's rows (only ``variant``'s when given); TableError when unreadable."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        columns = pq.read_schema(path).names  # the footer only
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
+        ) from None
+    if "variant" not in columns:
+        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
     try:
         lazy = pl.scan_parquet(path)
         if variant is not None:
@@ -142,9 +174,7 @@ def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
         return lazy.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(
-            f"{path} is not a readable table ({first}); move it away and rebuild"
-        ) from None
+        raise TableError(f"{path} is not a readable table ({first}); {manifest.REBUILD}") from None
 
 
 def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
@@ -198,7 +228,9 @@ def merged_rows(
     all_rules: dict[str, Any] = {}
     if old is not None:
         if "variant" not in old.column_names:
-            raise TableError(f"{path} is not one of our tables (no variant column); move it away")
+            raise TableError(
+                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
+            )
         all_rules = json.loads((old.schema.metadata or {}).get(RULES_KEY, b"{}"))
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
@@ -364,7 +396,7 @@ def _stream_merged(
             old = pq.ParquetFile(path)
             if "variant" not in old.schema_arrow.names:
                 raise TableError(
-                    f"{path} is not one of our tables (no variant column); move it away"
+                    f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
                 )
             all_rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
             if not all_rules or set(all_rules) - set(frames):  # kept rows: their columns first
@@ -374,7 +406,7 @@ def _stream_merged(
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TableError(
-            f"{path} is not a readable Parquet table ({first}); move it away and rebuild"
+            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
         ) from None
     for variant in frames:
         all_rules.pop(variant, None)
@@ -419,7 +451,7 @@ def _stream_merged(
         rows = pl.concat([target, rows], how="diagonal_relaxed")
         first, final = rows["variant"][0], rows["variant"][-1]
         if first < last[0]:
-            raise TableError(f"{path} is not sorted by variant; move it away and rebuild")
+            raise TableError(f"{path} is not sorted by variant; {manifest.REBUILD}")
         last[0] = final
         for variant, n in rows.group_by("variant").len().rows():
             counts[variant] = counts.get(variant, 0) + n
@@ -478,7 +510,7 @@ def _kept_rows(
         return old.filter(~pl.col("variant").is_in(list(frames)))
     missing = [k for k in keys if k not in old.columns]
     if missing:
-        raise TableError(f"{path} lacks key columns {missing}; move it away and rebuild")
+        raise TableError(f"{path} lacks key columns {missing}; {manifest.REBUILD}")
     new_keys = pl.concat(
         [
             f.select(pl.lit(v).alias("variant"), *[pl.col(k) for k in keys if k != "variant"])

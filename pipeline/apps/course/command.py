@@ -111,12 +111,20 @@ def exactly_one(flags: set[str], options: dict[str, T]) -> T:
     return options[given[0]]
 
 
+#: Digits an integer argument may have: every sensible tile count, score or roll has fewer, and
+#: a longer one would overflow the 64-bit arrays it is compared with.
+MAX_DIGITS = 9
+
+
 def to_int(text: str, what: str) -> int:
-    """An integer argument."""
+    """An integer argument; UsageError when malformed or past any sensible size."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise UsageError(f"{what} must be an integer, not {text!r}") from None
+    if len(str(abs(value))) > MAX_DIGITS:
+        raise UsageError(f"{what} {text!r} is out of range")
+    return value
 
 
 def answer(query: Query, data_dir: Path) -> str:

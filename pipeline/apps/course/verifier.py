@@ -241,7 +241,12 @@ def describe(game: TwoPlayer, state_id: int) -> str:
 def check_file(
     path: Path, data_dir: Path, variant: Variant, tolerance: float = DEFAULT_TOLERANCE
 ) -> CheckReport:
-    """Check the verifier file at ``path`` against the variant's tables in ``data_dir``."""
+    """Check the verifier file at ``path`` against the variant's tables in ``data_dir``.
+
+    UsageError for a tolerance that is not a finite number in [0, 1): NaN or infinity would
+    let every value pass.
+    """
+    check_tolerance(tolerance)
     game = two_player_game(variant)
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -255,6 +260,12 @@ def check_file(
             f"`stb-pipeline build --variant {variant.name}`"
         )
     return check_lines(text.splitlines(), game, states, edges, tolerance)
+
+
+def check_tolerance(tolerance: float) -> None:
+    """UsageError unless the relative tolerance is finite and in [0, 1)."""
+    if not (math.isfinite(tolerance) and 0 <= tolerance < 1):
+        raise UsageError(f"--tolerance must be a number from 0 to below 1, not {tolerance}")
 
 
 def pick_two_player(

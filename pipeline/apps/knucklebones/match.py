@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipeline.apps.knucklebones import MAX_DEPTH
+from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.search import OURS, SEED, Searcher, greedy_gain
 from pipeline.store import tables
@@ -68,8 +70,23 @@ def make_player(game: Knucklebones, name: str) -> Player:
         return greedy_player(game)
     for prefix, kind in (("seed-d", SEED), ("ours-d", OURS)):
         if name.startswith(prefix) and name[len(prefix) :].isdigit():
-            return search_player(game, int(name[len(prefix) :]), kind)
-    raise ValueError(f"unknown player {name!r}")
+            return search_player(game, check_player(name), kind)
+    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN or ours-dN")
+
+
+def check_player(name: str) -> int:
+    """The search depth of a player name (0 for random and greedy); UsageError when the name is
+    not a player or its depth is outside 1..MAX_DEPTH (depth 0 would search nothing)."""
+    if name in ("random", "greedy"):
+        return 0
+    for prefix in ("seed-d", "ours-d"):
+        digits = name[len(prefix) :]
+        if name.startswith(prefix) and digits.isascii() and digits.isdigit() and len(digits) < 4:
+            depth = int(digits)
+            if not 1 <= depth <= MAX_DEPTH:
+                raise UsageError(f"player {name!r}: the depth must be 1 to {MAX_DEPTH}")
+            return depth
+    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN or ours-dN")
 
 
 @dataclass

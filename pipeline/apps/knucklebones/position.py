@@ -190,6 +190,8 @@ def play(
     prints one line. Dice come from a generator seeded with ``seed``.
     """
     check_depth(depth)
+    if not 0 <= seed < 2**63:
+        raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
     game = Knucklebones(KnuckleRules())
     searcher = Searcher(game)
     rng = np.random.default_rng(seed)

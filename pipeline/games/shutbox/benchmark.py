@@ -213,6 +213,11 @@ def build_tables(s: Solved) -> dict[str, pl.DataFrame]:
     return out
 
 
+#: Largest --games (hours of simulation) and --seed (the kernels' seeds are 64-bit integers).
+MAX_GAMES = 10**11
+MAX_SEED = 2**63 - 1
+
+
 def simulate_strategies(
     s: Solved,
     games: int,
@@ -221,10 +226,10 @@ def simulate_strategies(
     progress: Callable[[str], None] | None = None,
 ) -> list[Simulated]:
     """Play ``games`` games of each strategy with ``seed`` (same seed, same numbers)."""
-    if games < 1:
-        raise UsageError(f"--games must be at least 1, not {games}")
-    if seed < 0:
-        raise UsageError(f"--seed must not be negative, not {seed}")
+    if not 1 <= games <= MAX_GAMES:
+        raise UsageError(f"--games must be between 1 and {MAX_GAMES:,}, not {games}")
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
     view = view_of(s)
     if view is None:
         raise UsageError(f"variant {s.variant.name!r} has no tile strategies to benchmark")

@@ -47,6 +47,10 @@ MAX_TILES_TWO_PLAYER = 12
 TIE = 0.5
 
 
+#: Largest one-die open-sum limit accepted (any limit above the open sum of every tile is "always").
+MAX_ONE_DIE_SUM = 1000
+
+
 @dataclass(frozen=True)
 class TwoPlayerRules:
     """The rules of the two-player game: tiles 1..``tiles``, ``dice`` dice of ``sides`` sides,
@@ -71,6 +75,12 @@ class TwoPlayerRules:
         out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
         if self.one_die_sum < 0:
             out.append(f"the one-die open-sum limit must be 0 or more, not {self.one_die_sum}")
+        elif self.one_die_sum > MAX_ONE_DIE_SUM:
+            # far above any open sum (78 for 12 tiles): a typo, or a number meant to overflow
+            out.append(
+                f"the one-die open-sum limit must be at most {MAX_ONE_DIE_SUM}, "
+                f"not {self.one_die_sum}"
+            )
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 -- inputs: states, edges
 -- grain: one row per state whose value and recomputation differ by more than the tolerance
 -- output: variant, state_id, value, recomputed, difference, tolerance, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 -- tolerance: max(1e-12 * max(1, |value|), residual); residual is the solver's own bound (0 for
 -- backward induction, the last sweep's change for value iteration on cyclic games)
 with chosen as (

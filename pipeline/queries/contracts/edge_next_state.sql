@@ -3,7 +3,7 @@
 -- inputs: edges, states
 -- grain: one row per bad edge
 -- output: variant, state_id, dice, roll, move, next_state_id, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 with chosen as (
     select *
     from edges

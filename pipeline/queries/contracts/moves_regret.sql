@@ -3,7 +3,7 @@
 -- inputs: moves, policy, states, edges
 -- grain: one row per move whose value or regret is wrong
 -- output: variant, state_id, roll, move, value, regret, expected, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 -- regret: max(0, (best - value) * (1 if maximise else -1)), within max(1e-12 * max(1, |best|), residual)
 -- masks: a streamed build writes moves as bitmasks (move_mask) and leaves `move` null; moves
 --   are matched to edges on whichever of the two the variant's tables carry

@@ -3,7 +3,7 @@
 -- inputs: policy, moves, edges, states
 -- grain: one row per (variant, state_id, roll) whose policy row is wrong
 -- output: variant, state_id, roll, best_move, value, best_of_moves, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 -- ties: moves within 1e-12 * max(1, |best|) of the best value, as in the solver
 -- masks: a streamed build (big custom boxes) writes moves as tile bitmasks (best_move_mask,
 --   move_mask) and leaves the list columns null; they are read as the lists they stand for

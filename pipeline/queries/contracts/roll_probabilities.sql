@@ -3,7 +3,7 @@
 -- inputs: edges
 -- grain: one row per (variant, state_id, dice) whose roll distribution is wrong
 -- output: variant, state_id, dice, n_rolls, total_prob, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 with chosen as (
     select *
     from edges

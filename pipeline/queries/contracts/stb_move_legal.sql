@@ -3,7 +3,7 @@
 -- inputs: edges, rules (the `stb.rules` metadata; only variants whose game is shut-the-box)
 -- grain: one row per bad edge, per missing legal move, per wrong set of dice choices
 -- output: variant, state_id, dice, roll, move, next_state_id, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 with stb as (
     select
         variant,

@@ -3,7 +3,7 @@
 -- inputs: states, policy
 -- grain: one row per duplicated key
 -- output: table_name, variant, state_id, roll (null for states), copies, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 with state_keys as (
     select 'states' as table_name, variant, state_id, null::integer as roll, count(*) as copies
     from states

@@ -3,7 +3,7 @@
 -- inputs: states, policy, moves, edges
 -- grain: one row per out-of-range value
 -- output: table_name, variant, state_id, roll, value, problem
--- params: variant (optional; every variant when unset)
+-- param: variant variant optional
 -- objectives: shut, target, wins are probabilities, in [0, 1]. score is a final score (or score
 -- difference): with only edges of sign >= 0 (one player) every value lies between the least and
 -- the largest final value (for Shut the Box: [0, largest score left when stuck]); where an edge
