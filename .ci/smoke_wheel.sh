@@ -3,7 +3,7 @@
 # environment, and run every command from a directory outside the source tree, so that a file
 # the program reads at run time but the wheel lacks (queries, contracts) fails here.
 #
-# Usage: ci/smoke_wheel.sh            (PYTHON=python3.11 to pick the interpreter;
+# Usage: .ci/smoke_wheel.sh           (PYTHON=python3.11 to pick the interpreter;
 #                                      SMOKE_KEEP=1 keeps the temporary directory)
 # Exit code: 0 when every command did what it should, 1 at the first one that did not.
 set -euo pipefail
