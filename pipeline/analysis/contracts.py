@@ -21,7 +21,7 @@ import polars as pl
 
 from pipeline.analysis import sql
 from pipeline.errors import ContractError, TableError, UsageError
-from pipeline.store import manifest, tables
+from pipeline.store import layout, manifest, schema, tables
 
 CONTRACTS_DIR: Traversable = sql.QUERIES_DIR.joinpath("contracts")
 #: Tables a contract may need that a build can leave out (games too large for them); a contract
@@ -60,7 +60,9 @@ class ContractResult:
     @property
     def label(self) -> str:
         """How the contract is named to people: its SQL file's ``-- name:``, or manifest.json."""
-        return "manifest.json" if self.name == "manifest" else f"contracts/{self.name}"
+        if self.name in ("manifest", "schema"):
+            return {"manifest": "manifest.json", "schema": "one schema per table"}[self.name]
+        return f"contracts/{self.name}"
 
     @property
     def ok(self) -> bool:
@@ -127,9 +129,9 @@ def verify(data_dir: Path, variant: str | None = None) -> list[ContractResult]:
     _check_columns(data_dir)
     tables.read_table(data_dir, "states", variant)  # raises unless built, with the variant
     recorded = _recorded_tables(data_dir)
-    results = [_manifest_result(data_dir, recorded)]
+    results = [_manifest_result(data_dir, recorded), _schema_result(data_dir)]
     results += [_run_contract(name, data_dir, variant, recorded) for name in names]
-    if sum(r.checked for r in results[1:]) == 0:
+    if sum(r.checked for r in results[2:]) == 0:
         raise ContractError(
             f"verify checked no rows in {data_dir} (every contract skipped or its tables empty)"
         )
@@ -183,9 +185,10 @@ def _run_contract(
     except Exception as exc:  # any failure to read it means the contract cannot be trusted
         raise ContractError(f"contract file {path} cannot be read: {exc}") from None
     needs = head.get("inputs", "").replace(",", " ").split()
+    built = {layout.logical_name(r) for r in recorded}  # shared files and variants' own
     absent = [
         t for t in OPTIONAL_TABLES
-        if t in needs and t not in recorded and not tables.table_path(data_dir, t).exists()
+        if t in needs and t not in built and not layout.table_files(data_dir, t)
     ]  # fmt: skip
     description = head.get("description", "")
     if absent:
@@ -218,6 +221,30 @@ def _manifest_result(data_dir: Path, recorded: set[str]) -> ContractResult:
     problems = manifest.mismatches(data_dir)
     return ContractResult(
         "manifest", description, pl.DataFrame({"problem": problems}), checked=len(recorded)
+    )
+
+
+def _schema_result(data_dir: Path) -> ContractResult:
+    """Whether every table file has its table's one schema (store/schema.py): the same columns
+    first, in the same order, whatever variants it holds."""
+    import pyarrow.parquet as pq
+
+    description = "Every table file has its table's columns first, in order (nulls where n/a)."
+    problems: list[str] = []
+    files = [(t, f) for t in schema.COLUMNS for f in layout.table_files(data_dir, t)]
+    for table, path in files:
+        found = pq.read_schema(path)
+        want = schema.empty_frame(table)
+        assert want is not None
+        head = found.names[: len(want.columns)]
+        if head != want.columns:
+            missing = [c for c in want.columns if c not in found.names]
+            problems.append(f"{path}: lacks {missing}" if missing else f"{path}: column order")
+    return ContractResult(
+        "schema",
+        description,
+        pl.DataFrame({"problem": problems}, schema={"problem": pl.String}),
+        checked=len(files),
     )
 
 
