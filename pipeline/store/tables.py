@@ -265,17 +265,10 @@ def commit(
     Order: temporary files written and flushed; journal written (the commit point); renames;
     manifest; journal removed. :func:`recover` finishes a commit killed after the commit point.
     """
-    import pyarrow.parquet as pq
-
     data_dir = Path(data_dir)
     new_manifest = manifest.read(data_dir)
     new_manifest.update(package_version=__version__, code_hash=manifest.code_hash())
-    for name in new_tables:
-        entry, path = new_manifest["tables"].get(name), table_path(data_dir, name)
-        if entry and path.is_file() and manifest.file_sha256(path) != entry.get("sha256"):
-            # changed behind our back: the rows kept from it can no longer vouch for a skip
-            for variant in entry.get("variants", {}):
-                new_manifest["variants"].pop(variant, None)
+    _forget_changed(data_dir, new_manifest, new_tables)
     renames: list[tuple[str, str]] = []
     try:
         for name, table in new_tables.items():
@@ -283,46 +276,11 @@ def commit(
             final.parent.mkdir(parents=True, exist_ok=True)  # a variant's own folder
             tmp = _tmp_name(final)
             renames.append((_relative(tmp, data_dir), _relative(final, data_dir)))
-            if isinstance(table, StagedTable):
-                if name in manifest.TIMING_COLUMNS or table.path != tmp:
-                    raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
-                digest = manifest.file_sha256(tmp)
-                counts = sorted(table.variants.items())
-                new_manifest["tables"][name] = {
-                    "file": _relative(final, data_dir),
-                    "rows": table.num_rows,
-                    "sha256": digest,
-                    "content_sha256": digest,
-                    "variants": dict(counts),
-                }
-                continue
-            _write_synced(tmp, lambda fh, table=table: pq.write_table(table, fh, **WRITE_OPTIONS))
-            digest = manifest.file_sha256(tmp)
-            variants = pl.from_arrow(table.select(["variant"]))
-            assert isinstance(variants, pl.DataFrame)
-            counts = variants.group_by("variant").len().sort("variant").rows()
             new_manifest["tables"][name] = {
                 "file": _relative(final, data_dir),
-                "rows": table.num_rows,
-                "sha256": digest,
-                "content_sha256": (
-                    manifest.content_sha256(name, table)
-                    if name in manifest.TIMING_COLUMNS
-                    else digest  # the file is that very encoding
-                ),
-                "variants": dict(counts),
+                **_staged_entry(name, table, tmp),
             }
-        variants_now = new_manifest["variants"]
-        variants_now.update(variant_records or {})
-        for variant in list(variants_now):
-            # a variant whose rows a table no longer holds is no longer fully built
-            held = {
-                logical_name(t)
-                for t, e in new_manifest["tables"].items()
-                if variant in e["variants"]
-            }
-            if not set(variants_now[variant].get("tables", {})) <= held:
-                del variants_now[variant]
+        _keep_complete_variants(new_manifest, variant_records or {})
         journal = {"renames": renames, "manifest": new_manifest}
         write_bytes_atomic(data_dir / JOURNAL_NAME, json.dumps(journal).encode())
     except OSError as exc:
@@ -332,6 +290,62 @@ def commit(
         _drop_staged(data_dir, new_tables, renames)
         raise
     recover(data_dir)
+
+
+def _forget_changed(
+    data_dir: Path, new_manifest: dict[str, Any], new_tables: Mapping[str, object]
+) -> None:
+    """Drop the variant records of tables changed behind our back: the rows kept from them can
+    no longer vouch for a skip."""
+    for name in new_tables:
+        entry, path = new_manifest["tables"].get(name), table_path(data_dir, name)
+        if entry and path.is_file() and manifest.file_sha256(path) != entry.get("sha256"):
+            for variant in entry.get("variants", {}):
+                new_manifest["variants"].pop(variant, None)
+
+
+def _staged_entry(name: str, table: pa.Table | StagedTable, tmp: Path) -> dict[str, Any]:
+    """Write ``table`` to ``tmp`` (a StagedTable is there already) and describe it for the
+    manifest: rows, sha256 of the file and of its content, rows per variant."""
+    import pyarrow.parquet as pq
+
+    if isinstance(table, StagedTable):
+        if name in manifest.TIMING_COLUMNS or table.path != tmp:
+            raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
+        digest = manifest.file_sha256(tmp)
+        return {
+            "rows": table.num_rows,
+            "sha256": digest,
+            "content_sha256": digest,
+            "variants": dict(sorted(table.variants.items())),
+        }
+    _write_synced(tmp, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
+    digest = manifest.file_sha256(tmp)
+    variants = pl.from_arrow(table.select(["variant"]))
+    assert isinstance(variants, pl.DataFrame)
+    counts = variants.group_by("variant").len().sort("variant").rows()
+    return {
+        "rows": table.num_rows,
+        "sha256": digest,
+        "content_sha256": (
+            manifest.content_sha256(name, table)
+            if name in manifest.TIMING_COLUMNS
+            else digest  # the file is that very encoding
+        ),
+        "variants": dict(counts),
+    }
+
+
+def _keep_complete_variants(new_manifest: dict[str, Any], records: dict[str, Any]) -> None:
+    """Add ``records``; drop any variant whose rows a table no longer holds (not fully built)."""
+    variants_now = new_manifest["variants"]
+    variants_now.update(records)
+    for variant in list(variants_now):
+        held = {
+            logical_name(t) for t, e in new_manifest["tables"].items() if variant in e["variants"]
+        }
+        if not set(variants_now[variant].get("tables", {})) <= held:
+            del variants_now[variant]
 
 
 def _relative(path: Path, data_dir: Path) -> str:
