@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.store import manifest
-from pipeline.store import tables
+from pipeline import progress
 from pipeline.errors import PipelineError, UsageError
-from pipeline.games.base import Game
+from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
-from pipeline.graph import Graph
-from pipeline.solve.rank_order import Solution, best_moves, solve_rank_order
-from pipeline.solve.value_iteration import solve_value_iteration
-from pipeline.games.registry import Variant
+from pipeline.solve.rank_order import best_moves
+from pipeline.store import manifest, tables
 
 STAGES = ("enumerate", "edges", "solve", "policy")
 #: Which tables each stage writes.
@@ -131,8 +127,9 @@ def policy_rows(
     """The policy (best move of every (state, roll)) and every legal move with its regret.
 
     Without ``with_moves`` the moves table is not built (None). A policy of more than
-    :data:`pipeline.store.tables.STREAM_ROWS` nodes comes as :class:`~pipeline.store.tables.ChunkedRows`,
-    built a slice of nodes at a time while it is written.
+    :data:`pipeline.store.tables.STREAM_ROWS` nodes comes as
+    :class:`~pipeline.store.tables.ChunkedRows`, built a slice of nodes
+    at a time while it is written.
     """
     g, sol = s.graph, s.solve()
     best, n_optimal = best_moves(g, sol)
@@ -201,22 +198,29 @@ def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | t
     """The tables the requested stages produce for one variant."""
     out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
     for stage in stages:
-        t0 = time.perf_counter()
-        if stage == "enumerate" and "solve" not in stages:
-            out["states"] = state_rows(s, with_values=False)
-        elif stage == "edges" and not s.game.skip_edges:
-            out["edges"] = edge_rows(s)
-        elif stage == "solve":
-            out["states"] = state_rows(s, with_values=True)
-        elif stage == "policy":
-            out["policy"], moves = policy_rows(s, with_moves=not s.game.skip_edges)
-            if moves is not None:
-                out["moves"] = moves
-        s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
+        with progress.task(f"{s.variant.name}: {stage}"):
+            _run_stage(s, stage, stages, out)
     if set(STAGES) <= set(stages):
-        for hook in build_hooks():
-            out.update(hook(s))
+        with progress.task(f"{s.variant.name}: strategy tables"):
+            for hook in build_hooks():
+                out.update(hook(s))
     return out
+
+
+def _run_stage(s: Solved, stage: str, stages: Sequence[str], out: dict[str, Any]) -> None:
+    """Add one stage's tables to ``out`` and time it."""
+    t0 = time.perf_counter()
+    if stage == "enumerate" and "solve" not in stages:
+        out["states"] = state_rows(s, with_values=False)
+    elif stage == "edges" and not s.game.skip_edges:
+        out["edges"] = edge_rows(s)
+    elif stage == "solve":
+        out["states"] = state_rows(s, with_values=True)
+    elif stage == "policy":
+        out["policy"], moves = policy_rows(s, with_moves=not s.game.skip_edges)
+        if moves is not None:
+            out["moves"] = moves
+    s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
 
 
 @dataclass(frozen=True)
@@ -238,7 +242,6 @@ def run(
     variants: Sequence[Variant],
     stages: Sequence[str],
     data_dir: Path,
-    console: Console | None = None,
     exact: bool = False,
     skip_unchanged: bool = False,
 ) -> list[StageReport]:
@@ -247,75 +250,80 @@ def run(
     All variants are computed first and every table is then replaced in one commit, under the
     data directory's lock, so a failure part-way leaves the old tables as they were. With
     ``skip_unchanged``, a variant whose last run (per ``manifest.json``) had the same stages,
-    rules and code hash, and whose tables are unchanged since, is not recomputed.
+    rules and code hash, and whose tables are unchanged since, is not recomputed. Progress goes
+    to :mod:`pipeline.progress`: one job for the run, one per variant and stage.
     """
-    console = console or Console(stderr=True)
     tables.ensure_writable(data_dir)
     pending: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = {}
     rules: dict[str, dict] = {}
     records: dict[str, dict] = {}
     reports: list[StageReport] = []
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
-    columns = [TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn()]
-    # no bar when stderr is not a terminal: rich would leave a blank line there
-    bar_off = not console.is_terminal
-    with Progress(*columns, console=console, transient=True, disable=bar_off) as bar:
-        task = bar.add_task("solving", total=len(variants))
+    options = {"exact": exact}
+    with progress.task("build", total=len(variants), unit="variants") as job:
         for variant in variants:
-            bar.update(task, description=f"{variant.name}: building graph")
+            job.update(note=variant.name)
             t0 = time.perf_counter()
-            game = variant.make()
-            options = {"exact": exact}
-            record = manifest.up_to_date(
-                data_dir, known, variant.name, game.rules(), list(stages), options
-            )
+            with progress.task(f"{variant.name}: graph"):
+                game = variant.make()
+                record = manifest.up_to_date(
+                    data_dir, known, variant.name, game.rules(), list(stages), options
+                )
+                if record is None:
+                    s = Solved(variant, game, game.graph(), exact=exact)
             if record is not None:
                 reports.append(_skipped_report(variant.name, record))
-                bar.advance(task)
+                job.advance()
                 continue
-            s = Solved(variant, game, game.graph(), exact=exact)
-            bar.update(task, description=f"{variant.name}: {', '.join(stages)}")
             frames = stage_frames(s, stages)
             for name, frame in frames.items():
                 pending.setdefault(name, {})[variant.name] = frame
             rules[variant.name] = game.rules()
-            start = _start_value(s) if s.solution is not None else None
-            skipped: list[str] = []
-            if game.skip_edges:
-                skipped = [t for t, st in (("edges", "edges"), ("moves", "policy")) if st in stages]
-                # the build hook leaves out the per-state strategy tables too
-                skipped += ["reach", "node_reach"] if "benchmarks" in frames else []
-            plural = "s" if len(skipped) > 1 else ""
-            note = f"{', '.join(skipped)} table{plural} skipped (too large)" if skipped else ""
-            if s.solution is not None and s.solution.iterations:
-                sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
-                note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))
-            report = StageReport(
-                variant.name,
-                s.graph.n_states,
-                int(s.graph.node_state.shape[0]),
-                int(np.count_nonzero(s.graph.mv_label >= 0)),
-                start,
-                tuple(sorted(frames)),
-                time.perf_counter() - t0,
-                note,
-            )
+            report = _report(s, stages, frames, time.perf_counter() - t0)
             reports.append(report)
             summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
             table_rows = {name: frame.height for name, frame in frames.items()}
             records[variant.name] = manifest.variant_record(
                 rules[variant.name], list(stages), s.seeds, table_rows, summary, options
             )
-            bar.advance(task)
+            job.advance()
         if pending:
-            bar.update(task, description="writing tables")
-            with tables.data_lock(data_dir):
+            job.update(note="writing tables")
+            writing = progress.task(f"writing {len(pending)} tables")
+            with writing, tables.data_lock(data_dir):
                 merged = {
                     name: tables.merged_rows(data_dir, name, by_variant, rules)
                     for name, by_variant in pending.items()
                 }
                 tables.commit(data_dir, merged, records)
     return reports
+
+
+def _report(
+    s: Solved, stages: Sequence[str], frames: dict[str, Any], seconds: float
+) -> StageReport:
+    """What one variant's run produced, with a note on skipped tables and value iteration."""
+    start = _start_value(s) if s.solution is not None else None
+    skipped: list[str] = []
+    if s.game.skip_edges:
+        skipped = [t for t, st in (("edges", "edges"), ("moves", "policy")) if st in stages]
+        # the build hook leaves out the per-state strategy tables too
+        skipped += ["reach", "node_reach"] if "benchmarks" in frames else []
+    plural = "s" if len(skipped) > 1 else ""
+    note = f"{', '.join(skipped)} table{plural} skipped (too large)" if skipped else ""
+    if s.solution is not None and s.solution.iterations:
+        sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
+        note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))
+    return StageReport(
+        s.variant.name,
+        s.graph.n_states,
+        int(s.graph.node_state.shape[0]),
+        int(np.count_nonzero(s.graph.mv_label >= 0)),
+        start,
+        tuple(sorted(frames)),
+        seconds,
+        note,
+    )
 
 
 def _skipped_report(name: str, record: dict) -> StageReport:

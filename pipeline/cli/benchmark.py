@@ -48,7 +48,7 @@ def benchmark_cmd(
 
     Example: stb-pipeline benchmark --variant classic --games 1000000 --seed 1
     """
-    chosen = pick_one(variant, custom)
+    chosen = pick_one(variant, custom, data_dir)
     names = [p for s in strategy for p in s.split(",") if p] if strategy else None
     columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:

@@ -49,6 +49,6 @@ def register(app: typer.Typer) -> None:
         """
         from pipeline.apps import teaching_game as play
 
-        coach = play.Coach(data_dir, pick_one(variant, custom))
+        coach = play.Coach(data_dir, pick_one(variant, custom, data_dir))
         ask = play.line_asker(sys.stdin.readline, out, echo=not sys.stdin.isatty())
         play.play_game(coach, ask, out, seed=seed, show_values=not quiz, seat=seat)

@@ -19,7 +19,7 @@ import io
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,9 +27,13 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline.errors import TableError
 
+if TYPE_CHECKING:
+    from pipeline.games.registry import Variant
+
 MANIFEST_NAME = "manifest.json"
 FORMAT = 1
-PACKAGE_DIR = Path(__file__).resolve().parent
+#: The pipeline package (this file is pipeline/store/manifest.py).
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 @lru_cache(maxsize=1)
@@ -189,4 +193,21 @@ def mismatches(data_dir: Path) -> list[str]:
     for path in sorted(data_dir.glob("*.parquet")):
         if path.stem not in listed:
             out.append(f"{path.name} is not listed in {MANIFEST_NAME}")
+    return out
+
+
+def built_variants(data_dir: Path) -> dict[str, Variant]:
+    """Custom variants built into ``data_dir`` (names not registered), from their recorded rules.
+
+    So a rule set built under ``--name my-rules`` is ``--variant my-rules`` from then on.
+    """
+    from pipeline.games.registry import REGISTRY, variant_from_rules
+
+    out: dict[str, Variant] = {}
+    for name, record in sorted(read(data_dir).get("variants", {}).items()):
+        if name in REGISTRY or not isinstance(record, dict):
+            continue
+        found = variant_from_rules(name, record.get("rules") or {})
+        if found is not None:
+            out[name] = found
     return out
