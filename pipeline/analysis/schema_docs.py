@@ -1,7 +1,7 @@
 """What every table and column means; `data/README.md` is generated from this.
 
-Regenerate with ``python -m pipeline.analysis.schema_docs > data/README.md``; a test fails when the file is
-out of date, and another checks that every column a build writes is described here.
+Regenerate with ``python -m pipeline.analysis.schema_docs > data/README.md``; a test fails when the
+file is out of date, and another checks that every column a build writes is described here.
 """
 
 from __future__ import annotations

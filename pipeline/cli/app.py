@@ -9,7 +9,7 @@ Every domain error becomes one line on stderr and its exit code (see ``pipeline.
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 from rich.console import Console
@@ -272,8 +272,15 @@ def command() -> Any:
     return root
 
 
-#: Metavars by annotation, for options that give none.
-METAVARS: dict[Any, str] = {int: "N", float: "X", Path: "PATH", str: "TEXT"}
+#: Metavars by annotation or click type name, for options that give none.
+METAVARS: dict[Any, str] = {
+    int: "N",
+    float: "X",
+    Path: "PATH",
+    "int": "N",
+    "float": "X",
+    "path": "PATH",
+}
 
 
 def _tidy(cmd: Any) -> None:
@@ -288,11 +295,18 @@ def _tidy(cmd: Any) -> None:
                 # name itself stays, as error messages quote it)
                 param.display_type_rich = lambda ctx: None
             elif not getattr(param, "is_flag", False):
-                descriptor = getattr(param, "type_descriptor", None)  # typer sets it on most
-                kind = getattr(descriptor, "annotation", str)
-                param.metavar = METAVARS.get(kind, "TEXT")
+                param.metavar = METAVARS.get(_kind(param), "TEXT")
     for sub in getattr(cmd, "commands", {}).values():
         _tidy(sub)
+
+
+def _kind(param: Any) -> Any:
+    """A parameter's type: its annotation without None, else its click type's name."""
+    descriptor = getattr(param, "type_descriptor", None)  # typer sets one or the other
+    if descriptor is None:
+        return getattr(getattr(param, "type", None), "name", None)
+    kinds = [k for k in get_args(descriptor.annotation) if k is not type(None)]
+    return kinds[0] if len(kinds) == 1 else descriptor.annotation
 
 
 def run(argv: list[str]) -> int:

@@ -14,6 +14,7 @@ export_app = typer.Typer(
     help="Write solved tables in other formats.\n\n"
     "Example: stb-pipeline export verifier --variant two-player -o two-player.verifier",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 DataDir = Annotated[

@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Play a game in the terminal; every choice is ranked and your mistakes are totalled.
 
-        Type the number of a choice and Enter; q (or end of input) stops. Answers can be piped:
+        Type the number of a choice and Enter; q (or end of input) stops. Answers can be piped.
+
         Example: printf '1\\n1\\n1\\n' | stb-pipeline play --variant classic --seed 7
         """
         from pipeline.apps import teaching_game as play

@@ -1,4 +1,4 @@
-"""Writing query results as CSV or Parquet files, atomically (:mod:`pipeline.store.tables` writes)."""
+"""Writing query results as CSV or Parquet files, atomically (as :mod:`pipeline.store.tables`)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones, KnuckleRules, parse_board
@@ -176,7 +177,8 @@ def play(
             view = pairs
         else:
             view = game.t.swap[pairs]
-            col, _ = searcher.best_move(view, face, depth, OURS)
+            with progress.task(f"solver searching {depth} placements deep"):
+                col, _ = searcher.best_move(view, face, depth, OURS)
             write(f"solver rolls {face} and plays column {col + 1}")
         view = view.copy()
         view[col] = game.t.place[view[col], face - 1]
