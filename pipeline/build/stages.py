@@ -116,9 +116,18 @@ def edge_rows(s: Solved) -> pl.DataFrame:
         )
         .hstack(nxt)
         .with_columns(
-            reward=pl.Series(g.mv_offset[mv]), sign=pl.Series(g.mv_scale[mv], dtype=pl.Int8)
+            reward=pl.Series(g.mv_offset[mv]),
+            sign=pl.Series(g.mv_scale[mv], dtype=pl.Int8),
+            kind=move_kind(g.mv_label[mv] >= 0, g.mv_dst[mv] >= 0),
         )
     )
+
+
+def move_kind(has_move: np.ndarray, has_next: np.ndarray) -> pl.Series:
+    """What a row of edges or policy is: ``move``; or, with no legal move, ``end`` (the game
+    ends) or ``pass`` (play goes on with the other player). A label instead of a bare NULL."""
+    text = np.where(has_move, "move", np.where(has_next, "pass", "end"))
+    return pl.Series("kind", text, dtype=pl.String)
 
 
 def policy_rows(
@@ -154,6 +163,7 @@ def policy_rows(
                 value=pl.Series(sol.node_value[lo:hi]),
                 n_optimal=pl.Series(n_optimal[lo:hi], dtype=pl.Int16),
                 n_moves=pl.Series(n_moves[lo:hi], dtype=pl.Int16),
+                kind=move_kind(label[lo:hi] >= 0, g.mv_dst[pick] >= 0),
             )
         )
 
@@ -204,7 +214,24 @@ def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | t
         with progress.task(f"{s.variant.name}: strategy tables"):
             for hook in build_hooks():
                 out.update(hook(s))
-    return out
+    start = s.game.start_state()
+    return {name: start_first(frame, start) for name, frame in out.items()}
+
+
+def start_first(frame: pl.DataFrame | tables.ChunkedRows, start: int) -> Any:
+    """The rows of the start state first, then by state (within each strategy, if any), so that
+    the first rows a person sees are the game's opening. Rows of one state keep their order.
+
+    Tables too large to hold (:class:`~pipeline.store.tables.ChunkedRows`) keep graph order.
+    """
+    if not isinstance(frame, pl.DataFrame) or "state_id" not in frame.columns:
+        return frame
+    keys = [pl.col("state_id") != start, "state_id"]
+    if "strategy" in frame.columns:
+        # strategies keep the order the game lists them in (optimal first)
+        order = {name: i for i, name in enumerate(frame["strategy"].unique(maintain_order=True))}
+        keys.insert(0, pl.col("strategy").replace_strict(order, return_dtype=pl.Int32))
+    return frame.sort(keys, maintain_order=True)
 
 
 def _run_stage(s: Solved, stage: str, stages: Sequence[str], out: dict[str, Any]) -> None:
