@@ -16,7 +16,14 @@ from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, select_one, select_variants
 from pipeline.games.shutbox.custom import CUSTOM_RULE_OPTIONS, rules_from_options
 
-out = Console(highlight=False, soft_wrap=True, width=max(Console().width, 100))
+def _width() -> int:
+    """The terminal's width on a terminal; elsewhere (a pipe, a file) room for any table, since
+    nothing would wrap it and a narrow table cuts off column headers."""
+    probe = Console()
+    return max(probe.width, 100) if probe.is_terminal else 1000
+
+
+out = Console(highlight=False, soft_wrap=True, width=_width())
 
 DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR", "data"))
 DataDir = Annotated[
