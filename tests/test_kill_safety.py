@@ -24,7 +24,7 @@ import pytest
 
 from pipeline.build import stages
 from pipeline.games.registry import resolve
-from pipeline.store import manifest, tables
+from pipeline.store import files, manifest, tables
 from tests.conftest import REPO, invoke
 
 TABLES = ("states", "edges", "policy", "moves")
@@ -195,8 +195,11 @@ def test_crash_at_each_step_of_a_commit(
 
         return step_then
 
-    monkeypatch.setattr(tables, "_write_synced", counted(real_write))
-    monkeypatch.setattr(tables.os, "replace", counted(real_replace))
+    step_write = counted(real_write)
+    # the tables and the journal are written through the same helper, seen from two modules
+    monkeypatch.setattr(tables, "_write_synced", step_write)
+    monkeypatch.setattr(files, "_write_synced", step_write)
+    monkeypatch.setattr(os, "replace", counted(real_replace))
     with pytest.raises(Crash), tables.data_lock(work):
         tables.commit(work, new_tables)
     monkeypatch.undo()

@@ -218,7 +218,7 @@ def test_graph_has_cycles() -> None:
     g = game(2, 2)
     gr = g.graph()
     up = gr.rank[gr.mv_dst] > gr.rank[gr.node_state[gr.mv_node]] - 1
-    assert up.any() and gr.meta["cyclic"]
+    assert up.any() and gr.cyclic
 
 
 def test_2x2_build_through_the_stages(cli, tmp_path: Path) -> None:

@@ -69,6 +69,7 @@ def test_code_hash_covers_every_source_file(monkeypatch: pytest.MonkeyPatch) -> 
     before = manifest.code_hash()
     sources = sorted(manifest.PACKAGE_DIR.rglob("*.py"))
     assert manifest.PACKAGE_DIR / "build" / "stages.py" in sources
+    assert manifest.PACKAGE_DIR / "solve" / "rank_order.py" in sources
     manifest.code_hash.cache_clear()
     real = Path.read_bytes
 

@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from pipeline.store.tables import write_bytes_atomic
+from pipeline.store.files import write_bytes_atomic
 
 
 def test_a_symlink_keeps_pointing_at_the_file_it_names(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def close(a: np.ndarray, b: np.ndarray, rel: float = 1e-12) -> bool:
 @pytest.mark.parametrize("name", [v.name for v in REGISTRY.values() if v.in_all])
 def test_optimal_policy_has_the_solvers_value_at_every_state(name: str) -> None:
     g = get_variant(name).make().graph()
-    if g.meta.get("cyclic"):  # Knucklebones: value iteration, no rank order to evaluate in
+    if g.cyclic:  # Knucklebones: value iteration, no rank order to evaluate in
         sol = solve_value_iteration(g)
         with pytest.raises(ValueError, match="acyclic"):
             policy_eval.evaluate(g, policy_eval.optimal(g, sol))
@@ -101,3 +101,17 @@ def test_invalid_policies_are_rejected() -> None:
         policy_eval.evaluate(g, policy_eval.deterministic(g, rows, no_choice))
     with pytest.raises(ValueError, match="one move row of each node"):
         policy_eval.deterministic(g, rows[::-1], sol.choice)
+
+
+def test_batch_solve_on_a_rank_sorted_graph_matches_the_single_solve() -> None:
+    """solve_rank_order_batch indexes layers, so a graph sorted by rank (slices) works too."""
+    from pipeline.games.shutbox.game import RuleSet, ShutTheBox
+    from pipeline.solve.batch import solve_rank_order_batch
+    from pipeline.solve.rank_order import solve_rank_order
+
+    g = ShutTheBox(RuleSet(objective="score")).graph()
+    assert g.rank_sorted()
+    single = solve_rank_order(g)
+    batch = solve_rank_order_batch(g, g.terminal[:, None], lambda rows: g.mv_offset[rows][:, None])
+    assert np.allclose(batch.value[:, 0], single.value, rtol=0, atol=1e-12)
+    assert np.array_equal(batch.choice[:, 0], single.choice)

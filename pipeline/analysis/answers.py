@@ -1,16 +1,22 @@
-"""Answers from the built tables: a state's value, and the best move for a roll."""
+"""Answers from the built tables: a state's value, and the best move for a roll.
+
+Lookups read a few rows with DuckDB (which pushes the variant and state filters down to the
+Parquet row groups) and parse the state with the variant's light codec, so `stb-pipeline expect`
+loads neither polars nor the game.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from pipeline.errors import UsageError
+from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant
-from pipeline.store import tables
+from pipeline.store.layout import settle, table_path
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -38,26 +44,68 @@ class MoveAdvice:
     """Value after the best move (or the final value when stuck)."""
     best_move: list[int] | None
     """None when no move is legal: the game ends."""
-    moves: pl.DataFrame
-    """Every legal move: move, next_tiles, value, regret; best first."""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    """Every legal move: move, next_tiles, value, regret, is_best; best first."""
     passes_turn: bool = False
     """True when no move is legal and play goes on with another player (two-player games)."""
 
+    @property
+    def moves(self) -> pl.DataFrame:
+        """:attr:`rows` as a polars DataFrame (columns move, next_tiles, value, regret, is_best)."""
+        import polars as pl
+
+        schema = {
+            "move": pl.List(pl.Int64),
+            "next_tiles": pl.String,
+            "value": pl.Float64,
+            "regret": pl.Float64,
+            "is_best": pl.Boolean,
+        }
+        return pl.DataFrame(self.rows, schema=schema, orient="row")
+
+
+def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -> list[dict]:
+    """Rows of ``table`` for ``variant`` matching ``where`` (DuckDB, bound parameters)."""
+    import duckdb
+
+    path = table_path(data_dir, table)
+    settle(data_dir)
+    if not path.exists():
+        raise TablesMissingError(
+            f"{path} does not exist: run `stb-pipeline build --variant {variant}` "
+            "(or build with the same custom rule options) first"
+        )
+    sql = f"select * from read_parquet($path) where variant = $variant and {where}"
+    try:
+        with duckdb.connect() as con:
+            cursor = con.execute(sql, {"path": str(path), "variant": variant, **params})
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    except duckdb.Error as exc:
+        first = str(exc).splitlines()[0]
+        raise TableError(
+            f"{path} is not a readable table ({first}); move it away and rebuild"
+        ) from None
+
 
 def _state_row(data_dir: Path, variant: Variant, text: str, extra: dict[str, Any]) -> dict:
-    game = variant.make()
-    state_id = game.parse_state(text, **extra)
-    states = tables.read_table(data_dir, "states", variant.name)
-    row = states.filter(pl.col("state_id") == state_id)
-    if row.height == 0:
+    state_id = variant.parse_state(text, **extra)
+    found = _rows(data_dir, "states", variant.name, "state_id = $state", state=state_id)
+    if not found:
+        if not _rows(data_dir, "states", variant.name, "true limit 1"):
+            raise TablesMissingError(
+                f"{table_path(data_dir, 'states')} has no rows for variant {variant.name!r}: "
+                f"run `stb-pipeline build --variant {variant.name}` "
+                "(or build with the same custom rule options) first"
+            )
         raise UsageError(f"state {text!r} is not a state of variant {variant.name}")
-    found = row.row(0, named=True)
-    if found["value"] is None:
+    row = found[0]
+    if row["value"] is None:
         raise UsageError(
             f"variant {variant.name} is enumerated but not solved: run "
             f"`stb-pipeline build --variant {variant.name}`"
         )
-    return found
+    return row
 
 
 def expect(data_dir: Path, variant: Variant, tiles: str, **extra: Any) -> Expectation:
@@ -73,31 +121,35 @@ def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: 
     row = _state_row(data_dir, variant, tiles, extra)
     if row["terminal"]:
         raise UsageError(f"state {tiles!r} of {variant.name} is terminal: there is nothing to roll")
-    policy = tables.read_table(data_dir, "policy", variant.name).filter(
-        pl.col("state_id") == row["state_id"]
-    )
-    hit = policy.filter(pl.col("roll") == roll)
-    if hit.height == 0:
-        rolls = sorted(policy["roll"].to_list())
+    state = row["state_id"]
+    hit = _rows(data_dir, "policy", variant.name, "state_id = $s and roll = $r", s=state, r=roll)
+    if not hit:
+        rolls = _rows(data_dir, "policy", variant.name, "state_id = $s order by roll", s=state)
         raise UsageError(
             f"roll {roll} is impossible in state {tiles!r} of {variant.name} "
-            f"(possible rolls: {rolls[0]}..{rolls[-1]})"
+            f"(possible rolls: {rolls[0]['roll']}..{rolls[-1]['roll']})"
         )
-    best = hit.row(0, named=True)
-    moves = (
-        tables.read_table(data_dir, "moves", variant.name)
-        .filter((pl.col("state_id") == row["state_id"]) & (pl.col("roll") == roll))
-        .sort(["regret", "is_best"], descending=[False, True])
-        .select("move", "next_tiles", "value", "regret", "is_best")
+    best = hit[0]
+    # By regret (the best first among equals); equal regrets in the tie rule's order: the move
+    # holding the highest tile where two differ comes first.
+    moves = _rows(
+        data_dir,
+        "moves",
+        variant.name,
+        "state_id = $s and roll = $r "
+        "order by regret, is_best desc, list_reverse_sort(move) desc nulls last",
+        s=state,
+        r=roll,
     )
+    keep = ("move", "next_tiles", "value", "regret", "is_best")
     return MoveAdvice(
         variant.name,
-        row["state_id"],
+        state,
         row["tiles"],
         roll,
         row["objective"],
         best["value"],
         best["best_move"],
-        moves,
+        [{k: m[k] for k in keep} for m in moves],
         passes_turn=best["best_move"] is None and best["next_state_id"] is not None,
     )

@@ -1,7 +1,8 @@
 """Checking built tables against the data contracts in `queries/contracts/`.
 
-Each contract is a SQL file (see :mod:`pipeline.analysis.sql` for the header convention) that returns the
-rows breaking it, so a contract holds when its query returns no rows. Besides the SQL contracts,
+Each contract is a SQL file (see :mod:`pipeline.analysis.sql` for the header convention) that
+returns the rows breaking it, so a contract holds when its query returns no rows. Besides the SQL
+contracts,
 `manifest` checks that every table file is the one ``manifest.json`` records (same sha256), which
 is how a reader tells a consistent set of tables from a mix.
 """

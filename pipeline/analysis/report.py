@@ -32,8 +32,8 @@ from pipeline.analysis import sql
 from pipeline.errors import PipelineError, TablesMissingError
 from pipeline.games.registry import Variant, lookup
 from pipeline.store import manifest, tables
+from pipeline.store.files import write_bytes_atomic
 from pipeline.store.outputs import make_dir
-from pipeline.store.tables import write_bytes_atomic
 
 PAGE = "index.html"
 DPI = 110

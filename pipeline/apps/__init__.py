@@ -1,2 +1,2 @@
-"""Applications of particular games: the teaching game, the course-compatible ShutTheBox and
-Knucklebones play."""
+"""Applications of particular games: the teaching game, the course-compatible ShutTheBox,
+Knucklebones play, the explorer page."""

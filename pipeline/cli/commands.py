@@ -15,6 +15,7 @@ MODULES: list[str] = [
     "benchmark",
     "knucklebones",
     "verify",
+    "explore",
 ]
 
 

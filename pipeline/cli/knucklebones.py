@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 BOARD_HELP = (
     "A board column by column: columns separated by '/', each column its dice as digits "
     "(any order); '_' is an empty slot and '_' or nothing an empty column. E.g. 44_/1__/___ "
-    "or 44/1/_."
+    "or 44/1/_. Or seed 004's form, one line per row ('_' an empty square), lines separated by "
+    'a newline or the two characters \\n: "41_\\n4__\\n___" is the same board.'
 )
 Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " + BOARD_HELP)]
 Board2 = Annotated[str, typer.Argument(help="The opponent's board, same format.")]
@@ -32,16 +33,23 @@ kb = typer.Typer(
     help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
     "Boards are written column by column: 44_/1__/___ is a column 4,4, a column 1 and an empty "
     "column. BOARD1 is the player about to place DIE, BOARD2 the opponent; column i of BOARD1 "
-    "faces column i of BOARD2.\n\nExample: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
+    "faces column i of BOARD2. Seed 004's boards, one line per row with '_' for an empty square "
+    "(41_\\n4__\\n___ is the same board), are read too.\n\n"
+    "Example: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
 out = Console(highlight=False, soft_wrap=True)
 
 
+def _kind(ev: Eval) -> str:
+    if ev.from_tables:
+        return "exact (from tables)"
+    return "exact" if ev.exact else "estimate"
+
+
 def _fmt(ev: Eval) -> str:
-    kind = "exact" if ev.exact else "estimate"
-    return f"win {ev.win:.4f}  score difference {ev.diff:+.3f}  ({kind})"
+    return f"win {ev.win:.4f}  score difference {ev.diff:+.3f}  ({_kind(ev)})"
 
 
 @kb.command("solve")
@@ -50,6 +58,22 @@ def solve_cmd(
     board2: Board2,
     die: Die,
     depth: Annotated[int, typer.Option(help=f"Placements searched (1..{MAX_DEPTH}).")] = 4,
+    variant: Annotated[
+        str | None,
+        typer.Option(
+            "--variant",
+            "-v",
+            help="A Knucklebones board and die, e.g. knucklebones-2x2 (default: the full game).",
+        ),
+    ] = None,
+    use_tables: Annotated[
+        bool,
+        typer.Option(
+            "--tables/--no-tables",
+            help="Look up positions of a board solved in --data-dir (both objectives built).",
+        ),
+    ] = True,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
     """Print the best column for the die and its win probability and expected score difference.
@@ -59,8 +83,10 @@ def solve_cmd(
     from pipeline.apps.knucklebones.position import analyse
 
     with progress.task(f"knucklebones solve: searching {depth} placements deep"):
-        a = analyse(board1, board2, die, depth)
+        a = analyse(board1, board2, die, depth, variant, data_dir if use_tables else None)
     out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, depth {a.depth}")
+    if a.tables:
+        out.print(f"values looked up in {data_dir}: {a.tables[0]} (win), {a.tables[1]} (score)")
     out.print(f"best column {a.best.column}: {_fmt(a.best.value)}")
     table = Table("column", "win", "score difference", "exact")
     for cv in a.columns:
@@ -69,7 +95,7 @@ def solve_cmd(
             f"{cv.column}{mark}",
             f"{cv.value.win:.6f}",
             f"{cv.value.diff:+.4f}",
-            "yes" if cv.value.exact else "no",
+            "yes (from tables)" if cv.value.from_tables else "yes" if cv.value.exact else "no",
         )
     out.print(table)
 

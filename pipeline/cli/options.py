@@ -16,6 +16,7 @@ from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, select_one, select_variants
 from pipeline.games.shutbox.custom import CUSTOM_RULE_OPTIONS, rules_from_options
 
+
 def _width() -> int:
     """The terminal's width on a terminal; elsewhere (a pipe, a file) room for any table, since
     nothing would wrap it and a narrow table cuts off column headers."""

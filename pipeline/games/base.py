@@ -53,6 +53,10 @@ class Game(ABC):
     def start_state(self) -> int:
         """Canonical id of the state a game starts from."""
 
+    def tiles_text(self, state_id: int) -> str:
+        """The ``tiles`` text of one state id, as the states table writes it."""
+        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
+
     def choice_name(self) -> str:
         """Column name for the pre-roll choice."""
         return "dice"

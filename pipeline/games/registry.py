@@ -32,6 +32,15 @@ class Variant:
     in_all: bool = True
     #: The game family (sub-package of pipeline.games) the variant belongs to.
     family: str = ""
+    #: The game's state codec when it needs no game object: (text, **extra) -> state id.
+    #: Lets a lookup on built tables parse its argument without building the game.
+    parse: Callable[..., int] | None = None
+
+    def parse_state(self, text: str, **extra: object) -> int:
+        """The canonical state id of a state written as the user writes it."""
+        if self.parse is not None:
+            return self.parse(text, **extra)
+        return self.make().parse_state(text, **extra)
 
 
 class _Registry(Mapping[str, Variant]):

@@ -53,11 +53,14 @@ def solve_rank_order_batch(
     state_layers = layers(g.rank, ranks)
     move_layers = layers(g.rank[g.node_state][g.mv_node], ranks)
     chance_layers = layers(g.rank[g.ch_state], ranks)
+    # Layers are slices when the graph is sorted by rank and index arrays otherwise: make them
+    # index arrays here, since the loop filters and gathers with them.
+    n_moves, n_rows = g.mv_node.shape[0], g.ch_state.shape[0]
     for i in range(ranks.shape[0]):
-        states = state_layers[i]
+        states = _indices(state_layers[i], s)
         term = states[~np.isnan(terminal[states]).any(axis=1)]
         value[term] = terminal[term]
-        moves = move_layers[i]
+        moves = _indices(move_layers[i], n_moves)
         if moves.shape[0]:
             dst = g.mv_dst[moves]
             succ = np.where((dst >= 0)[:, None], value[np.maximum(dst, 0)], 0.0)
@@ -65,7 +68,7 @@ def solve_rank_order_batch(
             nodes = g.mv_node[moves]
             starts = group_starts(nodes)
             node_value[nodes[starts]] = reduceat_columns(op, vals, starts)
-        rows = chance_layers[i]
+        rows = _indices(chance_layers[i], n_rows)
         if rows.shape[0]:
             owner, best, chosen = _backup_states(g, rows, node_value, prob, op)
             value[owner] = best
@@ -73,6 +76,13 @@ def solve_rank_order_batch(
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
     return BatchSolution(value, choice)
+
+
+def _indices(layer: np.ndarray | slice, n: int) -> np.ndarray:
+    """A layer as an index array (a slice becomes the range it covers)."""
+    if isinstance(layer, slice):
+        return np.arange(*layer.indices(n))
+    return layer
 
 
 def _backup_states(

@@ -21,19 +21,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from pipeline import __version__
 from pipeline.errors import TableError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
+    import pyarrow as pa
+
     from pipeline.games.registry import Variant
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = 1
-#: The pipeline package (this file is pipeline/store/manifest.py).
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the whole pipeline package
 
 
 @lru_cache(maxsize=1)
@@ -59,6 +57,8 @@ def content_sha256(name: str, table: pa.Table) -> str:
     """sha256 of table ``name`` without its timing columns, written as Parquet like the tables
     (Parquet encodes the rows, not how Arrow happened to lay them out in memory). For a table
     without timing columns this is the sha256 of its file."""
+    import pyarrow.parquet as pq
+
     timing = TIMING_COLUMNS.get(name, ())
     kept = table.select([c for c in table.column_names if c not in timing])
     buffer = io.BytesIO()

@@ -1,4 +1,5 @@
-"""Writing query results as CSV or Parquet files, atomically (as :mod:`pipeline.store.tables`)."""
+"""Writing query results as CSV or Parquet files, atomically (through
+:mod:`pipeline.store.tables`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.errors import PipelineError, UsageError
-from pipeline.store.tables import write_bytes_atomic
+from pipeline.store.files import write_bytes_atomic
 
 FORMATS = ("table", "csv", "parquet")
 

@@ -16,28 +16,44 @@ set of tables is all old or all new, as ``manifest.json`` (sha256 per file) reco
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
-from filelock import FileLock, Timeout
 
 from pipeline import __version__
 from pipeline.errors import PipelineError, TableError, TablesMissingError
 from pipeline.store import manifest
+from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
+    _fsync_dir,
+    _pid_alive,
+    _tmp_name,
+    _tmp_pid,
+    _write_synced,
+    write_bytes_atomic,
+    write_file_atomic,
+)
+from pipeline.store.layout import (  # noqa: F401  (part of this module's interface)
+    JOURNAL_NAME,
+    LOCK_NAME,
+    LOCK_TIMEOUT_S,
+    data_lock,
+    ensure_writable,
+    recover,
+    settle,
+    table_path,
+)
+
+if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 RULES_KEY = b"stb.rules"
 VERSION_KEY = b"stb.version"
-LOCK_NAME = ".stb.lock"
-LOCK_TIMEOUT_S = 600
-JOURNAL_NAME = ".stb-commit.json"
 #: Tables whose rows are replaced by key instead of by whole variant: name -> key columns. A
 #: write then replaces only the old rows whose key the new rows share (e.g. `build` rewrites the
 #: exact benchmark rows of a variant and keeps its simulation rows).
@@ -71,45 +87,11 @@ class StagedTable:
     variants: dict[str, int]
 
 
-def table_path(data_dir: Path, name: str) -> Path:
-    """Where table ``name`` lives."""
-    return Path(data_dir) / f"{name}.parquet"
-
-
-@contextlib.contextmanager
-def data_lock(data_dir: Path) -> Iterator[None]:
-    """Hold the data directory's lock (waits for another build to finish)."""
-    data_dir = Path(data_dir)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(data_dir / LOCK_NAME), timeout=LOCK_TIMEOUT_S)
-        lock.acquire()
-    except Timeout:
-        raise PipelineError(f"another build has held {data_dir} for {LOCK_TIMEOUT_S} s") from None
-    except OSError as exc:
-        raise PipelineError(f"cannot use data directory {data_dir}: {exc.strerror}") from None
-    try:
-        recover(data_dir)
-        yield
-    finally:
-        lock.release()
-
-
-def ensure_writable(data_dir: Path) -> None:
-    """Fail now, before any work, when tables cannot be written into ``data_dir``."""
-    data_dir = Path(data_dir)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        with open(data_dir / LOCK_NAME, "a"):
-            pass
-    except OSError as exc:
-        raise PipelineError(
-            f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
-        ) from None
-
-
 def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
     """The whole table as Arrow, or None when it does not exist; TableError when unreadable."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = table_path(data_dir, name)
     if not path.exists():
         return None
@@ -156,6 +138,8 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
 
 def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
     """The rule sets recorded in a table's metadata, by variant."""
+    import pyarrow.parquet as pq
+
     path = table_path(data_dir, name)
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta.get(RULES_KEY, b"{}"))
@@ -235,6 +219,8 @@ def commit(
     Order: temporary files written and flushed; journal written (the commit point); renames;
     manifest; journal removed. :func:`recover` finishes a commit killed after the commit point.
     """
+    import pyarrow.parquet as pq
+
     data_dir = Path(data_dir)
     new_manifest = manifest.read(data_dir)
     new_manifest.update(package_version=__version__, code_hash=manifest.code_hash())
@@ -310,6 +296,9 @@ def _drop_staged(
 
 def _large_merge(path: Path, frames: dict[str, pl.DataFrame | ChunkedRows]) -> bool:
     """Whether a merge into ``path`` is big enough to be written slice by slice."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if any(isinstance(f, ChunkedRows) or f.height > STREAM_ROWS for f in frames.values()):
         return True
     if not path.exists():
@@ -339,6 +328,9 @@ def _stream_merged(
     with each new variant's rows inserted before the first old row of a later variant, gives the
     same rows in the same order as the in-memory merge.
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     old = None
     all_rules: dict[str, Any] = {}
     empties: list[pl.DataFrame] = []
@@ -447,125 +439,8 @@ def _stream_merged(
     return StagedTable(tmp, sum(counts.values()), dict(sorted(counts.items())))
 
 
-def recover(data_dir: Path) -> None:
-    """Finish a commit whose journal is in place, and remove dead writers' temporary files.
-
-    The caller holds :func:`data_lock`. Safe to run again after being interrupted itself.
-    """
-    data_dir = Path(data_dir)
-    journal_path = data_dir / JOURNAL_NAME
-    if journal_path.exists():
-        try:
-            journal = json.loads(journal_path.read_text())
-            renames, new_manifest = journal["renames"], journal["manifest"]
-        except (OSError, ValueError, KeyError, TypeError):
-            # only a complete journal ever gets this name; an unreadable one is not ours
-            raise TableError(f"{journal_path} is unreadable; move it away") from None
-        try:
-            for tmp_name, final_name in renames:
-                tmp = data_dir / tmp_name
-                if tmp.exists():
-                    os.replace(tmp, data_dir / final_name)
-            _fsync_dir(data_dir)
-            write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
-            journal_path.unlink()
-            _fsync_dir(data_dir)
-        except OSError as exc:
-            raise PipelineError(
-                f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
-            ) from None
-    for stray in data_dir.glob(".*.tmp"):
-        if not _pid_alive(_tmp_pid(stray)):
-            stray.unlink(missing_ok=True)
-
-
-def settle(data_dir: Path) -> None:
-    """Before reading: wait for a commit in progress, or finish one that was interrupted.
-
-    Does nothing (one stat) when no journal is present; if the directory is read-only the
-    tables are read as they are.
-    """
-    if (Path(data_dir) / JOURNAL_NAME).exists():
-        with contextlib.suppress(PipelineError), data_lock(data_dir):
-            pass
-
-
 #: Parquet writer settings (fixed, so that equal tables are equal bytes).
 WRITE_OPTIONS: dict[str, Any] = manifest.PARQUET_OPTIONS
-
-
-def _tmp_name(final: Path) -> Path:
-    """A hidden temporary name next to ``final``, owned by this process."""
-    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
-
-
-def _tmp_pid(path: Path) -> int:
-    """The process id in a temporary file's name (0 when it has none)."""
-    parts = path.name.rsplit(".", 2)
-    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists (ours to wait for)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _write_synced(path: Path, write: Any) -> None:
-    """Create ``path`` with ``write(file)`` and flush it to disk."""
-    with open(path, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Create ``path`` with ``write(file)``: under a temporary name, flushed to disk, then
-    renamed into place, so no reader ever sees a partial file under the final name."""
-    path = Path(path)
-    if path.exists() and not path.is_file():
-        # a pipe, a terminal or /dev/stdout: nothing to rename over, so write straight in
-        try:
-            with open(path, "wb") as fh:
-                write(fh)
-        except OSError as exc:
-            raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
-        return
-    if path.is_symlink():
-        path = path.resolve()  # replace the file the link points to, never the link itself
-    tmp = _tmp_name(path)
-    try:
-        _write_synced(tmp, write)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`write_file_atomic`)."""
-    write_file_atomic(path, lambda fh: fh.write(data))
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Flush a directory's entries (renames) to disk, where the platform allows it."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _kept_rows(
@@ -591,4 +466,6 @@ def _kept_rows(
 
 def write_atomic(path: Path, table: pa.Table) -> None:
     """Write one Parquet table atomically (see :func:`write_file_atomic`)."""
+    import pyarrow.parquet as pq
+
     write_file_atomic(path, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))

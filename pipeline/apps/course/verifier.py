@@ -23,7 +23,7 @@ from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE  # noq
 from pipeline.build import stages
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, get_variant
-from pipeline.games.shutbox.game import parse_tiles
+from pipeline.games.tiles import parse_tiles
 from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
 from pipeline.graph import group_starts
 from pipeline.store import tables

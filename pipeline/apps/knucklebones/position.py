@@ -1,22 +1,25 @@
 """Questions about one full-size Knucklebones position: the best column, the search tree, play.
 
-Boards are written column by column (see :func:`pipeline.games.knucklebones.game.parse_board`); the
-first board is the player about to place the die. Column numbers in answers are the user's own
-columns, 1-based.
+Boards are written column by column or as seed 004's rows of squares (see
+:func:`pipeline.games.knucklebones.game.read_board`); the first board is the player about to place
+the die. Column numbers in answers are the user's own columns, 1-based.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH
+from pipeline.apps.knucklebones.known import load_known
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones, KnuckleRules, parse_board
+from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones, KnuckleRules, read_board
 from pipeline.games.knucklebones.search import OURS, Eval, Searcher
+from pipeline.games.registry import get_variant
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,14 @@ class Analysis:
     best: ColumnValue
     columns: list[ColumnValue]
     """Every legal column, in column order."""
+    tables: tuple[str, ...] = ()
+    """The variants whose exact values were looked up (empty: searched only)."""
 
 
 def position_pairs(game: Knucklebones, board1: str, board2: str) -> np.ndarray:
     """Facing pairs of two boards (column order kept); UsageError for impossible boards."""
-    mine = parse_board(board1, game.r, "BOARD1")
-    theirs = parse_board(board2, game.r, "BOARD2")
+    mine = read_board(board1, game.r, "BOARD1")
+    theirs = read_board(board2, game.r, "BOARD2")
     pairs = game.pairs_of_boards(mine, theirs)
     if game.terminal_mask(pairs[None, :])[0]:
         raise UsageError("the game is over: a board is full")
@@ -75,15 +80,41 @@ def pick(values: list[ColumnValue]) -> ColumnValue:
     return max(values, key=lambda c: (round(c.value.win, 12), c.value.diff, -c.column))
 
 
-def analyse(board1: str, board2: str, die: int, depth: int = 4) -> Analysis:
-    """The best column for ``die`` on BOARD1 facing BOARD2, searching ``depth`` placements."""
-    game = Knucklebones(KnuckleRules())
+def analyse(
+    board1: str,
+    board2: str,
+    die: int,
+    depth: int = 4,
+    variant: str | None = None,
+    data_dir: Path | None = None,
+) -> Analysis:
+    """The best column for ``die`` on BOARD1 facing BOARD2, searching ``depth`` placements.
+
+    ``variant`` names a Knucklebones board and die (default: the full game). With ``data_dir``,
+    positions of a board solved there (both objectives built) are looked up, not searched, and
+    their values are exact.
+    """
+    game = knucklebones_game(variant)
     check_die(game, die)
     check_depth(depth)
     pairs = position_pairs(game, board1, board2)
-    values = column_values(Searcher(game), pairs, die, depth)
+    known = None if data_dir is None else load_known(data_dir, game.r, game.n_states)
+    searcher = Searcher(game, known=None if known is None else known.values)
+    values = column_values(searcher, pairs, die, depth)
     mine, theirs = game.scores(pairs[None, :])
-    return Analysis(die, depth, int(mine[0]), int(theirs[0]), pick(values), values)
+    used = known.variants if known is not None else ()
+    return Analysis(die, depth, int(mine[0]), int(theirs[0]), pick(values), values, used)
+
+
+def knucklebones_game(variant: str | None) -> Knucklebones:
+    """The game of a registered Knucklebones variant (None: the full 3x3 game)."""
+    if variant is None:
+        return Knucklebones(KnuckleRules())
+    game = get_variant(variant).make()
+    if not isinstance(game, Knucklebones):
+        raise UsageError(f"variant {variant!r} is not a Knucklebones board")
+    # Only the board and die matter: the search maximises the win chance, then the difference.
+    return Knucklebones(KnuckleRules(game.r.columns, game.r.rows, game.r.faces))
 
 
 @dataclass
@@ -123,7 +154,8 @@ def _grow(
     values = column_values(searcher, pairs, die, depth)
     best = pick(values).column
     for cv in values:
-        ev = cv.value if mover_is_root else Eval(1 - cv.value.win, -cv.value.diff, cv.value.exact)
+        v = cv.value
+        ev = v if mover_is_root else Eval(1 - v.win, -v.diff, v.exact, v.from_tables)
         mark = " (best)" if cv.column == best else ""
         child = TreeNode(f"{who} play column {cv.column}{mark}", ev, [])
         node.children.append(child)

@@ -187,8 +187,8 @@ class DoubleShutter(Game):
         return objective_values(self.scores(ids), self.r.objective, self.r.target)
 
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
-        """For move strategies (`pipeline.games.shutbox.strategies`): the face value of each bit of
-        a move label (back tiles 1..n, then front tiles 1..n) and each state's final score."""
+        """For move strategies (`pipeline.games.shutbox.strategies`): the face value of each bit
+        of a move label (back tiles 1..n, then front tiles 1..n) and each state's final score."""
         values = np.arange(1, self.r.columns + 1, dtype=np.int64)
         return np.concatenate((values, values)), self.scores(g.state_id).astype(np.float64)
 
@@ -439,10 +439,6 @@ class DoubleShutter(Game):
             digit = 0 if f in front else (1 if b in back and self.r.back_row else self.r.rows)
             state += digit * int(self.place[c])
         return state
-
-    def tiles_text(self, state_id: int) -> str:
-        """The tiles string of one state id."""
-        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
 
 
 def _lists(mask: np.ndarray, values: np.ndarray) -> pl.Series:

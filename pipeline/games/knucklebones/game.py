@@ -447,3 +447,64 @@ def parse_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list
             )
         out.append(sorted(dice))
     return out
+
+
+#: Both board formats, for error messages (the same board, a column 4, 4, a column 1, an empty one).
+BOARD_FORMATS = (
+    "write a board as columns separated by '/' (44_/1__/___) or as seed 004's rows of squares, "
+    "one line per row, '_' for an empty square (\"41_\\n4__\\n___\", a real newline or the "
+    "two characters \\n)"
+)
+
+
+def parse_grid(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
+    """A board written as seed 004 writes it: one line per row, one character per column.
+
+    Line r, character c is the square in row r of column c ("_" empty; "-" and "." too). The
+    seed numbers squares (row, column): its "(0, 2), (1, 2)" is two dice stacked in one column,
+    so lines are rows. Lines may be separated by a real newline or the two characters
+    backslash-n (how "___\\n___\\n___" arrives from a shell without $'...'). The order of dice
+    in a column does not matter, so gaps inside a column are accepted.
+    Raises UsageError with a one-line reason for anything else.
+    """
+    lines = [line.strip() for line in _grid_lines(text)]
+    if len(lines) != rules.rows or any(len(line) != rules.columns for line in lines):
+        sizes = ", ".join(str(len(line)) for line in lines)
+        raise UsageError(
+            f"{who} {text!r}: expected {rules.rows} rows of {rules.columns} squares, "
+            f"got {len(lines)} rows of {sizes}"
+        )
+    out: list[list[int]] = [[] for _ in range(rules.columns)]
+    for r, line in enumerate(lines):
+        for c, ch in enumerate(line):
+            if ch in "-_.":
+                continue
+            if not (ch.isascii() and ch.isdigit()) or not 1 <= int(ch) <= rules.faces:
+                raise UsageError(
+                    f"{who} {text!r}: {ch!r} in row {r + 1} is not a die face 1..{rules.faces}"
+                )
+            out[c].append(int(ch))
+    return [sorted(col) for col in out]
+
+
+def _grid_lines(text: str) -> list[str]:
+    """The rows of a grid board: real newlines or literal backslash-n, blank ends dropped."""
+    return text.replace("\\n", "\n").replace("\r\n", "\n").strip().split("\n")
+
+
+def read_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
+    """A board in either format, told apart by its separators: "/" for columns
+    (:func:`parse_board`), a newline or backslash-n for seed 004's rows (:func:`parse_grid`).
+
+    Every UsageError names both formats, so a user who guessed wrong sees the other one.
+    """
+    columns = "/" in text
+    rows = "\n" in text or "\\n" in text
+    try:
+        if (columns and not rows) or (not rows and rules.columns == 1):
+            return parse_board(text, rules, who)
+        if (rows and not columns) or (not columns and rules.rows == 1):
+            return parse_grid(text, rules, who)
+        raise UsageError(f"{who} {text!r}: neither board format")
+    except UsageError as exc:
+        raise UsageError(f"{exc}; {BOARD_FORMATS}") from None

@@ -20,6 +20,11 @@ Two evaluators:
   placement left to each player.
 
 Depth counts die placements (plies): depth 1 looks at the positions after our move only.
+
+A value is exact when every searched line -- every roll and every move considered at every
+node, not only the moves chosen -- ends the game within the depth. On a board solved in the
+tables, a searcher given the exact values (``known``) returns them wherever it meets a
+position: those values are exact too, and marked as coming from the tables.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ SLOPE = 1.7
 SPREAD0 = 4.0
 SPREAD1 = 20.0
 TT_BITS = 22
+#: How exact a searched value is (the third number of a search result).
+ESTIMATE = 0.0
+ENDED = 1.0
+TABLES = 2.0
 
 
 @dataclass(frozen=True)
@@ -51,15 +60,23 @@ class Eval:
     win: float
     """Probability of winning (a draw counts 1/2): exact when ``exact``, else estimated."""
     diff: float
-    """Expected final score difference (mover minus opponent) under the searched play."""
+    """Expected final score difference (mover minus opponent) under the searched play (where
+    it comes from tables: under play that maximises the difference, the `-score` variant)."""
     exact: bool
-    """True when every line searched ended the game (no leaf estimate was used)."""
+    """True when every line searched -- every roll, every move considered -- ended the game or
+    reached a position whose value was looked up in exact tables (no leaf estimate was used)."""
+    from_tables: bool = False
+    """True when the value is exact and some of it was looked up in tables."""
 
 
 class Searcher:
     """Expectimax with a transposition table for one rule set; reuse it across a game."""
 
-    def __init__(self, game: Knucklebones, tt_bits: int = TT_BITS) -> None:
+    def __init__(
+        self, game: Knucklebones, tt_bits: int = TT_BITS, known: np.ndarray | None = None
+    ) -> None:
+        """``known``: exact (win, diff) of every state by state id, looked up instead of
+        searched (see :mod:`pipeline.apps.knucklebones.known`); None searches everything."""
         self.game = game
         t = game.t
         self.arrays = (
@@ -76,14 +93,21 @@ class Searcher:
         self.tt_key = np.full(1 << tt_bits, -1, dtype=np.int64)
         self.tt_val = np.zeros((1 << tt_bits, 3), dtype=np.float64)
         self.params = np.array([MEAN_DIE, SLOPE, SPREAD0, SPREAD1])
+        if known is not None and known.shape != (game.n_states, 2):
+            raise ValueError(f"known values must have shape ({game.n_states}, 2)")
+        # Zero rows tell the compiled search that there is no lookup.
+        self.known = np.zeros((0, 2)) if known is None else np.ascontiguousarray(known, float)
 
     def _common(self) -> tuple:
-        return (*self.arrays, self.slots, self.faces, self.tt_key, self.tt_val, self.params)
+        return (
+            *self.arrays, self.slots, self.faces, self.tt_key, self.tt_val, self.params,
+            self.known,
+        )  # fmt: skip
 
     def evaluate(self, pairs: np.ndarray, depth: int, kind: int = OURS) -> Eval:
         """Value of a position before the roll (chance node), searching ``depth`` placements."""
         w, d, ex = chance_value(np.sort(pairs).astype(np.int64), depth, kind, *self._common())
-        return Eval(w, d, bool(ex))
+        return _eval(w, d, ex)
 
     def move_values(
         self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS
@@ -92,7 +116,7 @@ class Searcher:
         srt = np.sort(pairs).astype(np.int64)
         out = np.zeros((srt.shape[0], 4))
         n = move_table(srt, face, depth, kind, out, *self._common())
-        return [(int(out[i, 0]), Eval(out[i, 1], out[i, 2], bool(out[i, 3]))) for i in range(n)]
+        return [(int(out[i, 0]), _eval(out[i, 1], out[i, 2], out[i, 3])) for i in range(n)]
 
     def best_move(
         self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS
@@ -105,6 +129,10 @@ class Searcher:
         j, ev = max(moves, key=key)
         target = np.sort(pairs)[j]
         return int(np.flatnonzero(pairs == target)[0]), ev
+
+
+def _eval(win: float, diff: float, exactness: float) -> Eval:
+    return Eval(float(win), float(diff), exactness != ESTIMATE, exactness == TABLES)
 
 
 def greedy_gain(
@@ -184,8 +212,14 @@ def _leaf(pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score
 
 @numba.njit(cache=True)
 def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_score, opp_score,
-                 binom, slots, faces, tt_key, tt_val, params):  # fmt: skip
-    """(win, diff, exact) of a sorted position before the roll, searching ``depth`` plies."""
+                 binom, slots, faces, tt_key, tt_val, params, known):  # fmt: skip
+    """(win, diff, exactness) of a sorted position before the roll, searching ``depth`` plies.
+
+    Exactness: ESTIMATE when some searched line -- any roll, any move considered, not only the
+    moves chosen -- stopped at a leaf estimate; ENDED when every line ended the game; TABLES
+    when every line ended the game or reached a position looked up in ``known`` (rows: win,
+    diff by state id; zero rows: no lookup).
+    """
     m_full = 0
     o_full = 0
     diff = 0.0
@@ -194,24 +228,28 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
         o_full += opp_size[pairs[i]]
         diff += mover_score[pairs[i]] - opp_score[pairs[i]]
     if m_full == slots or o_full == slots:
-        return 0.5 + 0.5 * np.sign(diff), diff, 1.0
+        return 0.5 + 0.5 * np.sign(diff), diff, ENDED
+    if known.shape[0] > 0:
+        # Solved exactly already: the table's value beats any search of any depth.
+        r = _rank(pairs, binom)
+        return known[r, 0], known[r, 1], TABLES
     if depth == 0:
         w, d = _leaf(
             pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score, slots,
             faces, params,
         )  # fmt: skip
-        return w, d, 0.0
+        return w, d, ESTIMATE
     key = (_rank(pairs, binom) * 64 + depth) * 4 + kind
     slot = ((key * 0x5BD1E9955BD1E99) >> 20) & (tt_key.shape[0] - 1)
     if tt_key[slot] == key:
         return tt_val[slot, 0], tt_val[slot, 1], tt_val[slot, 2]
     tw = 0.0
     td = 0.0
-    exact = 1.0
+    ex_lo = TABLES
+    ex_hi = ENDED
     for f in range(faces):
         bw = -1.0
         bd = -1e18
-        bx = 1.0
         for j in range(pairs.shape[0]):
             if j > 0 and pairs[j] == pairs[j - 1]:
                 continue
@@ -221,19 +259,23 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
             child = _sorted_insert(pairs, j, q, swap)
             cw, cd, cx = chance_value(
                 child, depth - 1, kind, place, swap, mover_size, opp_size, mover_score,
-                opp_score, binom, slots, faces, tt_key, tt_val, params,
+                opp_score, binom, slots, faces, tt_key, tt_val, params, known,
             )  # fmt: skip
+            # Every move considered counts, not just the one chosen: the best move's value is
+            # exact only if the moves it was compared with were exact too.
+            ex_lo = min(ex_lo, cx)
+            ex_hi = max(ex_hi, cx)
             w = 1.0 - cw
             d = -cd
             # Ours maximises the win probability, then the difference; the seed's the difference.
             tie = abs(w - bw) <= 1e-12
             if (kind == 0 and (w > bw + 1e-12 or (tie and d > bd))) or (kind == 1 and d > bd):
-                bw, bd, bx = w, d, cx
+                bw, bd = w, d
         tw += bw
         td += bd
-        exact = min(exact, bx)
     tw /= faces
     td /= faces
+    exact = ESTIMATE if ex_lo == ESTIMATE else ex_hi
     tt_key[slot] = key
     tt_val[slot, 0] = tw
     tt_val[slot, 1] = td
@@ -243,8 +285,8 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
 
 @numba.njit(cache=True)
 def move_table(pairs, face, depth, kind, out, place, swap, mover_size, opp_size, mover_score,
-               opp_score, binom, slots, faces, tt_key, tt_val, params):  # fmt: skip
-    """Fill ``out`` rows with (column, win, diff, exact) of each distinct legal move; count."""
+               opp_score, binom, slots, faces, tt_key, tt_val, params, known):  # fmt: skip
+    """Fill ``out`` rows with (column, win, diff, exactness) of each distinct legal move; count."""
     n = 0
     for j in range(pairs.shape[0]):
         if j > 0 and pairs[j] == pairs[j - 1]:
@@ -255,7 +297,7 @@ def move_table(pairs, face, depth, kind, out, place, swap, mover_size, opp_size,
         child = _sorted_insert(pairs, j, q, swap)
         cw, cd, cx = chance_value(
             child, depth - 1, kind, place, swap, mover_size, opp_size, mover_score, opp_score,
-            binom, slots, faces, tt_key, tt_val, params,
+            binom, slots, faces, tt_key, tt_val, params, known,
         )  # fmt: skip
         out[n, 0] = j
         out[n, 1] = 1.0 - cw

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, check_custom_name
+from pipeline.games.tiles import parse_open_tiles
 
 #: Options that describe a custom one-player rule set; the CLI adds them to commands (@with_rules).
 CUSTOM_RULE_OPTIONS: dict[str, tuple[type, str]] = {
@@ -63,7 +65,8 @@ def custom_variant(rules: Any, name: str | None = None) -> Variant:
 
         return ShutTheBox(rules)
 
-    return Variant(label, "custom rule set", make, in_all=False, family="shutbox")
+    parse = partial(parse_open_tiles, n_tiles=rules.tiles)
+    return Variant(label, "custom rule set", make, in_all=False, family="shutbox", parse=parse)
 
 
 #: A name that :meth:`RuleSet.slug` writes, read back (the objective may be left out: shut).

@@ -16,6 +16,7 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
 from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
+from pipeline.games.tiles import parse_open_tiles, parse_tiles  # noqa: F401  (re-exported)
 from pipeline.graph import NO_STATE, PASS, Graph
 
 if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
@@ -383,41 +384,4 @@ class ShutTheBox(Game):
 
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of open tiles written as digits ("1245") or separated ("1,2,10")."""
-        if extra.get("p1_score") is not None:
-            raise UsageError("--p1-score applies only to the two-player game")
-        return parse_tiles(text, self.r.tiles)
-
-    def tiles_text(self, state_id: int) -> str:
-        """The tiles string of one state id."""
-        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
-
-
-def parse_tiles(text: str, n_tiles: int) -> int:
-    """Bitmask of open tiles written as digits ("1245") or with separators ("1,2,10").
-
-    Raises UsageError with a one-line reason for anything else.
-    """
-    raw = text.strip()
-    if not raw:
-        raise UsageError(
-            "no open tiles given: name the open tiles, e.g. 1245 (the shut box is over)"
-        )
-    if any(c in ", " for c in raw):
-        tokens = [tok for tok in raw.replace(",", " ").split() if tok]
-    elif n_tiles > 9 and len(raw) > 1:
-        raise UsageError(
-            f"tiles {text!r} are ambiguous with {n_tiles} tiles: separate them, e.g. 1,2,10"
-        )
-    else:
-        tokens = list(raw)
-    mask = 0
-    for tok in tokens:
-        if not tok.isdigit() or not tok.isascii():
-            raise UsageError(f"tiles {text!r}: {tok!r} is not a tile number")
-        t = int(tok)
-        if not 1 <= t <= n_tiles:
-            raise UsageError(f"tiles {text!r}: tile {t} is not in this box (tiles 1..{n_tiles})")
-        if mask >> (t - 1) & 1:
-            raise UsageError(f"tiles {text!r}: tile {t} is listed twice")
-        mask |= 1 << (t - 1)
-    return mask
+        return parse_open_tiles(text, self.r.tiles, **extra)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pipeline.games.registry import NAME_READERS, RULE_READERS, Variant, register
 from pipeline.games.shutbox import custom
+from pipeline.games.tiles import parse_open_tiles
 
 
 def stb(name: str, description: str, in_all: bool = True, **rules: Any) -> Variant:
@@ -16,7 +18,8 @@ def stb(name: str, description: str, in_all: bool = True, **rules: Any) -> Varia
 
         return ShutTheBox(RuleSet(**rules))
 
-    return register(Variant(name, description, make, in_all, family="shutbox"))
+    parse = partial(parse_open_tiles, n_tiles=rules.get("tiles", 9))
+    return register(Variant(name, description, make, in_all, family="shutbox", parse=parse))
 
 
 stb("classic", "9 tiles, always two dice, maximise P(shut) (seed 000)")

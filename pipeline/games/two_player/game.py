@@ -35,7 +35,8 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
 from pipeline.games.dice import dice_problems, roll_distribution
-from pipeline.games.shutbox.game import MAX_DICE, MAX_SIDES, RuleSet, ShutTheBox, parse_tiles
+from pipeline.games.shutbox.game import MAX_DICE, MAX_SIDES, RuleSet, ShutTheBox
+from pipeline.games.tiles import parse_tiles
 from pipeline.graph import NO_STATE, PASS, Graph
 
 if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
@@ -280,10 +281,6 @@ class TwoPlayer(Game):
                 f"player 1 cannot finish a turn with score {score}; possible scores: "
                 f"{ranges_text(self.possible_scores.tolist())}"
             )
-
-    def tiles_text(self, state_id: int) -> str:
-        """The tiles string of one state id."""
-        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
 
 
 def ranges_text(values: list[int]) -> str:

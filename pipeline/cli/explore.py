@@ -1,0 +1,60 @@
+"""`stb-pipeline explore`: one self-contained HTML page to explore the solved positions.
+
+No `from __future__ import annotations` here: typer reads the annotations at run time, and
+the shared option types come from `pipeline.cli` inside `register`.
+"""
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `explore` command."""
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, out
+
+    @app.command("explore")
+    def explore_cmd(
+        variant: Annotated[
+            list[str],
+            typer.Option(
+                "--variant",
+                "-v",
+                help="Variants to include (repeat or comma-separate; default: every built one "
+                "of classic, classic-score, lever, one-die-6, one-die-6-max2, "
+                "six-tiles-one-die, digital-score, twelve-tiles).",
+            ),
+        ] = [],  # noqa: B006  (typer needs a literal default)
+        data_dir: DataDir = DEFAULT_DATA_DIR,
+        output: Annotated[
+            Path | None,
+            typer.Option("--output", "-o", help="The HTML file (default: DATA_DIR/explorer.html)."),
+        ] = None,
+        force: Annotated[
+            bool,
+            typer.Option("--force", help="Replace an existing file outside the data directory."),
+        ] = False,
+    ) -> None:
+        """Write one self-contained HTML page: set a position and a roll, see every move ranked.
+
+        The page embeds the solved tables: it needs no server and no network.
+
+        Its address keeps the position (#classic/12345/7), so a link shares it.
+
+        Example: stb-pipeline explore --variant classic,lever -o explorer.html
+        """
+        from pipeline.apps.explorer import (  # polars loads only here
+            delayed_progress,
+            write_explorer,
+        )
+
+        def report(message: str) -> None:
+            print(f"explore: {message} ...", file=sys.stderr, flush=True)
+
+        page = write_explorer(data_dir, output, variant, force, delayed_progress(report))
+        kib = page.size / 1024
+        out.print(f"wrote {page.path} ({kib:,.0f} KiB): {', '.join(page.variants)}")
+        for name, why in page.skipped:
+            out.print(f"skipped {name}: {why} (stb-pipeline build --variant {name})")

@@ -1,0 +1,50 @@
+"""Writing and reading a set of open tiles: the state codec of the tile games (plain Python).
+
+A set of open tiles is a bitmask, bit ``t - 1`` for tile ``t``. Users write it as digits
+("1245", up to 9 tiles) or with separators ("1,2,10"). Kept free of numpy so that a lookup on
+built tables (`stb-pipeline expect`) parses its argument without loading the game.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.errors import UsageError
+
+
+def parse_tiles(text: str, n_tiles: int) -> int:
+    """Bitmask of open tiles written as digits ("1245") or with separators ("1,2,10").
+
+    Raises UsageError with a one-line reason for anything else.
+    """
+    raw = text.strip()
+    if not raw:
+        raise UsageError(
+            "no open tiles given: name the open tiles, e.g. 1245 (the shut box is over)"
+        )
+    if any(c in ", " for c in raw):
+        tokens = [tok for tok in raw.replace(",", " ").split() if tok]
+    elif n_tiles > 9 and len(raw) > 1:
+        raise UsageError(
+            f"tiles {text!r} are ambiguous with {n_tiles} tiles: separate them, e.g. 1,2,10"
+        )
+    else:
+        tokens = list(raw)
+    mask = 0
+    for tok in tokens:
+        if not tok.isdigit() or not tok.isascii():
+            raise UsageError(f"tiles {text!r}: {tok!r} is not a tile number")
+        t = int(tok)
+        if not 1 <= t <= n_tiles:
+            raise UsageError(f"tiles {text!r}: tile {t} is not in this box (tiles 1..{n_tiles})")
+        if mask >> (t - 1) & 1:
+            raise UsageError(f"tiles {text!r}: tile {t} is listed twice")
+        mask |= 1 << (t - 1)
+    return mask
+
+
+def parse_open_tiles(text: str, n_tiles: int, **extra: Any) -> int:
+    """State id of a one-player box; refuses the two-player game's extra state parts."""
+    if extra.get("p1_score") is not None:
+        raise UsageError("--p1-score applies only to the two-player game")
+    return parse_tiles(text, n_tiles)

@@ -1,0 +1,102 @@
+"""Where tables live in a data directory, and the lock that keeps readers and writers apart.
+
+Kept free of polars and pyarrow: a lookup (`stb-pipeline expect`) needs only paths and the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from pipeline.errors import PipelineError, TableError
+from pipeline.store import manifest
+from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, write_bytes_atomic
+
+LOCK_NAME = ".stb.lock"
+LOCK_TIMEOUT_S = 600
+JOURNAL_NAME = ".stb-commit.json"
+
+
+def table_path(data_dir: Path, name: str) -> Path:
+    """Where table ``name`` lives."""
+    return Path(data_dir) / f"{name}.parquet"
+
+
+@contextlib.contextmanager
+def data_lock(data_dir: Path) -> Iterator[None]:
+    """Hold the data directory's lock (waits for another build to finish)."""
+    data_dir = Path(data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(data_dir / LOCK_NAME), timeout=LOCK_TIMEOUT_S)
+        lock.acquire()
+    except Timeout:
+        raise PipelineError(f"another build has held {data_dir} for {LOCK_TIMEOUT_S} s") from None
+    except OSError as exc:
+        raise PipelineError(f"cannot use data directory {data_dir}: {exc.strerror}") from None
+    try:
+        recover(data_dir)
+        yield
+    finally:
+        lock.release()
+
+
+def ensure_writable(data_dir: Path) -> None:
+    """Fail now, before any work, when tables cannot be written into ``data_dir``."""
+    data_dir = Path(data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with open(data_dir / LOCK_NAME, "a"):
+            pass
+    except OSError as exc:
+        raise PipelineError(
+            f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
+        ) from None
+
+
+def settle(data_dir: Path) -> None:
+    """Before reading: wait for a commit in progress, or finish one that was interrupted.
+
+    Does nothing (one stat) when no journal is present; if the directory is read-only the
+    tables are read as they are.
+    """
+    if (Path(data_dir) / JOURNAL_NAME).exists():
+        with contextlib.suppress(PipelineError), data_lock(data_dir):
+            pass
+
+
+def recover(data_dir: Path) -> None:
+    """Finish a commit whose journal is in place, and remove dead writers' temporary files.
+
+    The caller holds :func:`data_lock`. Safe to run again after being interrupted itself.
+    """
+    data_dir = Path(data_dir)
+    journal_path = data_dir / JOURNAL_NAME
+    if journal_path.exists():
+        try:
+            journal = json.loads(journal_path.read_text())
+            renames, new_manifest = journal["renames"], journal["manifest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            # only a complete journal ever gets this name; an unreadable one is not ours
+            raise TableError(f"{journal_path} is unreadable; move it away") from None
+        try:
+            for tmp_name, final_name in renames:
+                tmp = data_dir / tmp_name
+                if tmp.exists():
+                    os.replace(tmp, data_dir / final_name)
+            _fsync_dir(data_dir)
+            write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
+            journal_path.unlink()
+            _fsync_dir(data_dir)
+        except OSError as exc:
+            raise PipelineError(
+                f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
+            ) from None
+    for stray in data_dir.glob(".*.tmp"):
+        if not _pid_alive(_tmp_pid(stray)):
+            stray.unlink(missing_ok=True)

@@ -1,0 +1,324 @@
+"""`stb-pipeline explore`: the page embeds the tables faithfully, and in a real (headless) browser
+it ranks the moves exactly as `stb-pipeline move` does.
+
+The browser tests need Debian's chromium and chromium-driver and the selenium package (see
+ci-browser.txt); without them they are skipped, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipeline.analysis import answers
+from pipeline.apps.explorer import (
+    check_against_tables,
+    delayed_progress,
+    embedded_data,
+    ranked_moves,
+    render,
+)
+from pipeline.errors import TableError
+from pipeline.games.registry import get_variant
+from pipeline.store import tables
+from tests.conftest import Result, invoke
+
+VARIANTS = ("classic", "lever")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """classic and lever (a choice of dice) built into a fresh directory."""
+    directory = tmp_path_factory.mktemp("explorer-data")
+    result = invoke(["build", "--variant", ",".join(VARIANTS), "--data-dir", directory])
+    assert result.code == 0, result.stderr
+    return directory
+
+
+@pytest.fixture(scope="module")
+def page(data: Path) -> Path:
+    """The explorer page for the built variants, at its default place."""
+    result = invoke(["explore", "--data-dir", data])
+    assert result.code == 0, result.stderr
+    assert "wrote" in result.stdout and "skipped classic-score: not built" in result.stdout
+    return data / "explorer.html"
+
+
+def mask_of(tiles: list[int]) -> int:
+    """The bitmask of a list of tiles."""
+    return sum(1 << (t - 1) for t in tiles)
+
+
+# -- the page without a browser ---------------------------------------------------------------
+
+
+def test_page_is_self_contained(page: Path) -> None:
+    text = page.read_text("utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    # no network: nothing is fetched from elsewhere
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
+    assert "<link" not in text and "@import" not in text
+    assert [v["name"] for v in embedded_data(text)["variants"]] == list(VARIANTS)
+    assert not list(page.parent.glob(".*.tmp")), "the atomic write left its temporary file"
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_embedded_json_matches_the_tables(data: Path, page: Path, name: str) -> None:
+    found = {v["name"]: v for v in embedded_data(page.read_text("utf-8"))["variants"]}[name]
+    states = tables.read_table(data, "states", name).sort("state_id")
+    assert found["value"] == states["value"].to_list()
+    assert found["choice"] == states["choice_options"].to_list()
+    assert found["dice"] == states["dice"].fill_null(0).to_list()
+    moves = tables.read_table(data, "moves", name)
+    embedded = {
+        (s, entry[0]): entry[1:] for s, entries in enumerate(found["moves"]) for entry in entries
+    }
+    by_node: dict[tuple[int, int], set[int]] = {}
+    best: dict[tuple[int, int], int] = {}
+    for row in moves.iter_rows(named=True):
+        key, mask = (row["state_id"], row["roll"]), mask_of(row["move"])
+        by_node.setdefault(key, set()).add(mask)
+        assert found["value"][row["next_state_id"]] == row["value"]
+        if row["is_best"]:
+            best[key] = mask
+    assert {k: set(v) for k, v in embedded.items()} == by_node
+    assert {k: v[0] for k, v in embedded.items()} == best  # the policy's move comes first
+    stuck = tables.read_table(data, "policy", name).filter(pl.col("stuck"))
+    for state, value in stuck.select("state_id", "value").iter_rows():
+        assert found["end"][state] == value
+    edges = tables.read_table(data, "edges", name).select("dice", "roll", "prob").unique()
+    assert sum(len(v) for v in found["rolls"].values()) == edges.height
+
+
+def test_tables_that_disagree_are_refused(data: Path) -> None:
+    """The page derives move values from the states table; a moves table saying otherwise
+    (a stale or hand-edited file) stops the page instead of showing wrong numbers."""
+    values = tables.read_table(data, "states", "classic").sort("state_id")["value"].to_list()
+    moves = ranked_moves(data, "classic")
+    policy = tables.read_table(data, "policy", "classic")
+    check_against_tables(values, moves, policy, maximise=True)
+    tampered = moves.with_columns(regret=pl.col("regret") + 1e-15)
+    with pytest.raises(TableError, match="disagree"):
+        check_against_tables(values, tampered, policy, maximise=True)
+
+
+def test_errors(data: Path, tmp_path: Path) -> None:
+    missing = invoke(["explore", "--data-dir", tmp_path / "empty"])
+    assert missing.code == 1 and "stb-pipeline build --variant" in missing.stderr
+    not_built = invoke(["explore", "--data-dir", data, "--variant", "twelve-tiles"])
+    assert not_built.code == 1
+    assert "stb-pipeline build --variant twelve-tiles" in not_built.stderr
+    for bad in ("knucklebones-2x2", "two-player", "no-such-variant"):
+        result = invoke(["explore", "--data-dir", data, "--variant", bad])
+        assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_refuses_to_replace_a_file_outside_the_data_dir(data: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "mine.html"
+    mine.write_text("my own page")
+    refused = invoke(["explore", "--data-dir", data, "-v", "classic", "-o", mine])
+    assert refused.code == 2 and "--force" in refused.stderr
+    assert mine.read_text() == "my own page"
+    forced = invoke(["explore", "--data-dir", data, "-v", "classic", "-o", mine, "--force"])
+    assert forced.code == 0, forced.stderr
+    assert [v["name"] for v in embedded_data(mine.read_text())["variants"]] == ["classic"]
+    first = invoke(["explore", "--data-dir", data, "-v", "lever", "-o", data / "x.html"])
+    assert first.code == 0, first.stderr
+    again = invoke(["explore", "--data-dir", data, "-v", "lever", "-o", data / "x.html"])
+    assert again.code == 0, again.stderr  # inside the data dir: generated, so replaced
+
+
+def test_text_in_the_data_cannot_end_the_script() -> None:
+    nasty = {"name": "a</script><script>alert(1)</script><!--", "value": [0.1]}
+    page = render([nasty])
+    assert page.count("</script>") == 1 and "<!--" not in page
+    assert embedded_data(page) == {"variants": [nasty]}
+
+
+def test_progress_is_quiet_when_fast() -> None:
+    said: list[str] = []
+    delayed_progress(said.append)("quick")
+    delayed_progress(said.append, after=0.0)("slow")
+    assert said == ["slow"]
+
+
+# -- the page in a headless browser ------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+BROWSER_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1200,1000",
+)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless chromium driven by selenium; skipped when either is missing."""
+    if CHROMIUM is None or DRIVER is None:
+        pytest.skip("no browser: install chromium and chromium-driver (see ci-browser.txt)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in BROWSER_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def open_page(browser: Any, page: Path, hash_: str = "") -> None:
+    """Load the page (a fresh load, so the hash is read at start) and wait until it is drawn."""
+    browser.get("about:blank")
+    browser.get(page.as_uri() + hash_)
+    assert browser.execute_script("return document.body.dataset.ready") == "true"
+
+
+def click(browser: Any, selector: str) -> None:
+    browser.find_element("css selector", selector).click()
+
+
+def shown_moves(browser: Any) -> list[tuple[list[int], float, float, bool]]:
+    """The ranked moves on the page: tiles, value, regret (full precision), policy's move."""
+    rows = browser.find_elements("css selector", "#moves tr")
+    return [
+        (
+            [int(t) for t in row.get_attribute("data-move").split(",")],
+            float(row.get_attribute("data-value")),
+            float(row.get_attribute("data-regret")),
+            row.get_attribute("data-best") == "true",
+        )
+        for row in rows
+    ]
+
+
+def cli_moves(data: Path, variant: str, tiles: str, roll: int) -> list[tuple[list[int], float]]:
+    """The moves `stb-pipeline move` prints, in its order (values to 12 digits)."""
+    result: Result = invoke(["move", "--variant", variant, "--data-dir", data, tiles, str(roll)])
+    assert result.code == 0, result.stderr
+    rows = re.findall(r"│\s*(\[[\d, ]+\])\s*│[^│]*│\s*([-\d.e+]+)\s*│", result.stdout)
+    return [([int(t) for t in re.findall(r"\d+", move)], float(value)) for move, value in rows]
+
+
+def assert_same_as_move(browser: Any, data: Path, variant: str, tiles: str, roll: int) -> None:
+    """The page's ranked moves are those of `stb-pipeline move`: tiles, order, values."""
+    shown = shown_moves(browser)
+    printed = cli_moves(data, variant, tiles, roll)
+    assert [m for m, *_ in shown] == [m for m, _ in printed]
+    for (_, value, *_), (_, cli_value) in zip(shown, printed, strict=True):
+        assert value == pytest.approx(cli_value, abs=1e-9)
+    # the full-precision answer behind `move`: values and regrets to the last bit
+    advice = answers.best_move(data, get_variant(variant), tiles, roll)
+    exact = [(r["move"], r["value"], r["regret"]) for r in advice.moves.iter_rows(named=True)]
+    assert [(m, v, r) for m, v, r, _ in shown] == exact
+    assert [m for m, *_, best in shown if best] == [advice.best_move]
+
+
+def test_browser_classic_by_clicks(browser: Any, page: Path, data: Path) -> None:
+    open_page(browser, page)
+    browser.find_element("id", "variant").send_keys("classic")
+    for tile in (6, 7, 8, 9):
+        click(browser, f'.tile[data-tile="{tile}"]')
+    click(browser, '#rolls [data-roll="7"]')
+    assert browser.execute_script("return location.hash") == "#classic/12345/7"
+    value = float(browser.find_element("id", "value").get_attribute("data-value"))
+    assert value == answers.expect(data, get_variant("classic"), "12345").value
+    assert_same_as_move(browser, data, "classic", "12345", 7)
+    # playing the best move (shut 3 and 4) goes to 125, ready for the next roll
+    click(browser, "#moves tr.best button")
+    assert browser.execute_script("return location.hash") == "#classic/125"
+    assert not shown_moves(browser)
+
+
+def test_browser_keyboard_toggles_a_tile(browser: Any, page: Path) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    open_page(browser, page, "#classic/123456789")
+    tile = browser.find_element("css selector", '.tile[data-tile="9"]')
+    tile.send_keys(Keys.SPACE)
+    assert tile.get_attribute("aria-pressed") == "true"
+    assert browser.execute_script("return location.hash") == "#classic/12345678"
+    tile.send_keys(Keys.ENTER)
+    assert tile.get_attribute("aria-pressed") == "false"
+
+
+def test_browser_lever_dice_choice(browser: Any, page: Path, data: Path) -> None:
+    open_page(browser, page, "#lever")
+    for tile in (7, 8, 9):
+        click(browser, f'.tile[data-tile="{tile}"]')
+    dice = browser.find_elements("css selector", "#dice [data-dice]")
+    assert [d.get_attribute("data-dice") for d in dice] == ["1", "2"]
+    click(browser, '#dice [data-dice="1"]')
+    rolls = browser.find_elements("css selector", "#rolls [data-roll]")
+    assert [r.get_attribute("data-roll") for r in rolls] == ["1", "2", "3", "4", "5", "6"]
+    click(browser, '#rolls [data-roll="1"]')
+    assert browser.execute_script("return location.hash") == "#lever/123456/1/1"
+    assert_same_as_move(browser, data, "lever", "123456", 1)
+    # the state's value is the better of its two dice choices
+    choices = [browser.execute_script(f"return diceValue(state.v, 63, {d})") for d in (1, 2)]
+    assert max(choices) == pytest.approx(answers.expect(data, get_variant("lever"), "123456").value)
+
+
+@pytest.mark.parametrize(
+    ("variant", "tiles", "roll"),
+    [
+        ("classic", "123457", 9),  # the policy's move trails a tie by 1.4e-17: ranked second
+        ("classic", "1456", 11),  # an exact tie: the policy's move first
+        ("classic", "123456789", 12),
+        ("lever", "1237", 8),
+        ("lever", "123", 5),
+    ],
+)
+def test_browser_shared_links(
+    browser: Any, page: Path, data: Path, variant: str, tiles: str, roll: int
+) -> None:
+    open_page(browser, page, f"#{variant}/{tiles}/{roll}")
+    assert_same_as_move(browser, data, variant, tiles, roll)
+
+
+def test_browser_stuck_roll(browser: Any, page: Path) -> None:
+    open_page(browser, page, "#classic/9/4")
+    status = browser.find_element("id", "moves-status")
+    assert status.get_attribute("data-stuck") == "true" and "score 9" in status.text
+    assert not shown_moves(browser)
+
+
+def test_browser_screenshot(browser: Any, page: Path, tmp_path: Path) -> None:
+    open_page(browser, page, "#classic/12345/7")
+    shot = tmp_path / "explorer.png"
+    assert browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 20_000  # a drawn page, not a blank one
+    if target := os.environ.get("STB_EXPLORER_SHOT"):  # to look at it: STB_EXPLORER_SHOT=x.png
+        shutil.copy(shot, target)
+
+
+def test_browser_dice_choice_by_keyboard_and_link(browser: Any, page: Path) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    open_page(browser, page, "#lever/123456//1")
+    one = browser.find_element("css selector", '#dice [data-dice="1"]')
+    assert one.get_attribute("aria-checked") == "true"
+    one.send_keys(Keys.ARROW_RIGHT)  # radio group: arrows move the choice
+    two = browser.find_element("css selector", '#dice [data-dice="2"]')
+    assert two.get_attribute("aria-checked") == "true"
+    assert browser.switch_to.active_element == two
+    assert browser.execute_script("return location.hash") == "#lever/123456//2"
