@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write a self-contained HTML report with PNG charts of the solved tables.
 
-        Example: stb-pipeline report --out report/
+        Example: stb-pipeline report --out data/report
         """
         from pipeline.analysis.report import build_report  # matplotlib loads only for this command
 
