@@ -25,6 +25,7 @@ from pipeline.analysis import sql
 from pipeline.analysis.schema_docs import TABLES
 from pipeline.cli.app import app
 from pipeline.errors import PipelineError
+from pipeline.games.base import Game
 from pipeline.games.registry import REGISTRY
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,6 +55,16 @@ def commands() -> set[str]:
     """The names of every `stb-pipeline` command."""
     group = typer.main.get_command(app)
     return set(group.commands)  # type: ignore[attr-defined]
+
+
+def subcommands() -> set[str]:
+    """The names of the commands inside command groups (`knucklebones tree`, ...)."""
+    group = typer.main.get_command(app)
+    return {
+        name
+        for sub in group.commands.values()  # type: ignore[attr-defined]
+        for name in getattr(sub, "commands", {})
+    }
 
 
 def test_every_command_in_the_readme_exists_and_every_command_is_documented() -> None:
@@ -108,6 +119,8 @@ def test_every_table_and_column_named_exists_in_a_build(built: Path, page: str) 
         | set(REGISTRY)
         | {name for name, _ in sql.list_queries()}
         | commands()
+        | subcommands()
+        | {name for name in dir(Game) if not name.startswith("_")}  # the hooks a game defines
         | api_names
         | params
         | PLAIN_WORDS
