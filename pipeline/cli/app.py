@@ -278,6 +278,7 @@ METAVARS: dict[Any, str] = {
     float: "X",
     Path: "PATH",
     "int": "N",
+    "integer": "N",
     "float": "X",
     "path": "PATH",
 }
