@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant
-from pipeline.store.layout import settle, table_path
+from pipeline.store.layout import settle, table_path, variant_file
 
 if TYPE_CHECKING:
     import polars as pl
@@ -54,12 +54,12 @@ class MoveAdvice:
         """:attr:`rows` as a polars DataFrame (columns move, next_tiles, value, regret, is_best)."""
         import polars as pl
 
-        schema = {
+        schema: dict[str, pl.DataType] = {
             "move": pl.List(pl.Int64),
-            "next_tiles": pl.String,
-            "value": pl.Float64,
-            "regret": pl.Float64,
-            "is_best": pl.Boolean,
+            "next_tiles": pl.String(),
+            "value": pl.Float64(),
+            "regret": pl.Float64(),
+            "is_best": pl.Boolean(),
         }
         return pl.DataFrame(self.rows, schema=schema, orient="row")
 
@@ -68,8 +68,8 @@ def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -
     """Rows of ``table`` for ``variant`` matching ``where`` (DuckDB, bound parameters)."""
     import duckdb
 
-    path = table_path(data_dir, table)
     settle(data_dir)
+    path = variant_file(data_dir, table, variant)
     if not path.exists():
         raise TablesMissingError(
             f"{path} does not exist: run `stb-pipeline build --variant {variant}` "

@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from pipeline.errors import TablesMissingError, UsageError
+from pipeline.store.layout import OWN_DIR, table_files
 
 #: The query library ships inside the package (also reachable as queries/ in the source tree).
 QUERIES_DIR = Path(str(resources.files("pipeline") / "queries"))
@@ -60,16 +61,18 @@ def connect(data_dir: Path, params: dict[str, Any] | None = None) -> duckdb.Duck
     for key, value in (params or {}).items():
         if value is not None:
             con.execute(f"set variable {key} = $v", {"v": value})
-    for path in sorted(Path(data_dir).glob("*.parquet")):
-        if not path.stem.isidentifier():
-            continue
-        # Views cannot take prepared parameters; a variable carries the path instead.
-        con.execute(f"set variable path_{path.stem} = $v", {"v": str(path)})
+    data = Path(data_dir)
+    names = {p.stem for p in [*data.glob("*.parquet"), *data.glob(f"{OWN_DIR}/*/*.parquet")]}
+    for name in sorted(n for n in names if n.isidentifier()):
+        # Views cannot take prepared parameters; a variable carries the files instead: the
+        # shared file and the variants' own files, read as one table.
+        files = [str(f) for f in table_files(data, name)]
+        con.execute(f"set variable path_{name} = $v", {"v": files})
         con.execute(
-            f"create view {path.stem} as "
-            f"select * from read_parquet(getvariable('path_{path.stem}'))"
+            f"create view {name} as "
+            f"select * from read_parquet(getvariable('path_{name}'), union_by_name = true)"
         )
-    if (Path(data_dir) / "states.parquet").is_file():
+    if table_files(data, "states"):
         con.execute(RULES_VIEW.replace("$path", "getvariable('path_states')"))
     return con
 

@@ -22,7 +22,7 @@ from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves
-from pipeline.store import manifest, tables
+from pipeline.store import layout, manifest, tables
 
 STAGES = ("enumerate", "edges", "solve", "policy")
 #: Which tables each stage writes.
@@ -137,8 +137,8 @@ def policy_rows(
 
     Without ``with_moves`` the moves table is not built (None). A policy of more than
     :data:`pipeline.store.tables.STREAM_ROWS` nodes comes as
-    :class:`~pipeline.store.tables.ChunkedRows`, built a slice of nodes
-    at a time while it is written.
+    :class:`~pipeline.store.tables.ChunkedRows`,
+    built a slice of nodes at a time while it is written.
     """
     g, sol = s.graph, s.solve()
     best, n_optimal = best_moves(g, sol)
@@ -304,7 +304,7 @@ def run(
                 continue
             frames = stage_frames(s, stages)
             for name, frame in frames.items():
-                pending.setdefault(name, {})[variant.name] = frame
+                pending.setdefault(table_key(variant, name), {})[variant.name] = frame
             rules[variant.name] = game.rules()
             report = _report(s, stages, frames, time.perf_counter() - t0)
             reports.append(report)
@@ -351,6 +351,18 @@ def _report(
         seconds,
         note,
     )
+
+
+#: Tables a variant stored on its own (Variant.separate) keeps in its own files; the summary and
+#: benchmark rows stay in the shared files whatever the variant.
+OWN_TABLES = frozenset({"states", "edges", "policy", "moves", "reach", "node_reach"})
+
+
+def table_key(variant: Variant, table: str) -> str:
+    """Where ``variant``'s rows of ``table`` go: the shared file, or the variant's own file."""
+    if variant.separate and table in OWN_TABLES:
+        return layout.own_key(variant.name, table)
+    return table
 
 
 def _skipped_report(name: str, record: dict) -> StageReport:

@@ -32,6 +32,9 @@ class Variant:
     in_all: bool = True
     #: The game family (sub-package of pipeline.games) the variant belongs to.
     family: str = ""
+    #: Whether its tables live in files of their own (variants/<name>/), so that building it
+    #: rewrites no other variant's rows and rebuilding another never rewrites its (large) rows.
+    separate: bool = False
     #: The game's state codec when it needs no game object: (text, **extra) -> state id.
     #: Lets a lookup on built tables parse its argument without building the game.
     parse: Callable[..., int] | None = None

@@ -91,8 +91,8 @@ def layers(keys: np.ndarray, order: np.ndarray) -> list[Index]:
     order inside each layer.
     """
     if bool(np.all(np.diff(keys) >= 0)):
-        bounds = [*np.searchsorted(keys, order, side="left").tolist(), keys.shape[0]]
-        return [slice(bounds[i], bounds[i + 1]) for i in range(order.shape[0])]
+        edges = [*np.searchsorted(keys, order, side="left").tolist(), keys.shape[0]]
+        return [slice(edges[i], edges[i + 1]) for i in range(order.shape[0])]
     perm = np.argsort(keys, kind="stable")
     bounds = np.append(np.searchsorted(keys[perm], order, side="left"), perm.shape[0])
     return [perm[bounds[i] : bounds[i + 1]] for i in range(order.shape[0])]

@@ -97,6 +97,35 @@ def recover(data_dir: Path) -> None:
             raise PipelineError(
                 f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
             ) from None
-    for stray in data_dir.glob(".*.tmp"):
+    for stray in [*data_dir.glob(".*.tmp"), *data_dir.glob(f"{OWN_DIR}/*/.*.tmp")]:
         if not _pid_alive(_tmp_pid(stray)):
             stray.unlink(missing_ok=True)
+
+
+#: Folder of the data directory that holds the variants stored in files of their own (large
+#: boards and big custom rule sets), one sub-folder each: variants/<variant>/<table>.parquet.
+OWN_DIR = "variants"
+
+
+def own_key(variant: str, table: str) -> str:
+    """The key (path below the data directory, without .parquet) of a variant's own table."""
+    return f"{OWN_DIR}/{variant}/{table}"
+
+
+def logical_name(key: str) -> str:
+    """The table a key names: ``policy`` for both ``policy`` and ``variants/x/policy``."""
+    return key.rsplit("/", 1)[-1]
+
+
+def table_files(data_dir: Path, table: str) -> list[Path]:
+    """Every file holding rows of ``table``: the shared file, then the variants' own files."""
+    data_dir = Path(data_dir)
+    shared = table_path(data_dir, table)
+    own = sorted(data_dir.glob(f"{OWN_DIR}/*/{table}.parquet"))
+    return ([shared] if shared.exists() else []) + own
+
+
+def variant_file(data_dir: Path, table: str, variant: str) -> Path:
+    """The file holding ``variant``'s rows of ``table``: its own file if it has one."""
+    own = table_path(data_dir, own_key(variant, table))
+    return own if own.exists() else table_path(data_dir, table)

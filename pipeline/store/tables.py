@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ import polars as pl
 
 from pipeline import __version__
 from pipeline.errors import PipelineError, TableError, TablesMissingError
-from pipeline.store import manifest
+from pipeline.store import manifest, schema
 from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
     _fsync_dir,
     _pid_alive,
@@ -43,9 +43,12 @@ from pipeline.store.layout import (  # noqa: F401  (part of this module's interf
     LOCK_TIMEOUT_S,
     data_lock,
     ensure_writable,
+    logical_name,
     recover,
     settle,
+    table_files,
     table_path,
+    variant_file,
 )
 
 if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
@@ -107,33 +110,41 @@ def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
 def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.DataFrame:
     """Table ``name`` as a polars DataFrame, only ``variant``'s rows when given.
 
+    Reads the shared file and the variants' own files (``variants/<variant>/<name>.parquet``).
     TablesMissingError when the table (or the variant in it) has not been built.
     """
-    path = table_path(data_dir, name)
     settle(data_dir)
-    if not path.exists():
+    files = [variant_file(data_dir, name, variant)] if variant else table_files(data_dir, name)
+    files = [f for f in files if f.exists()]
+    if not files:
         hint = variant or "all"
         raise TablesMissingError(
-            f"{path} does not exist: run `stb-pipeline build --variant {hint}` "
+            f"{table_path(data_dir, name)} does not exist: run `stb-pipeline build --variant "
+            f"{hint}` (or build with the same custom rule options) first"
+        )
+    frames = [_read_file(path, variant) for path in files]
+    frame = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    if variant is not None and frame.height == 0:
+        raise TablesMissingError(
+            f"{files[0]} has no rows for variant {variant!r}: "
+            f"run `stb-pipeline build --variant {variant}` "
             "(or build with the same custom rule options) first"
         )
+    return frame
+
+
+def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
+    """One table file's rows (only ``variant``'s when given); TableError when unreadable."""
     try:
         lazy = pl.scan_parquet(path)
         if variant is not None:
             lazy = lazy.filter(pl.col("variant") == variant)
-        frame = lazy.collect()
+        return lazy.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TableError(
             f"{path} is not a readable table ({first}); move it away and rebuild"
         ) from None
-    if variant is not None and frame.height == 0:
-        raise TablesMissingError(
-            f"{path} has no rows for variant {variant!r}: "
-            f"run `stb-pipeline build --variant {variant}` "
-            "(or build with the same custom rule options) first"
-        )
-    return frame
 
 
 def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
@@ -164,7 +175,7 @@ def replace_rows(
 def merged_rows(
     data_dir: Path,
     name: str,
-    frames: dict[str, pl.DataFrame | ChunkedRows],
+    frames: Mapping[str, pl.DataFrame | ChunkedRows],
     rules: dict[str, dict[str, Any]],
 ) -> pa.Table | StagedTable:
     """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are;
@@ -179,8 +190,11 @@ def merged_rows(
     path = table_path(data_dir, name)
     if name not in ROW_KEYS and _large_merge(path, frames):
         return _stream_merged(path, frames, rules)
+    # below STREAM_ROWS every new variant's rows are one DataFrame (_large_merge says so)
+    small = {v: f for v, f in frames.items() if isinstance(f, pl.DataFrame)}
     old = read_arrow(data_dir, name)
-    kept: list[pl.DataFrame] = []
+    canonical = schema.empty_frame(logical_name(name))
+    kept: list[pl.DataFrame] = [] if canonical is None else [canonical]
     all_rules: dict[str, Any] = {}
     if old is not None:
         if "variant" not in old.column_names:
@@ -188,12 +202,12 @@ def merged_rows(
         all_rules = json.loads((old.schema.metadata or {}).get(RULES_KEY, b"{}"))
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
-        kept.append(_kept_rows(path, name, old_frame, frames))
+        kept.append(_kept_rows(path, name, old_frame, small))
     for variant in frames:
         all_rules.pop(variant, None)
     all_rules.update({v: r for v, r in rules.items() if v in frames})
-    pieces = [f for f in kept if f.height] + [
-        f.select(pl.lit(v).alias("variant"), pl.exclude("variant")) for v, f in frames.items()
+    pieces = [f for f in kept if f.height or f is canonical] + [
+        f.select(pl.lit(v).alias("variant"), pl.exclude("variant")) for v, f in small.items()
     ]
     try:
         merged = pl.concat(pieces, how="diagonal_relaxed") if pieces else pl.DataFrame()
@@ -234,15 +248,16 @@ def commit(
     try:
         for name, table in new_tables.items():
             final = table_path(data_dir, name)
+            final.parent.mkdir(parents=True, exist_ok=True)  # a variant's own folder
             tmp = _tmp_name(final)
-            renames.append((tmp.name, final.name))
+            renames.append((_relative(tmp, data_dir), _relative(final, data_dir)))
             if isinstance(table, StagedTable):
                 if name in manifest.TIMING_COLUMNS or table.path != tmp:
                     raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
                 digest = manifest.file_sha256(tmp)
                 counts = sorted(table.variants.items())
                 new_manifest["tables"][name] = {
-                    "file": final.name,
+                    "file": _relative(final, data_dir),
                     "rows": table.num_rows,
                     "sha256": digest,
                     "content_sha256": digest,
@@ -255,7 +270,7 @@ def commit(
             assert isinstance(variants, pl.DataFrame)
             counts = variants.group_by("variant").len().sort("variant").rows()
             new_manifest["tables"][name] = {
-                "file": final.name,
+                "file": _relative(final, data_dir),
                 "rows": table.num_rows,
                 "sha256": digest,
                 "content_sha256": (
@@ -269,7 +284,11 @@ def commit(
         variants_now.update(variant_records or {})
         for variant in list(variants_now):
             # a variant whose rows a table no longer holds is no longer fully built
-            held = {t for t, e in new_manifest["tables"].items() if variant in e["variants"]}
+            held = {
+                logical_name(t)
+                for t, e in new_manifest["tables"].items()
+                if variant in e["variants"]
+            }
             if not set(variants_now[variant].get("tables", {})) <= held:
                 del variants_now[variant]
         journal = {"renames": renames, "manifest": new_manifest}
@@ -283,6 +302,11 @@ def commit(
     recover(data_dir)
 
 
+def _relative(path: Path, data_dir: Path) -> str:
+    """``path`` below ``data_dir``, as the journal and the manifest write it."""
+    return path.relative_to(data_dir).as_posix()
+
+
 def _drop_staged(
     data_dir: Path, new_tables: dict[str, Any], renames: list[tuple[str, str]]
 ) -> None:
@@ -294,7 +318,7 @@ def _drop_staged(
             table.path.unlink(missing_ok=True)
 
 
-def _large_merge(path: Path, frames: dict[str, pl.DataFrame | ChunkedRows]) -> bool:
+def _large_merge(path: Path, frames: Mapping[str, pl.DataFrame | ChunkedRows]) -> bool:
     """Whether a merge into ``path`` is big enough to be written slice by slice."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -319,7 +343,7 @@ def _slices(frame: pl.DataFrame | ChunkedRows) -> Iterator[pl.DataFrame]:
 
 def _stream_merged(
     path: Path,
-    frames: dict[str, pl.DataFrame | ChunkedRows],
+    frames: Mapping[str, pl.DataFrame | ChunkedRows],
     rules: dict[str, dict[str, Any]],
 ) -> StagedTable:
     """:func:`merged_rows` for large tables: the old file read and the merge written in slices.
@@ -333,7 +357,8 @@ def _stream_merged(
 
     old = None
     all_rules: dict[str, Any] = {}
-    empties: list[pl.DataFrame] = []
+    canonical = schema.empty_frame(logical_name(path.stem))
+    empties: list[pl.DataFrame] = [] if canonical is None else [canonical]
     try:
         if path.exists():
             old = pq.ParquetFile(path)
@@ -355,8 +380,8 @@ def _stream_merged(
         all_rules.pop(variant, None)
     all_rules.update({v: r for v, r in rules.items() if v in frames})
     for frame in frames.values():
-        schema = frame.schema
-        empty = pl.DataFrame(schema=schema)
+        new_schema = frame.schema
+        empty = pl.DataFrame(schema=new_schema)
         empties.append(
             empty.select(pl.lit("", dtype=pl.String).alias("variant"), pl.exclude("variant"))
         )
@@ -370,6 +395,7 @@ def _stream_merged(
     meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
     meta[VERSION_KEY] = __version__.encode()
     arrow_schema = arrow_schema.with_metadata(meta)
+    path.parent.mkdir(parents=True, exist_ok=True)  # a variant's own folder
     tmp = _tmp_name(path)
     counts: dict[str, int] = {}
     last = [""]

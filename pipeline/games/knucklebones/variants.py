@@ -15,7 +15,9 @@ def knucklebones(name: str, description: str, in_all: bool = True, **rules: Any)
 
         return Knucklebones(KnuckleRules(**rules))
 
-    return register(Variant(name, description, make, in_all, family="knucklebones"))
+    # the boards left out of `all` hold tens of millions of rows: they get files of their own
+    variant = Variant(name, description, make, in_all, family="knucklebones", separate=not in_all)
+    return register(variant)
 
 
 knucklebones(

@@ -26,6 +26,10 @@ CUSTOM_RULE_OPTIONS: dict[str, tuple[type, str]] = {
 }
 
 
+#: Custom boxes of this many tiles or more (65,536 states and up) are stored in files of their
+#: own, so that a big custom build never rewrites the shared tables' rows, nor they its.
+SEPARATE_TILES = 16
+
 #: What a custom variant name may look like (it is written in tables and typed in --variant).
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -66,7 +70,10 @@ def custom_variant(rules: Any, name: str | None = None) -> Variant:
         return ShutTheBox(rules)
 
     parse = partial(parse_open_tiles, n_tiles=rules.tiles)
-    return Variant(label, "custom rule set", make, in_all=False, family="shutbox", parse=parse)
+    separate = rules.tiles >= SEPARATE_TILES
+    return Variant(
+        label, "custom rule set", make, False, family="shutbox", separate=separate, parse=parse
+    )
 
 
 #: A name that :meth:`RuleSet.slug` writes, read back (the objective may be left out: shut).

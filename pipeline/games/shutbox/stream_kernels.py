@@ -1,0 +1,492 @@
+"""Compiled kernels of the streamed Shut the Box solve (numba); see shutbox_stream.
+
+The rules reach the kernels as small arrays (a rule vector, dice counts, the candidate moves of
+each roll, largest mask first). Each kernel handles one chunk of one layer (states with the same
+number of open tiles), in parallel over its states: a layer reads only lower layers' values.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from numba import njit, prange
+
+from pipeline.solve.tolerance import TIE_TOLERANCE
+
+# OpenMP workers spin while they wait by default: on a busy machine an idle worker then holds
+# a core the last worker of a layer needs (a 4,096-state box took 0.57 s instead of 2 ms).
+# Waiting workers sleep instead; read when numba starts its threads, at the first kernel.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+# Slots of the integer rule vector the kernels read (one array keeps their signatures short).
+R_TILES, R_MODE, R_SUM, R_NEED, R_OBJECTIVE, R_TARGET, R_SCORING = range(7)
+#: Bits of a state's availability pattern: which choices (one die, the usual dice) it may roll.
+ONE, USUAL = 1, 2
+
+
+#: The policy columns the kernel fills: state_id (int64), roll (int16), best_move_mask (int32,
+#: -1 when stuck), next_state_id (int64, -1 when stuck), value (float64), n_optimal (int16),
+#: n_moves (int16), stuck (bool).
+NodeColumns = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+NODE_DTYPES = (np.int64, np.int16, np.int32, np.int64, np.float64, np.int16, np.int16, np.bool_)
+
+
+def new_nodes(n: int) -> NodeColumns:
+    """Empty policy columns for ``n`` nodes (see :data:`NodeColumns`)."""
+    a, b, c, d, e, f, g, h = (np.empty(n, dtype=t) for t in NODE_DTYPES)
+    return a, b, c, d, e, f, g, h
+
+
+# -- per-state rules, compiled ---------------------------------------------------------------
+
+
+@njit(cache=True)
+def _open_sum(s: int, tiles: int) -> int:
+    total = 0
+    for i in range(tiles):
+        if (s >> i) & 1:
+            total += i + 1
+    return total
+
+
+@njit(cache=True)
+def _score(s: int, rule: np.ndarray) -> int:
+    """Final score when stuck in ``s``: the open sum, or the open tiles read as digits."""
+    if rule[R_SCORING] == 0:
+        return _open_sum(s, rule[R_TILES])
+    score = 0
+    for i in range(rule[R_TILES]):
+        if (s >> i) & 1:
+            score = score * 10 + i + 1
+    return score
+
+
+@njit(cache=True)
+def stuck_value(s: int, rule: np.ndarray) -> float:
+    """The objective applied to the final score of ``s`` (as ShutTheBox.stuck_values)."""
+    score = _score(s, rule)
+    if rule[R_OBJECTIVE] == 0:
+        return 1.0 if score == 0 else 0.0
+    if rule[R_OBJECTIVE] == 2:
+        return 1.0 if score <= rule[R_TARGET] else 0.0
+    return float(score)
+
+
+@njit(cache=True)
+def _pattern(s: int, rule: np.ndarray) -> int:
+    """Which choices state ``s`` may roll (bits ONE, USUAL), as ShutTheBox.dice_available."""
+    if s == 0:
+        return 0
+    cond = True
+    if rule[R_SUM] >= 0:
+        cond = _open_sum(s, rule[R_TILES]) <= rule[R_SUM]
+    if rule[R_NEED] != 0 and (s & rule[R_NEED]) != 0:
+        cond = False
+    mode = rule[R_MODE]
+    if mode == 0:
+        return USUAL
+    if mode == 1:
+        return ONE if cond else USUAL
+    return (ONE | USUAL) if cond else USUAL
+
+
+@njit(cache=True)
+def layer_ids(tiles: int, k: int, out: np.ndarray) -> None:
+    """Every id with ``k`` of ``tiles`` bits set, increasing (Gosper's hack)."""
+    if k == 0:
+        out[0] = 0
+        return
+    s = (1 << k) - 1
+    for i in range(out.shape[0]):
+        out[i] = s
+        low = s & -s
+        ripple = s + low
+        s = (((ripple ^ s) >> 2) // low) | ripple
+
+
+# -- summation in NumPy's order --------------------------------------------------------------
+
+
+@njit(cache=True)
+def _pairwise_block(a: np.ndarray, lo: int, n: int) -> float:
+    """NumPy's pairwise_sum for n <= 128 (eight running sums, then a fixed tree)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def _reduceat_sum(a: np.ndarray, n: int) -> float:
+    """``np.add.reduceat`` of one run ``a[:n]``: the first term plus a pairwise sum of the rest.
+
+    At most 8 dice of 20 sides give 153 totals, so one split of the pairwise sum suffices.
+    """
+    m = n - 1
+    if m <= 128:
+        return a[0] + _pairwise_block(a, 1, m)
+    half = m // 2
+    half -= half % 8
+    return a[0] + (_pairwise_block(a, 1, half) + _pairwise_block(a, 1 + half, m - half))
+
+
+# -- the layer kernel ------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _node(
+    s: int, r: int, value: np.ndarray, sub_masks: np.ndarray, sub_start: np.ndarray, maxi: bool
+) -> tuple[float, int]:
+    """Best successor value of state ``s`` after roll ``r``, and the number of legal moves."""
+    best = 0.0
+    found = 0
+    for k in range(sub_start[r], sub_start[r + 1]):
+        m = sub_masks[k]
+        if s & m == m:
+            v = value[s ^ m]
+            if found == 0 or (v > best if maxi else v < best):
+                best = v
+            found += 1
+    return best, found
+
+
+@njit(cache=True)
+def _node_ties(
+    s: int,
+    r: int,
+    value: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    cand: np.ndarray,
+) -> tuple[float, int, int, int]:
+    """As :func:`_node`, plus the preferred best move (the largest mask within the tie
+    tolerance, -1 when stuck) and how many moves tie; ``cand`` is scratch for the values."""
+    best = 0.0
+    found = 0
+    lo = sub_start[r]
+    for k in range(lo, sub_start[r + 1]):
+        m = sub_masks[k]
+        if s & m == m:
+            v = value[s ^ m]
+            cand[k - lo] = v
+            if found == 0 or (v > best if maxi else v < best):
+                best = v
+            found += 1
+        else:
+            cand[k - lo] = np.nan  # never within the tolerance: not a legal move
+    tol = TIE_TOLERANCE * max(1.0, abs(best))
+    pick = -1
+    n_opt = 0
+    for k in range(lo, sub_start[r + 1]):
+        if abs(cand[k - lo] - best) <= tol:
+            n_opt += 1
+            if pick < 0:  # masks come largest first
+                pick = sub_masks[k]
+    return best, found, pick, n_opt
+
+
+@njit(cache=True)
+def _choose(
+    g_one: float, g_usual: float, dice: np.ndarray, pattern: int, maxi: bool
+) -> tuple[float, int]:
+    """Best choice value and the chosen number of dice (ties to the larger number)."""
+    if pattern == ONE:
+        return g_one, dice[0]
+    if pattern == USUAL:
+        return g_usual, dice[1]
+    best = max(g_one, g_usual) if maxi else min(g_one, g_usual)
+    if abs(g_usual - best) <= TIE_TOLERANCE * max(1.0, abs(best)):
+        return best, dice[1]
+    return best, dice[0]
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def solve_chunk(
+    ids: np.ndarray,
+    value: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    st_out: np.ndarray,
+    node_start: np.ndarray,
+    nodes: NodeColumns,
+) -> None:
+    """Solve the states ``ids`` (one layer or part of one), whose successors are all valued.
+
+    Writes ``value[s]``; per state, ``st_out[i] = (dice chosen, number of choices, legal moves
+    over its rolls, edge rows)``. When ``node_start`` (per state, first node row, plus the end)
+    is not empty, the (state, roll) nodes of state ``i`` fill rows ``node_start[i]`` on of the
+    ``nodes`` columns (see :func:`new_nodes`), in increasing roll.
+    """
+    n = ids.shape[0]
+    width = count.shape[1]
+    want_nodes = node_start.shape[0] > 0
+    most = int(np.max(np.diff(sub_start)))
+    blocks = min(n, 64)  # a few blocks per thread: scratch arrays allocated once per block
+    for b in prange(blocks):
+        nv = np.empty(width)  # per roll: node value, number of legal moves
+        nm = np.zeros(width, dtype=np.int64)
+        scratch = np.empty(max(most, width))
+        for i in range(b * n // blocks, (b + 1) * n // blocks):
+            s = ids[i]
+            pattern = _pattern(s, rule)
+            j = node_start[i] if want_nodes else -1
+            moves = _state_nodes(
+                s, pattern, value, rule, count, sub_masks, sub_start, maxi, nv, nm, scratch,
+                nodes, j,
+            )  # fmt: skip
+            v, chosen, edges = _state_value(pattern, count, denom, dice, maxi, nv, nm, scratch)
+            value[s] = v
+            st_out[i, 0] = chosen
+            st_out[i, 1] = 2 if pattern == ONE | USUAL else 1
+            st_out[i, 2] = moves
+            st_out[i, 3] = edges
+
+
+@njit(cache=True)
+def _state_nodes(
+    s: int,
+    pattern: int,
+    value: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    nv: np.ndarray,
+    nm: np.ndarray,
+    scratch: np.ndarray,
+    nodes: NodeColumns,
+    j: int,
+) -> int:
+    """Value ``nv[r]`` and legal moves ``nm[r]`` of every roll state ``s`` can see; with
+    ``j >= 0`` also its policy rows from row ``j`` on. Returns the number of legal moves."""
+    stuck = stuck_value(s, rule)
+    moves = 0
+    for r in range(count.shape[1]):
+        if not _rolls(pattern, count, r):
+            continue
+        if j >= 0:
+            best, found, pick, n_opt = _node_ties(s, r, value, sub_masks, sub_start, maxi, scratch)
+            _put_node(nodes, j, s, r, best if found else stuck, pick, n_opt, found)
+            j += 1
+        else:
+            best, found = _node(s, r, value, sub_masks, sub_start, maxi)
+        nv[r] = best if found else stuck
+        nm[r] = found
+        moves += found
+    return moves
+
+
+@njit(cache=True)
+def _state_value(
+    pattern: int,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    maxi: bool,
+    nv: np.ndarray,
+    nm: np.ndarray,
+    terms: np.ndarray,
+) -> tuple[float, int, int]:
+    """The state's value over its dice choices, the choice made, and its number of edge rows
+    (each roll of each choice: its moves, or one pass row)."""
+    g_one = 0.0  # value of rolling one die, then of the usual dice
+    g_usual = 0.0
+    edges = 0
+    for c in range(2):
+        if pattern & (ONE if c == 0 else USUAL):
+            t = 0
+            for r in range(count.shape[1]):
+                if count[c, r] > 0:
+                    terms[t] = (count[c, r] / denom[c]) * nv[r]
+                    t += 1
+                    edges += max(nm[r], 1)
+            if c == 0:
+                g_one = _reduceat_sum(terms, t)
+            else:
+                g_usual = _reduceat_sum(terms, t)
+    v, chosen = _choose(g_one, g_usual, dice, pattern, maxi)
+    return v, chosen, edges
+
+
+@njit(cache=True)
+def _rolls(pattern: int, count: np.ndarray, r: int) -> bool:
+    """Whether a state with availability ``pattern`` can roll the total ``r``."""
+    return ((pattern & ONE) != 0 and count[0, r] > 0) or (
+        (pattern & USUAL) != 0 and count[1, r] > 0
+    )
+
+
+@njit(cache=True)
+def _put_node(
+    nodes: NodeColumns, j: int, s: int, r: int, v: float, pick: int, n_opt: int, found: int
+) -> None:
+    """Write policy row ``j``."""
+    state, roll, label, nxt, val, n_optimal, n_moves, stuck = nodes
+    state[j] = s
+    roll[j] = r
+    label[j] = pick
+    nxt[j] = s ^ pick if pick >= 0 else -1
+    val[j] = v
+    n_optimal[j] = n_opt
+    n_moves[j] = found
+    stuck[j] = pick < 0
+
+
+@njit(cache=True, parallel=True)
+def node_counts(ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray) -> np.ndarray:
+    """Number of (state, roll) nodes of each state: the rolls its choices can give."""
+    out = np.empty(ids.shape[0], dtype=np.int64)
+    for i in prange(ids.shape[0]):
+        out[i] = per_pattern[_pattern(ids[i], rule)]
+    return out
+
+
+@njit(cache=True)
+def layer_sizes(tiles: int) -> np.ndarray:
+    """Number of states with k open tiles, k = 0..tiles (binomial coefficients)."""
+    out = np.ones(tiles + 1, dtype=np.int64)
+    for k in range(1, tiles + 1):
+        out[k] = out[k - 1] * (tiles - k + 1) // k
+    return out
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def fill_moves(
+    ids: np.ndarray,
+    value: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    node_start: np.ndarray,
+    nd_roll: np.ndarray,
+    nd_label: np.ndarray,
+    nd_value: np.ndarray,
+    row_start: np.ndarray,
+    mv_int: np.ndarray,
+    mv_float: np.ndarray,
+) -> None:
+    """Every legal move of the chunk's nodes from ``row_start[i]`` on, largest mask first:
+    ``mv_int = (state, roll, mask, next state, is best)``, ``mv_float = (value, regret)``."""
+    for i in prange(ids.shape[0]):
+        s = ids[i]
+        row = row_start[i]
+        for j in range(node_start[i], node_start[i + 1]):
+            r = nd_roll[j]
+            best = nd_value[j]
+            for k in range(sub_start[r], sub_start[r + 1]):
+                m = sub_masks[k]
+                if s & m == m:
+                    v = value[s ^ m]
+                    mv_int[row, 0] = s
+                    mv_int[row, 1] = r
+                    mv_int[row, 2] = m
+                    mv_int[row, 3] = s ^ m
+                    mv_int[row, 4] = m == nd_label[j]
+                    mv_float[row, 0] = v
+                    mv_float[row, 1] = max((best - v) if maxi else (v - best), 0.0)
+                    row += 1
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def fill_edges(
+    ids: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    row_start: np.ndarray,
+    ed_int: np.ndarray,
+    ed_float: np.ndarray,
+) -> None:
+    """Every (state, dice, roll, move) edge from ``row_start[i]`` on, in the graph's order
+    (dice, then roll, then largest mask first; a roll with no move has one pass row):
+    ``ed_int = (state, dice, roll, mask or -1, next state or -1, sign)``,
+    ``ed_float = (probability, reward)``."""
+    width = count.shape[1]
+    for i in prange(ids.shape[0]):
+        s = ids[i]
+        pattern = _pattern(s, rule)
+        row = row_start[i]
+        for c in range(2):
+            if not pattern & (ONE if c == 0 else USUAL):
+                continue
+            for r in range(width):
+                if count[c, r] == 0:
+                    continue
+                prob = count[c, r] / denom[c]
+                first = row
+                for k in range(sub_start[r], sub_start[r + 1]):
+                    m = sub_masks[k]
+                    if s & m == m:
+                        _edge(ed_int, ed_float, row, s, dice[c], r, m, s ^ m, 1, prob, 0.0)
+                        row += 1
+                if row == first:
+                    _edge(ed_int, ed_float, row, s, dice[c], r, -1, -1, 0, prob,
+                          stuck_value(s, rule))  # fmt: skip
+                    row += 1
+
+
+@njit(cache=True)
+def _edge(
+    ed_int: np.ndarray,
+    ed_float: np.ndarray,
+    row: int,
+    s: int,
+    dice: int,
+    r: int,
+    m: int,
+    nxt: int,
+    sign: int,
+    prob: float,
+    reward: float,
+) -> None:
+    ed_int[row, 0] = s
+    ed_int[row, 1] = dice
+    ed_int[row, 2] = r
+    ed_int[row, 3] = m
+    ed_int[row, 4] = nxt
+    ed_int[row, 5] = sign
+    ed_float[row, 0] = prob
+    ed_float[row, 1] = reward
+
+
+@njit(cache=True, parallel=True)
+def state_numbers(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Open sum and final score of each state."""
+    open_sum = np.empty(ids.shape[0], dtype=np.int32)
+    score = np.empty(ids.shape[0], dtype=np.int64)
+    for i in prange(ids.shape[0]):
+        open_sum[i] = _open_sum(ids[i], rule[R_TILES])
+        score[i] = _score(ids[i], rule)
+    return open_sum, score

@@ -1,0 +1,112 @@
+"""One schema per table, whatever variants it holds (columns that do not apply are null).
+
+Every write puts these columns first, in this order and with these types, so downstream code
+reads the same columns from ``states.parquet`` whether or not, say, Double Shutter was built.
+A game may add columns of its own after them. `data/README.md` says what each column means
+(:mod:`pipeline.analysis.schema_docs`), and the `schema` contract checks the files against this.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+_TILES = "list[i8]"
+
+#: Table -> (column, type) in file order. Types: str, i8, i16, i32, i64, f64, bool, list[i8].
+COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "states": (
+        ("variant", "str"),
+        ("state_id", "i64"),
+        ("tiles", "str"),
+        ("open_tiles", _TILES),
+        ("n_open", "i16"),
+        ("open_sum", "i32"),
+        ("score", "i64"),
+        ("terminal", "bool"),
+        ("rank", "i32"),
+        ("objective", "str"),
+        ("maximise", "bool"),
+        ("value", "f64"),
+        ("dice", "i16"),
+        ("choice_options", "i16"),
+        ("residual", "f64"),
+        ("value_exact", "str"),
+        ("player", "i8"),
+        ("p1_score", "i16"),
+        ("state", "str"),
+        ("front_tiles", _TILES),
+        ("back_tiles", _TILES),
+        ("exposed_sum", "i32"),
+        ("mover_score", "i32"),
+        ("opponent_score", "i32"),
+    ),
+    "edges": (
+        ("variant", "str"),
+        ("state_id", "i64"),
+        ("tiles", "str"),
+        ("dice", "i16"),
+        ("roll", "i16"),
+        ("prob", "f64"),
+        ("move", _TILES),
+        ("next_state_id", "i64"),
+        ("next_tiles", "str"),
+        ("reward", "f64"),
+        ("sign", "i8"),
+        ("kind", "str"),
+    ),
+    "policy": (
+        ("variant", "str"),
+        ("state_id", "i64"),
+        ("tiles", "str"),
+        ("roll", "i16"),
+        ("stuck", "bool"),
+        ("best_move", _TILES),
+        ("next_state_id", "i64"),
+        ("next_tiles", "str"),
+        ("value", "f64"),
+        ("n_optimal", "i16"),
+        ("n_moves", "i16"),
+        ("kind", "str"),
+    ),
+    "moves": (
+        ("variant", "str"),
+        ("state_id", "i64"),
+        ("tiles", "str"),
+        ("roll", "i16"),
+        ("move", _TILES),
+        ("next_state_id", "i64"),
+        ("next_tiles", "str"),
+        ("value", "f64"),
+        ("regret", "f64"),
+        ("is_best", "bool"),
+    ),
+}
+
+
+def _dtype(code: str) -> pl.DataType:
+    import polars as pl
+
+    scalar = {
+        "str": pl.String(),
+        "i8": pl.Int8(),
+        "i16": pl.Int16(),
+        "i32": pl.Int32(),
+        "i64": pl.Int64(),
+        "f64": pl.Float64(),
+        "bool": pl.Boolean(),
+    }
+    if code.startswith("list["):
+        return pl.List(scalar[code[5:-1]])
+    return scalar[code]
+
+
+def empty_frame(table: str) -> pl.DataFrame | None:
+    """An empty frame with ``table``'s columns (None for a table without a fixed schema)."""
+    import polars as pl
+
+    if table not in COLUMNS:
+        return None
+    return pl.DataFrame(schema={name: _dtype(code) for name, code in COLUMNS[table]})

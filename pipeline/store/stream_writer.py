@@ -1,0 +1,234 @@
+"""Writing Parquet tables a batch at a time, so that memory does not grow with the table.
+
+Each batch (a dict of equal-length numpy columns, ``numpy.ma.MaskedArray`` for nulls) becomes
+Arrow arrays; batches are gathered into row groups of about :data:`ROW_GROUP_ROWS` rows, so a
+table of hundreds of millions of rows is never held whole. Every table is encoded by its own
+thread fed through a short queue: Parquet encoding releases the GIL, so it overlaps the producer
+(a compiled solve, also GIL-free) and the other tables, while at most :data:`QUEUE_BATCHES`
+batches per table wait in memory.
+
+A file is written under a hidden temporary name next to its final path and renamed into place
+only when every table is complete: on any exception (KeyboardInterrupt included) the temporary
+files are removed and the old files, if any, are left as they were.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.store.manifest import PARQUET_OPTIONS
+
+#: Rows per row group: pyarrow's default row group size, a few tens of MB per group.
+ROW_GROUP_ROWS = 1 << 20
+#: Batches waiting per table: enough to keep its thread busy, few enough to bound memory.
+QUEUE_BATCHES = 2
+#: The tables' Parquet settings (fixed, so that equal tables are equal bytes).
+WRITE_OPTIONS: dict[str, Any] = PARQUET_OPTIONS
+
+Columns = Mapping[str, np.ndarray]
+_DONE = object()
+
+
+def write_streamed(
+    path: Path | str,
+    batches: Iterable[Columns],
+    schema: pa.Schema,
+    constants: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> int:
+    """Write ``batches`` (numpy columns) to the Parquet file ``path`` with ``schema``.
+
+    A schema field missing from a batch is filled with its value in ``constants`` (e.g. the
+    variant name); ``options`` are ParquetWriter options (default :data:`WRITE_OPTIONS`).
+    Returns the number of rows written. The file appears only when complete.
+    """
+    rows = write_streamed_many(
+        {"t": Path(path)},
+        ({"t": b} for b in batches),
+        {"t": schema},
+        {"t": constants or {}},
+        {"t": options} if options else None,
+    )
+    return rows["t"]
+
+
+def write_streamed_many(
+    paths: Mapping[str, Path],
+    batches: Iterable[Any],
+    schemas: Mapping[str, pa.Schema],
+    constants: Mapping[str, Mapping[str, Any]] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, int]:
+    """Write several tables from one stream: each item maps a table name to its batch (or None),
+    as a mapping or as attributes (a :class:`pipeline.games.shutbox.stream.Batch`).
+
+    One pass over ``batches`` (e.g. a solve that yields the states and policy rows of each
+    layer together) writes every table in ``paths``; all files are renamed into place at the
+    end, or all temporary files removed on failure. Returns the rows written per table.
+    """
+    tmps = {name: _tmp_path(Path(p)) for name, p in paths.items()}
+    with contextlib.ExitStack() as stack:
+        stack.callback(_remove, tmps.values())  # runs on success too: then nothing is left
+        writers = {
+            name: stack.enter_context(
+                _TableThread(
+                    tmps[name],
+                    schemas[name],
+                    (constants or {}).get(name, {}),
+                    (options or {}).get(name) or WRITE_OPTIONS,
+                )
+            )
+            for name in paths
+        }
+        for item in batches:
+            for name, writer in writers.items():
+                cols = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+                if cols is not None:
+                    writer.put(cols)
+        for writer in writers.values():
+            writer.finish()
+        for name, tmp in tmps.items():
+            os.replace(tmp, paths[name])
+        return {name: w.rows for name, w in writers.items()}
+
+
+def record_batch(cols: Columns, schema: pa.Schema, constants: Mapping[str, Any]) -> pa.RecordBatch:
+    """One Arrow record batch of ``schema`` from numpy columns (masked entries become null)."""
+    n = len(next(iter(cols.values()))) if cols else 0
+    arrays = []
+    for f in schema:
+        if f.name in cols:
+            col = cols[f.name]
+            mask = np.ma.getmaskarray(col) if isinstance(col, np.ma.MaskedArray) else None
+            if mask is not None and not mask.any():
+                mask = None  # no validity bitmap when nothing is null
+            arrays.append(pa.array(np.ma.getdata(col), type=f.type, mask=mask))
+        elif f.name in constants and pa.types.is_dictionary(f.type):
+            dictionary = pa.array([constants[f.name]], type=f.type.value_type)
+            arrays.append(pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), dictionary))
+        elif f.name in constants:
+            arrays.append(pa.repeat(pa.scalar(constants[f.name], type=f.type), n))
+        else:
+            raise ValueError(f"no column {f.name!r} in the batch and no constant for it")
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _physical(schema: pa.Schema, constants: Mapping[str, Any]) -> pa.Schema:
+    """The schema as written: constant strings as dictionaries (a constant column then costs
+    one dictionary entry and run-length encoded zeros, instead of one string per row)."""
+    fields = [
+        f.with_type(pa.dictionary(pa.int32(), f.type))
+        if f.name in constants and pa.types.is_string(f.type)
+        else f
+        for f in schema
+    ]
+    return pa.schema(fields)
+
+
+class _TableThread:
+    """One table's ParquetWriter, fed batches through a bounded queue by a worker thread."""
+
+    def __init__(
+        self,
+        path: Path,
+        schema: pa.Schema,
+        constants: Mapping[str, Any],
+        options: Mapping[str, Any],
+    ) -> None:
+        self.schema, self.constants = _physical(schema, constants), constants
+        self.file = open(path, "wb")  # noqa: SIM115 (closed by finish or __exit__)
+        # The Arrow schema is not stored, so a constant written as a dictionary reads back as
+        # the schema's type (a string); the schema's key-value metadata is kept explicitly.
+        self.writer = pq.ParquetWriter(self.file, self.schema, store_schema=False, **options)
+        if schema.metadata:
+            self.writer.add_key_value_metadata(schema.metadata)
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BATCHES)
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.rows = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def __enter__(self) -> _TableThread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # On failure: stop the worker at its next batch, wait for it, close the file.
+        self.stop.set()
+        self.thread.join()
+        self.writer.close()
+        self.file.close()
+
+    def put(self, cols: Columns) -> None:
+        """Queue a batch; wait while the queue is full; re-raise the worker's error."""
+        while True:
+            self._check()
+            try:
+                self.queue.put(cols, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def finish(self) -> None:
+        """Write what is left, wait for the worker (re-raising its error), close the file and
+        flush it to disk."""
+        self.put(_DONE)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        self.writer.close()
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+
+    def _check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self.thread.is_alive():
+            raise RuntimeError("the table writer thread has stopped")
+
+    def _run(self) -> None:
+        pending: list[pa.RecordBatch] = []
+        try:
+            while not self.stop.is_set():
+                try:
+                    item = self.queue.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                if item is _DONE:
+                    self._flush(pending)
+                    return
+                pending.append(record_batch(item, self.schema, self.constants))
+                if sum(b.num_rows for b in pending) >= ROW_GROUP_ROWS:
+                    self._flush(pending)
+        except BaseException as exc:  # handed to the producer, which raises it
+            self.error = exc
+
+    def _flush(self, pending: list[pa.RecordBatch]) -> None:
+        """Write the pending batches as one row group."""
+        size = sum(b.num_rows for b in pending)
+        if size:
+            self.writer.write_table(pa.Table.from_batches(pending), row_group_size=size)
+            self.rows += size
+        pending.clear()
+
+
+def _tmp_path(final: Path) -> Path:
+    """A hidden temporary name next to ``final``, owned by this process."""
+    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
+
+
+def _remove(paths: Iterable[Path]) -> None:
+    for p in paths:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
