@@ -31,3 +31,15 @@ bench-sim *ARGS:
 # Knucklebones search: decision time by depth, our evaluation against the seed's
 bench-knucklebones:
     python benchmarks/bench_knucklebones.py
+
+# Whole builds (stb-pipeline build --tiles N --dice K) beside a plain numpy solve: time, peak memory
+bench-build *ARGS:
+    python benchmarks/bench_build.py {{ARGS}}
+
+# The streamed solver alone, 12..24 tiles, against a plain numpy solve in the same run
+bench-stream *ARGS:
+    python benchmarks/bench_stream.py {{ARGS}}
+
+# Start-up cost of the command line (--help, expect, move) beside a bare `python -c pass`
+bench-startup *ARGS:
+    python benchmarks/bench_startup.py {{ARGS}}

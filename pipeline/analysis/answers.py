@@ -142,14 +142,23 @@ def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: 
         r=roll,
     )
     keep = ("move", "next_tiles", "value", "regret", "is_best")
+    best_move = best["best_move"]
+    if variant.codec is not None and best.get("best_move_mask") is not None:
+        # a streamed build leaves the list columns null: its masks say the same
+        best_move = variant.codec.tiles(best["best_move_mask"])
+        for m in moves:
+            m["move"] = variant.codec.tiles(m["move_mask"])
+            m["next_tiles"] = variant.codec.text(m["next_state_id"])
     return MoveAdvice(
         variant.name,
         state,
-        row["tiles"],
+        row["tiles"]
+        if row["tiles"] is not None or variant.codec is None
+        else variant.codec.text(state),
         roll,
         row["objective"],
         best["value"],
-        best["best_move"],
+        best_move,
         [{k: m[k] for k in keep} for m in moves],
-        passes_turn=best["best_move"] is None and best["next_state_id"] is not None,
+        passes_turn=best_move is None and best["next_state_id"] is not None,
     )

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -24,6 +25,8 @@ matplotlib.use("Agg")  # before pyplot: render to files, never to a display
 
 import matplotlib.pyplot as plt
 import polars as pl
+from matplotlib.axes import Axes
+from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -146,52 +149,7 @@ def pshut_grid(t: Tables) -> Section:
     states = states.sort(
         ["n_open", "open_sum", "value", "tiles"], descending=[False, False, True, False]
     )
-    cells = states.group_by("n_open", "open_sum", maintain_order=True).agg("tiles", "value")
-    rows: dict[int, list[tuple[int, list[str], list[float]]]] = {}
-    for n, total, tiles_, values in cells.iter_rows():
-        rows.setdefault(n, []).append((total, tiles_, values))
-    width = max(len(r) for r in rows.values())
-    heights = {n: 1 + max(len(c[1]) for c in r) for n, r in rows.items()}
-    total_h = sum(heights.values())
-    fig = plt.figure(figsize=(1.25 * width + 0.8, 0.17 * total_h + 1.0))
-    ax = fig.add_axes((0.04, 0.01, 0.95, 1 - 0.9 / (0.17 * total_h + 1.0)))
-    cmap = plt.get_cmap("viridis")
-    top = max(states["value"].max() or 1.0, 1e-9)
-    y = 0.0
-    for n in sorted(rows):
-        ax.text(
-            -0.1, -(y + 0.5), f"{n} open", ha="right", va="center", fontsize=8, fontweight="bold"
-        )
-        for col, (total, tiles_, values) in enumerate(rows[n]):
-            ax.text(
-                col + 0.5,
-                -(y + 0.5),
-                f"sum {total}",
-                ha="center",
-                va="center",
-                fontsize=7,
-                fontweight="bold",
-            )
-            for k, (tl, v) in enumerate(zip(tiles_, values, strict=True)):
-                yy = y + 1 + k
-                shade = cmap(math.sqrt(v / top))
-                ax.add_patch(Rectangle((col + 0.03, -(yy + 1) + 0.05), 0.94, 0.9, color=shade))
-                ink = "black" if sum(shade[:3]) > 1.5 else "white"
-                # one monospace text per position: drawing text is what takes the time
-                ax.text(
-                    col + 0.07,
-                    -(yy + 0.5),
-                    f"{tl:<9}{v:>7.2%}",
-                    va="center",
-                    fontsize=6.5,
-                    color=ink,
-                    family="monospace",
-                )
-        y += heights[n]
-        ax.axhline(-y, color="#888888", linewidth=0.5)
-    ax.set_xlim(-0.9, width)
-    ax.set_ylim(-y, 0)
-    ax.axis("off")
+    fig = _grid_figure(_grid_rows(states), _top_value(states["value"]))
     fig.suptitle(
         "Classic Shut the Box: P(shut) from every position (open tiles, chance), "
         "by number of open tiles and their sum; best first in each cell",
@@ -210,20 +168,109 @@ def pshut_grid(t: Tables) -> Section:
     return Section("pshut_grid", "P(shut) for every classic position", text, fig, _html_table(best))
 
 
+#: A cell of the P(shut) grid: open sum, then the tiles and value of each position, best first.
+GridCell = tuple[int, list[str], list[float]]
+
+
+def _grid_rows(states: pl.DataFrame) -> dict[int, list[GridCell]]:
+    """The grid's cells by number of open tiles, in the order of the (sorted) states."""
+    cells = states.group_by("n_open", "open_sum", maintain_order=True).agg("tiles", "value")
+    rows: dict[int, list[GridCell]] = {}
+    for n, total, tiles_, values in cells.iter_rows():
+        rows.setdefault(n, []).append((total, tiles_, values))
+    return rows
+
+
+def _top_value(values: pl.Series) -> float:
+    """The top of the colour scale: the largest value (1 when none or 0), at least 1e-9."""
+    top = values.max()
+    return max(top if isinstance(top, float) and top else 1.0, 1e-9)
+
+
+def _grid_figure(rows: dict[int, list[GridCell]], top: float) -> Figure:
+    """The grid: a band per number of open tiles, a column per open sum, a box per position."""
+    width = max(len(r) for r in rows.values())
+    heights = {n: 1 + max(len(c[1]) for c in r) for n, r in rows.items()}
+    total_h = sum(heights.values())
+    fig = plt.figure(figsize=(1.25 * width + 0.8, 0.17 * total_h + 1.0))
+    ax = fig.add_axes((0.04, 0.01, 0.95, 1 - 0.9 / (0.17 * total_h + 1.0)))
+    cmap = plt.get_cmap("viridis")
+    y = 0.0
+    for n in sorted(rows):
+        ax.text(
+            -0.1, -(y + 0.5), f"{n} open", ha="right", va="center", fontsize=8, fontweight="bold"
+        )
+        for col, cell in enumerate(rows[n]):
+            _draw_cell(ax, col, y, cell, cmap, top)
+        y += heights[n]
+        ax.axhline(-y, color="#888888", linewidth=0.5)
+    ax.set_xlim(-0.9, width)
+    ax.set_ylim(-y, 0)
+    ax.axis("off")
+    return fig
+
+
+def _draw_cell(ax: Axes, col: int, y: float, cell: GridCell, cmap: Colormap, top: float) -> None:
+    """One cell of the grid, its top at ``-y``: the open sum, then a shaded box per position."""
+    total, tiles_, values = cell
+    ax.text(
+        col + 0.5,
+        -(y + 0.5),
+        f"sum {total}",
+        ha="center",
+        va="center",
+        fontsize=7,
+        fontweight="bold",
+    )
+    for k, (tl, v) in enumerate(zip(tiles_, values, strict=True)):
+        yy = y + 1 + k
+        shade = cmap(math.sqrt(v / top))
+        ax.add_patch(Rectangle((col + 0.03, -(yy + 1) + 0.05), 0.94, 0.9, color=shade))
+        ink = "black" if sum(shade[:3]) > 1.5 else "white"
+        # one monospace text per position: drawing text is what takes the time
+        ax.text(
+            col + 0.07,
+            -(yy + 0.5),
+            f"{tl:<9}{v:>7.2%}",
+            va="center",
+            fontsize=6.5,
+            color=ink,
+            family="monospace",
+        )
+
+
 def strategy_comparison(t: Tables) -> Section:
     """Exact win rates of each strategy, with simulation confidence intervals."""
     bench = t.need("benchmarks", why=" (stb-pipeline build writes its exact rows)")
     variant = "classic" if "classic" in bench["variant"].to_list() else bench["variant"][0]
     rows = bench.filter(pl.col("variant") == variant)
-    strategies = sorted(set(rows["strategy"].to_list()))
-    exact = {
-        r["strategy"]: r for r in rows.filter(pl.col("method") == "exact").iter_rows(named=True)
-    }
-    sim = {
-        r["strategy"]: r
-        for r in rows.filter(pl.col("method") == "simulation").iter_rows(named=True)
-    }
-    order = sorted(strategies, key=lambda s: -(exact.get(s) or sim.get(s) or {}).get("win_rate", 0))
+    exact = _rows_by_strategy(rows, "exact")
+    sim = _rows_by_strategy(rows, "simulation")
+    order = sorted(
+        sorted(set(rows["strategy"].to_list())),
+        key=lambda s: -(exact.get(s) or sim.get(s) or {}).get("win_rate", 0),
+    )
+    fig = _strategy_chart(str(variant), order, exact, sim)
+    keep = ("strategy", "method", "games", "win_rate", "ci_low", "ci_high", "seed")
+    table = _html_table(
+        rows.select([c for c in keep if c in rows.columns]).sort("strategy", "method")
+    )
+    text = "Bars: exact win rates; dots and whiskers: Monte Carlo estimates with their intervals."
+    return Section("strategies", "Strategy comparison", text, fig, table)
+
+
+def _rows_by_strategy(rows: pl.DataFrame, method: str) -> dict[str, dict[str, Any]]:
+    """The benchmark rows of one method (exact, simulation), by strategy."""
+    return {r["strategy"]: r for r in rows.filter(pl.col("method") == method).iter_rows(named=True)}
+
+
+def _strategy_chart(
+    variant: str,
+    order: list[str],
+    exact: dict[str, dict[str, Any]],
+    sim: dict[str, dict[str, Any]],
+) -> Figure:
+    """Horizontal bars of the exact win rates, with each simulation's interval over its bar."""
     fig, ax = plt.subplots(figsize=(9, 0.5 * len(order) + 1.8))
     ys = range(len(order))
     ax.barh(
@@ -237,19 +284,7 @@ def strategy_comparison(t: Tables) -> Section:
             rate = 100 * exact[s]["win_rate"]
             ax.text(rate, i, f" {rate:.3f}%", va="center", fontsize=8)
         if s in sim:
-            r = sim[s]
-            ax.errorbar(
-                100 * r["win_rate"],
-                i,
-                xerr=[
-                    [100 * (r["win_rate"] - r["ci_low"])],
-                    [100 * (r["ci_high"] - r["win_rate"])],
-                ],
-                fmt="o",
-                color="#d95f02",
-                capsize=4,
-                label="simulation (95% Wilson interval)" if i == 0 or s == order[0] else None,
-            )
+            _interval(ax, i, sim[s], labelled=i == 0 or s == order[0])
     ax.set_yticks(list(ys), order)
     ax.invert_yaxis()
     ax.set_xlabel("win rate, %")
@@ -257,17 +292,23 @@ def strategy_comparison(t: Tables) -> Section:
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=False))
     ax.legend(unique.values(), unique.keys(), loc="lower right")
-    table = _html_table(
-        rows.select(
-            [
-                c
-                for c in ("strategy", "method", "games", "win_rate", "ci_low", "ci_high", "seed")
-                if c in rows.columns
-            ]
-        ).sort("strategy", "method")
+    return fig
+
+
+def _interval(ax: Axes, i: int, r: dict[str, Any], labelled: bool) -> None:
+    """A simulation's estimate and 95% interval as a dot with whiskers on bar ``i``."""
+    ax.errorbar(
+        100 * r["win_rate"],
+        i,
+        xerr=[
+            [100 * (r["win_rate"] - r["ci_low"])],
+            [100 * (r["ci_high"] - r["win_rate"])],
+        ],
+        fmt="o",
+        color="#d95f02",
+        capsize=4,
+        label="simulation (95% Wilson interval)" if labelled else None,
     )
-    text = "Bars: exact win rates; dots and whiskers: Monte Carlo estimates with their intervals."
-    return Section("strategies", "Strategy comparison", text, fig, table)
 
 
 def double_shutter_pn(t: Tables) -> Section:

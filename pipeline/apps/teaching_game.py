@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -25,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.errors import UsageError
+from pipeline.games.base import Game
 from pipeline.games.dice import roll_distribution
 from pipeline.games.registry import Variant
 from pipeline.games.shutbox.game import ShutTheBox
@@ -99,60 +101,23 @@ class Coach:
     """
 
     def __init__(self, data_dir: Path, variant: Variant) -> None:
+        """Read the variant's ``states``, ``policy`` and ``moves`` tables; UsageError when the
+        variant is not a Shut the Box game or is not solved."""
         game = variant.make()
-        box = game if isinstance(game, ShutTheBox) else getattr(game, "base", None)
-        if not isinstance(box, ShutTheBox):
-            raise UsageError(f"play supports Shut the Box variants; {variant.name} is not one")
+        box = _shut_the_box(game, variant.name)
         self.variant, self.game, self.box = variant.name, game, box
         self.n_masks = 1 << box.r.tiles
-        states = tables.read_table(data_dir, "states", variant.name)
-        if states["value"].null_count():
-            raise UsageError(
-                f"variant {variant.name} is not solved: run "
-                f"`stb-pipeline build --variant {variant.name}`"
-            )
+        states = _solved_states(data_dir, variant.name)
         self.objective = str(states["objective"][0])
         self.maximise = bool(states["maximise"][0])
-        # The columns exist for every variant once any two-player variant is in the table
-        # (null for one-player rows): only a variant with player-2 states is two-player.
-        self.two_player = (
-            "p1_score" in states.columns
-            and "player" in states.columns
-            and bool(states["p1_score"].is_not_null().any())
-        )
+        self.two_player = _is_two_player(states)
         if not self.two_player:
             states = states.with_columns(player=pl.lit(1), p1_score=pl.lit(None, pl.Int64))
-        keep = (
-            "state_id",
-            "tiles",
-            "value",
-            "terminal",
-            "score",
-            "open_sum",
-            "dice",
-            "player",
-            "p1_score",
-        )
-        self.state = {r["state_id"]: r for r in states.select(keep).iter_rows(named=True)}
-        policy = tables.read_table(data_dir, "policy", variant.name)
-        self.node_value = {
-            (s, r): v for s, r, v in policy.select("state_id", "roll", "value").iter_rows()
+        self.state: dict[int, dict[str, Any]] = {
+            r["state_id"]: r for r in states.select(STATE_COLUMNS).iter_rows(named=True)
         }
-        moves = tables.read_table(data_dir, "moves", variant.name).sort(
-            ["state_id", "roll", "regret", "is_best"], descending=[False, False, False, True]
-        )
-        self.moves: dict[tuple[int, int], list[Option]] = {}
-        for row in moves.iter_rows(named=True):
-            self.moves.setdefault((row["state_id"], row["roll"]), []).append(
-                Option(
-                    label=_tiles_label(row["move"]),
-                    value=row["value"],
-                    loses=row["regret"],
-                    is_best=row["is_best"],
-                    next_state=row["next_state_id"],
-                    next_tiles=row["next_tiles"],
-                )
-            )
+        self.node_value = _node_values(data_dir, variant.name)
+        self.moves = _ranked_moves(data_dir, variant.name)
 
     @property
     def start(self) -> int:
@@ -200,6 +165,75 @@ class Coach:
         return self.moves.get((state_id, roll), [])
 
 
+#: The ``states`` columns the coach keeps, by state id.
+STATE_COLUMNS = (
+    "state_id",
+    "tiles",
+    "value",
+    "terminal",
+    "score",
+    "open_sum",
+    "dice",
+    "player",
+    "p1_score",
+)
+
+
+def _shut_the_box(game: Game, name: str) -> ShutTheBox:
+    """The one-player rules of ``game`` (itself, or the two-player game's ``base``)."""
+    box = game if isinstance(game, ShutTheBox) else getattr(game, "base", None)
+    if not isinstance(box, ShutTheBox):
+        raise UsageError(f"play supports Shut the Box variants; {name} is not one")
+    return box
+
+
+def _solved_states(data_dir: Path, name: str) -> pl.DataFrame:
+    """The variant's ``states`` rows; UsageError when they carry no values (not solved)."""
+    states = tables.read_table(data_dir, "states", name)
+    if states["value"].null_count():
+        raise UsageError(f"variant {name} is not solved: run `stb-pipeline build --variant {name}`")
+    return states
+
+
+def _is_two_player(states: pl.DataFrame) -> bool:
+    """Whether the variant has player-2 states.
+
+    The columns exist for every variant once any two-player variant is in the table (null for
+    one-player rows): only a variant with player-2 states is two-player.
+    """
+    return (
+        "p1_score" in states.columns
+        and "player" in states.columns
+        and bool(states["p1_score"].is_not_null().any())
+    )
+
+
+def _node_values(data_dir: Path, name: str) -> dict[tuple[int, int], float]:
+    """The value of each decision node (state id, roll) before the move, from ``policy``."""
+    policy = tables.read_table(data_dir, "policy", name)
+    return {(s, r): v for s, r, v in policy.select("state_id", "roll", "value").iter_rows()}
+
+
+def _ranked_moves(data_dir: Path, name: str) -> dict[tuple[int, int], list[Option]]:
+    """Every legal move of each decision node (state id, roll), best first, from ``moves``."""
+    moves = tables.read_table(data_dir, "moves", name).sort(
+        ["state_id", "roll", "regret", "is_best"], descending=[False, False, False, True]
+    )
+    out: dict[tuple[int, int], list[Option]] = {}
+    for row in moves.iter_rows(named=True):
+        out.setdefault((row["state_id"], row["roll"]), []).append(
+            Option(
+                label=_tiles_label(row["move"]),
+                value=row["value"],
+                loses=row["regret"],
+                is_best=row["is_best"],
+                next_state=row["next_state_id"],
+                next_tiles=row["next_tiles"],
+            )
+        )
+    return out
+
+
 Ask = Callable[[str, int], int | None]
 """Asks the player to pick 1..n (prompt, n); returns the number picked, or None to stop."""
 
@@ -220,75 +254,152 @@ def play_game(
     if seat not in (1, 2) or (seat == 2 and not coach.two_player):
         raise UsageError("--seat 2 needs the two-player game; one-player games have seat 1 only")
     seed = secrets.randbelow(2**31) if seed is None else seed
-    rng = np.random.default_rng(seed)
-    what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
-    state = coach.start
-    start_value = coach.state[state]["value"]
-    # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
-    record = GameRecord(coach.variant, seed, start_value if seat == 1 else 1.0 - start_value)
-    players = f" (you are player {seat}, the solver the other)" if coach.two_player else ""
-    console.print(
-        f"[bold]{coach.variant}[/] ({coach.box.r.tiles} tiles){players}: "
-        f"seed {seed} (replay with --seed {seed}). "
-        f"Optimal play from here: your {what} {_fmt(record.start_value, coach.objective)}."
-    )
+    session = _Session(coach, ask, console, np.random.default_rng(seed), seat, show_values)
+    record = session.open(seed)
+    state: int | None = coach.start
     turn = 0
-    while True:
+    while state is not None:
         info = coach.state[state]
         if info["terminal"]:
-            record.finished, record.shut = True, True
-            record.final_tiles, record.final_score = info["tiles"], 0
-            record.outcome = _outcome(coach, info, seat, stuck=False)
-            console.print(f"[bold]{record.outcome}[/]")
+            session.finish(record, info, stuck=False)
             break
         turn += 1
-        human = info["player"] == seat
-        console.print(_turn_header(coach, info, turn, human))
-        dice = coach.dice_options(state)
-        chosen: Option | None = dice[0]
-        if len(dice) > 1 and human:
-            chosen = _choose(ask, console, dice, "dice", coach.objective, show_values)
-            if chosen is None:
-                break
-            _judge(record, coach, console, turn, info["tiles"], "before rolling", chosen, dice)
-        elif len(dice) > 1:
-            console.print(f"The solver rolls {chosen.label}.")
-        faces = rng.integers(1, coach.box.r.sides + 1, size=chosen.dice)
-        roll = int(faces.sum())
-        record.rolls.append(roll)
-        who = "You roll" if human else "The solver rolls"
-        console.print(f"{who} {' + '.join(str(int(f)) for f in faces)} = [bold]{roll}[/]")
-        moves = coach.move_options(state, roll)
-        if not moves:
-            after = coach.after_stuck(state)
-            if after is None:
-                record.finished = True
-                record.final_tiles, record.final_score = info["tiles"], int(info["score"])
-                record.outcome = _outcome(coach, info, seat, stuck=True)
-                console.print(f"No move shuts tiles adding to {roll}: the game ends.")
-                console.print(f"[bold]{record.outcome}[/]")
-                break
-            console.print(
-                f"No move shuts tiles adding to {roll}: player 1 ends with "
-                f"{info['open_sum']}. Player 2 must finish below it to win."
-            )
-            state = after
-            continue
-        if human:
-            move = _choose(ask, console, moves, "shut", coach.objective, show_values)
-            if move is None:
-                break
-            _judge(record, coach, console, turn, info["tiles"], f"roll {roll}", move, moves)
-        else:
-            move = moves[0]
-            console.print(f"The solver shuts {move.label}.")
-        assert move.next_state is not None
-        state = move.next_state
+        state = session.play_turn(record, state, info, turn)
     _summary(record, coach, console)
     return record
 
 
-def _turn_header(coach: Coach, info: dict, turn: int, human: bool) -> str:
+@dataclass(frozen=True)
+class _Session:
+    """One game in progress: the tables, the player's seat and answers, and the seeded dice."""
+
+    coach: Coach
+    ask: Ask
+    console: Console
+    rng: np.random.Generator
+    seat: int
+    show_values: bool
+
+    def open(self, seed: int) -> GameRecord:
+        """A new record, announced with the seed and the value of optimal play from the start."""
+        coach = self.coach
+        what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
+        start_value = coach.state[coach.start]["value"]
+        # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
+        record = GameRecord(
+            coach.variant, seed, start_value if self.seat == 1 else 1.0 - start_value
+        )
+        players = f" (you are player {self.seat}, the solver the other)" if coach.two_player else ""
+        self.console.print(
+            f"[bold]{coach.variant}[/] ({coach.box.r.tiles} tiles){players}: "
+            f"seed {seed} (replay with --seed {seed}). "
+            f"Optimal play from here: your {what} {_fmt(record.start_value, coach.objective)}."
+        )
+        return record
+
+    def play_turn(
+        self, record: GameRecord, state: int, info: dict[str, Any], turn: int
+    ) -> int | None:
+        """One roll from ``state``: dice, roll, move. The next state; None when play stops."""
+        human = info["player"] == self.seat
+        self.console.print(_turn_header(self.coach, info, turn, human))
+        dice = self.pick_dice(record, state, info, turn, human)
+        if dice is None:
+            return None
+        roll = self.roll(record, dice.dice, human)
+        moves = self.coach.move_options(state, roll)
+        if not moves:
+            return self.stuck(record, state, info, roll)
+        move = self.pick_move(record, info, turn, roll, moves, human)
+        if move is None:
+            return None
+        assert move.next_state is not None
+        return move.next_state
+
+    def pick_dice(
+        self, record: GameRecord, state: int, info: dict[str, Any], turn: int, human: bool
+    ) -> Option | None:
+        """How many dice to roll: the player's pick (judged), or the best; None to stop."""
+        options = self.coach.dice_options(state)
+        if len(options) > 1 and human:
+            picked = self.choose(options, "dice")
+            if picked is not None:
+                self.judge(record, turn, info["tiles"], "before rolling", picked, options)
+            return picked
+        if len(options) > 1:
+            self.console.print(f"The solver rolls {options[0].label}.")
+        return options[0]
+
+    def roll(self, record: GameRecord, dice: int | None, human: bool) -> int:
+        """Roll ``dice`` dice, show the faces and record the total."""
+        faces = self.rng.integers(1, self.coach.box.r.sides + 1, size=dice)
+        roll = int(faces.sum())
+        record.rolls.append(roll)
+        who = "You roll" if human else "The solver rolls"
+        self.console.print(f"{who} {' + '.join(str(int(f)) for f in faces)} = [bold]{roll}[/]")
+        return roll
+
+    def stuck(self, record: GameRecord, state: int, info: dict[str, Any], roll: int) -> int | None:
+        """No move after ``roll``: player 2's start in the two-player game, else the end."""
+        after = self.coach.after_stuck(state)
+        if after is None:
+            self.finish(record, info, stuck=True, roll=roll)
+            return None
+        self.console.print(
+            f"No move shuts tiles adding to {roll}: player 1 ends with "
+            f"{info['open_sum']}. Player 2 must finish below it to win."
+        )
+        return after
+
+    def pick_move(
+        self,
+        record: GameRecord,
+        info: dict[str, Any],
+        turn: int,
+        roll: int,
+        moves: list[Option],
+        human: bool,
+    ) -> Option | None:
+        """The move after ``roll``: the player's pick (judged), or the best; None to stop."""
+        if not human:
+            self.console.print(f"The solver shuts {moves[0].label}.")
+            return moves[0]
+        move = self.choose(moves, "shut")
+        if move is not None:
+            self.judge(record, turn, info["tiles"], f"roll {roll}", move, moves)
+        return move
+
+    def finish(self, record: GameRecord, info: dict[str, Any], stuck: bool, roll: int = 0) -> None:
+        """Record and announce the end: a shut box (or a win), or the mover stuck after ``roll``."""
+        record.finished = True
+        record.shut = not stuck
+        record.final_tiles = info["tiles"]
+        record.final_score = int(info["score"]) if stuck else 0
+        record.outcome = _outcome(self.coach, info, self.seat, stuck=stuck)
+        if stuck:
+            self.console.print(f"No move shuts tiles adding to {roll}: the game ends.")
+        self.console.print(f"[bold]{record.outcome}[/]")
+
+    def choose(self, options: list[Option], kind: str) -> Option | None:
+        """The player's pick among ``options`` (None: stop)."""
+        return _choose(
+            self.ask, self.console, options, kind, self.coach.objective, self.show_values
+        )
+
+    def judge(
+        self,
+        record: GameRecord,
+        turn: int,
+        tiles: str,
+        situation: str,
+        chosen: Option,
+        options: list[Option],
+    ) -> None:
+        """Tell the player how good the choice was; record it when it lost something."""
+        _judge(record, self.coach, self.console, turn, tiles, situation, chosen, options)
+
+
+def _turn_header(coach: Coach, info: dict[str, Any], turn: int, human: bool) -> str:
     """The line that opens a roll: whose it is and what is open."""
     tiles = _spaced(info["tiles"])
     if not coach.two_player:
@@ -298,7 +409,7 @@ def _turn_header(coach: Coach, info: dict, turn: int, human: bool) -> str:
     return f"\n[bold]Roll {turn}[/] (player {info['player']}, {who}{target}): open tiles {tiles}"
 
 
-def _outcome(coach: Coach, info: dict, seat: int, stuck: bool) -> str:
+def _outcome(coach: Coach, info: dict[str, Any], seat: int, stuck: bool) -> str:
     """How the game ended, from the player's side."""
     if not coach.two_player:
         if not stuck:

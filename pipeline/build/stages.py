@@ -17,7 +17,9 @@ import numpy as np
 import polars as pl
 
 from pipeline import progress
+from pipeline.build import streamed as streamed_build
 from pipeline.errors import PipelineError, UsageError
+from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
@@ -271,11 +273,14 @@ def run(
     data_dir: Path,
     exact: bool = False,
     skip_unchanged: bool = False,
+    extra_tables: Sequence[str] = (),
 ) -> list[StageReport]:
     """Run ``stages`` for each variant and write their tables into ``data_dir``.
 
     All variants are computed first and every table is then replaced in one commit, under the
-    data directory's lock, so a failure part-way leaves the old tables as they were. With
+    data directory's lock, so a failure part-way leaves the old tables as they were. A variant
+    whose game streams (big custom boxes) is solved without a graph and committed on its own;
+    it writes states and policy, plus ``extra_tables`` (``moves``, ``edges``) when asked. With
     ``skip_unchanged``, a variant whose last run (per ``manifest.json``) had the same stages,
     rules and code hash, and whose tables are unchanged since, is not recomputed. Progress goes
     to :mod:`pipeline.progress`: one job for the run, one per variant and stage.
@@ -291,17 +296,22 @@ def run(
         for variant in variants:
             job.update(note=variant.name)
             t0 = time.perf_counter()
-            with progress.task(f"{variant.name}: graph"):
-                game = variant.make()
-                record = manifest.up_to_date(
-                    data_dir, known, variant.name, game.rules(), list(stages), options
-                )
-                if record is None:
-                    s = Solved(variant, game, game.graph(), exact=exact)
+            game = variant.make()
+            record = manifest.up_to_date(
+                data_dir, known, variant.name, game.rules(), list(stages), options
+            )
             if record is not None:
                 reports.append(_skipped_report(variant.name, record))
                 job.advance()
                 continue
+            streamed = _streamed_build(variant, game, stages, extra_tables, exact)
+            if streamed is not None:
+                with progress.task(f"{variant.name}: solving layer by layer"):
+                    reports.append(_run_streamed(variant, game, streamed, list(stages), data_dir))
+                job.advance()
+                continue
+            with progress.task(f"{variant.name}: graph"):
+                s = Solved(variant, game, game.graph(), exact=exact)
             frames = stage_frames(s, stages)
             for name, frame in frames.items():
                 pending.setdefault(table_key(variant, name), {})[variant.name] = frame
@@ -363,6 +373,40 @@ def table_key(variant: Variant, table: str) -> str:
     if variant.separate and table in OWN_TABLES:
         return layout.own_key(variant.name, table)
     return table
+
+
+def _streamed_build(
+    variant: Variant, game: Game, stages: Sequence[str], extra: Sequence[str], exact: bool
+) -> Streamed | None:
+    """The game's graph-free build, for a variant stored on its own (None: use the graph)."""
+    if not variant.separate or exact or not {"solve", "policy", "edges"} & set(stages):
+        return None
+    edges_alone = list(stages) == ["edges"]
+    streamed = game.stream("moves" in extra, "edges" in extra or edges_alone)
+    if streamed is not None and edges_alone:
+        streamed.tables = ("edges",)
+    return streamed
+
+
+def _run_streamed(
+    variant: Variant, game: Game, streamed: Streamed, stages: list[str], data_dir: Path
+) -> StageReport:
+    """Write a streamed variant's tables and commit them with its manifest record."""
+    staged, summary = streamed_build.write_streamed(variant, game, streamed, data_dir)
+    rows = {layout.logical_name(k): t.num_rows for k, t in staged.items()}
+    record = streamed_build.variant_record(game, stages, rows, summary)
+    with tables.data_lock(data_dir):
+        tables.commit(data_dir, dict(staged), {variant.name: record})
+    return StageReport(
+        variant.name,
+        summary["states"],
+        summary["nodes"],
+        summary["moves"],
+        summary["start_value"],
+        tuple(sorted(rows)),
+        summary["seconds"],
+        "solved layer by layer without a graph",
+    )
 
 
 def _skipped_report(name: str, record: dict) -> StageReport:

@@ -84,12 +84,16 @@ def _run_stages(
     data_dir: Path,
     exact: bool,
     skip_unchanged: bool = False,
+    extra: list[str] | None = None,
 ) -> None:
-    """Run the stages for the chosen variants and print the summary."""
+    """Run the stages for the chosen variants and print the summary (``extra``: the optional
+    tables of big custom boxes, `moves` and `edges`)."""
     from pipeline.build import stages
 
     chosen = pick_variants(names, custom, data_dir)
-    reports = stages.run(chosen, stage_list, data_dir, exact=exact, skip_unchanged=skip_unchanged)
+    reports = stages.run(
+        chosen, stage_list, data_dir, exact, skip_unchanged=skip_unchanged, extra_tables=extra
+    )
     print_reports(reports, data_dir)
 
 
@@ -146,6 +150,17 @@ def build_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Rebuild variants that manifest.json shows unchanged.")
     ] = False,
+    moves: Annotated[
+        bool,
+        typer.Option(
+            "--moves",
+            help="Big custom boxes (16+ tiles): also write every legal move and its regret.",
+        ),
+    ] = False,
+    edges: Annotated[
+        bool,
+        typer.Option("--edges", help="Big custom boxes (16+ tiles): also write the edges table."),
+    ] = False,
     quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
@@ -156,8 +171,9 @@ def build_cmd(
 
     Example: stb-pipeline build --variant classic --data-dir data
     """
+    extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
     stage_list = ("enumerate", "edges", "solve", "policy")
-    _run_stages(variant, custom, stage_list, data_dir, exact=exact, skip_unchanged=not force)
+    _run_stages(variant, custom, stage_list, data_dir, exact, skip_unchanged=not force, extra=extra)
 
 
 @app.command("expect")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,6 +17,26 @@ if TYPE_CHECKING:
     import polars as pl
 
     from pipeline.games.solved import Solved
+
+
+@dataclass
+class Streamed:
+    """A game's tables solved and produced without a graph, a batch at a time.
+
+    Each item of ``batches`` holds, for some of ``tables``, a batch of numpy columns (as an
+    attribute or key named after the table; masked arrays for nulls). Columns a batch lacks are
+    in ``constants`` (per table) or null. ``start_value`` and ``counts`` answer once the batches
+    are consumed (the solve runs as they are).
+    """
+
+    tables: tuple[str, ...]
+    batches: Iterator[Any]
+    constants: dict[str, dict[str, Any]]
+    options: dict[str, dict[str, Any]]
+    n_states: int
+    start_value: Callable[[], float]
+    counts: Callable[[], tuple[int, int]]
+    """(decision nodes, legal moves) met by the solve."""
 
 
 class Game(ABC):
@@ -86,3 +108,8 @@ class Game(ABC):
     ) -> tuple[list[Any], pl.DataFrame]:
         """Monte Carlo benchmark of the game's strategies: (results, `benchmarks` rows)."""
         raise UsageError(f"variant {solved.variant.name!r} has no strategies to benchmark")
+
+    def stream(self, with_moves: bool, with_edges: bool) -> Streamed | None:
+        """A graph-free build of the game's tables (states and policy; moves and edges when
+        asked), for games too big to hold as a graph; None: build from :meth:`graph`."""
+        return None

@@ -17,6 +17,7 @@ from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
     from pipeline.games.base import Game
+    from pipeline.games.tiles import TileCodec
 
 #: Sub-packages of pipeline.games whose ``variants`` module registers named variants.
 FAMILIES: tuple[str, ...] = ("shutbox", "two_player", "double_shutter", "knucklebones")
@@ -35,14 +36,14 @@ class Variant:
     #: Whether its tables live in files of their own (variants/<name>/), so that building it
     #: rewrites no other variant's rows and rebuilding another never rewrites its (large) rows.
     separate: bool = False
-    #: The game's state codec when it needs no game object: (text, **extra) -> state id.
-    #: Lets a lookup on built tables parse its argument without building the game.
-    parse: Callable[..., int] | None = None
+    #: The game's state codec when it needs no game object (tile games: a TileCodec). Lets a
+    #: lookup on built tables parse its argument, and describe masks, without the game.
+    codec: TileCodec | None = None
 
     def parse_state(self, text: str, **extra: object) -> int:
         """The canonical state id of a state written as the user writes it."""
-        if self.parse is not None:
-            return self.parse(text, **extra)
+        if self.codec is not None:
+            return self.codec.parse(text, **extra)
         return self.make().parse_state(text, **extra)
 
 

@@ -7,6 +7,7 @@ built tables (`stb-pipeline expect`) parses its argument without loading the gam
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import UsageError
@@ -48,3 +49,23 @@ def parse_open_tiles(text: str, n_tiles: int, **extra: Any) -> int:
     if extra.get("p1_score") is not None:
         raise UsageError("--p1-score applies only to the two-player game")
     return parse_tiles(text, n_tiles)
+
+
+@dataclass(frozen=True)
+class TileCodec:
+    """The state codec of a box of ``n_tiles`` tiles: text <-> bitmask of open tiles."""
+
+    n_tiles: int
+
+    def parse(self, text: str, **extra: Any) -> int:
+        """The state id of open tiles as the user writes them."""
+        return parse_open_tiles(text, self.n_tiles, **extra)
+
+    def tiles(self, mask: int) -> list[int]:
+        """The tiles of a bitmask, increasing (a move's tiles, or a state's open tiles)."""
+        return [t for t in range(1, self.n_tiles + 1) if mask >> (t - 1) & 1]
+
+    def text(self, mask: int) -> str:
+        """The ``tiles`` text of a state, as the tables write it ("" when shut)."""
+        sep = "" if self.n_tiles <= 9 else ","
+        return sep.join(str(t) for t in self.tiles(mask))

@@ -94,8 +94,8 @@ def layers(keys: np.ndarray, order: np.ndarray) -> list[Index]:
         edges = [*np.searchsorted(keys, order, side="left").tolist(), keys.shape[0]]
         return [slice(edges[i], edges[i + 1]) for i in range(order.shape[0])]
     perm = np.argsort(keys, kind="stable")
-    bounds = np.append(np.searchsorted(keys[perm], order, side="left"), perm.shape[0])
-    return [perm[bounds[i] : bounds[i + 1]] for i in range(order.shape[0])]
+    ends = np.append(np.searchsorted(keys[perm], order, side="left"), perm.shape[0])
+    return [perm[ends[i] : ends[i + 1]] for i in range(order.shape[0])]
 
 
 def solve_rank_order(g: Graph, progress: Callable[[int, int], None] | None = None) -> Solution:

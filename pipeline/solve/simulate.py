@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -87,6 +88,39 @@ def compile_policy(
     policy.validate(g)
     rows = chosen_rows(g, policy.choice)
     states = g.ch_state[rows]
+    denom, row_first, row_end, cum = _roll_tables(g, rows)
+    mv = _move_tables(g, policy)
+    target = _row_targets(g, rows, mv)
+    # One row of `width` entries per state: the index is s * width + k, with no offset to load.
+    width = int(denom.max()) if g.n_states else 0
+    lookup = np.zeros(0, dtype=np.int32)
+    if 0 < g.n_states * width <= MAX_LOOKUP:
+        lookup = _dense_lookup(g.ch_count[rows], states, cum, target, g.n_states, width)
+    return Compiled(
+        start=start,
+        terminal=~np.isnan(g.terminal),
+        denom=denom,
+        lookup_start=row_first,
+        lookup=lookup,
+        width=width,
+        cum_count=cum,
+        row_target=target,
+        row_end=row_end,
+        mv_start=mv.start,
+        mv_dst=g.mv_dst[mv.keep].astype(np.int32),
+        mv_cum=mv.cum,
+        mv_uniform=mv.uniform,
+        win=np.asarray(win, dtype=np.bool_),
+        score=np.asarray(score, dtype=np.float64),
+    )
+
+
+def _roll_tables(
+    g: Graph, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per state: the chosen roll denominator, first and end chance row; per row: cumulative
+    counts restarted at each state (``rows``: the chance rows of the policy's choices)."""
+    states = g.ch_state[rows]
     s = g.n_states
     denom = np.zeros(s, dtype=np.uint64)
     denom[states] = g.ch_denom[rows].astype(np.uint64)
@@ -98,6 +132,23 @@ def compile_policy(
         c = np.cumsum(count)
         first = row_first[states]
         cum = c - (c[first] - count[first])  # cumulative counts restarted at each state
+    return denom, row_first, row_end, cum
+
+
+class _MoveTables(NamedTuple):
+    """The rows the policy may play (``keep``: move row indices), grouped by node."""
+
+    keep: np.ndarray
+    nodes: np.ndarray
+    counts: np.ndarray
+    start: np.ndarray
+    cum: np.ndarray
+    uniform: np.ndarray
+
+
+def _move_tables(g: Graph, policy: Policy) -> _MoveTables:
+    """Each node's playable rows, their cumulative probabilities, and whether they are equally
+    likely."""
     keep = np.flatnonzero(policy.move_prob > 0)
     nodes = g.mv_node[keep]
     counts = np.bincount(nodes, minlength=g.node_state.shape[0])
@@ -109,42 +160,37 @@ def compile_policy(
     # Nodes where every playable move is equally likely pick one by a multiply-shift, no scan.
     spread = np.zeros(counts.shape[0])
     np.maximum.at(spread, nodes, np.abs(prob - 1.0 / counts[nodes]))
-    mv_uniform = spread <= 1e-15
-    # A roll's entry is where it leads: the successor state when the policy plays one move there,
-    # ENDS when that move ends the game, or -2 - node when the policy mixes moves at the node.
-    single = counts == 1
-    only_dst = np.full(counts.shape[0], ENDS, dtype=np.int64)
-    only_dst[nodes[single[nodes]]] = g.mv_dst[keep][single[nodes]]
+    return _MoveTables(keep, nodes, counts, mv_start, mv_cum, spread <= 1e-15)
+
+
+def _row_targets(g: Graph, rows: np.ndarray, mv: _MoveTables) -> np.ndarray:
+    """int32 per chance row: where the roll leads -- the successor state when the policy plays
+    one move there, ENDS when that move ends the game, or -2 - node when the policy mixes moves
+    at the node."""
+    single = mv.counts == 1
+    only_dst = np.full(mv.counts.shape[0], ENDS, dtype=np.int64)
+    only_dst[mv.nodes[single[mv.nodes]]] = g.mv_dst[mv.keep][single[mv.nodes]]
     node_of_row = g.ch_node[rows]
     target = np.where(single[node_of_row], only_dst[node_of_row], -2 - node_of_row)
-    target = target.astype(np.int32)
-    # One row of `width` entries per state: the index is s * width + k, with no offset to load.
-    width = int(denom.max()) if s else 0
-    lookup = np.zeros(0, dtype=np.int32)
-    if 0 < s * width <= MAX_LOOKUP:
-        count = g.ch_count[rows]
-        run_start = np.cumsum(count) - count  # where each row's run begins in the repeat below
-        inside = np.arange(int(count.sum())) - np.repeat(run_start, count)
-        pos = np.repeat(states * width + (cum - count), count) + inside
-        lookup = np.full(s * width, ENDS, dtype=np.int32)
-        lookup[pos] = np.repeat(target, count)
-    return Compiled(
-        start=start,
-        terminal=~np.isnan(g.terminal),
-        denom=denom,
-        lookup_start=row_first,
-        lookup=lookup,
-        width=width,
-        cum_count=cum,
-        row_target=target,
-        row_end=row_end,
-        mv_start=mv_start,
-        mv_dst=g.mv_dst[keep].astype(np.int32),
-        mv_cum=mv_cum,
-        mv_uniform=mv_uniform,
-        win=np.asarray(win, dtype=np.bool_),
-        score=np.asarray(score, dtype=np.float64),
-    )
+    return target.astype(np.int32)
+
+
+def _dense_lookup(
+    count: np.ndarray,
+    states: np.ndarray,
+    cum: np.ndarray,
+    target: np.ndarray,
+    n_states: int,
+    width: int,
+) -> np.ndarray:
+    """int32 [n_states * width]: where uniform integer k leads from state s, at s * width + k
+    (each chance row's ``count`` entries hold its target)."""
+    run_start = np.cumsum(count) - count  # where each row's run begins in the repeat below
+    inside = np.arange(int(count.sum())) - np.repeat(run_start, count)
+    pos = np.repeat(states * width + (cum - count), count) + inside
+    lookup = np.full(n_states * width, ENDS, dtype=np.int32)
+    lookup[pos] = np.repeat(target, count)
+    return lookup
 
 
 @numba.njit(cache=True)

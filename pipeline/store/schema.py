@@ -55,6 +55,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("next_tiles", "str"),
         ("reward", "f64"),
         ("sign", "i8"),
+        ("move_mask", "i32"),
         ("kind", "str"),
     ),
     "policy": (
@@ -69,6 +70,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("value", "f64"),
         ("n_optimal", "i16"),
         ("n_moves", "i16"),
+        ("best_move_mask", "i32"),
         ("kind", "str"),
     ),
     "moves": (
@@ -82,8 +84,14 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("value", "f64"),
         ("regret", "f64"),
         ("is_best", "bool"),
+        ("move_mask", "i32"),
     ),
 }
+
+
+#: Columns only the streamed build fills (big custom boxes): the move as a bitmask of tiles
+#: (bit t - 1 for tile t), standing in for the list and text columns it leaves null.
+MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})
 
 
 def _dtype(code: str) -> pl.DataType:
@@ -110,3 +118,22 @@ def empty_frame(table: str) -> pl.DataFrame | None:
     if table not in COLUMNS:
         return None
     return pl.DataFrame(schema={name: _dtype(code) for name, code in COLUMNS[table]})
+
+
+def arrow_fields(table: str) -> list[tuple[str, object]]:
+    """``table``'s columns as (name, pyarrow type), for writers that stream Arrow batches."""
+    import pyarrow as pa
+
+    scalar = {
+        "str": pa.string(),
+        "i8": pa.int8(),
+        "i16": pa.int16(),
+        "i32": pa.int32(),
+        "i64": pa.int64(),
+        "f64": pa.float64(),
+        "bool": pa.bool_(),
+    }
+    return [
+        (name, pa.list_(scalar[code[5:-1]]) if code.startswith("list[") else scalar[code])
+        for name, code in COLUMNS[table]
+    ]

@@ -128,7 +128,7 @@ def _physical(schema: pa.Schema, constants: Mapping[str, Any]) -> pa.Schema:
     one dictionary entry and run-length encoded zeros, instead of one string per row)."""
     fields = [
         f.with_type(pa.dictionary(pa.int32(), f.type))
-        if f.name in constants and pa.types.is_string(f.type)
+        if constants.get(f.name) is not None and pa.types.is_string(f.type)
         else f
         for f in schema
     ]
@@ -169,8 +169,9 @@ class _TableThread:
         self.writer.close()
         self.file.close()
 
-    def put(self, cols: Columns) -> None:
-        """Queue a batch; wait while the queue is full; re-raise the worker's error."""
+    def put(self, cols: Columns | object) -> None:
+        """Queue a batch (or the end marker); wait while the queue is full; re-raise the
+        worker's error."""
         while True:
             self._check()
             try:

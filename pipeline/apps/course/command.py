@@ -23,11 +23,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from pipeline.errors import PipelineError, UsageError, exit_with
 from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
+
+T = TypeVar("T")
 
 PROG = "ShutTheBox"
 USAGE = (
@@ -100,7 +103,7 @@ def parse_args(argv: list[str]) -> Query:
     )
 
 
-def exactly_one(flags: set[str], options: dict[str, object]) -> object:
+def exactly_one(flags: set[str], options: dict[str, T]) -> T:
     """The value of the one flag of ``options`` present in ``flags``."""
     given = [flag for flag in options if flag in flags]
     if len(given) != 1:

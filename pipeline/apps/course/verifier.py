@@ -45,6 +45,8 @@ def solved_data_dir(variant: Variant) -> Iterator[Path]:
     frames = stages.stage_frames(solved, ("edges", "solve"))
     with tempfile.TemporaryDirectory(prefix="stb-verifier-") as tmp:
         for name, frame in frames.items():
+            if not isinstance(frame, pl.DataFrame):  # only policy rows come in chunks
+                raise TypeError(f"{name} rows of {variant.name} came in chunks, not a frame")
             tables.replace_rows(
                 Path(tmp), name, {variant.name: frame}, {variant.name: game.rules()}
             )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -488,39 +488,19 @@ def assemble_graph(
     """A :class:`Graph` from the states (sorted ids), the dice each state may roll, and the
     legal moves as (state indices, successor ids, roll, label); a node without a legal move gets
     a pass row worth ``stuck_value(state ids)``."""
-    width = max(t for dist in dists.values() for t, _, _ in dist) + 1
-    roll_ok = np.zeros((ids.shape[0], width), dtype=bool)
-    for d, ok in avail.items():
-        for total, _, _ in dists[d]:
-            roll_ok[:, total] |= ok
+    roll_ok = _roll_grid(ids.shape[0], avail, dists)
+    width = roll_ok.shape[1]
     node_of = np.cumsum(roll_ok.ravel(), dtype=np.int64) - 1
     node_state, node_roll = np.nonzero(roll_ok)
-
     ch = [_chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
     ch_state, ch_choice, ch_count, ch_denom, ch_node = (
         np.concatenate(c) for c in zip(*ch, strict=True)
     )
     order = np.lexsort((ch_choice, ch_state))
-
-    mv_node, mv_dst, mv_label = [], [], []
-    for idx, dst, roll, label in moves:
-        if roll >= width:
-            continue
-        keep = idx[roll_ok[idx, roll]]
-        mv_node.append(node_of[keep * width + roll])
-        mv_dst.append(np.searchsorted(ids, dst[roll_ok[idx, roll]]))
-        mv_label.append(np.full(keep.shape[0], label, dtype=np.int64))
-    node_arr = np.concatenate(mv_node) if mv_node else np.zeros(0, dtype=np.int64)
-    dst_arr = np.concatenate(mv_dst) if mv_dst else np.zeros(0, dtype=np.int64)
-    label_arr = np.concatenate(mv_label) if mv_label else np.zeros(0, dtype=np.int64)
-
-    n_nodes = node_state.shape[0]
-    stuck = np.flatnonzero(np.bincount(node_arr, minlength=n_nodes) == 0)
-    n_moves = node_arr.shape[0]
-    all_node = np.concatenate((node_arr, stuck))
-    order_mv = np.argsort(all_node, kind="stable")
-    is_move = order_mv < n_moves
-    offset = np.concatenate((np.zeros(n_moves), stuck_value(ids[node_state[stuck]])))
+    node, dst, label = _move_rows(ids, moves, roll_ok, node_of)
+    mv = _with_passes(
+        node, dst, label, node_state.shape[0], lambda stuck: stuck_value(ids[node_state[stuck]])
+    )
     return Graph(
         state_id=ids,
         rank=np.asarray(rank, dtype=np.int64),
@@ -532,12 +512,81 @@ def assemble_graph(
         ch_node=ch_node[order],
         node_state=node_state.astype(np.int64),
         node_roll=node_roll.astype(np.int64),
-        mv_node=all_node[order_mv],
-        mv_dst=np.concatenate((dst_arr, np.full(stuck.shape[0], NO_STATE)))[order_mv],
-        mv_scale=is_move.astype(np.float64),
-        mv_offset=offset[order_mv],
-        mv_label=np.concatenate((label_arr, np.full(stuck.shape[0], PASS)))[order_mv],
+        mv_node=mv.node,
+        mv_dst=mv.dst,
+        mv_scale=mv.scale,
+        mv_offset=mv.offset,
+        mv_label=mv.label,
         maximise=maximise,
+    )
+
+
+def _roll_grid(
+    n_states: int, avail: dict[int, np.ndarray], dists: dict[int, list[tuple[int, int, int]]]
+) -> np.ndarray:
+    """bool [states, largest total + 1]: whether each state may roll each total (a node)."""
+    width = max(t for dist in dists.values() for t, _, _ in dist) + 1
+    roll_ok = np.zeros((n_states, width), dtype=bool)
+    for d, ok in avail.items():
+        for total, _, _ in dists[d]:
+            roll_ok[:, total] |= ok
+    return roll_ok
+
+
+def _move_rows(
+    ids: np.ndarray,
+    moves: list[tuple[np.ndarray, np.ndarray, int, int]],
+    roll_ok: np.ndarray,
+    node_of: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(node, successor index, label) of every legal move at a node that exists."""
+    width = roll_ok.shape[1]
+    mv_node, mv_dst, mv_label = [], [], []
+    for idx, dst, roll, label in moves:
+        if roll >= width:
+            continue
+        keep = idx[roll_ok[idx, roll]]
+        mv_node.append(node_of[keep * width + roll])
+        mv_dst.append(np.searchsorted(ids, dst[roll_ok[idx, roll]]))
+        mv_label.append(np.full(keep.shape[0], label, dtype=np.int64))
+    empty = np.zeros(0, dtype=np.int64)
+    return (
+        np.concatenate(mv_node) if mv_node else empty,
+        np.concatenate(mv_dst) if mv_dst else empty,
+        np.concatenate(mv_label) if mv_label else empty,
+    )
+
+
+class _MoveArrays(NamedTuple):
+    """A graph's move rows in node order: the legal moves and a pass row per node without one."""
+
+    node: np.ndarray
+    dst: np.ndarray
+    scale: np.ndarray
+    offset: np.ndarray
+    label: np.ndarray
+
+
+def _with_passes(
+    node: np.ndarray,
+    dst: np.ndarray,
+    label: np.ndarray,
+    n_nodes: int,
+    pass_value: Callable[[np.ndarray], np.ndarray],
+) -> _MoveArrays:
+    """The moves plus a pass row (no successor, scale 0, offset ``pass_value(nodes)``) at each
+    node without a move, sorted by node (stable: moves keep their order)."""
+    stuck = np.flatnonzero(np.bincount(node, minlength=n_nodes) == 0)
+    n_moves = node.shape[0]
+    all_node = np.concatenate((node, stuck))
+    order = np.argsort(all_node, kind="stable")
+    offset = np.concatenate((np.zeros(n_moves), pass_value(stuck)))
+    return _MoveArrays(
+        node=all_node[order],
+        dst=np.concatenate((dst, np.full(stuck.shape[0], NO_STATE)))[order],
+        scale=(order < n_moves).astype(np.float64),
+        offset=offset[order],
+        label=np.concatenate((label, np.full(stuck.shape[0], PASS)))[order],
     )
 
 

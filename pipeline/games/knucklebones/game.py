@@ -326,7 +326,7 @@ class Knucklebones(Game):
         np.cumsum(per_node, out=starts[1:])
         node = np.repeat(np.arange(per_node.shape[0], dtype=idx), per_node)
         del per_node
-        dst = np.empty(node.shape[0], dtype=idx)
+        dst: np.ndarray = np.empty(node.shape[0], dtype=idx)
         label = np.empty(node.shape[0], dtype=np.int8)
         filled = np.zeros(starts.shape[0] - 1, dtype=np.int8)
         for j in range(c):  # labels ascending, so each node's rows end up in label order

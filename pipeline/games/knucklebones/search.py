@@ -211,6 +211,51 @@ def _leaf(pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score
 
 
 @numba.njit(cache=True)
+def _final_diff(pairs, mover_size, opp_size, mover_score, opp_score, slots):
+    """(whether the game is over -- a board is full --, the mover's score difference)."""
+    m_full = 0
+    o_full = 0
+    diff = 0.0
+    for i in range(pairs.shape[0]):
+        m_full += mover_size[pairs[i]]
+        o_full += opp_size[pairs[i]]
+        diff += mover_score[pairs[i]] - opp_score[pairs[i]]
+    return m_full == slots or o_full == slots, diff
+
+
+@numba.njit(cache=True)
+def _tt_slot(key, tt_key):
+    """Where ``key`` lives in the transposition table (a multiplicative hash)."""
+    return ((key * 0x5BD1E9955BD1E99) >> 20) & (tt_key.shape[0] - 1)
+
+
+@numba.njit(cache=True)
+def _tt_store(tt_key, tt_val, slot, key, w, d, exact):
+    """Remember (win, diff, exactness) of ``key`` in its slot, replacing what was there."""
+    tt_key[slot] = key
+    tt_val[slot, 0] = w
+    tt_val[slot, 1] = d
+    tt_val[slot, 2] = exact
+
+
+@numba.njit(cache=True)
+def _move_to(pairs, j, f, place):
+    """The pair column ``j`` becomes with die face index ``f``; -1 when the column is full or
+    repeats column ``j - 1`` (same move)."""
+    if j > 0 and pairs[j] == pairs[j - 1]:
+        return -1
+    return place[pairs[j], f]
+
+
+@numba.njit(cache=True)
+def _better(kind, w, d, bw, bd):
+    """Whether (w, d) beats the best so far: ours by win probability, then difference; the
+    seed's by difference."""
+    tie = abs(w - bw) <= 1e-12
+    return (kind == 0 and (w > bw + 1e-12 or (tie and d > bd))) or (kind == 1 and d > bd)
+
+
+@numba.njit(cache=True)
 def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_score, opp_score,
                  binom, slots, faces, tt_key, tt_val, params, known):  # fmt: skip
     """(win, diff, exactness) of a sorted position before the roll, searching ``depth`` plies.
@@ -220,14 +265,8 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
     when every line ended the game or reached a position looked up in ``known`` (rows: win,
     diff by state id; zero rows: no lookup).
     """
-    m_full = 0
-    o_full = 0
-    diff = 0.0
-    for i in range(pairs.shape[0]):
-        m_full += mover_size[pairs[i]]
-        o_full += opp_size[pairs[i]]
-        diff += mover_score[pairs[i]] - opp_score[pairs[i]]
-    if m_full == slots or o_full == slots:
+    ended, diff = _final_diff(pairs, mover_size, opp_size, mover_score, opp_score, slots)
+    if ended:
         return 0.5 + 0.5 * np.sign(diff), diff, ENDED
     if known.shape[0] > 0:
         # Solved exactly already: the table's value beats any search of any depth.
@@ -240,47 +279,33 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
         )  # fmt: skip
         return w, d, ESTIMATE
     key = (_rank(pairs, binom) * 64 + depth) * 4 + kind
-    slot = ((key * 0x5BD1E9955BD1E99) >> 20) & (tt_key.shape[0] - 1)
+    slot = _tt_slot(key, tt_key)
     if tt_key[slot] == key:
         return tt_val[slot, 0], tt_val[slot, 1], tt_val[slot, 2]
-    tw = 0.0
-    td = 0.0
-    ex_lo = TABLES
-    ex_hi = ENDED
+    tw, td = 0.0, 0.0
+    ex_lo, ex_hi = TABLES, ENDED
     for f in range(faces):
-        bw = -1.0
-        bd = -1e18
+        bw, bd = -1.0, -1e18
         for j in range(pairs.shape[0]):
-            if j > 0 and pairs[j] == pairs[j - 1]:
-                continue
-            q = place[pairs[j], f]
+            q = _move_to(pairs, j, f, place)
             if q < 0:
                 continue
-            child = _sorted_insert(pairs, j, q, swap)
             cw, cd, cx = chance_value(
-                child, depth - 1, kind, place, swap, mover_size, opp_size, mover_score,
-                opp_score, binom, slots, faces, tt_key, tt_val, params, known,
+                _sorted_insert(pairs, j, q, swap), depth - 1, kind, place, swap, mover_size,
+                opp_size, mover_score, opp_score, binom, slots, faces, tt_key, tt_val, params,
+                known,
             )  # fmt: skip
             # Every move considered counts, not just the one chosen: the best move's value is
             # exact only if the moves it was compared with were exact too.
             ex_lo = min(ex_lo, cx)
             ex_hi = max(ex_hi, cx)
-            w = 1.0 - cw
-            d = -cd
-            # Ours maximises the win probability, then the difference; the seed's the difference.
-            tie = abs(w - bw) <= 1e-12
-            if (kind == 0 and (w > bw + 1e-12 or (tie and d > bd))) or (kind == 1 and d > bd):
-                bw, bd = w, d
+            if _better(kind, 1.0 - cw, -cd, bw, bd):
+                bw, bd = 1.0 - cw, -cd
         tw += bw
         td += bd
-    tw /= faces
-    td /= faces
     exact = ESTIMATE if ex_lo == ESTIMATE else ex_hi
-    tt_key[slot] = key
-    tt_val[slot, 0] = tw
-    tt_val[slot, 1] = td
-    tt_val[slot, 2] = exact
-    return tw, td, exact
+    _tt_store(tt_key, tt_val, slot, key, tw / faces, td / faces, exact)
+    return tw / faces, td / faces, exact
 
 
 @numba.njit(cache=True)
@@ -289,9 +314,7 @@ def move_table(pairs, face, depth, kind, out, place, swap, mover_size, opp_size,
     """Fill ``out`` rows with (column, win, diff, exactness) of each distinct legal move; count."""
     n = 0
     for j in range(pairs.shape[0]):
-        if j > 0 and pairs[j] == pairs[j - 1]:
-            continue
-        q = place[pairs[j], face - 1]
+        q = _move_to(pairs, j, face - 1, place)
         if q < 0:
             continue
         child = _sorted_insert(pairs, j, q, swap)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from functools import partial
 from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, check_custom_name
-from pipeline.games.tiles import parse_open_tiles
+from pipeline.games.tiles import TileCodec
 
 #: Options that describe a custom one-player rule set; the CLI adds them to commands (@with_rules).
 CUSTOM_RULE_OPTIONS: dict[str, tuple[type, str]] = {
@@ -69,10 +68,10 @@ def custom_variant(rules: Any, name: str | None = None) -> Variant:
 
         return ShutTheBox(rules)
 
-    parse = partial(parse_open_tiles, n_tiles=rules.tiles)
+    codec = TileCodec(rules.tiles)
     separate = rules.tiles >= SEPARATE_TILES
     return Variant(
-        label, "custom rule set", make, False, family="shutbox", separate=separate, parse=parse
+        label, "custom rule set", make, False, family="shutbox", separate=separate, codec=codec
     )
 
 

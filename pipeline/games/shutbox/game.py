@@ -9,12 +9,12 @@ largest label" breaks ties towards the move holding the highest tile where two m
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game
+from pipeline.games.base import Game, Streamed
 from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
 from pipeline.games.tiles import parse_open_tiles, parse_tiles  # noqa: F401  (re-exported)
 from pipeline.graph import NO_STATE, PASS, Graph
@@ -130,6 +130,16 @@ class RuleSet:
         return "-".join(parts)
 
 
+class MoveArrays(TypedDict):
+    """The move rows of a :class:`Graph` (its ``mv_*`` fields), grouped by node."""
+
+    mv_node: np.ndarray
+    mv_dst: np.ndarray
+    mv_scale: np.ndarray
+    mv_offset: np.ndarray
+    mv_label: np.ndarray
+
+
 class ShutTheBox(Game):
     """The one-player game for a :class:`RuleSet`."""
 
@@ -178,6 +188,8 @@ class ShutTheBox(Game):
         if self.r.objective == "shut":
             return (score == 0).astype(np.float64)
         if self.r.objective == "target":
+            if self.r.target is None:  # the rules refuse this (RuleSet's checks)
+                raise UsageError("objective 'target' needs a target score")
             return (score <= self.r.target).astype(np.float64)
         return score
 
@@ -286,7 +298,7 @@ class ShutTheBox(Game):
         roll_ok: np.ndarray,
         node_state: np.ndarray,
         ids: np.ndarray,
-    ) -> dict[str, np.ndarray]:
+    ) -> MoveArrays:
         """Every legal move, grouped by node, plus a pass row for each node without one.
 
         A count pass sizes each node's slots, a fill pass writes the moves into them (compiled,
@@ -314,13 +326,13 @@ class ShutTheBox(Game):
         kernels.fill_moves(
             ids, index_of, roll_ok, sub_masks, sub_start, starts, mv_dst, mv_label, mv_scale
         )
-        return {
-            "mv_node": np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
-            "mv_dst": mv_dst,
-            "mv_scale": mv_scale,
-            "mv_offset": mv_offset,
-            "mv_label": mv_label,
-        }
+        return MoveArrays(
+            mv_node=np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
+            mv_dst=mv_dst,
+            mv_scale=mv_scale,
+            mv_offset=mv_offset,
+            mv_label=mv_label,
+        )
 
     # -- description -------------------------------------------------------------------------
 
@@ -345,6 +357,26 @@ class ShutTheBox(Game):
                 ).fill_null("")
             ),
             open_tiles=pl.when(valid).then(pl.concat_list(parts).list.drop_nulls()),
+        )
+
+    def stream(self, with_moves: bool, with_edges: bool) -> Streamed:
+        """The layer-by-layer compiled solve (:mod:`pipeline.games.shutbox.stream`)."""
+        from pipeline.games.shutbox import stream
+
+        wanted = ("states", "policy") + (("moves",) if with_moves else ())
+        wanted += ("edges",) if with_edges else ()
+        solver, batches = stream.stream_tables(self.r, True, with_moves, with_edges)
+        states = stream.state_constants(self.r, "")
+        states.pop("variant")
+        options = stream.parquet_options()
+        return Streamed(
+            tables=wanted,
+            batches=batches,
+            constants={"states": states},
+            options={t: options[t] for t in wanted},
+            n_states=1 << self.r.tiles,
+            start_value=lambda: float(solver.value[self.start_state()]),
+            counts=lambda: (solver.nodes, solver.moves),
         )
 
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:

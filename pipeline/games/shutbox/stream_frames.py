@@ -54,7 +54,7 @@ def states_frame(
             objective=pl.lit(objective),
             maximise=pl.lit(maximise),
             value=pl.Series(np.asarray(cols["value"])),
-            dice=_series(cols, "dice", pl.Int16),
+            dice=_series(cols, "dice", pl.Int16()),
             choice_options=pl.Series(np.asarray(cols["choice_options"]), dtype=pl.Int16),
             residual=pl.lit(0.0),
         )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from pipeline.games.registry import NAME_READERS, RULE_READERS, Variant, register
 from pipeline.games.shutbox import custom
-from pipeline.games.tiles import parse_open_tiles
+from pipeline.games.tiles import TileCodec
 
 
 def stb(name: str, description: str, in_all: bool = True, **rules: Any) -> Variant:
@@ -18,8 +17,8 @@ def stb(name: str, description: str, in_all: bool = True, **rules: Any) -> Varia
 
         return ShutTheBox(RuleSet(**rules))
 
-    parse = partial(parse_open_tiles, n_tiles=rules.get("tiles", 9))
-    return register(Variant(name, description, make, in_all, family="shutbox", parse=parse))
+    codec = TileCodec(rules.get("tiles", 9))
+    return register(Variant(name, description, make, in_all, family="shutbox", codec=codec))
 
 
 stb("classic", "9 tiles, always two dice, maximise P(shut) (seed 000)")

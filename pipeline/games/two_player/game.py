@@ -190,8 +190,29 @@ class TwoPlayer(Game):
             for key, arr in arrays.items():
                 parts.setdefault(key, []).append(arr)
             n_nodes += arrays["node_state"].shape[0]
-        merged = {key: np.concatenate(arrs) for key, arrs in parts.items()}
-        return Graph(**merged, maximise=True, meta={"possible_scores": scores.tolist()})
+
+        def joined(key: str) -> np.ndarray:
+            return np.concatenate(parts[key])
+
+        return Graph(
+            state_id=joined("state_id"),
+            rank=joined("rank"),
+            terminal=joined("terminal"),
+            ch_state=joined("ch_state"),
+            ch_choice=joined("ch_choice"),
+            ch_count=joined("ch_count"),
+            ch_denom=joined("ch_denom"),
+            ch_node=joined("ch_node"),
+            node_state=joined("node_state"),
+            node_roll=joined("node_roll"),
+            mv_node=joined("mv_node"),
+            mv_dst=joined("mv_dst"),
+            mv_scale=joined("mv_scale"),
+            mv_offset=joined("mv_offset"),
+            mv_label=joined("mv_label"),
+            maximise=True,
+            meta={"possible_scores": scores.tolist()},
+        )
 
     def _block(self, block: int, score: int, first_node: int) -> dict[str, np.ndarray]:
         """Graph arrays of one block: P1's (score 0) or P2's against ``score``, whose states are

@@ -5,8 +5,11 @@
 -- output: variant, state_id, roll, move, value, regret, expected, problem
 -- params: variant (optional; every variant when unset)
 -- regret: max(0, (best - value) * (1 if maximise else -1)), within max(1e-12 * max(1, |best|), residual)
+-- masks: a streamed build writes moves as bitmasks (move_mask) and leaves `move` null; moves
+--   are matched to edges on whichever of the two the variant's tables carry
 with chosen as (
-    select m.*, p.value as best, s.maximise,
+    select m.*, coalesce(m.move::varchar, 'mask ' || m.move_mask) as move_key,
+        p.value as best, s.maximise,
         greatest(1e-12 * greatest(1, abs(p.value)), coalesce(s.residual, 0)) as tolerance
     from moves as m
     join states as s using (variant, state_id)
@@ -16,12 +19,13 @@ with chosen as (
 
 edge_moves as (
     select distinct
-        e.variant, e.state_id, e.roll, e.move,
+        e.variant, e.state_id, e.roll,
+        coalesce(e.move::varchar, 'mask ' || e.move_mask) as move_key,
         e.reward + case when e.next_state_id is null then 0 else e.sign * n.value end
             as edge_value
     from edges as e
     left join states as n on n.variant = e.variant and n.state_id = e.next_state_id
-    where e.move is not null
+    where coalesce(e.move::varchar, 'mask ' || e.move_mask) is not null
         and (getvariable('variant') is null or e.variant = getvariable('variant'))
 ),
 
@@ -40,7 +44,7 @@ checked as (
                 then 'value differs from the edge value ' || e.edge_value
         end as problem
     from chosen as c
-    left join edge_moves as e using (variant, state_id, roll, move)
+    left join edge_moves as e using (variant, state_id, roll, move_key)
 ),
 
 final as (

@@ -1,0 +1,93 @@
+"""Whole builds as a user runs them: `stb-pipeline build ...`, wall seconds and peak memory.
+
+Each command runs as its own process (peak RSS from the kernel's accounting of that process),
+beside the plain numpy rank-order solve of the same values (from bench_stream.py, also its own
+process) in the same run, so that the ratio holds on a busy machine. Each build writes into a
+fresh temporary data directory.
+
+Targets (issue 14): 24 tiles x 3 dice (states + best-move policy) <= 60 s and <= 3 GB; 20 tiles x
+2 dice <= 10 s and <= 1 GB; peak memory growing with the states, not the moves (12..24 tiles);
+`build --variant all` twice as fast as before (14.5 s) and <= 1 GB.
+
+Usage: python benchmarks/bench_build.py [--sizes 12:3,16:3,20:2,20:3,24:3] [--all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SIZES = "12:3,14:3,16:3,18:3,20:2,20:3,22:3,24:3"
+
+
+def run_measured(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one run of ``argv`` as a child process."""
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execvp(argv[0], argv)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def numpy_reference(tiles: int, dice: int) -> list[str]:
+    """The command that runs the plain numpy solve of bench_stream.py for one size."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(HERE)!r}); import bench_stream; "
+        f"bench_stream.numpy_solve({tiles}, {dice})"
+    )
+    return [sys.executable, "-c", code]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="tiles:dice,...")
+    parser.add_argument("--all", action="store_true", help="also time `build --variant all`")
+    args = parser.parse_args()
+    cli = shutil.which("stb-pipeline") or sys.exit("stb-pipeline is not installed")
+    table = Table(title="stb-pipeline build (objective score), whole process", title_justify="left")
+    for head in ("build", "wall s", "cpu s", "peak MB", "numpy wall s", "numpy MB", "wall ratio"):
+        table.add_column(head, justify="left" if head == "build" else "right")
+    console = Console()
+    with tempfile.TemporaryDirectory() as tmp:
+        run_measured([cli, "build", "--tiles", "8", "-d", f"{tmp}/warm"])  # numba caches
+        for spec in args.sizes.split(","):
+            tiles, dice = (int(x) for x in spec.split(":"))
+            data = f"{tmp}/{tiles}x{dice}"
+            argv = [cli, "build", "--tiles", str(tiles), "--dice", str(dice)]
+            wall, cpu, peak = run_measured([*argv, "--objective", "score", "-d", data])
+            ref_wall, _, ref_peak = run_measured(numpy_reference(tiles, dice))
+            table.add_row(
+                f"--tiles {tiles} --dice {dice}",
+                f"{wall:.1f}",
+                f"{cpu:.1f}",
+                f"{peak:,.0f}",
+                f"{ref_wall:.1f}",
+                f"{ref_peak:,.0f}",
+                f"{wall / ref_wall:.2f}",
+            )
+            console.print(f"done: {spec}", style="dim")
+            shutil.rmtree(data)
+        if args.all:
+            wall, cpu, peak = run_measured([cli, "build", "--variant", "all", "-d", f"{tmp}/all"])
+            table.add_row("--variant all", f"{wall:.1f}", f"{cpu:.1f}", f"{peak:,.0f}", "", "", "")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
