@@ -116,11 +116,19 @@ def test_exact_mode_stores_fractions(tmp_path: Path, cli) -> None:
     assert row["value"] == pytest.approx(466473281 / 6530347008, abs=1e-12)
 
 
-def test_large_boards_skip_edges_and_moves_but_keep_policy(tmp_path: Path, cli) -> None:
+def test_large_boards_stream_states_and_policy_into_their_own_files(tmp_path: Path, cli) -> None:
+    """Issue 14: a big custom box is solved without a graph; states and the best-move policy
+    go to variants/<name>/, edges and moves only when asked, the shared tables are untouched."""
     result = cli(["build", "--tiles", "17", "--dice", "3", "-d", tmp_path])
     assert result.code == 0, result.stderr
-    assert "skipped" in result.stdout
-    assert not (tmp_path / "edges.parquet").exists()
-    assert not (tmp_path / "moves.parquet").exists()
+    assert "without a graph" in result.stdout
+    own = tmp_path / "variants" / "stb-17t-3d6-shut"
+    assert sorted(p.name for p in own.iterdir()) == ["policy.parquet", "states.parquet"]
+    assert not (tmp_path / "policy.parquet").exists()
     policy = tables.read_table(tmp_path, "policy", "stb-17t-3d6-shut")
-    assert policy.filter(~pl.col("stuck")).height > 0
+    moving = policy.filter(~pl.col("stuck"))
+    assert moving.height > 0 and moving["best_move_mask"].null_count() == 0
+    assert cli(["verify", "-d", tmp_path]).code == 0
+    again = cli(["build", "--tiles", "17", "--dice", "3", "--moves", "--edges", "-d", tmp_path])
+    assert again.code == 0, again.stderr
+    assert (own / "moves.parquet").exists() and (own / "edges.parquet").exists()

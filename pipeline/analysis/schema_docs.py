@@ -7,6 +7,13 @@ the file is out of date, and another checks that every column a build writes is 
 from __future__ import annotations
 
 #: Table name -> (what one row is, {column: meaning}).
+#: The mask columns: only a streamed build (custom boxes of 16 tiles or more) fills them.
+MASK_DOC = (
+    "the tiles shut as a bitmask, bit t-1 for tile t; set only by the streamed build of big "
+    "custom boxes (16 tiles or more), whose tables leave the list and text columns (move, "
+    "best_move, tiles, next_tiles, open_tiles) null to stay small; null otherwise"
+)
+
 TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "states": (
         "one state of one variant",
@@ -68,6 +75,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "dice": "number of dice rolled",
             "roll": "dice total",
             "prob": "probability of the roll with that many dice",
+            "move_mask": MASK_DOC,
             "move": "tiles shut (null when no move is legal; Double Shutter: back tiles negative, "
             "[1, -9] = front 1 and the back 9 behind it)",
             "next_state_id": "state after the move (null when the game ends)",
@@ -91,6 +99,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "tiles": "its open tiles",
             "roll": "dice total",
             "stuck": "true when no move is legal (the game ends)",
+            "best_move_mask": MASK_DOC,
             "best_move": "the optimal tiles to shut (null when stuck); ties go to the move "
             "holding the highest tile where they differ (Double Shutter: the highest front tile, "
             "then the highest back tile)",
@@ -112,6 +121,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "state_id": "state before the roll",
             "tiles": "its open tiles",
             "roll": "dice total",
+            "move_mask": MASK_DOC,
             "move": "tiles shut (Double Shutter: back tiles negative)",
             "next_state_id": "state after the move",
             "next_tiles": "its open tiles",

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.store.files import _tmp_name
 from pipeline.store.manifest import PARQUET_OPTIONS
 
 #: Rows per row group: pyarrow's default row group size, a few tens of MB per group.
@@ -76,7 +77,7 @@ def write_streamed_many(
     layer together) writes every table in ``paths``; all files are renamed into place at the
     end, or all temporary files removed on failure. Returns the rows written per table.
     """
-    tmps = {name: _tmp_path(Path(p)) for name, p in paths.items()}
+    tmps = {name: _tmp_name(Path(p)) for name, p in paths.items()}
     with contextlib.ExitStack() as stack:
         stack.callback(_remove, tmps.values())  # runs on success too: then nothing is left
         writers = {
@@ -222,11 +223,6 @@ class _TableThread:
             self.writer.write_table(pa.Table.from_batches(pending), row_group_size=size)
             self.rows += size
         pending.clear()
-
-
-def _tmp_path(final: Path) -> Path:
-    """A hidden temporary name next to ``final``, owned by this process."""
-    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
 
 
 def _remove(paths: Iterable[Path]) -> None:

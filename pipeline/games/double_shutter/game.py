@@ -32,12 +32,13 @@ import pyarrow as pa
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
 from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
+from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.graph import NO_STATE, PASS, Graph
 from pipeline.solve.batch import BatchSolution, solve_rank_order_batch
 from pipeline.solve.rank_order import Solution
 
 if TYPE_CHECKING:
-    from pipeline.games.solved import Solved
+    pass
 
 MAX_COLUMNS = 9
 MAX_DICE = 4
@@ -126,7 +127,7 @@ class DoubleShutterRules:
         return {"game": "double-shutter", **asdict(self)}
 
 
-class DoubleShutter(Game):
+class DoubleShutter(TileStrategyHooks, Game):
     """The one-player Double Shutter game for a :class:`DoubleShutterRules`.
 
     ``thresholds``: the targets n for which the summary reports p(n) = 1 - max P(score <= n).
@@ -278,20 +279,6 @@ class DoubleShutter(Game):
             return np.where(ends[rows][:, None], meets[g.node_state[g.mv_node[rows]]], 0.0)
 
         return solve_rank_order_batch(replace(g, maximise=True), terminal, offsets)
-
-    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
-        """The summary (p(n)) plus the strategy benchmark tables (tile strategies apply)."""
-        from pipeline.games.shutbox import benchmark
-
-        return {**super().extra_tables(solved), **benchmark.build_tables(solved)}
-
-    def simulate(
-        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
-    ) -> tuple[list[Any], pl.DataFrame]:
-        """Monte Carlo benchmark of the tile strategies."""
-        from pipeline.games.shutbox import benchmark
-
-        return benchmark.simulate_rows(solved, games, seed, names, progress)
 
     def summary(self, g: Graph, solution: Solution) -> pl.DataFrame:
         """Headline figures: the value at the start under this box's objective (expected score,

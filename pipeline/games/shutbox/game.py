@@ -8,126 +8,29 @@ largest label" breaks ties towards the move holding the highest tile where two m
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game, Streamed
-from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
+from pipeline.games.dice import roll_distribution
+from pipeline.games.shutbox.hooks import TileStrategyHooks
+from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
+    MAX_DICE,
+    MAX_SIDES,
+    MAX_TILES,
+    OBJECTIVES,
+    ONE_DIE_MODES,
+    SCORINGS,
+    RuleSet,
+    subsets_by_sum,
+)
 from pipeline.games.tiles import parse_open_tiles, parse_tiles  # noqa: F401  (re-exported)
 from pipeline.graph import NO_STATE, PASS, Graph
 
 if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
     import polars as pl
-
-    from pipeline.games.solved import Solved
-
-MAX_TILES = 24
-MAX_DICE = 8
-MAX_SIDES = 20
-OBJECTIVES = ("shut", "score", "target")
-ONE_DIE_MODES = ("never", "forced", "optional")
-SCORINGS = ("sum", "digital")
-
-
-@dataclass(frozen=True)
-class RuleSet:
-    """The rules of a one-player Shut the Box game.
-
-    ``one_die`` says when a single die is rolled instead of ``dice`` dice: ``never``; ``forced``
-    (must) or ``optional`` (may) when the condition holds. The condition is the conjunction of
-    ``one_die_sum`` (open tiles sum to at most this) and ``one_die_shut`` (these tiles are all
-    shut); with neither given, an optional single die is always allowed.
-    The objective is ``shut`` (maximise P(all tiles shut)), ``score`` (minimise the expected final
-    score) or ``target`` (maximise P(final score <= target)). The final score is the sum of the open
-    tiles, or with ``scoring="digital"`` the open tiles read as a number (1, 3, 4 -> 134).
-    """
-
-    tiles: int = 9
-    dice: int = 2
-    sides: int = 6
-    one_die: str = "never"
-    one_die_sum: int | None = None
-    one_die_shut: tuple[int, ...] = ()
-    objective: str = "shut"
-    target: int | None = None
-    max_per_move: int | None = None
-    scoring: str = "sum"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "one_die_shut", tuple(sorted(set(self.one_die_shut))))
-        for problem in self.problems():
-            raise UsageError(problem)
-
-    def problems(self) -> list[str]:
-        """Every reason this rule set is contradictory or out of range (empty when valid)."""
-        out: list[str] = []
-        out += range_problem("tiles", self.tiles, 1, MAX_TILES)
-        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
-        out += choice_problem("one-die rule", self.one_die, ONE_DIE_MODES)
-        out += choice_problem("objective", self.objective, OBJECTIVES)
-        out += choice_problem("scoring", self.scoring, SCORINGS)
-        if out:
-            return out
-        has_condition = self.one_die_sum is not None or bool(self.one_die_shut)
-        if self.one_die == "never" and has_condition:
-            out.append("a one-die condition was given but the one-die rule is 'never'")
-        if self.one_die != "never" and self.dice == 1:
-            out.append("a one-die rule needs more than one die")
-        if self.one_die == "forced" and not has_condition:
-            out.append("a forced single die with no condition is just --dice 1")
-        if self.one_die_sum is not None and self.one_die_sum < 1:
-            out.append(f"the one-die open-sum limit must be positive, not {self.one_die_sum}")
-        bad = [t for t in self.one_die_shut if not 1 <= t <= self.tiles]
-        if bad:
-            out.append(f"one-die tiles {bad} are not in a box of tiles 1..{self.tiles}")
-        if self.max_per_move is not None and self.max_per_move < 1:
-            out.append(f"at most {self.max_per_move} tiles per move would allow no move")
-        if self.scoring == "digital" and self.tiles > 9:
-            out.append("digital scoring reads tiles as digits, so it needs at most 9 tiles")
-        if (self.objective == "target") != (self.target is not None):
-            out.append("a target score goes with objective 'target' (and only with it)")
-        if self.target is not None and not 0 <= self.target < self.max_score():
-            out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
-        top_roll = self.dice * self.sides
-        if self.objective != "score" and self.tiles > top_roll:
-            out.append(
-                f"tile {self.tiles} can never be shut with {self.dice} dice of {self.sides} sides, "
-                f"so P(shut) is 0; use objective 'score' or 'target'"
-            )
-        return out
-
-    def max_score(self) -> int:
-        """Score with every tile open."""
-        if self.scoring == "digital":
-            return int("".join(str(t) for t in range(1, self.tiles + 1)))
-        return self.tiles * (self.tiles + 1) // 2
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data, for metadata and manifests."""
-        d = asdict(self)
-        d["game"] = "shut-the-box"
-        d["one_die_shut"] = list(self.one_die_shut)
-        return d
-
-    def slug(self) -> str:
-        """A readable, deterministic variant name for a custom rule set."""
-        parts = [f"stb-{self.tiles}t-{self.dice}d{self.sides}"]
-        if self.one_die != "never":
-            cond = []
-            if self.one_die_sum is not None:
-                cond.append(f"le{self.one_die_sum}")
-            if self.one_die_shut:
-                cond.append("shut" + "".join(f"{t}." for t in self.one_die_shut).rstrip("."))
-            parts.append(f"1d{self.one_die}" + ("-" + "-".join(cond) if cond else ""))
-        if self.max_per_move is not None:
-            parts.append(f"max{self.max_per_move}")
-        if self.scoring != "sum":
-            parts.append(self.scoring)
-        parts.append(self.objective + (f"{self.target}" if self.target is not None else ""))
-        return "-".join(parts)
 
 
 class MoveArrays(TypedDict):
@@ -140,7 +43,7 @@ class MoveArrays(TypedDict):
     mv_label: np.ndarray
 
 
-class ShutTheBox(Game):
+class ShutTheBox(TileStrategyHooks, Game):
     """The one-player game for a :class:`RuleSet`."""
 
     def __init__(self, rules: RuleSet, rank_order: bool = True) -> None:
@@ -210,18 +113,7 @@ class ShutTheBox(Game):
 
     def subsets_by_sum(self, max_sum: int) -> list[tuple[int, int]]:
         """Every set of tiles (as (mask, sum)) with sum <= max_sum and at most the per-move cap."""
-        cap = self.r.max_per_move or self.r.tiles
-        out: list[tuple[int, int]] = []
-
-        def extend(next_tile: int, mask: int, total: int, size: int) -> None:
-            for t in range(next_tile, min(self.r.tiles, max_sum - total) + 1):
-                m, s = mask | (1 << (t - 1)), total + t
-                out.append((m, s))
-                if size + 1 < cap:
-                    extend(t + 1, m, s, size + 1)
-
-        extend(1, 0, 0, 0)
-        return out
+        return subsets_by_sum(self.r, max_sum)
 
     def graph(self) -> Graph:
         """The game graph over all 2**tiles states.
@@ -382,20 +274,6 @@ class ShutTheBox(Game):
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         """Tile strategies see tiles 1..n and the final score of each state."""
         return np.arange(1, self.r.tiles + 1, dtype=np.int64), self.scores(g.state_id)
-
-    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
-        """The summary (none) plus the strategy benchmark tables."""
-        from pipeline.games.shutbox import benchmark
-
-        return {**super().extra_tables(solved), **benchmark.build_tables(solved)}
-
-    def simulate(
-        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
-    ) -> tuple[list[Any], pl.DataFrame]:
-        """Monte Carlo benchmark of the tile strategies."""
-        from pipeline.games.shutbox import benchmark
-
-        return benchmark.simulate_rows(solved, games, seed, names, progress)
 
     def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
         """Columns tiles, open_tiles, n_open, open_sum, score for each state id."""

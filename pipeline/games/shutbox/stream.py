@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.games.dice import roll_distribution
-from pipeline.games.shutbox.game import RuleSet, ShutTheBox
+from pipeline.games.shutbox.rules import RuleSet, subsets_by_sum
 from pipeline.games.shutbox.stream_kernels import (
     NodeColumns,
     fill_edges,
@@ -78,7 +78,6 @@ class Compiled:
 
 def compile_rules(rules: RuleSet) -> Compiled:
     """The kernels' view of ``rules``: dice distributions and the candidate moves of each roll."""
-    game = ShutTheBox(rules)
     width = rules.dice * rules.sides + 1
     count = np.zeros((2, width), dtype=np.int64)
     denom = np.ones(2, dtype=np.int64)
@@ -89,7 +88,7 @@ def compile_rules(rules: RuleSet) -> Compiled:
             count[row, total] = ways
             denom[row] = den
     by_sum: list[list[int]] = [[] for _ in range(width)]
-    for m, total in game.subsets_by_sum(width - 1):
+    for m, total in subsets_by_sum(rules, width - 1):
         by_sum[total].append(m)
     # Largest mask first, so the first tie met in a node is the one the graph solve prefers.
     sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)

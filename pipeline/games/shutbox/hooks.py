@@ -1,0 +1,31 @@
+"""The build and benchmark hooks of the tile games (Shut the Box, Double Shutter): their
+strategies can be evaluated exactly and simulated, because a move shuts tiles."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from pipeline.games.solved import Solved
+
+
+class TileStrategyHooks:
+    """Mixed into a tile game (before :class:`pipeline.games.base.Game`) to add the strategy
+    tables to its build and the Monte Carlo benchmark of its strategies."""
+
+    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
+        """The game's own tables (summary) plus the strategy benchmark tables."""
+        from pipeline.games.shutbox import benchmark
+
+        base = super().extra_tables(solved)  # type: ignore[misc]  # Game's, next in the MRO
+        return {**base, **benchmark.build_tables(solved)}
+
+    def simulate(
+        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
+    ) -> tuple[list[Any], pl.DataFrame]:
+        """Monte Carlo benchmark of the tile strategies."""
+        from pipeline.games.shutbox import benchmark
+
+        return benchmark.simulate_rows(solved, games, seed, names, progress)
