@@ -86,9 +86,6 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "kind": "what the row is: `move` (a move is made), `end` (no legal move: the game "
             "ends) or `pass` (no legal move: the other player's turn, two-player); null only in "
             "the streamed edges of boxes of 16 tiles or more (`build --edges`)",
-            "move_mask": "boxes of 16 tiles or more (solved layer by layer): the move as a "
-            "bitmask of the tiles it shuts (bit i-1 for tile i), written instead of `move`; null "
-            "elsewhere",
         },
     ),
     "policy": (
@@ -108,8 +105,6 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "value": "value after the best move (the final value when stuck)",
             "n_optimal": "number of legal moves that tie for best (within 1e-12, relative)",
             "n_moves": "number of legal moves",
-            "best_move_mask": "boxes of 16 tiles or more (solved layer by layer): the best move as "
-            "a bitmask of the tiles it shuts, written instead of `best_move`; null elsewhere",
             "kind": "what the row is, never null: `move` (a move is made), `end` (no legal move: "
             "the game ends) or `pass` (no legal move: the other player's turn, two-player)",
         },
@@ -128,8 +123,6 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "value": "value of the state after the move",
             "regret": "value lost against the best move (0 for an optimal move)",
             "is_best": "true for the move the policy table picks",
-            "move_mask": "boxes of 16 tiles or more (solved layer by layer): the move as a bitmask "
-            "of the tiles it shuts, written instead of `move`; null elsewhere",
         },
     ),
     "summary": (
