@@ -14,12 +14,17 @@ Usage: python benchmarks/bench_knucklebones.py [--positions 200] [--games 1000] 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from pipeline import progress
 from pipeline.apps.knucklebones.match import greedy_player, match
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.search import OURS, Searcher
@@ -47,7 +52,9 @@ def decision_times(game: Knucklebones, positions: list, depths: range) -> Table:
     table = Table("depth", "positions", "median ms", "p90 ms", "max ms")
     for depth in depths:
         times = []
-        for pairs, face in positions:
+        for pairs, face in progress.tracked(
+            positions, f"decision time, depth {depth}", unit="positions"
+        ):
             searcher = Searcher(game, tt_bits=20)
             t0 = time.perf_counter()
             searcher.best_move(pairs, face, depth, OURS)
@@ -67,7 +74,8 @@ def head_to_head(game: Knucklebones, games: int, seed: int, depths: range) -> Ta
     """Ours against the seed's heuristic at the same depth."""
     table = Table("depth", "games", "wins", "draws", "losses", "win rate (95% CI)", "mean diff")
     for d in depths:
-        r = match(game, f"ours-d{d}", f"seed-d{d}", games, seed + d)
+        with progress.task(f"ours against the seed's, depth {d}", games, "games") as job:
+            r = match(game, f"ours-d{d}", f"seed-d{d}", games, seed + d, job.advance)
         table.add_row(
             str(d),
             str(games),

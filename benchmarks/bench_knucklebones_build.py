@@ -24,6 +24,9 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pipeline import progress  # noqa: E402  (after the path: the scripts run from anywhere)
+
 DEFAULT = ["knucklebones-2x3", "knucklebones-3x2", "knucklebones-3x3-d4"]
 
 
@@ -54,7 +57,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         build("knucklebones-2x2", data)
-        for variant in args.variants:
+        for variant in progress.tracked(args.variants, "building", unit="variants"):
             seconds, peak = build(variant, data)
             table.add_row(variant, f"{seconds:.0f}", f"{peak:.1f}")
     Console().print(table)

@@ -17,6 +17,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pipeline import progress
 from pipeline.games.registry import get_variant
 from pipeline.games.shutbox import benchmark
 from pipeline.games.solved import Solved
@@ -42,7 +43,11 @@ def main() -> None:
         variant = get_variant(name)
         game = variant.make()
         s = Solved(variant, game, game.graph())
-        for m in benchmark.simulate_strategies(s, args.games, args.seed):
+        with progress.task(f"{name}: {args.games:,} games per strategy", unit="strategies") as job:
+            sims = benchmark.simulate_strategies(
+                s, args.games, args.seed, None, lambda n: job.update(note=n)
+            )
+        for m in sims:
             rate = m.result.games / m.result.seconds
             table.add_row(
                 name,

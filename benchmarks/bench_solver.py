@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pipeline import progress  # noqa: E402  (after the path: the scripts run from anywhere)
 
 
 def measure(tiles: int, dice: int) -> dict[str, float]:
@@ -116,9 +118,8 @@ def main() -> None:
     ):
         table.add_column(col, justify="right")
     console = Console(width=max(Console().width, 130))
-    with console.status("measuring...") as status:
-        for spec in args.sizes.split(","):
-            status.update(f"measuring {spec} (tiles:dice)")
+    for spec in args.sizes.split(","):
+        with progress.task(f"measuring {spec} (tiles:dice)"):
             r = in_child(spec)
             tiles, dice = spec.split(":")
             total = r["graph_s"] + r["solve_s"] + r["policy_s"]
@@ -135,7 +136,7 @@ def main() -> None:
                 f"{r['peak_mb']:.0f}",
                 f"{r['value']:.6f}",
             )
-        status.update("measuring the naive reference solver")
+    with progress.task("measuring the naive reference solver"):
         ref = in_child("reference")
     table.add_row(
         "9",

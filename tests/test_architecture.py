@@ -17,7 +17,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "pipeline"
 
 #: Lowest first. A module may import its own layer and the layers before it.
-LAYERS = ("errors", "graph", "solve", "games", "store", "build", "analysis", "apps", "api", "cli")
+LAYERS = (
+    "errors",
+    "progress",
+    "graph",
+    "solve",
+    "games",
+    "store",
+    "build",
+    "analysis",
+    "apps",
+    "api",
+    "cli",
+)
 
 
 def module_name(path: Path) -> str:

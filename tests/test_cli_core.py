@@ -70,7 +70,7 @@ def test_move_when_stuck_says_the_game_ends(built: Path, cli) -> None:
         (["build", "--one-die", "forced"], "just --dice 1"),
         (["build", "--objective", "target"], "target score goes with"),
         (["build", "--one-die-shut", "7x"], "give tiles"),
-        (["edges", "--exact"], "--exact applies"),
+        (["edges", "--exact"], "No such option: --exact"),
         (["build", "--variant", "lever", "--tiles", "10"], "not both"),
     ],
 )

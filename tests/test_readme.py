@@ -1,4 +1,5 @@
-"""The README stays true: every command, table, column, query and example it shows exists/runs.
+"""The README and docs/*.md stay true: every command, table, column, query and example they show
+exists or runs, and the README's tour runs as written.
 
 In the manner of sqlite-utils' docs tests: documentation that names something that does not exist
 (or forgets a command that does) fails the build.
@@ -7,7 +8,11 @@ In the manner of sqlite-utils' docs tests: documentation that names something th
 from __future__ import annotations
 
 import doctest
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -20,18 +25,29 @@ from pipeline.analysis import sql
 from pipeline.analysis.schema_docs import TABLES
 from pipeline.cli.app import app
 from pipeline.errors import PipelineError
+from pipeline.games.base import Game
 from pipeline.games.registry import REGISTRY
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
-#: Backticked words in the README that name none of the things checked below.
-PLAIN_WORDS = {"all", "duckdb", "pipeline", "q"}
+#: Every page checked: the README and the reference pages under docs/.
+PAGES = {"README.md": README} | {
+    f"docs/{p.name}": p.read_text() for p in sorted((REPO / "docs").glob("*.md"))
+}
+ALL_TEXT = "\n".join(PAGES.values())
+#: Backticked words in the pages that name none of the things checked below.
+PLAIN_WORDS = {"all", "duckdb", "pipeline", "q", "family", "graph", "rules", "make", "variants"}
+#: The README's opening commands: install and build, install and test (the test one is .ci/run's).
+OPENING = [
+    "pip install . && stb-pipeline build --variant all",
+    "pip install '.[test,distributed]' && python -m pytest",
+]
 
 
-def code_spans() -> list[str]:
+def code_spans(text: str = ALL_TEXT) -> list[str]:
     """Inline code spans and the lines of fenced code blocks."""
-    blocks = re.findall(r"```[a-z]*\n(.*?)```", README, flags=re.S)
-    inline = re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", README, flags=re.S))
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
     return [line for block in blocks for line in block.splitlines()] + inline
 
 
@@ -41,25 +57,48 @@ def commands() -> set[str]:
     return set(group.commands)  # type: ignore[attr-defined]
 
 
+def subcommands() -> set[str]:
+    """The names of the commands inside command groups (`knucklebones tree`, ...)."""
+    group = typer.main.get_command(app)
+    return {
+        name
+        for sub in group.commands.values()  # type: ignore[attr-defined]
+        for name in getattr(sub, "commands", {})
+    }
+
+
 def test_every_command_in_the_readme_exists_and_every_command_is_documented() -> None:
     named = {m for span in code_spans() for m in re.findall(r"stb-pipeline ([a-z][a-z-]*)", span)}
-    assert named, "the README shows commands"
-    assert named <= commands(), f"README names unknown commands {sorted(named - commands())}"
+    assert named, "the pages show commands"
+    assert named <= commands(), f"the docs name unknown commands {sorted(named - commands())}"
     undocumented = commands() - named
-    assert not undocumented, f"commands missing from the README: {sorted(undocumented)}"
+    assert not undocumented, f"commands missing from README.md and docs/: {sorted(undocumented)}"
+
+
+def test_the_readme_opens_with_install_and_test_and_stays_short() -> None:
+    blocks = re.findall(r"```bash\n(.*?)```", README, flags=re.S)
+    assert [b.strip() for b in blocks[:2]] == OPENING
+    ci = (REPO / ".ci" / "run").read_text()
+    assert OPENING[1] in ci, "the README's test command is the one .ci/run runs"
+    assert len(README.splitlines()) <= 250
+    assert "seed 0" not in README.lower(), "say what a source is, not its seed number"
+    for page in ("commands", "variants", "tables", "benchmarks", "architecture"):
+        assert f"(docs/{page}.md)" in README, f"the README links docs/{page}.md"
 
 
 def test_every_query_in_the_readme_exists() -> None:
     known = {name for name, _ in sql.list_queries()}
-    named = set(re.findall(r"queries/([a-z_0-9]+)\.sql", README)) - {"_views"}
+    named = set(re.findall(r"queries/([a-z_0-9]+)\.sql", ALL_TEXT)) - {"_views"}
     named |= {m for span in code_spans() for m in re.findall(r"query ([a-z_0-9]+)", span)}
     assert named <= known, f"README names unknown queries {sorted(named - known)}"
     assert (REPO / "queries" / "_views.sql").exists()
 
 
-def test_every_table_and_column_in_the_readme_exists_in_a_build(built: Path) -> None:
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_every_table_and_column_named_exists_in_a_build(built: Path, page: str) -> None:
+    text = PAGES[page]
     columns = {p.stem: set(pq.read_schema(p).names) for p in built.glob("*.parquet")}
-    for table in set(re.findall(r"`([a-z_]+)\.parquet`", README)):
+    for table in set(re.findall(r"`([a-z_]+)\.parquet`", text)):
         # Tables written by commands other than `build` must at least be documented.
         assert table in columns or table in TABLES, f"README names table {table}.parquet"
     all_columns = set().union(*columns.values())
@@ -75,14 +114,15 @@ def test_every_table_and_column_in_the_readme_exists_in_a_build(built: Path) -> 
         | set(REGISTRY)
         | {name for name, _ in sql.list_queries()}
         | commands()
+        | subcommands()
+        | {name for name in dir(Game) if not name.startswith("_")}  # the hooks a game defines
         | api_names
         | params
         | PLAIN_WORDS
     )
-    words = {w for w in re.findall(r"`([^`\n]+)`", README) if re.fullmatch(r"[a-z][a-z0-9_]*", w)}
+    words = {w for w in re.findall(r"`([^`\n]+)`", text) if re.fullmatch(r"[a-z][a-z0-9_]*", w)}
     unknown = words - known
-    assert not unknown, f"README names columns or things that do not exist: {sorted(unknown)}"
-    assert {"variant", "state_id", "tiles"} <= words & all_columns
+    assert not unknown, f"{page} names columns or things that do not exist: {sorted(unknown)}"
 
 
 def category_values(built: Path) -> set[str]:
@@ -117,10 +157,10 @@ def query_columns(built: Path) -> set[str]:
     return out
 
 
-def test_the_readme_python_example_runs(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_python_examples_run(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STB_DATA_DIR", str(built))
-    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
-    assert blocks, "the README has a Python example"
+    blocks = re.findall(r"```python\n(.*?)```", ALL_TEXT, flags=re.S)
+    assert blocks, "the pages have Python examples"
     parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for i, block in enumerate(blocks):
         test = parser.get_doctest(block, {}, f"README python block {i}", "README.md", 0)
@@ -134,3 +174,39 @@ def test_the_api_module_docstring_example_runs(built: Path, monkeypatch) -> None
     monkeypatch.setenv("STB_DATA_DIR", str(built))
     result = doctest.testmod(pipeline.api, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted >= 3
+
+
+def tour_commands() -> list[str]:
+    """The README's shell commands after the two opening ones (install lines excluded)."""
+    blocks = re.findall(r"```bash\n(.*?)```", README, flags=re.S)[2:]
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
+    """Each tour command runs in a fresh directory, `stb-pipeline` being this checkout's CLI, and
+    writes nowhere but data/ there."""
+    shim = tmp_path / "bin" / "stb-pipeline"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pipeline "$@"\n')
+    shim.chmod(0o755)
+    duckdb = shutil.which("duckdb") or str(Path(sys.executable).parent / "duckdb")
+    env = {
+        **os.environ,
+        "PATH": f"{shim.parent}:{Path(duckdb).parent}:{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+        "STB_QUIET": "1",
+    }
+    env.pop("STB_DATA_DIR", None)
+    work = tmp_path / "work"
+    work.mkdir()
+    commands = tour_commands()
+    assert len(commands) >= 10
+    for line in commands:
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, f"{line}\n{done.stderr}"
+        expected = re.search(r"#\s*([0-9.]+)\s*$", line)
+        if expected:  # a comment giving the exact answer is checked too
+            assert expected.group(1) in done.stdout, f"{line}: {done.stdout}"
+    assert {p.name for p in work.iterdir()} == {"data"}, "the tour writes only into data/"

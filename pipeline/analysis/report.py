@@ -13,7 +13,7 @@ import html
 import io
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,11 +30,11 @@ from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from pipeline import __version__
+from pipeline import __version__, progress
 from pipeline.analysis import sql
 from pipeline.errors import PipelineError, TablesMissingError, UsageError
-from pipeline.games.registry import REGISTRY
-from pipeline.store import tables
+from pipeline.games.registry import Variant, lookup
+from pipeline.store import manifest, tables
 from pipeline.store.files import write_bytes_atomic
 from pipeline.store.outputs import inside, make_dir
 
@@ -401,17 +401,19 @@ def knucklebones(t: Tables) -> Section:
 
 def variants_summary(t: Tables) -> Section:
     """Every variant built: number of states, objective and the value at the start."""
-    summary = start_values(t.need("states"))
+    summary = start_values(t.need("states"), manifest.built_variants(t.data_dir))
     return Section("variants", "Variants in this build", "", None, _html_table(summary))
 
 
-def start_values(states: pl.DataFrame) -> pl.DataFrame:
-    """Per variant: states, objective and the value of its start state (from the registry)."""
+def start_values(states: pl.DataFrame, built: Mapping[str, Variant] | None = None) -> pl.DataFrame:
+    """Per variant: states, objective and the value of its start state (the variant from the
+    registry, by its rules' name, or from ``built``: custom variants recorded in the manifest)."""
     rows = []
     for (variant,), part in states.group_by("variant", maintain_order=True):
         start = None
-        if variant in REGISTRY:
-            sid = REGISTRY[str(variant)].make().start_state()
+        found = _variant(str(variant), built or {})
+        if found is not None:
+            sid = found.make().start_state()
             hit = part.filter(pl.col("state_id") == sid)
             start = hit["value"][0] if hit.height else None
         rows.append((variant, part.height, part["objective"][0], start))
@@ -436,6 +438,14 @@ SECTIONS: list[tuple[str, Callable[[Tables], Section]]] = [
 ]
 
 
+def _variant(name: str, built: Mapping[str, Variant]) -> Variant | None:
+    """The variant called ``name``, or None when nothing names it any more."""
+    try:
+        return lookup(name, built)
+    except PipelineError:
+        return None
+
+
 # -- page -------------------------------------------------------------------------------------
 
 
@@ -455,20 +465,32 @@ def build_report(data_dir: Path, out_dir: Path) -> Report:
     report = Report(Path(out_dir), Path(out_dir) / PAGE)
     make_dir(report.out_dir)
     done: list[Section] = []
-    for title, make in SECTIONS:
-        try:
-            section = make(t)
-        except (Skip, PipelineError) as why:
-            report.skipped.append((title, str(why)))
-            continue
-        if section.figure is not None:
-            section.png = _png(section.figure, section.tight)
-            path = report.out_dir / f"{section.key}.png"
-            write_bytes_atomic(path, section.png)
-            report.charts.append(path)
-        done.append(section)
+    with progress.task("report", total=len(SECTIONS), unit="sections") as job:
+        for title, make in SECTIONS:
+            job.update(note=title)
+            section = _section(t, title, make, report)
+            if section is not None:
+                done.append(section)
+            job.advance()
     write_bytes_atomic(report.page, _page(done, report.skipped, data_dir).encode())
     return report
+
+
+def _section(
+    t: Tables, title: str, make: Callable[[Tables], Section], report: Report
+) -> Section | None:
+    """One section drawn and its chart written; None (and a note in the report) when skipped."""
+    try:
+        section = make(t)
+    except (Skip, PipelineError) as why:
+        report.skipped.append((title, str(why)))
+        return None
+    if section.figure is not None:
+        section.png = _png(section.figure, section.tight)
+        path = report.out_dir / f"{section.key}.png"
+        write_bytes_atomic(path, section.png)
+        report.charts.append(path)
+    return section
 
 
 def _png(fig: Figure, tight: bool = True) -> bytes:

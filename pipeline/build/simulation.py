@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline import progress as jobs
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.store import tables
@@ -23,12 +24,23 @@ def run_benchmark(
     """Simulate the strategies of ``variant`` and store the rows in benchmarks.parquet.
 
     Replaces earlier simulation rows of the same variant and strategy; keeps every other row.
+    The run reports its progress (:mod:`pipeline.progress`), one step per strategy; ``progress``
+    is also told the name of each strategy as it starts.
     """
     tables.ensure_writable(data_dir)  # before minutes of simulation, not after
-    game = variant.make()
-    s = Solved(variant, game, game.graph())
-    sims, rows = game.simulate(s, games, seed, names, progress)
-    with tables.data_lock(data_dir):
-        rules = {variant.name: game.rules()}
-        tables.replace_rows(data_dir, "benchmarks", {variant.name: rows}, rules)
+    with jobs.task(f"{variant.name}: benchmark", unit="strategies") as job:
+        game = variant.make()
+        s = Solved(variant, game, game.graph())
+
+        def playing(name: str) -> None:
+            # called as each strategy starts: the one before it is done
+            job.update(job.done + (1 if job.note else 0), note=f"{games:,} games of {name}")
+            if progress is not None:
+                progress(name)
+
+        sims, rows = game.simulate(s, games, seed, names, playing)
+        job.update(len(sims), total=len(sims), note="writing benchmarks.parquet")
+        with tables.data_lock(data_dir):
+            rules = {variant.name: game.rules()}
+            tables.replace_rows(data_dir, "benchmarks", {variant.name: rows}, rules)
     return sims

@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline import progress
 from pipeline.build import streamed as streamed_build
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.base import Game, Streamed
@@ -118,9 +118,18 @@ def edge_rows(s: Solved) -> pl.DataFrame:
         )
         .hstack(nxt)
         .with_columns(
-            reward=pl.Series(g.mv_offset[mv]), sign=pl.Series(g.mv_scale[mv], dtype=pl.Int8)
+            reward=pl.Series(g.mv_offset[mv]),
+            sign=pl.Series(g.mv_scale[mv], dtype=pl.Int8),
+            kind=move_kind(g.mv_label[mv] >= 0, g.mv_dst[mv] >= 0),
         )
     )
+
+
+def move_kind(has_move: np.ndarray, has_next: np.ndarray) -> pl.Series:
+    """What a row of edges or policy is: ``move``; or, with no legal move, ``end`` (the game
+    ends) or ``pass`` (play goes on with the other player). A label instead of a bare NULL."""
+    text = np.where(has_move, "move", np.where(has_next, "pass", "end"))
+    return pl.Series("kind", text, dtype=pl.String)
 
 
 def policy_rows(
@@ -156,6 +165,7 @@ def policy_rows(
                 value=pl.Series(sol.node_value[lo:hi]),
                 n_optimal=pl.Series(n_optimal[lo:hi], dtype=pl.Int16),
                 n_moves=pl.Series(n_moves[lo:hi], dtype=pl.Int16),
+                kind=move_kind(label[lo:hi] >= 0, g.mv_dst[pick] >= 0),
             )
         )
 
@@ -200,22 +210,46 @@ def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | t
     """The tables the requested stages produce for one variant."""
     out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
     for stage in stages:
-        t0 = time.perf_counter()
-        if stage == "enumerate" and "solve" not in stages:
-            out["states"] = state_rows(s, with_values=False)
-        elif stage == "edges" and not s.game.skip_edges:
-            out["edges"] = edge_rows(s)
-        elif stage == "solve":
-            out["states"] = state_rows(s, with_values=True)
-        elif stage == "policy":
-            out["policy"], moves = policy_rows(s, with_moves=not s.game.skip_edges)
-            if moves is not None:
-                out["moves"] = moves
-        s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
+        with progress.task(f"{s.variant.name}: {stage}"):
+            _run_stage(s, stage, stages, out)
     if set(STAGES) <= set(stages):
-        for hook in build_hooks():
-            out.update(hook(s))
-    return out
+        with progress.task(f"{s.variant.name}: strategy tables"):
+            for hook in build_hooks():
+                out.update(hook(s))
+    start = s.game.start_state()
+    return {name: start_first(frame, start) for name, frame in out.items()}
+
+
+def start_first(frame: pl.DataFrame | tables.ChunkedRows, start: int) -> Any:
+    """The rows of the start state first, then by state (within each strategy, if any), so that
+    the first rows a person sees are the game's opening. Rows of one state keep their order.
+
+    Tables too large to hold (:class:`~pipeline.store.tables.ChunkedRows`) keep graph order.
+    """
+    if not isinstance(frame, pl.DataFrame) or "state_id" not in frame.columns:
+        return frame
+    keys = [pl.col("state_id") != start, "state_id"]
+    if "strategy" in frame.columns:
+        # strategies keep the order the game lists them in (optimal first)
+        order = {name: i for i, name in enumerate(frame["strategy"].unique(maintain_order=True))}
+        keys.insert(0, pl.col("strategy").replace_strict(order, return_dtype=pl.Int32))
+    return frame.sort(keys, maintain_order=True)
+
+
+def _run_stage(s: Solved, stage: str, stages: Sequence[str], out: dict[str, Any]) -> None:
+    """Add one stage's tables to ``out`` and time it."""
+    t0 = time.perf_counter()
+    if stage == "enumerate" and "solve" not in stages:
+        out["states"] = state_rows(s, with_values=False)
+    elif stage == "edges" and not s.game.skip_edges:
+        out["edges"] = edge_rows(s)
+    elif stage == "solve":
+        out["states"] = state_rows(s, with_values=True)
+    elif stage == "policy":
+        out["policy"], moves = policy_rows(s, with_moves=not s.game.skip_edges)
+        if moves is not None:
+            out["moves"] = moves
+    s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0
 
 
 @dataclass(frozen=True)
@@ -237,7 +271,6 @@ def run(
     variants: Sequence[Variant],
     stages: Sequence[str],
     data_dir: Path,
-    console: Console | None = None,
     exact: bool = False,
     skip_unchanged: bool = False,
     extra_tables: Sequence[str] = (),
@@ -249,81 +282,85 @@ def run(
     whose game streams (big custom boxes) is solved without a graph and committed on its own;
     it writes states and policy, plus ``extra_tables`` (``moves``, ``edges``) when asked. With
     ``skip_unchanged``, a variant whose last run (per ``manifest.json``) had the same stages,
-    rules and code hash, and whose tables are unchanged since, is not recomputed.
+    rules and code hash, and whose tables are unchanged since, is not recomputed. Progress goes
+    to :mod:`pipeline.progress`: one job for the run, one per variant and stage.
     """
-    console = console or Console(stderr=True)
     tables.ensure_writable(data_dir)
     pending: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = {}
     rules: dict[str, dict] = {}
     records: dict[str, dict] = {}
     reports: list[StageReport] = []
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
-    columns = [TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn()]
-    # no bar when stderr is not a terminal: rich would leave a blank line there
-    bar_off = not console.is_terminal
-    with Progress(*columns, console=console, transient=True, disable=bar_off) as bar:
-        task = bar.add_task("solving", total=len(variants))
+    options = {"exact": exact}
+    with progress.task("build", total=len(variants), unit="variants") as job:
         for variant in variants:
-            bar.update(task, description=f"{variant.name}: building graph")
+            job.update(note=variant.name)
             t0 = time.perf_counter()
             game = variant.make()
-            options = {"exact": exact}
             record = manifest.up_to_date(
                 data_dir, known, variant.name, game.rules(), list(stages), options
             )
             if record is not None:
                 reports.append(_skipped_report(variant.name, record))
-                bar.advance(task)
+                job.advance()
                 continue
             streamed = _streamed_build(variant, game, stages, extra_tables, exact)
             if streamed is not None:
-                bar.update(task, description=f"{variant.name}: solving layer by layer")
-                reports.append(_run_streamed(variant, game, streamed, list(stages), data_dir))
-                bar.advance(task)
+                with progress.task(f"{variant.name}: solving layer by layer"):
+                    reports.append(_run_streamed(variant, game, streamed, list(stages), data_dir))
+                job.advance()
                 continue
-            s = Solved(variant, game, game.graph(), exact=exact)
-            bar.update(task, description=f"{variant.name}: {', '.join(stages)}")
+            with progress.task(f"{variant.name}: graph"):
+                s = Solved(variant, game, game.graph(), exact=exact)
             frames = stage_frames(s, stages)
             for name, frame in frames.items():
                 pending.setdefault(table_key(variant, name), {})[variant.name] = frame
             rules[variant.name] = game.rules()
-            start = _start_value(s) if s.solution is not None else None
-            skipped: list[str] = []
-            if game.skip_edges:
-                skipped = [t for t, st in (("edges", "edges"), ("moves", "policy")) if st in stages]
-                # the build hook leaves out the per-state strategy tables too
-                skipped += ["reach", "node_reach"] if "benchmarks" in frames else []
-            plural = "s" if len(skipped) > 1 else ""
-            note = f"{', '.join(skipped)} table{plural} skipped (too large)" if skipped else ""
-            if s.solution is not None and s.solution.iterations:
-                sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
-                note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))
-            report = StageReport(
-                variant.name,
-                s.graph.n_states,
-                int(s.graph.node_state.shape[0]),
-                int(np.count_nonzero(s.graph.mv_label >= 0)),
-                start,
-                tuple(sorted(frames)),
-                time.perf_counter() - t0,
-                note,
-            )
+            report = _report(s, stages, frames, time.perf_counter() - t0)
             reports.append(report)
             summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
             table_rows = {name: frame.height for name, frame in frames.items()}
             records[variant.name] = manifest.variant_record(
                 rules[variant.name], list(stages), s.seeds, table_rows, summary, options
             )
-            bar.advance(task)
+            job.advance()
         if pending:
-            bar.update(task, description="writing tables")
-            with tables.data_lock(data_dir):
+            job.update(note="writing tables")
+            writing = progress.task(f"writing {len(pending)} tables")
+            with writing, tables.data_lock(data_dir):
                 merged = {
                     name: tables.merged_rows(data_dir, name, by_variant, rules)
                     for name, by_variant in pending.items()
                 }
                 tables.commit(data_dir, merged, records)
     return reports
+
+
+def _report(
+    s: Solved, stages: Sequence[str], frames: dict[str, Any], seconds: float
+) -> StageReport:
+    """What one variant's run produced, with a note on skipped tables and value iteration."""
+    start = _start_value(s) if s.solution is not None else None
+    skipped: list[str] = []
+    if s.game.skip_edges:
+        skipped = [t for t, st in (("edges", "edges"), ("moves", "policy")) if st in stages]
+        # the build hook leaves out the per-state strategy tables too
+        skipped += ["reach", "node_reach"] if "benchmarks" in frames else []
+    plural = "s" if len(skipped) > 1 else ""
+    note = f"{', '.join(skipped)} table{plural} skipped (too large)" if skipped else ""
+    if s.solution is not None and s.solution.iterations:
+        sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
+        note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))
+    return StageReport(
+        s.variant.name,
+        s.graph.n_states,
+        int(s.graph.node_state.shape[0]),
+        int(np.count_nonzero(s.graph.mv_label >= 0)),
+        start,
+        tuple(sorted(frames)),
+        seconds,
+        note,
+    )
 
 
 #: Tables a variant stored on its own (Variant.separate) keeps in its own files; the summary and

@@ -10,26 +10,29 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from pipeline.cli.commands import register_all
 from pipeline.cli.options import (
     DEFAULT_DATA_DIR,
+    RULE_OPTIONS,
     DataDir,
     Exact,
     ManyVariants,
     OneVariant,
     P1Score,
+    Quiet,
     out,
     pick_one,
     pick_variants,
     with_rules,
 )
-from pipeline.errors import PipelineError, UsageError, exit_with
+from pipeline.errors import PipelineError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
 
 if TYPE_CHECKING:
@@ -41,30 +44,58 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # plain help: rich markup would eat "[score]" and print "<bool>" beside every flag
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
 def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example: str) -> None:
-    """Register a command that runs ``stage_list`` for the chosen variants."""
+    """Register a command that runs ``stage_list`` for the chosen variants (--exact only where
+    values are solved)."""
 
     @with_rules
     def command(
         variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
-        exact: Exact = False,
+        quiet: Quiet = False,
         custom: Variant | None = None,
     ) -> None:
-        if exact and "solve" not in stage_list:
-            raise UsageError("--exact applies to solve and build")
-        from pipeline.build import stages
+        _run_stages(variant, custom, stage_list, data_dir, exact=False)
 
-        chosen = pick_variants(variant, custom)
-        reports = stages.run(chosen, stage_list, data_dir, exact=exact)
-        print_reports(reports, data_dir)
+    @with_rules
+    def solving_command(
+        variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
+        data_dir: DataDir = DEFAULT_DATA_DIR,
+        exact: Exact = False,
+        quiet: Quiet = False,
+        custom: Variant | None = None,
+    ) -> None:
+        _run_stages(variant, custom, stage_list, data_dir, exact=exact)
 
-    command.__doc__ = f"{summary}\n\nExample: {example}"
-    app.command(name)(command)
+    chosen = solving_command if "solve" in stage_list else command
+    chosen.__doc__ = f"{summary}\n\nExample: {example}"
+    app.command(name)(chosen)
+
+
+def _run_stages(
+    names: list[str],
+    custom: Variant | None,
+    stage_list: tuple[str, ...],
+    data_dir: Path,
+    exact: bool,
+    skip_unchanged: bool = False,
+    extra: list[str] | None = None,
+) -> None:
+    """Run the stages for the chosen variants and print the summary (``extra``: the optional
+    tables of big custom boxes, `moves` and `edges`)."""
+    from pipeline.build import stages
+
+    chosen = pick_variants(names, custom, data_dir)
+    reports = stages.run(
+        chosen, stage_list, data_dir, exact, skip_unchanged=skip_unchanged, extra_tables=extra or ()
+    )
+    print_reports(reports, data_dir)
 
 
 def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
@@ -131,23 +162,19 @@ def build_cmd(
         bool,
         typer.Option("--edges", help="Big custom boxes (16+ tiles): also write the edges table."),
     ] = False,
+    quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
     """Run every stage (enumerate, edges, solve, policy) for the variants.
 
     A variant whose rules and code hash match data/manifest.json, and whose tables are unchanged
-    since, is skipped (and says so); --force rebuilds it.
+    since, is skipped (and says so); --force rebuilds it. Custom rules: see `stb-pipeline rules`.
 
-    Example: stb-pipeline build --variant all
+    Example: stb-pipeline build --variant classic --data-dir data
     """
-    from pipeline.build import stages
-
-    chosen = pick_variants(variant, custom)
     extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
-    reports = stages.run(
-        chosen, stages.STAGES, data_dir, exact=exact, skip_unchanged=not force, extra_tables=extra
-    )
-    print_reports(reports, data_dir)
+    stage_list = ("enumerate", "edges", "solve", "policy")
+    _run_stages(variant, custom, stage_list, data_dir, exact, skip_unchanged=not force, extra=extra)
 
 
 @app.command("expect")
@@ -171,7 +198,7 @@ def expect_cmd(
     """
     from pipeline.analysis import answers
 
-    found = answers.expect(data_dir, pick_one(variant, custom), tiles, p1_score=p1_score)
+    found = answers.expect(data_dir, pick_one(variant, custom, data_dir), tiles, p1_score=p1_score)
     out.print(f"{found.value!r}")
 
 
@@ -197,7 +224,8 @@ def move_cmd(
     """
     from pipeline.analysis import answers
 
-    advice = answers.best_move(data_dir, pick_one(variant, custom), tiles, roll, p1_score=p1_score)
+    chosen = pick_one(variant, custom, data_dir)
+    advice = answers.best_move(data_dir, chosen, tiles, roll, p1_score=p1_score)
     if advice.best_move is None:
         ends = "the turn passes" if advice.passes_turn else "the game ends"
         out.print(f"no legal move: {ends}, value {advice.value!r}")
@@ -215,25 +243,98 @@ def move_cmd(
 
 
 @app.command("variants")
-def variants_cmd() -> None:
-    """List the registered variants; `all` builds those marked yes.
+def variants_cmd(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
+    """List the registered variants (`all` builds those marked yes) and the custom rule sets
+    built into the data directory.
 
-    Example: stb-pipeline variants
+    Example: stb-pipeline variants --data-dir data
     """
     table = Table("variant", "in all", "description")
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
+    if (data_dir / "manifest.json").exists():
+        from pipeline.store.manifest import built_variants
+
+        for name, v in built_variants(data_dir).items():
+            table.add_row(name, "no", f"{v.description}, built in {data_dir}/")
+    out.print(table)
+
+
+@app.command("rules")
+def rules_cmd() -> None:
+    """Show the custom rule options, which every command that takes --variant also accepts.
+
+    The options define a one-player Shut the Box rule set on the spot, as in `stb-pipeline
+    build --tiles 12 --dice 3`. Its variant is named after its rules (here stb-12t-3d6-shut)
+    or --name; `build` prints the name, and every command accepts it as --variant.
+
+    Example: stb-pipeline rules
+    """
+    table = Table("option", "meaning", box=None)
+    for name, (kind, text) in RULE_OPTIONS.items():
+        metavar = "N" if kind is int else "TEXT"
+        meaning = escape(text.removeprefix("Custom rules: "))  # "E[score]" is not markup
+        table.add_row(f"--{name.replace('_', '-')} {metavar}", meaning)
     out.print(table)
 
 
 register_all(app)
 
 
+def command() -> Any:
+    """The click command behind `app`, with help a person can read: plain metavars (FILE, N)
+    instead of typer's ``<path>``/``{file}``, and Example lines that are never rewrapped."""
+    root = typer.main.get_command(app)
+    _tidy(root)
+    return root
+
+
+#: Metavars by annotation or click type name, for options that give none.
+METAVARS: dict[Any, str] = {
+    int: "N",
+    float: "X",
+    Path: "PATH",
+    "int": "N",
+    "integer": "N",
+    "float": "X",
+    "path": "PATH",
+}
+
+
+def _tidy(cmd: Any) -> None:
+    """Plain metavars for every parameter of ``cmd`` and its subcommands; whole examples."""
+    if cmd.help and "\n\nExample:" in cmd.help:
+        # click rewraps paragraphs; "\b" keeps the example on one line, so it can be copied
+        cmd.help = cmd.help.replace("\n\nExample:", "\n\n\b\nExample:")
+    for param in cmd.params:
+        if param.metavar is None:
+            if param.param_type_name == "argument":
+                # typer would add "<str>" after the name: the help text says what it is (the
+                # name itself stays, as error messages quote it)
+                param.display_type_rich = lambda ctx: None
+            elif not getattr(param, "is_flag", False):
+                param.metavar = METAVARS.get(_kind(param), "TEXT")
+    for sub in getattr(cmd, "commands", {}).values():
+        _tidy(sub)
+
+
+def _kind(param: Any) -> Any:
+    """A parameter's type: its annotation without None, else its click type's name."""
+    descriptor = getattr(param, "type_descriptor", None)  # typer sets one or the other
+    if descriptor is None:
+        return getattr(getattr(param, "type", None), "name", None)
+    kinds = [k for k in get_args(descriptor.annotation) if k is not type(None)]
+    return kinds[0] if len(kinds) == 1 else descriptor.annotation
+
+
 def run(argv: list[str]) -> int:
     """Run the CLI on ``argv``; return the exit code. Errors become one line on stderr."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    from pipeline import progress
+
+    progress.set_quiet(bool(os.environ.get("STB_QUIET", "") not in ("", "0")))
     try:
-        result = app(args=argv, prog_name="stb-pipeline", standalone_mode=False)
+        result = command().main(args=argv, prog_name="stb-pipeline", standalone_mode=False)
     except PipelineError as exc:
         err.print(f"error: {exc}", markup=False)
         return exc.exit_code

@@ -6,10 +6,17 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, OneVariant, out, pick_one, with_rules
+from pipeline.cli.options import (
+    DEFAULT_DATA_DIR,
+    DataDir,
+    OneVariant,
+    Quiet,
+    out,
+    pick_one,
+    with_rules,
+)
 from pipeline.games.registry import Variant
 from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED
 from pipeline.games.shutbox.names import STRATEGY_NAMES as NAMES
@@ -37,6 +44,7 @@ def benchmark_cmd(
         ),
     ] = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
     """Simulate every strategy and add the results to benchmarks.parquet.
@@ -48,22 +56,12 @@ def benchmark_cmd(
 
     Example: stb-pipeline benchmark --variant classic --games 1000000 --seed 1
     """
-    chosen = pick_one(variant, custom)
+    from pipeline.build.simulation import run_benchmark
     from pipeline.games.registry import split_names
 
+    chosen = pick_one(variant, custom, data_dir)
     names = split_names(strategy, "--strategy") if strategy else None
-    columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
-    err = Console(stderr=True)
-    # no bar when stderr is not a terminal: rich would leave a blank line there
-    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("solving", total=None)
-
-        def progress(name: str) -> None:
-            bar.update(task, description=f"{chosen.name}: {games:,} games of {name}")
-
-        from pipeline.build.simulation import run_benchmark
-
-        sims = run_benchmark(chosen, games, seed, data_dir, names, progress)
+    sims = run_benchmark(chosen, games, seed, data_dir, names)
     print_table(chosen.name, games, seed, sims)
     out.print(f"rows written to {data_dir}/benchmarks.parquet")
 

@@ -12,8 +12,9 @@ from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE
 
 export_app = typer.Typer(
     help="Write solved tables in other formats.\n\n"
-    "Example: stb-pipeline export verifier --variant two-player -o two-player.verifier",
+    "Example: stb-pipeline export verifier --variant two-player -o data/two-player.verifier",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 DataDir = Annotated[
@@ -60,7 +61,7 @@ def export_verifier(
 
     Lines are TILES,VALUE (player 1) or TILES,P1SCORE,VALUE (player 2), at full precision.
 
-    Example: stb-pipeline export verifier --variant two-player -o two-player.verifier
+    Example: stb-pipeline export verifier --variant two-player -o data/two-player.verifier
     """
     from pipeline.apps.course import verifier
     from pipeline.store.outputs import check_output
@@ -92,7 +93,7 @@ def check_verifier(
 
     Wrong lines: missing successor, incorrect value, unknown state, bad format.
 
-    Example: stb-pipeline check-verifier --variant two-player two-player.verifier
+    Example: stb-pipeline check-verifier --variant two-player data/two-player.verifier
     """
     from pipeline.apps.course import verifier
 

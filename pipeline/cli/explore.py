@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
         Its address keeps the position (#classic/12345/7), so a link shares it.
 
-        Example: stb-pipeline explore --variant classic,lever -o explorer.html
+        Example: stb-pipeline explore --variant classic,lever -o data/explorer.html
         """
         from pipeline.apps.explorer import (  # polars loads only here
             delayed_progress,

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
 
+from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ kb = typer.Typer(
     "(41_\\n4__\\n___ is the same board), are read too.\n\n"
     "Example: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 out = Console(highlight=False, soft_wrap=True)
 
@@ -73,6 +74,7 @@ def solve_cmd(
         ),
     ] = True,
     data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
 ) -> None:
     """Print the best column for the die and its win probability and expected score difference.
 
@@ -80,7 +82,8 @@ def solve_cmd(
     """
     from pipeline.apps.knucklebones.position import analyse
 
-    a = analyse(board1, board2, die, depth, variant, data_dir if use_tables else None)
+    with progress.task(f"knucklebones solve: searching {depth} placements deep"):
+        a = analyse(board1, board2, die, depth, variant, data_dir if use_tables else None)
     out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, depth {a.depth}")
     if a.tables:
         out.print(f"values looked up in {data_dir}: {a.tables[0]} (win), {a.tables[1]} (score)")
@@ -134,6 +137,7 @@ def play_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the dice.")] = 0,
     depth: Annotated[int, typer.Option(help=f"The solver's depth (1..{MAX_DEPTH}).")] = 4,
     second: Annotated[bool, typer.Option("--second", help="Let the solver move first.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Play a game against the solver in the terminal (type a column number for each die).
 
@@ -153,6 +157,7 @@ def benchmark_cmd(
         str, typer.Option(help=f"Opponents, comma-separated: {', '.join(OPPONENTS)}, ours-dN.")
     ] = ",".join(OPPONENTS),
     data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
 ) -> None:
     """Play our search against random, greedy and the seed's heuristic; write benchmarks rows.
 
@@ -182,12 +187,8 @@ def benchmark_cmd(
     ensure_writable(data_dir)  # fail before the games are played, not after
     game = Knucklebones(KnuckleRules())
     total = games * len(depth_list) * len(opp_list)
-    columns = [TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    err = Console(stderr=True)
-    # no bar when stderr is not a terminal: rich would leave a blank line there
-    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("games", total=total)
-        frame = benchmark_frame(game, depth_list, opp_list, games, seed, lambda: bar.advance(task))
+    with progress.task("knucklebones benchmark", total=total, unit="games") as job:
+        frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance)
     path = write_benchmark_rows(data_dir, frame, game)
     table = Table("ours", "opponent", "wins", "draws", "losses", "win rate (95% CI)", "median ms")
     for r in frame.iter_rows(named=True):

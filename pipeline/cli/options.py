@@ -12,18 +12,30 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, select_one, select_variants
 from pipeline.games.shutbox.custom import CUSTOM_RULE_OPTIONS, rules_from_options
 
-out = Console(highlight=False, soft_wrap=True, width=max(Console().width, 100))
+
+def _width() -> int:
+    """The terminal's width on a terminal; elsewhere (a pipe, a file) room for any table, since
+    nothing would wrap it and a narrow table cuts off column headers."""
+    probe = Console()
+    return max(probe.width, 100) if probe.is_terminal else 1000
+
+
+out = Console(highlight=False, soft_wrap=True, width=_width())
 
 DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR", "data"))
-DataDir = Annotated[Path, typer.Option("--data-dir", "-d", help="Directory of the Parquet tables.")]
+DataDir = Annotated[
+    Path, typer.Option("--data-dir", "-d", metavar="DIR", help="Directory of the Parquet tables.")
+]
 OneVariant = Annotated[
     str | None,
     typer.Option(
         "--variant",
         "-v",
+        metavar="NAME",
         help="Variant name (see `stb-pipeline variants`; default classic), or custom with rule "
         "options.",
     ),
@@ -46,9 +58,8 @@ def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             annotation=Annotated[
                 kind | None,
-                typer.Option(
-                    f"--{name.replace('_', '-')}", help=text, rich_help_panel="Custom rules"
-                ),
+                # hidden: shown once, by `stb-pipeline rules`, not on every command's help
+                typer.Option(f"--{name.replace('_', '-')}", help=text, hidden=True),
             ],
         )
         for name, (kind, text) in RULE_OPTIONS.items()
@@ -69,7 +80,10 @@ def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
 ManyVariants = Annotated[
     list[str],
     typer.Option(
-        "--variant", "-v", help="Variant names (repeat or comma-separate) or all (the default)."
+        "--variant",
+        "-v",
+        metavar="NAME",
+        help="Variant names (repeat or comma-separate) or all (the default).",
     ),
 ]
 Exact = Annotated[
@@ -82,11 +96,53 @@ Exact = Annotated[
 ]
 
 
-def pick_variants(names: list[str], custom: Variant | None) -> list[Variant]:
-    """The variants a command acts on (see :func:`pipeline.games.registry.select_variants`)."""
-    return select_variants(names, custom)
+def _quiet(value: bool) -> bool:
+    """Option callback: silence progress for this run."""
+    if value:
+        from pipeline import progress
+
+        progress.set_quiet(True)
+    return value
 
 
-def pick_one(name: str | None, custom: Variant | None) -> Variant:
-    """The single variant a question is about (none named: classic)."""
-    return select_one(name, custom)
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress lines on stderr (also: STB_QUIET=1).", callback=_quiet
+    ),
+]
+
+
+def pick_variants(
+    names: list[str], custom: Variant | None, data_dir: Path | None = None
+) -> list[Variant]:
+    """The variants a command acts on (see :func:`pipeline.games.registry.select_variants`);
+    a name not registered may be a custom variant built into ``data_dir``."""
+    try:
+        return select_variants(names, custom)
+    except UsageError:
+        built = _built(data_dir)
+        if not built:
+            raise
+        return select_variants(names, custom, built)
+
+
+def pick_one(name: str | None, custom: Variant | None, data_dir: Path | None = None) -> Variant:
+    """The single variant a question is about (none named: classic), registered, named by its
+    rules (``stb-12t-3d6-shut``) or built into ``data_dir`` under its own name."""
+    try:
+        return select_one(name, custom)
+    except UsageError:
+        built = _built(data_dir)
+        if not built:
+            raise
+        return select_one(name, custom, built)
+
+
+def _built(data_dir: Path | None) -> dict[str, Variant]:
+    """Custom variants recorded in ``data_dir``'s manifest (none without a data directory)."""
+    if data_dir is None:
+        return {}
+    from pipeline.store.manifest import built_variants
+
+    return built_variants(data_dir)

@@ -44,11 +44,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Play a game in the terminal; every choice is ranked and your mistakes are totalled.
 
-        Type the number of a choice and Enter; q (or end of input) stops. Answers can be piped:
+        Type the number of a choice and Enter; q (or end of input) stops. Answers can be piped.
+
         Example: printf '1\\n1\\n1\\n' | stb-pipeline play --variant classic --seed 7
         """
         from pipeline.apps import teaching_game as play
 
-        coach = play.Coach(data_dir, pick_one(variant, custom))
+        coach = play.Coach(data_dir, pick_one(variant, custom, data_dir))
         ask = play.line_asker(sys.stdin.readline, out, echo=not sys.stdin.isatty())
         play.play_game(coach, ask, out, seed=seed, show_values=not quiz, seat=seat)

@@ -12,7 +12,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add the `report` command."""
-    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, out
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet, out
 
     @app.command("report")
     def report_cmd(
@@ -20,10 +20,11 @@ def register(app: typer.Typer) -> None:
             Path, typer.Option("--out", "-o", help="Directory for index.html and the charts.")
         ] = Path("report"),
         data_dir: DataDir = DEFAULT_DATA_DIR,
+        quiet: Quiet = False,
     ) -> None:
         """Write a self-contained HTML report with PNG charts of the solved tables.
 
-        Example: stb-pipeline report --out report/
+        Example: stb-pipeline report --out data/report
         """
         from pipeline.analysis.report import build_report  # matplotlib loads only for this command
 

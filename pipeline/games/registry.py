@@ -78,6 +78,20 @@ class _Registry(Mapping[str, Variant]):
 
 REGISTRY = _Registry()
 
+#: Readers of names that are not registered: a family turns such a name (a custom rule set named
+#: after its rules, e.g. ``stb-12t-3d6-shut``) into its variant, or returns None.
+NAME_READERS: list[Callable[[str], Variant | None]] = []
+#: ``rules["game"]`` -> a function turning (name, recorded rules) back into the variant, so that a
+#: custom variant built under any name can be named again (see pipeline.store.manifest).
+RULE_READERS: dict[str, Callable[[str, dict], Variant]] = {}
+
+
+def variant_from_rules(name: str, rules: dict) -> Variant | None:
+    """The variant called ``name`` with the recorded ``rules`` (None: no family reads them)."""
+    REGISTRY._load()  # the families register their readers when they load
+    reader = RULE_READERS.get(str(rules.get("game")))
+    return None if reader is None else reader(name, rules)
+
 
 def register(variant: Variant) -> Variant:
     """Add a variant to the registry (names are unique). Called by the families' modules."""
@@ -87,18 +101,37 @@ def register(variant: Variant) -> Variant:
 
 def get_variant(name: str) -> Variant:
     """The registered variant called ``name``; UsageError naming the known ones otherwise."""
-    try:
+    return lookup(name, {})
+
+
+def lookup(name: str, built: Mapping[str, Variant]) -> Variant:
+    """A registered variant, a custom rule set named by its rules, or one of ``built``."""
+    if name in REGISTRY:
         return REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY))
-        raise UsageError(f"unknown variant {name!r}; known variants: {known}, all") from None
+    for reader in NAME_READERS:
+        found = reader(name)
+        if found is not None:
+            return found
+    if name in built:
+        return built[name]
+    known = ", ".join(sorted(REGISTRY))
+    raise UsageError(
+        f"unknown variant {name!r}; known variants: {known}, all, and custom rule sets "
+        "(stb-pipeline rules)"
+    )
 
 
-def resolve(names: list[str]) -> list[Variant]:
-    """Variants named on the command line; ``all`` expands to every variant marked in_all."""
+def resolve(names: list[str], built: Mapping[str, Variant] | None = None) -> list[Variant]:
+    """Variants named on the command line; ``all`` expands to every variant marked in_all.
+
+    ``built`` holds custom variants found in a data directory, named as they were built.
+    """
     out: list[Variant] = []
     for name in names:
-        found = [v for v in REGISTRY.values() if v.in_all] if name == "all" else [get_variant(name)]
+        if name == "all":
+            found = [v for v in REGISTRY.values() if v.in_all]
+        else:
+            found = [lookup(name, built or {})]
         out.extend(v for v in found if v not in out)
     return out
 
@@ -123,7 +156,9 @@ def split_names(values: list[str], option: str = "--variant") -> list[str]:
     return out
 
 
-def select_variants(names: list[str], custom: Variant | None) -> list[Variant]:
+def select_variants(
+    names: list[str], custom: Variant | None, built: Mapping[str, Variant] | None = None
+) -> list[Variant]:
     """The variants a command acts on: the custom rule set, or the named ones (none: all)."""
     flat = split_names(names)
     if custom is not None:
@@ -132,13 +167,15 @@ def select_variants(names: list[str], custom: Variant | None) -> list[Variant]:
         return [custom]
     if "custom" in flat:
         raise UsageError("--variant custom needs rule options such as --tiles 12")
-    return resolve(flat or ["all"])
+    return resolve(flat or ["all"], built)
 
 
-def select_one(name: str | None, custom: Variant | None) -> Variant:
+def select_one(
+    name: str | None, custom: Variant | None, built: Mapping[str, Variant] | None = None
+) -> Variant:
     """The single variant a question is about (none named: classic)."""
     if custom is not None:
         return select_variants([name or "custom"], custom)[0]
     if name == "all":
         raise UsageError("name one variant, not all")
-    return get_variant(name or "classic")
+    return lookup(name or "classic", built or {})

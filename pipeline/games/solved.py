@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pipeline import progress
 from pipeline.games.base import Game
 from pipeline.games.registry import Variant
 from pipeline.graph import Graph
@@ -43,7 +44,18 @@ class Solved:
         if self.solution is None:
             t0 = time.perf_counter()
             # Graphs with cycles have no rank order: iterate to the fixed point.
-            solver = solve_value_iteration if self.graph.cyclic else solve_rank_order
-            self.solution = solver(self.graph)
+            name = f"{self.variant.name}: "
+            if self.graph.cyclic:
+                with progress.task(name + "value iteration", unit="sweeps") as job:
+
+                    def sweep(done: int, change: float) -> None:
+                        job.update(done, note=f"last change {change:.1e}")
+
+                    self.solution = solve_value_iteration(self.graph, progress=sweep)
+            else:
+                with progress.task(name + "rank order", unit="ranks") as job:
+                    self.solution = solve_rank_order(
+                        self.graph, progress=lambda done, total: job.update(done, total=total)
+                    )
             self.seconds["solve"] = time.perf_counter() - t0
         return self.solution

@@ -56,6 +56,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("reward", "f64"),
         ("sign", "i8"),
         ("move_mask", "i32"),
+        ("kind", "str"),
     ),
     "policy": (
         ("variant", "str"),
@@ -70,6 +71,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("n_optimal", "i16"),
         ("n_moves", "i16"),
         ("best_move_mask", "i32"),
+        ("kind", "str"),
     ),
     "moves": (
         ("variant", "str"),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH
 from pipeline.apps.knucklebones.known import load_known
 from pipeline.errors import UsageError
@@ -210,7 +211,8 @@ def play(
             view = pairs
         else:
             view = game.t.swap[pairs]
-            col, _ = searcher.best_move(view, face, depth, OURS)
+            with progress.task(f"solver searching {depth} placements deep"):
+                col, _ = searcher.best_move(view, face, depth, OURS)
             write(f"solver rolls {face} and plays column {col + 1}")
         view = view.copy()
         view[col] = game.t.place[view[col], face - 1]

@@ -180,6 +180,12 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
         keep = np.flatnonzero((e.reach.node > 0) | (optimal > 0))
         label, row = label[keep], row[keep]
         dst = np.where(label >= 0, g.mv_dst[row], -1)
+        # a label for the rows without a move, so that none is a bare NULL
+        kind = np.where(
+            label >= 0,
+            "move",
+            np.where(count[keep] > 1, "mixed", np.where(g.mv_dst[row] >= 0, "pass", "end")),
+        )
         # Describe each distinct move once: describing every node's move is slow for big boxes.
         distinct, inverse = np.unique(label, return_inverse=True)
         states = g.node_state[keep]
@@ -195,6 +201,7 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
                     "next_state_id": pl.Series(
                         np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)
                     ).set(pl.Series(dst < 0), None),
+                    "kind": pl.Series(kind, dtype=pl.String),
                 }
             )
         )

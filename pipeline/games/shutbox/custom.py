@@ -73,3 +73,43 @@ def custom_variant(rules: Any, name: str | None = None) -> Variant:
     return Variant(
         label, "custom rule set", make, False, family="shutbox", separate=separate, codec=codec
     )
+
+
+#: A name that :meth:`RuleSet.slug` writes, read back (the objective may be left out: shut).
+SLUG = re.compile(
+    r"stb-(?P<tiles>\d+)t-(?P<dice>\d+)d(?P<sides>\d+)"
+    r"(?:-1d(?P<one_die>never|forced|optional)"
+    r"(?:-le(?P<one_die_sum>\d+))?(?:-shut(?P<one_die_shut>\d+(?:\.\d+)*))?)?"
+    r"(?:-max(?P<max_per_move>\d+))?(?:-(?P<scoring>sum|digital))?"
+    r"(?:-(?P<objective>shut|score|target)(?P<target>\d+)?)?"
+)
+#: RuleSet fields read as whole numbers.
+INT_FIELDS = ("tiles", "dice", "sides", "one_die_sum", "max_per_move", "target")
+
+
+def variant_from_name(name: str) -> Variant | None:
+    """The custom variant a rule-set name stands for (``stb-12t-3d6-shut``), None for others.
+
+    So the name `build` prints for ``--tiles 12 --dice 3`` is one every command accepts.
+    """
+    found = SLUG.fullmatch(name)
+    if found is None:
+        return None
+    given: dict[str, Any] = {k: v for k, v in found.groupdict().items() if v is not None}
+    for key in INT_FIELDS:
+        if key in given:
+            given[key] = int(given[key])
+    if "one_die_shut" in given:
+        given["one_die_shut"] = tuple(int(t) for t in given["one_die_shut"].split("."))
+    from pipeline.games.shutbox.game import RuleSet  # numpy: only when such a name is used
+
+    return custom_variant(RuleSet(**given))
+
+
+def variant_from_rules(name: str, rules: dict[str, Any]) -> Variant:
+    """A custom variant called ``name`` with rules recorded by a build (``RuleSet.to_dict``)."""
+    from pipeline.games.shutbox.game import RuleSet
+
+    fields = {k: v for k, v in rules.items() if k != "game"}
+    fields["one_die_shut"] = tuple(fields.get("one_die_shut", ()))
+    return custom_variant(RuleSet(**fields), None if name == RuleSet(**fields).slug() else name)

@@ -82,5 +82,7 @@ def policy_frame(game: ShutTheBox, cols: Mapping[str, np.ndarray]) -> pl.DataFra
             value=pl.Series(np.asarray(cols["value"])),
             n_optimal=pl.Series(np.asarray(cols["n_optimal"]), dtype=pl.Int16),
             n_moves=pl.Series(np.asarray(cols["n_moves"]), dtype=pl.Int16),
+            # one player: a roll with no legal move ends the game (see stages.move_kind)
+            kind=pl.Series(np.where(stuck, "end", "move"), dtype=pl.String),
         )
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.games.registry import Variant, register
+from pipeline.games.registry import NAME_READERS, RULE_READERS, Variant, register
+from pipeline.games.shutbox import custom
 from pipeline.games.tiles import TileCodec
 
 
@@ -56,3 +57,7 @@ stb(
     objective="score",
     scoring="digital",
 )
+
+# Custom rule sets are named after their rules; every command accepts those names.
+NAME_READERS.append(custom.variant_from_name)
+RULE_READERS["shut-the-box"] = custom.variant_from_rules
