@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -286,54 +286,72 @@ def run(
     to :mod:`pipeline.progress`: one job for the run, one per variant and stage.
     """
     tables.ensure_writable(data_dir)
-    pending: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = {}
-    rules: dict[str, dict] = {}
-    records: dict[str, dict] = {}
-    reports: list[StageReport] = []
+    build = _Build(list(stages), data_dir, exact, extra_tables)
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
-    options = {"exact": exact}
     with progress.task("build", total=len(variants), unit="variants") as job:
         for variant in variants:
             job.update(note=variant.name)
-            t0 = time.perf_counter()
-            game = variant.make()
-            record = manifest.up_to_date(
-                data_dir, known, variant.name, game.rules(), list(stages), options
-            )
-            if record is not None:
-                reports.append(_skipped_report(variant.name, record))
-                job.advance()
-                continue
-            streamed = _streamed_build(variant, game, stages, extra_tables, exact)
-            if streamed is not None:
-                with progress.task(f"{variant.name}: solving layer by layer"):
-                    reports.append(_run_streamed(variant, game, streamed, list(stages), data_dir))
-                job.advance()
-                continue
-            with progress.task(f"{variant.name}: graph"):
-                s = Solved(variant, game, game.graph(), exact=exact)
-            frames = stage_frames(s, stages)
-            for name, frame in frames.items():
-                pending.setdefault(table_key(variant, name), {})[variant.name] = frame
-            rules[variant.name] = game.rules()
-            report = _report(s, stages, frames, time.perf_counter() - t0)
-            reports.append(report)
-            summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
-            table_rows = {name: frame.height for name, frame in frames.items()}
-            records[variant.name] = manifest.variant_record(
-                rules[variant.name], list(stages), s.seeds, table_rows, summary, options
-            )
+            build.variant(variant, known)
             job.advance()
-        if pending:
+        if build.pending:
             job.update(note="writing tables")
-            writing = progress.task(f"writing {len(pending)} tables")
-            with writing, tables.data_lock(data_dir):
-                merged = {
-                    name: tables.merged_rows(data_dir, name, by_variant, rules)
-                    for name, by_variant in pending.items()
-                }
-                tables.commit(data_dir, merged, records)
-    return reports
+            build.write()
+    return build.reports
+
+
+@dataclass
+class _Build:
+    """One run of the stages: the rows computed so far, committed together by :meth:`write`."""
+
+    stages: list[str]
+    data_dir: Path
+    exact: bool
+    extra_tables: Sequence[str]
+    pending: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = field(default_factory=dict)
+    rules: dict[str, dict] = field(default_factory=dict)
+    records: dict[str, dict] = field(default_factory=dict)
+    reports: list[StageReport] = field(default_factory=list)
+
+    def variant(self, variant: Variant, known: dict[str, Any]) -> None:
+        """Compute one variant's rows (or skip it when unchanged, or stream it to its files)."""
+        t0 = time.perf_counter()
+        game = variant.make()
+        options = {"exact": self.exact}
+        record = manifest.up_to_date(
+            self.data_dir, known, variant.name, game.rules(), self.stages, options
+        )
+        if record is not None:
+            self.reports.append(_skipped_report(variant.name, record))
+            return
+        streamed = _streamed_build(variant, game, self.stages, self.extra_tables, self.exact)
+        if streamed is not None:
+            with progress.task(f"{variant.name}: solving layer by layer"):
+                report = _run_streamed(variant, game, streamed, self.stages, self.data_dir)
+            self.reports.append(report)
+            return
+        with progress.task(f"{variant.name}: graph"):
+            s = Solved(variant, game, game.graph(), exact=self.exact)
+        frames = stage_frames(s, self.stages)
+        for name, frame in frames.items():
+            self.pending.setdefault(table_key(variant, name), {})[variant.name] = frame
+        self.rules[variant.name] = game.rules()
+        report = _report(s, self.stages, frames, time.perf_counter() - t0)
+        self.reports.append(report)
+        summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
+        table_rows = {name: frame.height for name, frame in frames.items()}
+        self.records[variant.name] = manifest.variant_record(
+            self.rules[variant.name], self.stages, s.seeds, table_rows, summary, options
+        )
+
+    def write(self) -> None:
+        """Merge the pending rows into their tables and commit them all at once."""
+        writing = progress.task(f"writing {len(self.pending)} tables")
+        with writing, tables.data_lock(self.data_dir):
+            merged = {
+                name: tables.merged_rows(self.data_dir, name, by_variant, self.rules)
+                for name, by_variant in self.pending.items()
+            }
+            tables.commit(self.data_dir, merged, self.records)
 
 
 def _report(

@@ -53,7 +53,6 @@ from pipeline.store.layout import (  # noqa: F401  (part of this module's interf
 
 if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
 RULES_KEY = b"stb.rules"
 VERSION_KEY = b"stb.version"
@@ -398,44 +397,13 @@ def _stream_merged(
     with each new variant's rows inserted before the first old row of a later variant, gives the
     same rows in the same order as the in-memory merge.
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    old = None
-    all_rules: dict[str, Any] = {}
-    canonical = schema.empty_frame(logical_name(path.stem))
-    empties: list[pl.DataFrame] = [] if canonical is None else [canonical]
-    try:
-        if path.exists():
-            old = pq.ParquetFile(path)
-            if "variant" not in old.schema_arrow.names:
-                raise TableError(
-                    f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
-                )
-            all_rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
-            if not all_rules or set(all_rules) - set(frames):  # kept rows: their columns first
-                empty_old = pl.from_arrow(old.schema_arrow.empty_table())
-                assert isinstance(empty_old, pl.DataFrame)
-                empties.append(empty_old)
-    except (pa.ArrowException, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(
-            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
-        ) from None
+    old, all_rules, empties = _old_table(path, frames)
     for variant in frames:
         all_rules.pop(variant, None)
     all_rules.update({v: r for v, r in rules.items() if v in frames})
-    for frame in frames.values():
-        new_schema = frame.schema
-        empty = pl.DataFrame(schema=new_schema)
-        empties.append(
-            empty.select(pl.lit("", dtype=pl.String).alias("variant"), pl.exclude("variant"))
-        )
-    try:
-        target = pl.concat(empties, how="diagonal_relaxed").clear()
-    except pl.exceptions.PolarsError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+    target = _target_frame(path, empties, frames)
     arrow_schema = target.to_arrow().schema
     meta = dict(arrow_schema.metadata or {})
     meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
@@ -443,59 +411,11 @@ def _stream_merged(
     arrow_schema = arrow_schema.with_metadata(meta)
     path.parent.mkdir(parents=True, exist_ok=True)  # a variant's own folder
     tmp = _tmp_name(path)
-    counts: dict[str, int] = {}
-    last = [""]
-    buffer: list[pa.Table] = []
-
-    def flush(writer: pq.ParquetWriter, final: bool = False) -> None:
-        # Row groups of exactly SLICE_ROWS rows, each one contiguous chunk, as write_table makes.
-        size = sum(t.num_rows for t in buffer)
-        if size < SLICE_ROWS and not (final and size):
-            return
-        whole = pa.concat_tables(buffer)
-        full = size if final else size - size % SLICE_ROWS
-        for start in range(0, full, SLICE_ROWS):
-            group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
-            writer.write_table(group, row_group_size=SLICE_ROWS)
-        buffer[:] = [whole.slice(full)] if full < size else []
-
-    def put(writer: pq.ParquetWriter, rows: pl.DataFrame) -> None:
-        if not rows.height:
-            return
-        rows = pl.concat([target, rows], how="diagonal_relaxed")
-        first, final = rows["variant"][0], rows["variant"][-1]
-        if first < last[0]:
-            raise TableError(f"{path} is not sorted by variant; {manifest.REBUILD}")
-        last[0] = final
-        for variant, n in rows.group_by("variant").len().rows():
-            counts[variant] = counts.get(variant, 0) + n
-        buffer.append(rows.to_arrow().cast(arrow_schema))
-        flush(writer)
-
-    def put_new(writer: pq.ParquetWriter, variant: str) -> None:
-        for piece in _slices(frames[variant]):
-            put(writer, piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
-
-    new = sorted(frames)
     try:
         with open(tmp, "wb") as fh:
             with pq.ParquetWriter(fh, arrow_schema, **WRITE_OPTIONS) as writer:
-                batches = old.iter_batches(batch_size=SLICE_ROWS) if old is not None else []
-                for batch in batches:
-                    rows = pl.from_arrow(batch)
-                    assert isinstance(rows, pl.DataFrame)
-                    rows = rows.filter(~pl.col("variant").is_in(list(frames)))
-                    while new and rows.height:
-                        before = int((rows["variant"] < new[0]).sum())
-                        if before == rows.height:
-                            break
-                        put(writer, rows.head(before))
-                        rows = rows.slice(before)
-                        put_new(writer, new.pop(0))
-                    put(writer, rows)
-                for variant in new:
-                    put_new(writer, variant)
-                flush(writer, final=True)
+                sliced = _SlicedWriter(path, writer, target, arrow_schema)
+                sliced.merge(old, frames)
             fh.flush()
             os.fsync(fh.fileno())
     except pl.exceptions.PolarsError as exc:
@@ -508,7 +428,119 @@ def _stream_merged(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    counts = sliced.counts
     return StagedTable(tmp, sum(counts.values()), dict(sorted(counts.items())))
+
+
+def _old_table(
+    path: Path, frames: Mapping[str, Any]
+) -> tuple[Any, dict[str, Any], list[pl.DataFrame]]:
+    """The old file (a ParquetFile, or None), its rule sets, and the empty frames whose columns
+    the merge takes: the table's one schema first, then the old file's columns if rows stay."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    canonical = schema.empty_frame(logical_name(path.stem))
+    empties: list[pl.DataFrame] = [] if canonical is None else [canonical]
+    if not path.exists():
+        return None, {}, empties
+    try:
+        old = pq.ParquetFile(path)
+        if "variant" not in old.schema_arrow.names:
+            raise TableError(
+                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
+            )
+        all_rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
+        if not all_rules or set(all_rules) - set(frames):  # kept rows: their columns first
+            empty_old = pl.from_arrow(old.schema_arrow.empty_table())
+            assert isinstance(empty_old, pl.DataFrame)
+            empties.append(empty_old)
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
+        ) from None
+    return old, all_rules, empties
+
+
+def _target_frame(
+    path: Path, empties: list[pl.DataFrame], frames: Mapping[str, pl.DataFrame | ChunkedRows]
+) -> pl.DataFrame:
+    """An empty frame with the merged table's columns (old, new and the one schema's)."""
+    for frame in frames.values():
+        empty = pl.DataFrame(schema=frame.schema)
+        empties.append(
+            empty.select(pl.lit("", dtype=pl.String).alias("variant"), pl.exclude("variant"))
+        )
+    try:
+        return pl.concat(empties, how="diagonal_relaxed").clear()
+    except pl.exceptions.PolarsError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+
+
+class _SlicedWriter:
+    """Writes merged rows in row groups of exactly SLICE_ROWS rows, each one contiguous chunk
+    (as write_table makes them), counting rows per variant and checking the variant order."""
+
+    def __init__(self, path: Path, writer: Any, target: pl.DataFrame, arrow_schema: Any) -> None:
+        self.path, self.writer, self.target, self.arrow_schema = path, writer, target, arrow_schema
+        self.counts: dict[str, int] = {}
+        self.last = ""
+        self.buffer: list[Any] = []
+
+    def merge(self, old: Any, frames: Mapping[str, pl.DataFrame | ChunkedRows]) -> None:
+        """One pass over the old file, each new variant inserted where its name sorts."""
+        new = sorted(frames)
+        batches = old.iter_batches(batch_size=SLICE_ROWS) if old is not None else []
+        for batch in batches:
+            rows = pl.from_arrow(batch)
+            assert isinstance(rows, pl.DataFrame)
+            rows = rows.filter(~pl.col("variant").is_in(list(frames)))
+            while new and rows.height:
+                before = int((rows["variant"] < new[0]).sum())
+                if before == rows.height:
+                    break
+                self.put(rows.head(before))
+                rows = rows.slice(before)
+                self.put_new(frames, new.pop(0))
+            self.put(rows)
+        for variant in new:
+            self.put_new(frames, variant)
+        self.flush(final=True)
+
+    def flush(self, final: bool = False) -> None:
+        """Write the full row groups gathered so far (all that is left when ``final``)."""
+        import pyarrow as pa
+
+        size = sum(t.num_rows for t in self.buffer)
+        if size < SLICE_ROWS and not (final and size):
+            return
+        whole = pa.concat_tables(self.buffer)
+        full = size if final else size - size % SLICE_ROWS
+        for start in range(0, full, SLICE_ROWS):
+            group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
+            self.writer.write_table(group, row_group_size=SLICE_ROWS)
+        self.buffer[:] = [whole.slice(full)] if full < size else []
+
+    def put(self, rows: pl.DataFrame) -> None:
+        """Add rows (sorted by variant, after every row put before)."""
+        if not rows.height:
+            return
+        rows = pl.concat([self.target, rows], how="diagonal_relaxed")
+        first, final = rows["variant"][0], rows["variant"][-1]
+        if first < self.last:
+            raise TableError(f"{self.path} is not sorted by variant; {manifest.REBUILD}")
+        self.last = final
+        for variant, n in rows.group_by("variant").len().rows():
+            self.counts[variant] = self.counts.get(variant, 0) + n
+        self.buffer.append(rows.to_arrow().cast(self.arrow_schema))
+        self.flush()
+
+    def put_new(self, frames: Mapping[str, pl.DataFrame | ChunkedRows], variant: str) -> None:
+        """Add a new variant's rows, a slice at a time."""
+        for piece in _slices(frames[variant]):
+            self.put(piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
 
 
 #: Parquet writer settings (fixed, so that equal tables are equal bytes).
