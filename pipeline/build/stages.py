@@ -180,8 +180,13 @@ def policy_rows(
         policy = tables.ChunkedRows(n_nodes, policy_slice(0, 0).schema, chunks)
     else:
         policy = policy_slice(0, n_nodes)
-    if not with_moves:
-        return policy, None
+    return policy, (move_rows(s, best) if with_moves else None)
+
+
+def move_rows(s: Solved, best: np.ndarray) -> pl.DataFrame:
+    """Every legal move of every (state, roll): its value, its regret, and whether it is the
+    policy's move (``best``: the best move row of each node)."""
+    g, sol = s.graph, s.solve()
     legal = np.flatnonzero(g.mv_label >= 0)
     node = g.mv_node[legal]
     node_best = sol.node_value[node]
@@ -203,7 +208,7 @@ def policy_rows(
             is_best=pl.Series(is_best[legal]),
         )
     )
-    return policy, moves
+    return moves
 
 
 def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | tables.ChunkedRows]:
