@@ -55,7 +55,7 @@ def test_first_player_agrees_with_value_iteration(built_2x2: Path) -> None:
 
 def decision_rows(data_dir: Path) -> pl.DataFrame:
     """The query's per-decision CTE (strategy, state_id, roll, regret), before aggregation."""
-    text = sql.query_path("knucklebones_search_loss").read_text()
+    text = sql.read_sql(sql.query_file("knucklebones_search_loss"))
     assert text.rstrip().endswith("select * from final")
     con = sql.connect(data_dir, {"variant": VARIANT})
     try:
