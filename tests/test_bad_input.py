@@ -256,7 +256,7 @@ BAD_INPUT = [
     (["query", "best_opening_roll", "-f", "csv", "-o", "{tmp}", "-d", "{data}"], 2, "directory"),
     (["export", "verifier", "-o", "{data}/manifest.json", "-d", "{data}"], 2, "data directory"),
     (["export", "verifier", "-o", "{tmp}/existing.csv", "-d", "{data}"], 2, "add --force"),
-    (["report", "--out", "{data}", "-d", "{data}"], 2, "inside the data directory"),
+    (["report", "--out", "{data}", "-d", "{data}"], 2, "would mix the report with the tables"),
     # empty or malformed lists are mistakes, not "everything"
     (["verify", "--variant", "", "-d", "{data}"], 2, "--variant ''"),
     (["verify", "--variant", ",", "-d", "{data}"], 2, "--variant ','"),

@@ -34,7 +34,7 @@ from pipeline import __version__, progress
 from pipeline.analysis import sql
 from pipeline.errors import PipelineError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant, lookup
-from pipeline.store import manifest, tables
+from pipeline.store import layout, manifest, tables
 from pipeline.store.files import write_bytes_atomic
 from pipeline.store.outputs import inside, make_dir
 
@@ -457,10 +457,13 @@ def build_report(data_dir: Path, out_dir: Path) -> Report:
             f"{tables.table_path(data_dir, 'states')} does not exist: "
             "run `stb-pipeline build --variant all` first"
         )
-    if inside(Path(out_dir), Path(data_dir)):
+    # A folder of its own inside the data directory (data/report) is fine: the report writes
+    # only index.html and PNG charts. The data directory itself, or a variant's folder, is not.
+    out, data = Path(out_dir), Path(data_dir)
+    if inside(data, out) or inside(out, data / layout.OWN_DIR):
         raise UsageError(
-            f"--out {out_dir} is inside the data directory {data_dir}, which holds only the "
-            "tables: write the report elsewhere"
+            f"--out {out_dir} would mix the report with the tables of {data_dir}: give a folder "
+            f"of its own, e.g. {data_dir}/report"
         )
     report = Report(Path(out_dir), Path(out_dir) / PAGE)
     make_dir(report.out_dir)

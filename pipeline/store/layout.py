@@ -58,6 +58,7 @@ def ensure_writable(data_dir: Path) -> None:
             f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
         ) from None
     sweep(data_dir)
+    manifest.read(data_dir)  # a damaged manifest is reported now, not after the work
 
 
 def sweep(data_dir: Path) -> None:
