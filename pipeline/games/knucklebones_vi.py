@@ -55,6 +55,8 @@ TIE_TOLERANCE = 1e-12
 POLICY_BLOCK = 1_000_000
 #: Parallel blocks per thread in a level (more blocks balance the uneven successor counts).
 BLOCKS_PER_THREAD = 8
+#: States whose successor values are read together (overlapping the cache misses).
+BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -247,17 +249,9 @@ def _lookup(r, lo, hi, local, others, starts):
 
 
 @njit(cache=True)
-def _update(pr, lo, hi, local, others, starts, c, f, moved, swap, binom, offset, sw, q, ids,
-            lows, highs):  # fmt: skip
-    """New (lower, upper) bound of the live state with sorted pairs ``pr``: the mean over faces
-    of the best move, a move's bounds being offset - upper(next) and offset - lower(next).
-
-    All successor ids first, the values after: the value reads are then independent loads the
-    CPU overlaps, instead of one cache miss after another."""
-    _successors(pr, c, f, moved, swap, binom, sw, q, ids)
-    for m in range(f * c):
-        if ids[m] >= 0:
-            lows[m], highs[m] = _lookup(ids[m], lo, hi, local, others, starts)
+def _combine(ids, lows, highs, c, f, offset):
+    """New (lower, upper) bound of a live state from its successors' bounds: the mean over
+    faces of the best move, a move's bounds being offset - upper(next), offset - lower(next)."""
     tot_lo, tot_hi = 0.0, 0.0
     for v in range(f):
         best_lo, best_hi = -np.inf, -np.inf
@@ -270,33 +264,55 @@ def _update(pr, lo, hi, local, others, starts, c, f, moved, swap, binom, offset,
     return tot_lo / f, tot_hi / f
 
 
+@njit(cache=True)
+def _sweep_run(i0, i1, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
+               offset, sw, q, ids, lows, highs):  # fmt: skip
+    """Update states order[i0:i1] (at most BATCH) in place; returns (largest change, gap).
+
+    All successor ids of the batch first, then all their values: the value reads (random, in
+    an array far larger than the caches) are then independent loads the CPU overlaps, instead
+    of one cache miss after another."""
+    for i in range(i0, i1):
+        _successors(pairs[i], c, f, moved, swap, binom, sw, q, ids[i - i0])
+    for i in range(i1 - i0):
+        for m in range(f * c):
+            if ids[i, m] >= 0:
+                lows[i, m], highs[i, m] = _lookup(ids[i, m], lo, hi, local, others, starts)
+    ch, gp = 0.0, 0.0
+    for i in range(i0, i1):
+        k = order[i]
+        new_lo, new_hi = _combine(ids[i - i0], lows[i - i0], highs[i - i0], c, f, offset)
+        ch = max(ch, abs(new_lo - local[k, 0]), abs(new_hi - local[k, 1]))
+        local[k, 0], local[k, 1] = new_lo, new_hi
+        gp = max(gp, new_hi - new_lo)
+    return ch, gp
+
+
 @njit(cache=True, parallel=True)
 def _sweep_level(a, b, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
                  offset, change, gap):  # fmt: skip
     """Gauss-Seidel update, in place, of the states order[a:b] (one dice count), in
-    ``change.shape[0]`` blocks run in parallel; each block's largest change and largest U - L go
-    to change[blk], gap[blk]. A block may read a state another block is writing: it then sees
-    the old or the new bound of it, and both are valid bounds, so the result stays a proof; with
-    one thread the blocks run in order and the sweep is plain serial Gauss-Seidel (bitwise
-    reproducible)."""
+    ``change.shape[0]`` blocks run in parallel, each in batches of BATCH states; each block's
+    largest change and largest U - L go to change[blk], gap[blk]. A block may read a state
+    another block is writing: it then sees the old or the new bound of it, and both are valid
+    bounds, so the result stays a proof; with one thread the blocks run in order and the sweep
+    is bitwise reproducible."""
     n = b - a
     nb = min(n, change.shape[0])
     for blk in prange(nb):
         sw = np.empty(c, dtype=np.int64)
         q = np.empty(c, dtype=np.int64)
-        ids = np.empty(f * c, dtype=np.int64)
-        lows = np.empty(f * c, dtype=np.float64)
-        highs = np.empty(f * c, dtype=np.float64)
+        ids = np.empty((BATCH, f * c), dtype=np.int64)
+        lows = np.empty((BATCH, f * c), dtype=np.float64)
+        highs = np.empty((BATCH, f * c), dtype=np.float64)
         ch, gp = 0.0, 0.0
-        for i in range(a + blk * n // nb, a + (blk + 1) * n // nb):
-            k = order[i]
-            new_lo, new_hi = _update(
-                pairs[i], lo, hi, local, others, starts, c, f, moved, swap, binom, offset,
-                sw, q, ids, lows, highs,
+        end = a + (blk + 1) * n // nb
+        for i0 in range(a + blk * n // nb, end, BATCH):
+            c1, g1 = _sweep_run(
+                i0, min(i0 + BATCH, end), lo, hi, local, others, starts, order, pairs, c, f,
+                moved, swap, binom, offset, sw, q, ids, lows, highs,
             )  # fmt: skip
-            ch = max(ch, abs(new_lo - local[k, 0]), abs(new_hi - local[k, 1]))
-            local[k, 0], local[k, 1] = new_lo, new_hi
-            gp = max(gp, new_hi - new_lo)
+            ch, gp = max(ch, c1), max(gp, g1)
         change[blk], gap[blk] = ch, gp
     return nb
 
@@ -460,14 +476,34 @@ def solve(
     shards: int = 1,
     dtype: type = np.float64,
     progress: Progress | None = None,
+    threads: int | None = None,
 ) -> ViSolution:
-    """Solve a Knucklebones board in one process (both cores via numba).
+    """Solve a Knucklebones board in one process (every core via numba, or ``threads``).
 
     Sweeps until every value is within ``tol`` of the exact one (see the module docstring);
-    ``shards`` > 1 runs the distributed schedule (Jacobi between id ranges) in this process.
+    ``shards`` > 1 runs the distributed schedule (Jacobi between id ranges) in this process,
+    and with ``threads=1`` it gives bitwise the values of
+    :func:`pipeline.games.knucklebones_dist.solve_distributed` with as many shards.
     Raises UsageError if ``max_sweeps`` pass first.
     """
     check_tolerance(tol, max_sweeps)
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)
+    try:
+        return _solve(rules, tol, max_sweeps, shards, dtype, progress)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _solve(
+    rules: KnuckleRules,
+    tol: float,
+    max_sweeps: int,
+    shards: int,
+    dtype: type,
+    progress: Progress | None,
+) -> ViSolution:
+    """:func:`solve` with the threads set."""
     t0 = time.perf_counter()
     tb = tables(rules)
     starts = shard_bounds(tb.n_states, shards)
