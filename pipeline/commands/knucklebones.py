@@ -175,6 +175,9 @@ def solve_exact_cmd(
     address: Annotated[
         str | None, typer.Option(help="Join a running Dask scheduler (host:port).")
     ] = None,
+    shards: Annotated[
+        int | None, typer.Option(help="Id ranges, one task each (Dask runs; default: 4 per core).")
+    ] = None,
     checkpoint_dir: Annotated[
         str | None, typer.Option(help="Checkpoint after every sweep (Dask runs).")
     ] = None,
@@ -199,8 +202,8 @@ def solve_exact_cmd(
 
     if distributed:
         sol = knucklebones_dist.solve_distributed(
-            rules, workers=workers, address=address, checkpoint_dir=checkpoint_dir,
-            resume=resume, tol=tolerance, progress=progress,
+            rules, workers=workers, address=address, shards=shards,
+            checkpoint_dir=checkpoint_dir, resume=resume, tol=tolerance, progress=progress,
         )  # fmt: skip
     else:
         sol = knucklebones_vi.solve(rules, tol=tolerance, progress=progress)

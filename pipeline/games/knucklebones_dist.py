@@ -59,8 +59,10 @@ from pipeline.games.knucklebones_vi import (
 
 INSTALL_HINT = "Dask is not installed: pip install 'stb-pipeline[distributed]'"
 STATE_FILE = "state.json"
-#: Default shards per worker (more shards: smaller retries and better balance).
+#: Default shards per worker thread (more shards: smaller retries and better balance).
 SHARDS_PER_WORKER = 4
+#: Default largest shard: 10 million positions, 160 MB of float64 bounds per task.
+MAX_SHARD = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,20 @@ def _client(workers: int, address: str | None) -> Any:
     return Client(cluster)
 
 
+def _plan(
+    client: Any, rules: KnuckleRules, shards: int | None, dtype: str, resume: Path | None
+) -> Plan:
+    """The shards: the checkpoint's when resuming, else ``shards``, else 4 per worker thread
+    and at most MAX_SHARD positions each."""
+    state = read_state(resume) if resume is not None else None
+    if state is not None:
+        return Plan(rules, tuple(state["plan"]["starts"]), dtype)
+    n_states = tables(rules).n_states
+    threads = sum(client.nthreads().values()) or 1
+    n = shards or max(SHARDS_PER_WORKER * threads, -(-n_states // MAX_SHARD))
+    return Plan(rules, tuple(int(x) for x in shard_bounds(n_states, min(n, n_states))), dtype)
+
+
 def _start(client: Any, plan: Plan, root: Path, resume: bool) -> tuple[int, float, float]:
     """The sweep to continue from (after writing sweep 0 unless resuming), residual, bound."""
     state = read_state(root) if resume else None
@@ -221,7 +237,8 @@ def solve_distributed(
 
     Starts a LocalCluster of ``workers`` processes, or joins the scheduler at ``address``
     ("host:port"; then ``checkpoint_dir`` is required and must be shared by every worker).
-    ``shards`` defaults to 4 per worker. Without ``checkpoint_dir`` a temporary directory is
+    ``shards`` defaults to 4 per worker thread (and at most 10 million positions each); a
+    resumed run keeps the checkpoint's shards. Without ``checkpoint_dir`` a temporary directory is
     used and removed. ``resume`` continues from the checkpoint's last complete sweep.
     ``progress(sweep, residual, bound, positions/s)`` after each sweep. Stops as
     :func:`pipeline.games.knucklebones_vi.solve` does; UsageError for bad input or without Dask.
@@ -229,15 +246,12 @@ def solve_distributed(
     check_tolerance(tol, max_sweeps)
     if address and checkpoint_dir is None:
         raise UsageError("--address needs --checkpoint-dir on a filesystem every worker reads")
-    n_states = tables(rules).n_states
-    n = shards or SHARDS_PER_WORKER * max(workers, 1)
-    starts = tuple(int(x) for x in shard_bounds(n_states, min(n, n_states)))
-    plan = Plan(rules, starts, np.dtype(dtype).name)
     temporary = checkpoint_dir is None
     root = Path(tempfile.mkdtemp(prefix="kb-vi-") if temporary else checkpoint_dir)
     root.mkdir(parents=True, exist_ok=True)
     client = _client(workers, address)
     try:
+        plan = _plan(client, rules, shards, np.dtype(dtype).name, root if resume else None)
         return _run(client, plan, root, resume, tol, max_sweeps, progress)
     finally:
         cluster = None if address else client.cluster

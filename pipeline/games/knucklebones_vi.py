@@ -20,14 +20,23 @@ rounding, ~1e-15; with ``dtype=float32`` bounds are stored rounded to nearest, s
 ``tol >= 1e-6``). Unlike "stop when a sweep changes nothing by more than tol", this is a proof.
 
 Sweep order. A placement adds a die, so most successors hold one die more. Each sweep visits the
-live positions by total dice, most first (the graph solver's increasing rank order): successors
-without a removal are then already updated in this sweep. Within one dice count the updates are
-Jacobi (all computed from the values before that level, then written), so the parallel loop
-(``prange`` over blocks of the level) gives the same bits for any thread count. Positions are
-split into *shards* by id range; shards are Jacobi against each other (a shard reads the other
-shards' values of the previous sweep), Gauss-Seidel inside. One shard (the default) is pure
-Gauss-Seidel by level; :mod:`pipeline.games.knucklebones_dist` runs the shards as Dask tasks and,
-with the same number of shards, gives bitwise the same values as :func:`solve` here.
+live positions by total dice, most first, ids ascending within a dice count (the graph solver's
+increasing rank order): successors without a removal are then already updated in this sweep.
+Updates are in place (Gauss-Seidel). Parallel by blocks: each dice count is cut into
+``BLOCKS_PER_THREAD`` contiguous blocks per numba thread, run with ``prange``. A block may read a
+value another block is writing at that moment; it then reads the old or the new bound, and both
+are valid bounds, so the stopping rule stays a proof -- but with several threads the last bits
+depend on timing. With one thread (``threads=1``) the blocks run in order: plain serial
+Gauss-Seidel, bitwise reproducible. (Jacobi within a dice count, the deterministic parallel
+alternative, took 34 sweeps instead of 20 on 2x2.) Positions are split into *shards* by id
+range; shards are Jacobi against each other (a shard reads the other shards' values of the
+previous sweep), Gauss-Seidel inside. One shard (the default) is the plain order above;
+:mod:`pipeline.games.knucklebones_dist` runs the shards as Dask tasks and, with the same shards,
+gives bitwise the values of :func:`solve` ``(shards=n, threads=1)``.
+
+Memory: 16 bytes per position (8 with float32) plus, per live position, its 4-byte offset in the
+sweep order and its sorted pairs (2 bytes each): no move is stored. Successor ids are computed
+for a batch of ``BATCH`` states before their values are read, so the random reads overlap.
 """
 
 from __future__ import annotations
@@ -153,17 +162,19 @@ def _sort_small(q, c):
 
 
 @njit(cache=True)
-def _successors(pr, c, f, moved, swap, binom, sw, q, ids):
-    """Ids of every move's successor of the sorted pairs ``pr`` into ids[v * c + j] (-1: no
-    such move): column j takes face v + 1, then the position is seen by the opponent (every
-    pair swapped, re-sorted, ranked). ``moved[pair, v]`` is the swapped pair after placing."""
+def _successors(pairs, row, c, f, moved, swap, binom, sw, q, ids, out):
+    """Ids of every move's successor of the sorted pairs ``pairs[row]`` into ids[out, v * c + j]
+    (-1: no such move): column j takes face v + 1, then the position is seen by the opponent
+    (every pair swapped, re-sorted, ranked). ``moved[pair, v]`` is the swapped pair after
+    placing. Arrays and indices, not row views: a view costs an atomic reference count, which
+    two threads fight over."""
     for k in range(c):
-        sw[k] = swap[pr[k]]
+        sw[k] = swap[pairs[row, k]]
     for v in range(f):
         for j in range(c):
-            m = moved[pr[j], v]
-            if m < 0 or (j > 0 and pr[j] == pr[j - 1]):
-                ids[v * c + j] = -1  # full column, or equal pairs: one move (the first)
+            m = moved[pairs[row, j], v]
+            if m < 0 or (j > 0 and pairs[row, j] == pairs[row, j - 1]):
+                ids[out, v * c + j] = -1  # full column, or equal pairs: one move (the first)
                 continue
             for k in range(c):
                 q[k] = sw[k]
@@ -172,7 +183,7 @@ def _successors(pr, c, f, moved, swap, binom, sw, q, ids):
             r = 0
             for i in range(c):
                 r += binom[q[i] + i, i + 1]
-            ids[v * c + j] = r
+            ids[out, v * c + j] = r
 
 
 @njit(cache=True)
@@ -249,16 +260,16 @@ def _lookup(r, lo, hi, local, others, starts):
 
 
 @njit(cache=True)
-def _combine(ids, lows, highs, c, f, offset):
+def _combine(ids, lows, highs, row, c, f, offset):
     """New (lower, upper) bound of a live state from its successors' bounds: the mean over
     faces of the best move, a move's bounds being offset - upper(next), offset - lower(next)."""
     tot_lo, tot_hi = 0.0, 0.0
     for v in range(f):
         best_lo, best_hi = -np.inf, -np.inf
         for m in range(v * c, v * c + c):
-            if ids[m] >= 0:
-                best_lo = max(best_lo, offset - highs[m])
-                best_hi = max(best_hi, offset - lows[m])
+            if ids[row, m] >= 0:
+                best_lo = max(best_lo, offset - highs[row, m])
+                best_hi = max(best_hi, offset - lows[row, m])
         tot_lo += best_lo
         tot_hi += best_hi
     return tot_lo / f, tot_hi / f
@@ -273,7 +284,7 @@ def _sweep_run(i0, i1, lo, hi, local, others, starts, order, pairs, c, f, moved,
     an array far larger than the caches) are then independent loads the CPU overlaps, instead
     of one cache miss after another."""
     for i in range(i0, i1):
-        _successors(pairs[i], c, f, moved, swap, binom, sw, q, ids[i - i0])
+        _successors(pairs, i, c, f, moved, swap, binom, sw, q, ids, i - i0)
     for i in range(i1 - i0):
         for m in range(f * c):
             if ids[i, m] >= 0:
@@ -281,7 +292,7 @@ def _sweep_run(i0, i1, lo, hi, local, others, starts, order, pairs, c, f, moved,
     ch, gp = 0.0, 0.0
     for i in range(i0, i1):
         k = order[i]
-        new_lo, new_hi = _combine(ids[i - i0], lows[i - i0], highs[i - i0], c, f, offset)
+        new_lo, new_hi = _combine(ids, lows, highs, i - i0, c, f, offset)
         ch = max(ch, abs(new_lo - local[k, 0]), abs(new_hi - local[k, 1]))
         local[k, 0], local[k, 1] = new_lo, new_hi
         gp = max(gp, new_hi - new_lo)
@@ -371,17 +382,17 @@ def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_s
     moves = np.empty(m, dtype=np.int16)
     for i in prange(n):
         if live[i + 1]:
-            p = np.empty(c, dtype=np.int64)
+            p = np.empty((1, c), dtype=np.int64)
             sw = np.empty(c, dtype=np.int64)
             q = np.empty(c, dtype=np.int64)
-            ids = np.empty(f * c, dtype=np.int64)
-            _unrank(a + i, c, n_pairs, binom, p)
-            _successors(p, c, f, moved, swap, binom, sw, q, ids)
+            ids = np.empty((1, f * c), dtype=np.int64)
+            _unrank(a + i, c, n_pairs, binom, p[0])
+            _successors(p, 0, c, f, moved, swap, binom, sw, q, ids, 0)
             for v in range(f):
                 k = row[i] * f + v
                 state[k], roll[k] = a + i, v + 1
                 label[k], nxt[k], val[k], tied[k], moves[k] = _best_move(
-                    ids, v, c, value, offset, tie
+                    ids[0], v, c, value, offset, tie
                 )
     return state, roll, label, nxt, val, tied, moves
 
