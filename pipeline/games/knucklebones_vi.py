@@ -276,23 +276,23 @@ def _combine(ids, lows, highs, row, c, f, offset):
 
 
 @njit(cache=True)
-def _sweep_run(i0, i1, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
+def _sweep_run(act, n_act, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
                offset, sw, q, ids, lows, highs):  # fmt: skip
-    """Update states order[i0:i1] (at most BATCH) in place; returns (largest change, gap).
+    """Update the states order[act[:n_act]] in place; returns (largest change, largest gap).
 
     All successor ids of the batch first, then all their values: the value reads (random, in
     an array far larger than the caches) are then independent loads the CPU overlaps, instead
     of one cache miss after another."""
-    for i in range(i0, i1):
-        _successors(pairs, i, c, f, moved, swap, binom, sw, q, ids, i - i0)
-    for i in range(i1 - i0):
+    for t in range(n_act):
+        _successors(pairs, act[t], c, f, moved, swap, binom, sw, q, ids, t)
+    for t in range(n_act):
         for m in range(f * c):
-            if ids[i, m] >= 0:
-                lows[i, m], highs[i, m] = _lookup(ids[i, m], lo, hi, local, others, starts)
+            if ids[t, m] >= 0:
+                lows[t, m], highs[t, m] = _lookup(ids[t, m], lo, hi, local, others, starts)
     ch, gp = 0.0, 0.0
-    for i in range(i0, i1):
-        k = order[i]
-        new_lo, new_hi = _combine(ids, lows, highs, i - i0, c, f, offset)
+    for t in range(n_act):
+        k = order[act[t]]
+        new_lo, new_hi = _combine(ids, lows, highs, t, c, f, offset)
         ch = max(ch, abs(new_lo - local[k, 0]), abs(new_hi - local[k, 1]))
         local[k, 0], local[k, 1] = new_lo, new_hi
         gp = max(gp, new_hi - new_lo)
@@ -307,23 +307,35 @@ def _sweep_level(a, b, lo, hi, local, others, starts, order, pairs, c, f, moved,
     largest change and largest U - L go to change[blk], gap[blk]. A block may read a state
     another block is writing: it then sees the old or the new bound of it, and both are valid
     bounds, so the result stays a proof; with one thread the blocks run in order and the sweep
-    is bitwise reproducible."""
+    is bitwise reproducible.
+
+    States whose bounds have met (L == U) are skipped: they hold the exact value, and no later
+    update can move it (L only rises and U only falls, both around it). On 2x2 that is 68 % of
+    the live states after the first sweep."""
     n = b - a
     nb = min(n, change.shape[0])
     for blk in prange(nb):
         sw = np.empty(c, dtype=np.int64)
         q = np.empty(c, dtype=np.int64)
+        act = np.empty(BATCH, dtype=np.int64)
         ids = np.empty((BATCH, f * c), dtype=np.int64)
         lows = np.empty((BATCH, f * c), dtype=np.float64)
         highs = np.empty((BATCH, f * c), dtype=np.float64)
         ch, gp = 0.0, 0.0
+        n_act = 0
         end = a + (blk + 1) * n // nb
-        for i0 in range(a + blk * n // nb, end, BATCH):
-            c1, g1 = _sweep_run(
-                i0, min(i0 + BATCH, end), lo, hi, local, others, starts, order, pairs, c, f,
-                moved, swap, binom, offset, sw, q, ids, lows, highs,
-            )  # fmt: skip
-            ch, gp = max(ch, c1), max(gp, g1)
+        for i in range(a + blk * n // nb, end):
+            k = order[i]
+            if local[k, 0] != local[k, 1]:
+                act[n_act] = i
+                n_act += 1
+            if n_act == BATCH or (i == end - 1 and n_act > 0):
+                c1, g1 = _sweep_run(
+                    act, n_act, lo, hi, local, others, starts, order, pairs, c, f, moved, swap,
+                    binom, offset, sw, q, ids, lows, highs,
+                )  # fmt: skip
+                ch, gp = max(ch, c1), max(gp, g1)
+                n_act = 0
         change[blk], gap[blk] = ch, gp
     return nb
 
