@@ -101,7 +101,7 @@ def main() -> None:
 
     table = Table(
         "board", "positions", "sweeps", "seconds", "cpu s", "peak MB", "M pos/s/sweep",
-        "graph s", "graph MB", "time ratio", "max |diff|",
+        "graph s", "graph MB", "time ratio", "max |diff|", "start value",
     )  # fmt: skip
     for board in args.boards:
         positions = parse_board(board, args.objective)
@@ -115,6 +115,7 @@ def main() -> None:
             f"{old['seconds']:.1f}" if old else "-", f"{old['peak_mb']:,.0f}" if old else "-",
             f"{new['seconds'] / old['seconds']:.2f}" if old else "-",
             f"{new['max_diff']:.1e}" if "max_diff" in new else "-",
+            f"{new['start']:.10f}" if "start" in new else "-",
         )  # fmt: skip
         Console(width=180).print(table)
 

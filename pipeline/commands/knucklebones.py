@@ -198,6 +198,7 @@ def solve_exact_cmd(
         raise UsageError("--resume needs --checkpoint-dir")
 
     def progress(sweep: int, residual: float, bound: float, rate: float) -> None:
+        """One line per sweep."""
         out.print(f"sweep {sweep}: change {residual:.3g}, bound {bound:.3g}, {rate:,.0f} pos/s")
 
     if distributed:
