@@ -179,6 +179,8 @@ def _start(client: Any, plan: Plan, root: Path, resume: bool) -> tuple[int, floa
     if state is not None:
         if state["plan"] != plan.to_dict():
             raise UsageError(f"{root}: the checkpoint is of another board, shards or dtype")
+        if state["bound"] is None:  # stopped right after writing sweep 0
+            return int(state["sweep"]), np.inf, np.inf
         return int(state["sweep"]), float(state["residual"]), float(state["bound"])
     starts = plan.starts
     paths = [str(shard_path(root, 0, i)) for i in range(len(starts) - 1)]
