@@ -34,9 +34,11 @@ previous sweep), Gauss-Seidel inside. One shard (the default) is the plain order
 :mod:`pipeline.games.knucklebones_dist` runs the shards as Dask tasks and, with the same shards,
 gives bitwise the values of :func:`solve` ``(shards=n, threads=1)``.
 
-Memory: 16 bytes per position (8 with float32) plus, per live position, its 4-byte offset in the
-sweep order and its sorted pairs (2 bytes each): no move is stored. Successor ids are computed
-for a batch of ``BATCH`` states before their values are read, so the random reads overlap.
+Memory: 16 bytes per position (8 with float32) plus, per live position, its 4-byte offset in
+the sweep order and its sorted pairs (2 bytes each): no move is stored. Positions whose two
+bounds have met hold their exact value for good and are skipped (most of them, after the first
+sweep). Successor ids are computed for a batch of ``BATCH`` states before their values are
+read, so the random reads overlap.
 """
 
 from __future__ import annotations
