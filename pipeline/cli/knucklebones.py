@@ -205,6 +205,55 @@ def benchmark_cmd(
     out.print(f"rows written to {path} (variant knucklebones)")
 
 
+@kb.command("solve-exact")
+def solve_exact_cmd(
+    columns: Annotated[int, typer.Option(help="Columns per board.")] = 3,
+    rows: Annotated[int, typer.Option(help="Slots per column.")] = 2,
+    faces: Annotated[int, typer.Option(help="Faces of the die.")] = 6,
+    objective: Annotated[str, typer.Option(help="wins or score.")] = "wins",
+    workers: Annotated[int, typer.Option(help="Dask worker processes (0: this process).")] = 0,
+    address: Annotated[
+        str | None, typer.Option(help="Join a running Dask scheduler (host:port).")
+    ] = None,
+    shards: Annotated[
+        int | None, typer.Option(help="Id ranges, one task each (Dask runs; default: 4 per core).")
+    ] = None,
+    checkpoint_dir: Annotated[
+        str | None, typer.Option(help="Checkpoint after every sweep (Dask runs).")
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a checkpoint.")] = False,
+    tolerance: Annotated[float, typer.Option(help="Bound on every value's error.")] = 1e-11,
+) -> None:
+    """Solve a whole board exactly by value iteration (no move graph); print the start value.
+
+    Example: stb-pipeline knucklebones solve-exact --columns 3 --rows 2 --workers 2
+    """
+    from pipeline.games.knucklebones import distributed as knucklebones_dist
+    from pipeline.games.knucklebones import exact as knucklebones_vi
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    rules = KnuckleRules(columns, rows, faces, objective)
+    distributed = workers > 0 or address is not None
+    if not distributed and (checkpoint_dir or resume):
+        raise UsageError("--checkpoint-dir and --resume need --workers N or --address")
+    if resume and not checkpoint_dir:
+        raise UsageError("--resume needs --checkpoint-dir")
+
+    def progress(sweep: int, residual: float, bound: float, rate: float) -> None:
+        """One line per sweep."""
+        out.print(f"sweep {sweep}: change {residual:.3g}, bound {bound:.3g}, {rate:,.0f} pos/s")
+
+    if distributed:
+        sol = knucklebones_dist.solve_distributed(
+            rules, workers=workers, address=address, shards=shards,
+            checkpoint_dir=checkpoint_dir, resume=resume, tol=tolerance, progress=progress,
+        )  # fmt: skip
+    else:
+        sol = knucklebones_vi.solve(rules, tol=tolerance, progress=progress)
+    out.print(f"start value {sol.value[0]:.10f} ({objective}), {sol.value.shape[0]:,} positions")
+    out.print(f"{sol.sweeps} sweeps, every value within {sol.bound:.3g}, {sol.seconds:.1f} s")
+
+
 #: Largest --games per pair (a day of depth-1 games) and --seed (the seeds must fit int64).
 MAX_GAMES = 10_000_000
 MAX_SEED = 2**62

@@ -1,0 +1,581 @@
+"""Exact Knucklebones values by value iteration without a move graph (issue 17).
+
+The graph solver (:mod:`pipeline.solve.value_iteration`) stores every move of every position:
+for the 3x2 board that is 77 million moves and 6.8 GB. Here successors are generated on the fly
+by numba kernels from the canonical state id, exactly as :class:`~pipeline.games.knucklebones.game.
+Knucklebones` numbers them: a state id is the colex rank of the sorted multiset of facing-pair
+indices of :class:`~pipeline.games.knucklebones.game.PairTables`, so ids, values and moves equal the
+graph's state by state. Memory is two numbers per position plus a 4-byte sweep order.
+
+Two-sided bounds (the stopping rule). The Bellman operator ``T`` of this negamax game,
+``(TV)(s) = mean over faces of max over moves (offset - V(next))``, is *antitone*: ``V <= W``
+gives ``TV >= TW``. So if ``L <= V* <= U`` then ``T(U) <= V* <= T(L)``: every update
+``L(s) <- T(U)(s)``, ``U(s) <- T(L)(s)`` keeps both bounds valid, also in place (Gauss-Seidel).
+Play ends with probability one under any policies (each turn adds a die to the mover's board and
+only the other player removes dice), so the iterates converge and ``U - L -> 0``. Bounds start
+at the objective's extremes (0 and 1 for wins; -/+ the largest board score for score) and
+terminal positions hold their final value exactly. The solver stops when ``max(U - L) <= 2 tol``
+and returns the midpoint: every value is then within ``tol`` of the exact one (up to float64
+rounding, ~1e-15; with ``dtype=float32`` bounds are stored rounded to nearest, so use
+``tol >= 1e-6``). Unlike "stop when a sweep changes nothing by more than tol", this is a proof.
+
+Sweep order. A placement adds a die, so most successors hold one die more. Each sweep visits the
+live positions by total dice, most first, ids ascending within a dice count (the graph solver's
+increasing rank order): successors without a removal are then already updated in this sweep.
+Updates are in place (Gauss-Seidel). Parallel by blocks: each dice count is cut into
+``BLOCKS_PER_THREAD`` contiguous blocks per numba thread, run with ``prange``. A block may read a
+value another block is writing at that moment; it then reads the old or the new bound, and both
+are valid bounds, so the stopping rule stays a proof -- but with several threads the last bits
+depend on timing. With one thread (``threads=1``) the blocks run in order: plain serial
+Gauss-Seidel, bitwise reproducible. (Jacobi within a dice count, the deterministic parallel
+alternative, took 34 sweeps instead of 20 on 2x2.) Positions are split into *shards* by id
+range; shards are Jacobi against each other (a shard reads the other shards' values of the
+previous sweep), Gauss-Seidel inside. One shard (the default) is the plain order above;
+:mod:`pipeline.games.knucklebones.distributed` runs the shards as Dask tasks and, with the same
+shards, gives bitwise the values of :func:`solve` ``(shards=n, threads=1)``.
+
+Memory: 16 bytes per position (8 with float32) plus, per live position, its 4-byte offset in
+the sweep order and its sorted pairs (2 bytes each): no move is stored. Positions whose two
+bounds have met hold their exact value for good and are skipped (most of them, after the first
+sweep). Successor ids are computed for a batch of ``BATCH`` states before their values are
+read, so the random reads overlap.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+
+import numba
+import numpy as np
+from numba import njit, prange
+from numba.typed import List as NumbaList
+
+from pipeline.errors import UsageError
+from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
+
+#: Default bound on |value - exact value| (the stopping rule: max(U - L) <= 2 * tol).
+DEFAULT_TOLERANCE = 1e-11
+DEFAULT_MAX_SWEEPS = 10_000
+#: Tie rule of the policy (solvers/kernels.py): within 1e-12 relative, the largest label wins.
+TIE_TOLERANCE = 1e-12
+#: States per policy block (times faces rows).
+POLICY_BLOCK = 1_000_000
+#: Parallel blocks per thread in a level (more blocks balance the uneven successor counts).
+BLOCKS_PER_THREAD = 8
+#: States whose successor values are read together (overlapping the cache misses).
+BATCH = 16
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Everything the kernels need about one board and die, as flat int64 arrays."""
+
+    columns: int
+    faces: int
+    slots: int
+    n_pairs: int
+    n_states: int
+    moved: np.ndarray  # [pair, face]: the pair after placing face + 1, swapped (-1: full)
+    swap: np.ndarray  # pair seen from the other side
+    binom: np.ndarray  # binom[i, j] = C(i, j), for the colex rank
+    mover_size: np.ndarray
+    opp_size: np.ndarray
+    mover_score: np.ndarray
+    opp_score: np.ndarray
+    offset: float  # a move's value is offset - V(next): 1 (wins) or 0 (score)
+    wins: bool
+    low: float  # a priori bounds of every value
+    high: float
+
+
+@lru_cache(maxsize=8)
+def tables(rules: KnuckleRules) -> Tables:
+    """The kernel tables of ``rules`` (cached: Dask tasks of one worker share them)."""
+    t = PairTables(rules.rows, rules.faces)
+    c = rules.columns
+    wins = rules.objective == "wins"
+    most = float(c * rules.faces * rules.rows**2)  # the largest board score
+    return Tables(
+        columns=c,
+        faces=rules.faces,
+        slots=rules.slots,
+        n_pairs=t.n_pairs,
+        n_states=n_positions(t.n_pairs, c),
+        moved=np.where(t.place >= 0, t.swap[t.place], -1).astype(np.int64),
+        swap=np.ascontiguousarray(t.swap, dtype=np.int64),
+        binom=binomials(t.n_pairs + c, c),
+        mover_size=t.mover_size.astype(np.int64),
+        opp_size=t.opp_size.astype(np.int64),
+        mover_score=t.mover_score.astype(np.int64),
+        opp_score=t.opp_score.astype(np.int64),
+        offset=1.0 if wins else 0.0,
+        wins=wins,
+        low=0.0 if wins else -most,
+        high=1.0 if wins else most,
+    )
+
+
+def shard_bounds(n_states: int, shards: int) -> np.ndarray:
+    """Start ids of ``shards`` nearly equal id ranges, and ``n_states`` last (int64)."""
+    if not 1 <= shards <= n_states:
+        raise UsageError(f"shards must be between 1 and {n_states:,}, not {shards}")
+    return np.array([i * n_states // shards for i in range(shards + 1)], dtype=np.int64)
+
+
+# -- kernels: positions ---------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _unrank(r, c, n_pairs, binom, out):
+    """The sorted pair indices of colex rank ``r`` (inverse of rank_multisets), into ``out``."""
+    hi = n_pairs - 1
+    for i in range(c - 1, -1, -1):
+        a, b = 0, hi
+        while a < b:  # the largest x <= hi with C(x + i, i + 1) <= r
+            m = (a + b + 1) // 2
+            if binom[m + i, i + 1] <= r:
+                a = m
+            else:
+                b = m - 1
+        out[i] = a
+        r -= binom[a + i, i + 1]
+        hi = a
+
+
+@njit(cache=True)
+def _sort_small(q, c):
+    """Sort q[:c] (c <= 4) by a min/max network: no data-dependent branches to mispredict."""
+    if c == 2:
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+    elif c == 3:
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+        q[1], q[2] = min(q[1], q[2]), max(q[1], q[2])
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+    elif c == 4:
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+        q[2], q[3] = min(q[2], q[3]), max(q[2], q[3])
+        q[0], q[2] = min(q[0], q[2]), max(q[0], q[2])
+        q[1], q[3] = min(q[1], q[3]), max(q[1], q[3])
+        q[1], q[2] = min(q[1], q[2]), max(q[1], q[2])
+
+
+@njit(cache=True)
+def _successors(pairs, row, c, f, moved, swap, binom, sw, q, ids, out):
+    """Ids of every move's successor of the sorted pairs ``pairs[row]`` into ids[out, v * c + j]
+    (-1: no such move): column j takes face v + 1, then the position is seen by the opponent
+    (every pair swapped, re-sorted, ranked). ``moved[pair, v]`` is the swapped pair after
+    placing. Arrays and indices, not row views: a view costs an atomic reference count, which
+    two threads fight over."""
+    for k in range(c):
+        sw[k] = swap[pairs[row, k]]
+    for v in range(f):
+        for j in range(c):
+            m = moved[pairs[row, j], v]
+            if m < 0 or (j > 0 and pairs[row, j] == pairs[row, j - 1]):
+                ids[out, v * c + j] = -1  # full column, or equal pairs: one move (the first)
+                continue
+            for k in range(c):
+                q[k] = sw[k]
+            q[j] = m
+            _sort_small(q, c)
+            r = 0
+            for i in range(c):
+                r += binom[q[i] + i, i + 1]
+            ids[out, v * c + j] = r
+
+
+@njit(cache=True)
+def _dice(p, c, mover_size, opp_size):
+    """Dice on each board of sorted pairs ``p``."""
+    mine, theirs = 0, 0
+    for k in range(c):
+        mine += mover_size[p[k]]
+        theirs += opp_size[p[k]]
+    return mine, theirs
+
+
+@njit(cache=True)
+def _final_value(p, c, mover_score, opp_score, wins):
+    """Value of a finished game for the player to move (a draw is 1/2 for wins)."""
+    diff = 0
+    for k in range(c):
+        diff += mover_score[p[k]] - opp_score[p[k]]
+    if not wins:
+        return float(diff)
+    return 1.0 if diff > 0 else (0.0 if diff < 0 else 0.5)
+
+
+@njit(cache=True, parallel=True)
+def _init_shard(lo, hi, c, slots, n_pairs, binom, mover_size, opp_size, mover_score, opp_score,
+                wins, low, high, out, level, blocks):  # fmt: skip
+    """Bounds of ids lo..hi-1 into ``out`` (terminal: exact; live: low, high) and each state's
+    total dice into ``level`` (-1 for terminal positions), in ``blocks`` parallel blocks."""
+    n = hi - lo
+    nb = min(n, blocks)
+    for b in prange(nb):
+        p = np.empty(c, dtype=np.int64)
+        for i in range(b * n // nb, (b + 1) * n // nb):
+            _unrank(lo + i, c, n_pairs, binom, p)
+            mine, theirs = _dice(p, c, mover_size, opp_size)
+            if mine == slots or theirs == slots:
+                out[i, 0] = out[i, 1] = _final_value(p, c, mover_score, opp_score, wins)
+                level[i] = -1
+            else:
+                out[i, 0], out[i, 1] = low, high
+                level[i] = mine + theirs
+
+
+@njit(cache=True)
+def _order_by_level(level, top):
+    """Offsets of the live states, most dice first (ids ascending within a level), and the
+    start of each level's run: a counting sort (levels are 0..top, -1 is left out)."""
+    count = np.zeros(top + 2, dtype=np.int64)
+    for x in level:
+        if x >= 0:
+            count[top - x + 1] += 1
+    starts = np.cumsum(count)
+    fill = starts[:-1].copy()
+    order = np.empty(starts[-1], dtype=np.int32)
+    for i in range(level.shape[0]):
+        x = level[i]
+        if x >= 0:
+            order[fill[top - x]] = i
+            fill[top - x] += 1
+    return order, starts
+
+
+# -- kernels: the sweep ---------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _lookup(r, lo, hi, local, others, starts):
+    """Bounds of state ``r``: this shard's current values, else the other shard's previous."""
+    if lo <= r < hi:
+        return local[r - lo, 0], local[r - lo, 1]
+    k = np.searchsorted(starts, r, side="right") - 1
+    a = others[k]
+    return a[r - starts[k], 0], a[r - starts[k], 1]
+
+
+@njit(cache=True)
+def _combine(ids, lows, highs, row, c, f, offset):
+    """New (lower, upper) bound of a live state from its successors' bounds: the mean over
+    faces of the best move, a move's bounds being offset - upper(next), offset - lower(next)."""
+    tot_lo, tot_hi = 0.0, 0.0
+    for v in range(f):
+        best_lo, best_hi = -np.inf, -np.inf
+        for m in range(v * c, v * c + c):
+            if ids[row, m] >= 0:
+                best_lo = max(best_lo, offset - highs[row, m])
+                best_hi = max(best_hi, offset - lows[row, m])
+        tot_lo += best_lo
+        tot_hi += best_hi
+    return tot_lo / f, tot_hi / f
+
+
+@njit(cache=True)
+def _sweep_run(act, n_act, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
+               offset, sw, q, ids, lows, highs):  # fmt: skip
+    """Update the states order[act[:n_act]] in place; returns (largest change, largest gap).
+
+    All successor ids of the batch first, then all their values: the value reads (random, in
+    an array far larger than the caches) are then independent loads the CPU overlaps, instead
+    of one cache miss after another."""
+    for t in range(n_act):
+        _successors(pairs, act[t], c, f, moved, swap, binom, sw, q, ids, t)
+    for t in range(n_act):
+        for m in range(f * c):
+            if ids[t, m] >= 0:
+                lows[t, m], highs[t, m] = _lookup(ids[t, m], lo, hi, local, others, starts)
+    ch, gp = 0.0, 0.0
+    for t in range(n_act):
+        k = order[act[t]]
+        new_lo, new_hi = _combine(ids, lows, highs, t, c, f, offset)
+        ch = max(ch, abs(new_lo - local[k, 0]), abs(new_hi - local[k, 1]))
+        local[k, 0], local[k, 1] = new_lo, new_hi
+        gp = max(gp, new_hi - new_lo)
+    return ch, gp
+
+
+@njit(cache=True, parallel=True)
+def _sweep_level(a, b, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
+                 offset, change, gap):  # fmt: skip
+    """Gauss-Seidel update, in place, of the states order[a:b] (one dice count), in
+    ``change.shape[0]`` blocks run in parallel, each in batches of BATCH states; each block's
+    largest change and largest U - L go to change[blk], gap[blk]. A block may read a state
+    another block is writing: it then sees the old or the new bound of it, and both are valid
+    bounds, so the result stays a proof; with one thread the blocks run in order and the sweep
+    is bitwise reproducible.
+
+    States whose bounds have met (L == U) are skipped: they hold the exact value, and no later
+    update can move it (L only rises and U only falls, both around it). On 2x2 that is 68 % of
+    the live states after the first sweep."""
+    n = b - a
+    nb = min(n, change.shape[0])
+    for blk in prange(nb):
+        sw = np.empty(c, dtype=np.int64)
+        q = np.empty(c, dtype=np.int64)
+        act = np.empty(BATCH, dtype=np.int64)
+        ids = np.empty((BATCH, f * c), dtype=np.int64)
+        lows = np.empty((BATCH, f * c), dtype=np.float64)
+        highs = np.empty((BATCH, f * c), dtype=np.float64)
+        ch, gp = 0.0, 0.0
+        n_act = 0
+        end = a + (blk + 1) * n // nb
+        for i in range(a + blk * n // nb, end):
+            k = order[i]
+            if local[k, 0] != local[k, 1]:
+                act[n_act] = i
+                n_act += 1
+            if n_act == BATCH or (i == end - 1 and n_act > 0):
+                c1, g1 = _sweep_run(
+                    act, n_act, lo, hi, local, others, starts, order, pairs, c, f, moved, swap,
+                    binom, offset, sw, q, ids, lows, highs,
+                )  # fmt: skip
+                ch, gp = max(ch, c1), max(gp, g1)
+                n_act = 0
+        change[blk], gap[blk] = ch, gp
+    return nb
+
+
+@njit(cache=True, parallel=True)
+def _live_pairs(lo, order, c, n_pairs, binom, out):
+    """The sorted pairs of each state lo + order[i] into out[i] (unranked once, not per sweep)."""
+    for i in prange(order.shape[0]):
+        _unrank(lo + order[i], c, n_pairs, binom, out[i])
+
+
+# -- kernels: the policy --------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _best_move(ids, v, c, value, offset, tie):
+    """(best label, next id, node value, tied moves, moves) of face ``v + 1`` given the
+    successor ids: ties within ``tie`` (relative) go to the largest label, as in
+    solvers/kernels.py."""
+    best = -np.inf
+    n_moves = 0
+    for j in range(c):
+        r = ids[v * c + j]
+        if r >= 0:
+            best = max(best, offset - value[r])
+            n_moves += 1
+    tol = tie * max(1.0, abs(best))
+    label, nxt, tied = -1, -1, 0
+    for j in range(c):
+        r = ids[v * c + j]
+        if r >= 0 and abs(offset - value[r] - best) <= tol:
+            tied += 1
+            label, nxt = j, r  # labels ascend with j: the last tie is the largest
+    return label, nxt, best, tied, n_moves
+
+
+@njit(cache=True, parallel=True)
+def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_size, opp_size,
+                  offset, tie):  # fmt: skip
+    """Policy rows of the live states among ids a..b-1 (state, then face: the graph's nodes)."""
+    n = b - a
+    live = np.zeros(n + 1, dtype=np.int64)
+    for i in prange(n):
+        p = np.empty(c, dtype=np.int64)
+        _unrank(a + i, c, n_pairs, binom, p)
+        mine, theirs = _dice(p, c, mover_size, opp_size)
+        live[i + 1] = mine < slots and theirs < slots
+    row = np.cumsum(live)
+    m = row[-1] * f
+    state = np.empty(m, dtype=np.int64)
+    roll = np.empty(m, dtype=np.int8)
+    label = np.empty(m, dtype=np.int8)
+    nxt = np.empty(m, dtype=np.int64)
+    val = np.empty(m, dtype=np.float64)
+    tied = np.empty(m, dtype=np.int16)
+    moves = np.empty(m, dtype=np.int16)
+    for i in prange(n):
+        if live[i + 1]:
+            p = np.empty((1, c), dtype=np.int64)
+            sw = np.empty(c, dtype=np.int64)
+            q = np.empty(c, dtype=np.int64)
+            ids = np.empty((1, f * c), dtype=np.int64)
+            _unrank(a + i, c, n_pairs, binom, p[0])
+            _successors(p, 0, c, f, moved, swap, binom, sw, q, ids, 0)
+            for v in range(f):
+                k = row[i] * f + v
+                state[k], roll[k] = a + i, v + 1
+                label[k], nxt[k], val[k], tied[k], moves[k] = _best_move(
+                    ids[0], v, c, value, offset, tie
+                )
+    return state, roll, label, nxt, val, tied, moves
+
+
+# -- driver ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Shard:
+    """One id range's values ([n, 2]: lower, upper bound) and its sweep order."""
+
+    lo: int
+    hi: int
+    values: np.ndarray
+    order: np.ndarray  # offsets of the live states, most dice first
+    level_starts: np.ndarray  # order[level_starts[g]:level_starts[g + 1]] is one dice count
+    pairs: np.ndarray  # [live, columns]: the sorted pairs of state lo + order[i]
+
+
+def _blocks() -> int:
+    """Parallel blocks per level: a few per thread, to balance uneven successor counts."""
+    return numba.get_num_threads() * BLOCKS_PER_THREAD
+
+
+def init_shard(tb: Tables, lo: int, hi: int, dtype: type = np.float64) -> Shard:
+    """The starting bounds of ids ``lo..hi-1`` and their sweep order."""
+    if hi - lo >= 2**31:
+        raise UsageError("a shard holds at most 2**31 - 1 positions: use more shards")
+    values: np.ndarray = np.empty((hi - lo, 2), dtype=dtype)
+    level = np.empty(hi - lo, dtype=np.int8)
+    _init_shard(
+        lo, hi, tb.columns, tb.slots, tb.n_pairs, tb.binom, tb.mover_size, tb.opp_size,
+        tb.mover_score, tb.opp_score, tb.wins, tb.low, tb.high, values, level, _blocks(),
+    )  # fmt: skip
+    order, level_starts = _order_by_level(level, 2 * tb.slots)
+    del level
+    pairs = np.empty((order.shape[0], tb.columns), np.int16 if tb.n_pairs < 2**15 else np.int32)
+    _live_pairs(lo, order, tb.columns, tb.n_pairs, tb.binom, pairs)
+    return Shard(lo, hi, values, order, level_starts, pairs)
+
+
+def sweep_shard(
+    tb: Tables, shard: Shard, others: list[np.ndarray], starts: np.ndarray
+) -> tuple[float, float]:
+    """One sweep of ``shard`` in place, reading other shards' (previous) values from
+    ``others`` (id range starts[k]..starts[k + 1]); returns (largest change, largest U - L)."""
+    runs = np.diff(shard.level_starts)
+    change, gap = np.zeros(_blocks()), np.zeros(_blocks())
+    typed = NumbaList(others)
+    residual, width = 0.0, 0.0
+    for g in range(runs.shape[0]):
+        a, b = int(shard.level_starts[g]), int(shard.level_starts[g + 1])
+        if a == b:
+            continue
+        nb = _sweep_level(
+            a, b, shard.lo, shard.hi, shard.values, typed, starts, shard.order, shard.pairs,
+            tb.columns, tb.faces, tb.moved, tb.swap, tb.binom, tb.offset, change, gap,
+        )  # fmt: skip
+        residual = max(residual, float(change[:nb].max()))
+        width = max(width, float(gap[:nb].max()))
+    return residual, width
+
+
+@dataclass
+class ViSolution:
+    """Values of every canonical position (state id order) and how they were reached."""
+
+    rules: KnuckleRules
+    value: np.ndarray  # midpoint of the final bounds, float64
+    bound: float  # every |value - exact| <= bound (half the largest U - L)
+    residual: float  # largest change of a bound in the last sweep
+    sweeps: int
+    seconds: float
+
+
+Progress = Callable[[int, float, float, float], None]
+"""progress(sweep, residual, bound, positions per second) after each sweep."""
+
+
+def check_tolerance(tol: float, max_sweeps: int) -> None:
+    """UsageError unless the stopping rule can be met."""
+    if not tol > 0:
+        raise UsageError(f"tolerance must be positive, not {tol}")
+    if max_sweeps < 1:
+        raise UsageError(f"max sweeps must be at least 1, not {max_sweeps}")
+
+
+def solve(
+    rules: KnuckleRules,
+    tol: float = DEFAULT_TOLERANCE,
+    max_sweeps: int = DEFAULT_MAX_SWEEPS,
+    shards: int = 1,
+    dtype: type = np.float64,
+    progress: Progress | None = None,
+    threads: int | None = None,
+) -> ViSolution:
+    """Solve a Knucklebones board in one process (every core via numba, or ``threads``).
+
+    Sweeps until every value is within ``tol`` of the exact one (see the module docstring);
+    ``shards`` > 1 runs the distributed schedule (Jacobi between id ranges) in this process,
+    and with ``threads=1`` it gives bitwise the values of
+    :func:`pipeline.games.knucklebones.distributed.solve_distributed` with as many shards.
+    Raises UsageError if ``max_sweeps`` pass first.
+    """
+    check_tolerance(tol, max_sweeps)
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)
+    try:
+        return _solve(rules, tol, max_sweeps, shards, dtype, progress)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _solve(
+    rules: KnuckleRules,
+    tol: float,
+    max_sweeps: int,
+    shards: int,
+    dtype: type,
+    progress: Progress | None,
+) -> ViSolution:
+    """:func:`solve` with the threads set."""
+    t0 = time.perf_counter()
+    tb = tables(rules)
+    starts = shard_bounds(tb.n_states, shards)
+    parts = [init_shard(tb, int(a), int(b), dtype) for a, b in pairwise(starts)]
+    sweeps, residual, width = 0, np.inf, np.inf
+    while width > 2 * tol:
+        if sweeps >= max_sweeps:
+            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
+        t1 = time.perf_counter()
+        previous = [s.values for s in parts]
+        if shards > 1:  # Jacobi between shards: each reads the others' values before the sweep
+            for s in parts:
+                s.values = s.values.copy()
+        found = [sweep_shard(tb, s, previous, starts) for s in parts]
+        residual = max(r for r, _ in found)
+        width = max(w for _, w in found)
+        sweeps += 1
+        if progress is not None:
+            progress(sweeps, residual, width / 2, tb.n_states / (time.perf_counter() - t1))
+    value = np.concatenate([midpoint(s.values) for s in parts])
+    return ViSolution(rules, value, width / 2, residual, sweeps, time.perf_counter() - t0)
+
+
+def midpoint(bounds: np.ndarray) -> np.ndarray:
+    """(lower + upper) / 2 of an [n, 2] bounds array, as float64."""
+    return (bounds[:, 0].astype(np.float64) + bounds[:, 1]) / 2
+
+
+def policy_blocks(
+    rules: KnuckleRules, value: np.ndarray, block: int = POLICY_BLOCK
+) -> Iterator[dict[str, np.ndarray]]:
+    """The best move of every (live state, face), ``block`` states at a time, in the graph's
+    node order (state id, then face): the numeric columns of the ``policy`` table.
+
+    Keys: ``state_id``, ``roll`` (the face), ``best_move`` (the column label, 0-based: the
+    table writes ``[label + 1]``), ``next_state_id``, ``value`` (of the best move), ``n_optimal``
+    (moves tied for best) and ``n_moves``. A live state always has a move (its board has room),
+    so ``stuck`` is always false.
+    """
+    tb = tables(rules)
+    if value.shape != (tb.n_states,):
+        raise UsageError(f"expected {tb.n_states:,} values, got {value.shape}")
+    names = ("state_id", "roll", "best_move", "next_state_id", "value", "n_optimal", "n_moves")
+    for a in range(0, tb.n_states, block):
+        b = min(a + block, tb.n_states)
+        cols = _policy_block(
+            a, b, value, tb.columns, tb.faces, tb.slots, tb.n_pairs, tb.moved, tb.swap,
+            tb.binom, tb.mover_size, tb.opp_size, tb.offset, TIE_TOLERANCE,
+        )  # fmt: skip
+        yield dict(zip(names, cols, strict=True))
