@@ -513,7 +513,8 @@ def solve(
     """
     check_tolerance(tol, max_sweeps)
     before = numba.get_num_threads()
-    numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)
+    # numba.config sets its attributes at run time, so a type checker cannot see them
+    numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
     try:
         return _solve(rules, tol, max_sweeps, shards, dtype, progress)
     finally:
