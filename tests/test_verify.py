@@ -81,7 +81,7 @@ def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
 
 def test_every_variant_of_the_full_build_keeps_every_contract(built: Path) -> None:
     results = verify.verify(built)
-    assert {r.name for r in results} == {"manifest", *verify.contract_names()}
+    assert {r.name for r in results} == {"manifest", "schema", *verify.contract_names()}
     assert [r.name for r in results if not r.ok or r.skipped] == []
 
 
