@@ -62,7 +62,7 @@ def main() -> None:
     cli = shutil.which("stb-pipeline") or sys.exit("stb-pipeline is not installed")
     table = Table(title="stb-pipeline build (objective score), whole process", title_justify="left")
     for head in ("build", "wall s", "cpu s", "peak MB", "numpy wall s", "numpy MB", "wall ratio"):
-        table.add_column(head, justify="left" if head == "build" else "right")
+        table.add_column(head, justify="left" if head == "build" else "right", no_wrap=True)
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
         run_measured([cli, "build", "--tiles", "8", "-d", f"{tmp}/warm"])  # numba caches
