@@ -63,7 +63,7 @@ def main() -> None:
     table = Table(title="stb-pipeline build (objective score), whole process", title_justify="left")
     for head in ("build", "wall s", "cpu s", "peak MB", "numpy wall s", "numpy MB", "wall ratio"):
         table.add_column(head, justify="left" if head == "build" else "right", no_wrap=True)
-    console = Console()
+    console = Console(width=max(Console().width, 120))  # whole headers in a log too
     with tempfile.TemporaryDirectory() as tmp:
         run_measured([cli, "build", "--tiles", "8", "-d", f"{tmp}/warm"])  # numba caches
         for spec in args.sizes.split(","):
