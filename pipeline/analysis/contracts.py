@@ -227,18 +227,14 @@ def _manifest_result(data_dir: Path, recorded: set[str]) -> ContractResult:
 def _schema_result(data_dir: Path) -> ContractResult:
     """Whether every table file has its table's one schema (store/schema.py): the same columns
     first, in the same order, whatever variants it holds."""
-    import pyarrow.parquet as pq
-
     description = "Every table file has its table's columns first, in order (nulls where n/a)."
     problems: list[str] = []
     files = [(t, f) for t in schema.COLUMNS for f in layout.table_files(data_dir, t)]
     for table, path in files:
-        found = pq.read_schema(path)
-        want = schema.empty_frame(table)
-        assert want is not None
-        head = found.names[: len(want.columns)]
-        if head != want.columns:
-            missing = [c for c in want.columns if c not in found.names]
+        found = tables.file_columns(path)
+        want = [name for name, _ in schema.COLUMNS[table]]
+        if found[: len(want)] != want:
+            missing = [c for c in want if c not in found]
             problems.append(f"{path}: lacks {missing}" if missing else f"{path}: column order")
     return ContractResult(
         "schema",

@@ -46,7 +46,7 @@ import duckdb
 import polars as pl
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
-from pipeline.store import manifest
+from pipeline.store import manifest, tables
 from pipeline.store.layout import OWN_DIR, table_files
 
 #: The query library inside the installed package (a Path when installed as plain files).
@@ -247,27 +247,11 @@ def _add_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> N
     # Views cannot take prepared parameters; a variable carries the files instead.
     con.execute(f"set variable path_{name} = $v", {"v": [str(f) for f in files]})
     for path in files:
-        try:
-            described = con.sql(f"describe from read_parquet('{_quoted(path)}')").fetchall()
-            columns = [row[0] for row in described]
-        except duckdb.Error as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise TableError(
-                f"{path} is not a readable Parquet table ({first[:160]}); {manifest.REBUILD}"
-            ) from None
-        if "variant" not in columns:
-            raise TableError(
-                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
-            )
+        tables.check_ours(path)
     con.execute(
         f"create view {name} as "
         f"select * from read_parquet(getvariable('path_{name}'), union_by_name = true)"
     )
-
-
-def _quoted(path: Path) -> str:
-    """A path as the inside of a SQL string literal."""
-    return str(path).replace("'", "''")
 
 
 #: View `rules` (variant, game, rules JSON): the rule sets in states.parquet's `stb.rules`

@@ -111,19 +111,30 @@ def table_columns(data_dir: Path, name: str) -> list[str] | None:
 
     Reads only the Parquet footer, so it is cheap on tables of hundreds of millions of rows.
     """
+    path = table_path(data_dir, name)
+    return file_columns(path) if path.exists() else None
+
+
+def file_columns(path: Path) -> list[str]:
+    """The column names of one table file, from its footer; TableError when unreadable."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = table_path(data_dir, name)
-    if not path.exists():
-        return None
     try:
         return list(pq.read_schema(path).names)
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TableError(
-            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
+            f"{path} is not a readable Parquet table ({first[:160]}); {manifest.REBUILD}"
         ) from None
+
+
+def check_ours(path: Path) -> list[str]:
+    """The columns of one table file; TableError unless it is readable and one of ours."""
+    columns = file_columns(path)
+    if "variant" not in columns:
+        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
+    return columns
 
 
 def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.DataFrame:
@@ -154,18 +165,7 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
 
 def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
     """One table file's rows (only ``variant``'s when given); TableError when unreadable."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        columns = pq.read_schema(path).names  # the footer only
-    except (pa.ArrowException, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(
-            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
-        ) from None
-    if "variant" not in columns:
-        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
+    check_ours(path)
     try:
         lazy = pl.scan_parquet(path)
         if variant is not None:
