@@ -8,6 +8,7 @@ loads neither polars nor the game.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,14 @@ class MoveAdvice:
         return pl.DataFrame(self.rows, schema=schema, orient="row")
 
 
+@lru_cache(maxsize=1)
+def _database() -> Any:
+    """One in-memory DuckDB for the process: an answer asks it several questions."""
+    import duckdb
+
+    return duckdb.connect()
+
+
 def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -> list[dict]:
     """Rows of ``table`` for ``variant`` matching ``where`` (DuckDB, bound parameters)."""
     import duckdb
@@ -78,7 +87,7 @@ def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -
         )
     sql = f"select * from read_parquet($path) where variant = $variant and {where}"
     try:
-        with duckdb.connect() as con:
+        with _database().cursor() as con:  # a cursor of its own: safe from several threads
             cursor = con.execute(sql, {"path": str(path), "variant": variant, **params})
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
