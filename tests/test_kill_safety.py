@@ -24,7 +24,7 @@ import pytest
 
 from pipeline.build import stages
 from pipeline.games.registry import resolve
-from pipeline.store import files, manifest, tables
+from pipeline.store import files, manifest, merging, tables
 from tests.conftest import REPO, invoke
 
 TABLES = ("states", "edges", "policy", "moves")
@@ -32,21 +32,25 @@ STALE = ("classic", "lever", "six-tiles-one-die")
 
 
 def make_old(new: Path, old: Path) -> None:
-    """Copy ``new`` to ``old`` with the STALE variants' floats shifted, committed, stale."""
+    """Copy ``new`` to ``old`` with the STALE variants' floats shifted, committed, stale.
+
+    The shifted rows are written the way builds write rows (tables.merged_rows), so that a
+    table without STALE rows keeps its bytes and a rebuild gives the new bytes back."""
     shutil.copytree(new, old, dirs_exist_ok=True)
-    stale = pl.col("variant").is_in(STALE)
     shifted = {}
-    for path in sorted(old.glob("*.parquet")):
-        table = pq.read_table(path)
-        frame = pl.from_arrow(table)
-        assert isinstance(frame, pl.DataFrame)
-        frame = frame.with_columns(
-            pl.when(stale).then(pl.col(c) + 0.25).otherwise(pl.col(c)).alias(c)
-            for c, kind in frame.schema.items()
-            if kind == pl.Float64
-        )
-        shifted[path.stem] = frame.to_arrow().replace_schema_metadata(table.schema.metadata)
     with tables.data_lock(old):
+        for path in sorted(old.glob("*.parquet")):
+            frame = pl.read_parquet(path).filter(pl.col("variant").is_in(STALE))
+            floats = [c for c, kind in frame.schema.items() if kind == pl.Float64]
+            if not frame.height or not floats:
+                continue
+            frame = frame.with_columns(pl.col(c) + 0.25 for c in floats)
+            rules = tables.table_rules(old, path.stem)
+            frames = {
+                v: rows.drop("variant")
+                for (v,), rows in frame.group_by("variant", maintain_order=True)
+            }
+            shifted[path.stem] = tables.merged_rows(old, path.stem, frames, rules)
         tables.commit(old, shifted)
     # their manifest records go, so that `build` recomputes them (and skips the rest)
     found = manifest.read(old)
@@ -233,14 +237,14 @@ def test_two_builds_at_once_both_finish(small_generations: dict[str, Path], tmp_
 
 def test_the_lock_covers_read_modify_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two builds of different variants, each slow between reading and writing: no lost rows."""
-    real = tables.merged_rows
+    real = merging.TableMerge.finish
 
-    def slow_merge(*args, **kwargs):  # type: ignore[no-untyped-def]
-        merged = real(*args, **kwargs)
+    def slow_finish(self):  # type: ignore[no-untyped-def]
+        staged = real(self)
         time.sleep(0.2)  # widen the window in which an unlocked writer would lose rows
-        return merged
+        return staged
 
-    monkeypatch.setattr(tables, "merged_rows", slow_merge)
+    monkeypatch.setattr(merging.TableMerge, "finish", slow_finish)
     errors: list[BaseException] = []
 
     def build(name: str) -> None:

@@ -1,6 +1,7 @@
-"""Large merges are written slice by slice: same rows, order, metadata and manifest as in memory.
+"""Tables are rewritten a variant at a time (store/merging.py): rows, order, metadata and
+manifest as a plain in-memory merge would give them, in row groups of a fixed size.
 
-The thresholds are lowered so that small frames take the streamed path.
+The slice size is lowered so that small frames span several row groups and old-file slices.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.errors import TableError
-from pipeline.store import tables
+from pipeline.store import merging, tables
 
 RULES = {v: {"game": v} for v in ("a", "b", "c", "d")}
 
@@ -48,48 +49,48 @@ def chunked(f: pl.DataFrame, step: int) -> tables.ChunkedRows:
     return tables.ChunkedRows(f.height, f.schema, chunks)
 
 
-def build_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: list[dict]) -> tuple:
-    """Run the same writes in memory and streamed; return both tables and manifests."""
-    out = []
-    for streamed in (False, True):
-        data = tmp_path / ("streamed" if streamed else "memory")
-        data.mkdir()
-        monkeypatch.setattr(tables, "STREAM_ROWS", 10 if streamed else 10**9)
-        monkeypatch.setattr(tables, "SLICE_ROWS", 7)
-        for frames in steps:
-            write(data, frames)
-        manifest = json.loads((data / "manifest.json").read_text())
-        out.append((pq.read_table(data / "policy.parquet"), manifest["tables"]["policy"]))
-    return out[0], out[1]
+def oracle(steps: list[dict]) -> pl.DataFrame:
+    """The table the steps should leave, merged in memory: each step replaces its variants'
+    rows, and the rows are sorted by variant (stable)."""
+    rows: dict[str, pl.DataFrame] = {}
+    for frames in steps:
+        for variant, f in frames.items():
+            whole = pl.concat(list(f.chunks())) if isinstance(f, tables.ChunkedRows) else f
+            rows[variant] = whole.select(pl.lit(variant).alias("variant"), pl.exclude("variant"))
+    return pl.concat([rows[v] for v in sorted(rows)], how="diagonal_relaxed")
 
 
-def test_streamed_merge_equals_in_memory_merge(tmp_path: Path, monkeypatch) -> None:
+def test_merges_equal_an_in_memory_merge(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(merging, "SLICE_ROWS", 7)
     steps = [
         {"d": frame(5, 1), "b": frame(30, 2)},
         # a new variant between two old ones, one replaced, one with an extra column, chunked
         {"c": chunked(frame(23, 3, exact=True), 4), "b": frame(3, 4), "a": frame(12, 5)},
         {"d": frame(40, 6)},
     ]
-    (mem, mem_entry), (stream, stream_entry) = build_both(tmp_path, monkeypatch, steps)
-    assert pl.from_arrow(stream).equals(pl.from_arrow(mem))
-    assert stream.schema.metadata[tables.RULES_KEY] == mem.schema.metadata[tables.RULES_KEY]
-    assert stream_entry["variants"] == mem_entry["variants"] == {"a": 12, "b": 3, "c": 23, "d": 40}
-    assert stream_entry["rows"] == mem_entry["rows"] == 78
+    for frames in steps:
+        write(tmp_path, frames)
+    found = pl.read_parquet(tmp_path / "policy.parquet")
+    want = oracle(steps)
+    assert found.select(want.columns).equals(want)
+    meta = pq.read_schema(tmp_path / "policy.parquet").metadata
+    assert json.loads(meta[tables.RULES_KEY]) == RULES
+    entry = json.loads((tmp_path / "manifest.json").read_text())["tables"]["policy"]
+    assert entry["variants"] == {"a": 12, "b": 3, "c": 23, "d": 40}
+    assert entry["rows"] == 78
 
 
-def test_streamed_merge_writes_row_groups_of_at_most_a_slice(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(tables, "STREAM_ROWS", 10)
-    monkeypatch.setattr(tables, "SLICE_ROWS", 8)
-    write(tmp_path, {"a": chunked(frame(50, 1), 20)})
+def test_row_groups_have_the_slice_size(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(merging, "SLICE_ROWS", 8)
+    write(tmp_path, {"b": chunked(frame(50, 1), 20), "a": frame(3, 2)})
     meta = pq.ParquetFile(tmp_path / "policy.parquet").metadata
-    assert meta.num_rows == 50
-    assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) <= 8
+    assert meta.num_rows == 53
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sizes == [8] * 6 + [5]
 
 
-def test_streamed_merge_rejects_rows_that_do_not_fit_and_keeps_the_old_table(
-    tmp_path, monkeypatch
-) -> None:
-    monkeypatch.setattr(tables, "STREAM_ROWS", 10)
+def test_rows_that_do_not_fit_keep_the_old_table(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(merging, "SLICE_ROWS", 8)
     write(tmp_path, {"a": frame(20, 1)})
     before = (tmp_path / "policy.parquet").read_bytes()
     bad = frame(20, 2).with_columns(value=pl.lit([1.0]))  # a list where the table has floats
@@ -99,17 +100,33 @@ def test_streamed_merge_rejects_rows_that_do_not_fit_and_keeps_the_old_table(
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_streamed_table_has_the_same_bytes_as_the_table_written_whole(
-    tmp_path: Path, monkeypatch
-) -> None:
-    """With the real row group size, streaming changes no byte (manifests compare hashes)."""
-    steps = [{"b": frame(30, 2), "d": frame(5, 1)}, {"c": frame(23, 3), "b": frame(3, 4)}]
+def test_the_bytes_do_not_depend_on_how_rows_are_handed_over(tmp_path: Path) -> None:
+    """Whole frames or slices, one step or two: the same rows give the same file (manifests
+    compare hashes)."""
+    whole = [{"b": frame(30, 2), "d": frame(5, 1), "c": frame(23, 3)}]
+    pieces = [{"b": frame(30, 2), "d": frame(5, 1)}, {"c": chunked(frame(23, 3), 4)}]
     files = []
-    for threshold in (10**9, 10):
-        data = tmp_path / str(threshold)
+    for i, steps in enumerate((whole, pieces)):
+        data = tmp_path / str(i)
         data.mkdir()
-        monkeypatch.setattr(tables, "STREAM_ROWS", threshold)
         for frames in steps:
             write(data, frames)
         files.append((data / "policy.parquet").read_bytes())
     assert files[0] == files[1]
+
+
+def test_variants_must_come_in_order(tmp_path: Path) -> None:
+    merge = merging.TableMerge(tmp_path / "policy.parquet")
+    with pytest.raises(ValueError, match="ascending"), merge:
+        merge.add("b", frame(3, 1), None)
+        merge.add("a", frame(3, 2), None)
+    assert not list(tmp_path.iterdir())  # the failed merge left no temporary file
+
+
+def test_a_later_variant_with_a_new_column_is_refused(tmp_path: Path) -> None:
+    """A build hands variants over one by one: the columns are fixed by the first."""
+    merge = merging.TableMerge(tmp_path / "moves.parquet")
+    with pytest.raises(TableError, match="value_exact"), merge:
+        merge.add("a", frame(3, 1).drop("move"), None)
+        merge.add("b", frame(3, 2, exact=True).drop("move"), None)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

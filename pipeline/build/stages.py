@@ -7,6 +7,7 @@ through :func:`build_hooks`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -20,11 +21,13 @@ from pipeline import progress
 from pipeline.build import streamed as streamed_build
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.base import Game, Streamed
+from pipeline.games.columns import labels
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves
-from pipeline.store import layout, manifest, tables
+from pipeline.store import layout, manifest, schema, tables
+from pipeline.store.background import Background
 
 STAGES = ("enumerate", "edges", "solve", "policy")
 #: Which tables each stage writes.
@@ -125,11 +128,15 @@ def edge_rows(s: Solved) -> pl.DataFrame:
     )
 
 
+#: The labels of move_kind's codes.
+KINDS = ("move", "pass", "end")
+
+
 def move_kind(has_move: np.ndarray, has_next: np.ndarray) -> pl.Series:
     """What a row of edges or policy is: ``move``; or, with no legal move, ``end`` (the game
     ends) or ``pass`` (play goes on with the other player). A label instead of a bare NULL."""
-    text = np.where(has_move, "move", np.where(has_next, "pass", "end"))
-    return pl.Series("kind", text, dtype=pl.String)
+    code = np.where(has_move, 0, np.where(has_next, 1, 2))
+    return labels("kind", KINDS, code)
 
 
 def policy_rows(
@@ -213,16 +220,24 @@ def move_rows(s: Solved, best: np.ndarray) -> pl.DataFrame:
 
 def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | tables.ChunkedRows]:
     """The tables the requested stages produce for one variant."""
-    out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
+    return dict(iter_stage_frames(s, stages))
+
+
+def iter_stage_frames(s: Solved, stages: Sequence[str]) -> Iterator[tuple[str, Any]]:
+    """The tables the requested stages produce for one variant, each as soon as it is made
+    (so that it can be written and dropped before the next is computed)."""
+    start = s.game.start_state()
     for stage in stages:
+        out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
         with progress.task(f"{s.variant.name}: {stage}"):
             _run_stage(s, stage, stages, out)
+        for name, frame in out.items():
+            yield name, start_first(frame, start)
     if set(STAGES) <= set(stages):
         with progress.task(f"{s.variant.name}: strategy tables"):
-            for hook in build_hooks():
-                out.update(hook(s))
-    start = s.game.start_state()
-    return {name: start_first(frame, start) for name, frame in out.items()}
+            extra = [item for hook in build_hooks() for item in hook(s).items()]
+        for name, frame in extra:
+            yield name, start_first(frame, start)
 
 
 def start_first(frame: pl.DataFrame | tables.ChunkedRows, start: int) -> Any:
@@ -233,12 +248,20 @@ def start_first(frame: pl.DataFrame | tables.ChunkedRows, start: int) -> Any:
     """
     if not isinstance(frame, pl.DataFrame) or "state_id" not in frame.columns:
         return frame
-    keys = [pl.col("state_id") != start, "state_id"]
+    state = frame["state_id"]
+    if state.null_count():
+        return frame.sort([pl.col("state_id") != start, "state_id"], maintain_order=True)
+    ids = state.to_numpy()
+    keys = [ids, ids != start]  # np.lexsort: last key first, and stable
     if "strategy" in frame.columns:
         # strategies keep the order the game lists them in (optimal first)
-        order = {name: i for i, name in enumerate(frame["strategy"].unique(maintain_order=True))}
-        keys.insert(0, pl.col("strategy").replace_strict(order, return_dtype=pl.Int32))
-    return frame.sort(keys, maintain_order=True)
+        names = frame["strategy"]
+        order = {name: i for i, name in enumerate(names.unique(maintain_order=True))}
+        keys.append(names.replace_strict(order, return_dtype=pl.Int32).to_numpy())
+    perm = np.lexsort(keys)
+    if np.array_equal(perm, np.arange(perm.shape[0])):
+        return frame
+    return frame[perm]
 
 
 def _run_stage(s: Solved, stage: str, stages: Sequence[str], out: dict[str, Any]) -> None:
@@ -282,48 +305,82 @@ def run(
 ) -> list[StageReport]:
     """Run ``stages`` for each variant and write their tables into ``data_dir``.
 
-    All variants are computed first and every table is then replaced in one commit, under the
-    data directory's lock, so a failure part-way leaves the old tables as they were. A variant
-    whose game streams (big custom boxes) is solved without a graph and committed on its own;
-    it writes states and policy, plus ``extra_tables`` (``moves``, ``edges``) when asked. With
-    ``skip_unchanged``, a variant whose last run (per ``manifest.json``) had the same stages,
-    rules and code hash, and whose tables are unchanged since, is not recomputed. Progress goes
-    to :mod:`pipeline.progress`: one job for the run, one per variant and stage.
+    Variants are computed in name order, because every table is sorted by variant: each
+    variant's rows go straight into the new tables' temporary files (on a writer thread, while
+    the next variant is computed) and are dropped, so memory holds one variant at a time. The
+    tables are then put in place in one commit; the data directory's lock is held from the
+    first read of an old table to the commit (so a concurrent build waits instead of losing
+    rows), and a failure part-way leaves the old tables as they were and no temporary file.
+
+    A variant whose game streams (big custom boxes) is solved without a graph and committed on
+    its own; it writes states and policy, plus ``extra_tables`` (``moves``, ``edges``) when
+    asked. With ``skip_unchanged``, a variant whose
+    last run (per ``manifest.json``) had the same stages, rules and code hash, and whose tables
+    are unchanged since, is not recomputed. Progress goes to :mod:`pipeline.progress`: one job
+    for the run, one per variant and stage. Reports come in the order ``variants`` were given.
     """
     tables.ensure_writable(data_dir)
-    build = _Build(list(stages), data_dir, exact, extra_tables)
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
-    with progress.task("build", total=len(variants), unit="variants") as job:
-        for variant in variants:
+    build = _Build(list(stages), data_dir, exact, extra_tables)
+    with build, progress.task("build", total=len(variants), unit="variants") as job:
+        for variant in sorted(variants, key=lambda v: v.name):
             job.update(note=variant.name)
             build.variant(variant, known)
             job.advance()
-        if build.pending:
+        if build.pending():
             job.update(note="writing tables")
             build.write()
-    return build.reports
+    order = {v.name: i for i, v in enumerate(variants)}
+    return sorted(build.reports, key=lambda r: order[r.variant])
 
 
 @dataclass
 class _Build:
-    """One run of the stages: the rows computed so far, committed together by :meth:`write`."""
+    """One run of the stages: each variant's rows handed to the new tables as they come, the
+    tables committed together by :meth:`write`. Used as a context manager, a failure drops
+    every temporary file."""
 
     stages: list[str]
     data_dir: Path
     exact: bool
     extra_tables: Sequence[str]
-    pending: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = field(default_factory=dict)
+    #: Tables written a variant at a time (those with one fixed schema), by table key.
+    merges: dict[str, tables.TableMerge] = field(default_factory=dict)
+    #: Small tables without a fixed schema, or replaced by row key: merged whole at the end.
+    held: dict[str, dict[str, pl.DataFrame | tables.ChunkedRows]] = field(default_factory=dict)
     rules: dict[str, dict] = field(default_factory=dict)
     records: dict[str, dict] = field(default_factory=dict)
     reports: list[StageReport] = field(default_factory=list)
+    writer: Background = field(default_factory=Background)
+    #: Holds the data directory's lock once taken (see :meth:`locked`), until the build ends.
+    lock: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    has_lock: bool = False
+
+    def __enter__(self) -> _Build:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        with self.lock:
+            self.writer.close()
+            if kind is not None:
+                for merge in self.merges.values():
+                    merge.discard()
+
+    def locked(self) -> None:
+        """Take the data directory's lock, if not yet held: before reading an old table whose
+        rows are to be kept, or before a commit."""
+        if not self.has_lock:
+            self.lock.enter_context(tables.data_lock(self.data_dir))
+            self.has_lock = True
 
     def variant(self, variant: Variant, known: dict[str, Any]) -> None:
         """Compute one variant's rows (or skip it when unchanged, or stream it to its files)."""
         t0 = time.perf_counter()
         game = variant.make()
         options = {"exact": self.exact}
+        rules = game.rules()
         record = manifest.up_to_date(
-            self.data_dir, known, variant.name, game.rules(), self.stages, options
+            self.data_dir, known, variant.name, rules, self.stages, options
         )
         if record is not None:
             self.reports.append(_skipped_report(variant.name, record))
@@ -331,36 +388,50 @@ class _Build:
         streamed = _streamed_build(variant, game, self.stages, self.extra_tables, self.exact)
         if streamed is not None:
             with progress.task(f"{variant.name}: solving layer by layer"):
-                report = _run_streamed(variant, game, streamed, self.stages, self.data_dir)
+                report = _run_streamed(variant, game, streamed, self.stages, self.data_dir, self)
             self.reports.append(report)
             return
         with progress.task(f"{variant.name}: graph"):
             s = Solved(variant, game, game.graph(), exact=self.exact)
-        frames = stage_frames(s, self.stages)
-        for name, frame in frames.items():
-            self.pending.setdefault(table_key(variant, name), {})[variant.name] = frame
-        self.rules[variant.name] = game.rules()
-        report = _report(s, self.stages, frames, time.perf_counter() - t0)
+        self.rules[variant.name] = rules
+        table_rows: dict[str, int] = {}
+        for name, frame in iter_stage_frames(s, self.stages):
+            table_rows[name] = frame.height
+            self._hand_over(table_key(variant, name), variant.name, frame)
+        report = _report(s, self.stages, table_rows, time.perf_counter() - t0)
         self.reports.append(report)
         summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
-        table_rows = {name: frame.height for name, frame in frames.items()}
         self.records[variant.name] = manifest.variant_record(
-            self.rules[variant.name], self.stages, s.seeds, table_rows, summary, options
+            rules, self.stages, s.seeds, table_rows, summary, options
         )
 
+    def _hand_over(self, key: str, variant: str, frame: pl.DataFrame | tables.ChunkedRows) -> None:
+        """Give one table's rows of a variant to its writer (or hold them, for small tables)."""
+        if key in tables.ROW_KEYS or schema.empty_frame(layout.logical_name(key)) is None:
+            self.held.setdefault(key, {})[variant] = frame
+            return
+        if key not in self.merges:
+            self.locked()
+            self.merges[key] = tables.TableMerge(layout.table_path(self.data_dir, key))
+        self.writer.submit(self.merges[key].add, variant, frame, self.rules[variant])
+
+    def pending(self) -> bool:
+        """Whether any rows wait to be committed."""
+        return bool(self.merges or self.held)
+
     def write(self) -> None:
-        """Merge the pending rows into their tables and commit them all at once."""
-        writing = progress.task(f"writing {len(self.pending)} tables")
-        with writing, tables.data_lock(self.data_dir):
-            merged = {
-                name: tables.merged_rows(self.data_dir, name, by_variant, self.rules)
-                for name, by_variant in self.pending.items()
-            }
-            tables.commit(self.data_dir, merged, self.records)
+        """Finish the tables and commit them all at once (the caller holds the lock)."""
+        with progress.task(f"writing {len(self.merges) + len(self.held)} tables"):
+            self.locked()
+            self.writer.wait()
+            staged: dict[str, Any] = {key: m.finish() for key, m in self.merges.items()}
+            for key, by_variant in self.held.items():
+                staged[key] = tables.merged_rows(self.data_dir, key, by_variant, self.rules)
+            tables.commit(self.data_dir, staged, self.records)
 
 
 def _report(
-    s: Solved, stages: Sequence[str], frames: dict[str, Any], seconds: float
+    s: Solved, stages: Sequence[str], frames: dict[str, int], seconds: float
 ) -> StageReport:
     """What one variant's run produced, with a note on skipped tables and value iteration."""
     start = _start_value(s) if s.solution is not None else None
@@ -412,14 +483,20 @@ def _streamed_build(
 
 
 def _run_streamed(
-    variant: Variant, game: Game, streamed: Streamed, stages: list[str], data_dir: Path
+    variant: Variant,
+    game: Game,
+    streamed: Streamed,
+    stages: list[str],
+    data_dir: Path,
+    build: _Build,
 ) -> StageReport:
-    """Write a streamed variant's tables and commit them with its manifest record."""
+    """Write a streamed variant's tables (its own files: no lock needed meanwhile) and commit
+    them with its manifest record."""
     staged, summary = streamed_build.write_streamed(variant, game, streamed, data_dir)
     rows = {layout.logical_name(k): t.num_rows for k, t in staged.items()}
     record = streamed_build.variant_record(game, stages, rows, summary)
-    with tables.data_lock(data_dir):
-        tables.commit(data_dir, dict(staged), {variant.name: record})
+    build.locked()
+    tables.commit(data_dir, dict(staged), {variant.name: record})
     return StageReport(
         variant.name,
         summary["states"],

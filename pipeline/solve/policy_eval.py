@@ -12,10 +12,12 @@ distribution of where games end. Both are exact up to floating point: no samplin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+from numba import njit
 
-from pipeline.graph import Graph, group_starts
+from pipeline.graph import Graph
 from pipeline.solve.rank_order import Solution, best_moves, layers
 
 WEIGHT_TOLERANCE = 1e-9
@@ -107,6 +109,17 @@ class Plan:
     chance: list[np.ndarray]
     """Chance rows of each layer (grouped by state, then choice)."""
 
+    @cached_property
+    def flat(self) -> tuple[np.ndarray, ...]:
+        """The layers as flat index arrays and offsets, for the compiled passes: states,
+        state offsets, moves, move offsets, chance rows, chance offsets."""
+        out: list[np.ndarray] = []
+        for parts in (self.states, self.moves, self.chance):
+            sizes = [p.shape[0] for p in parts]
+            out.append(np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64))
+            out.append(np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
+        return tuple(out)
+
 
 def plan(g: Graph) -> Plan:
     """The rank layers of ``g``."""
@@ -132,6 +145,8 @@ def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyV
     """Value of every state, node and move under ``policy``, by backward induction in rank order.
 
     ``layers_of``: the graph's :func:`plan`, when several policies are evaluated on one graph.
+    The compiled pass sums each node's moves and each state's rolls in row order, as numpy's
+    ``add.reduceat`` over the layers does.
     """
     if g.cyclic:
         raise ValueError("policy evaluation runs in rank order, so it needs an acyclic graph")
@@ -140,60 +155,116 @@ def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyV
     value = np.full(g.n_states, np.nan)
     node_value = np.full(g.node_state.shape[0], np.nan)
     move_value = np.full(g.mv_node.shape[0], np.nan)
-    chosen = chosen_mask(g, policy.choice)
-    prob = g.ch_prob
-    for states, moves, chance in zip(p.states, p.moves, p.chance, strict=True):
-        term = states[~np.isnan(g.terminal[states])]
-        value[term] = g.terminal[term]
-        if moves.shape[0]:
-            dst = g.mv_dst[moves]
-            succ = np.where(dst >= 0, value[np.maximum(dst, 0)], 0.0)
-            vals = g.mv_offset[moves] + g.mv_scale[moves] * succ
-            move_value[moves] = vals
-            nodes = g.mv_node[moves]
-            starts = group_starts(nodes)
-            node_value[nodes[starts]] = np.add.reduceat(policy.move_prob[moves] * vals, starts)
-        r = chance[chosen[chance]]
-        if r.shape[0]:
-            owners = g.ch_state[r]
-            starts = group_starts(owners)
-            contrib = prob[r] * node_value[g.ch_node[r]]
-            value[owners[starts]] = np.add.reduceat(contrib, starts)
+    _evaluate_layers(
+        *p.flat,
+        g.terminal,
+        g.mv_dst,
+        g.mv_node,
+        g.mv_offset,
+        g.mv_scale.astype(np.float64),
+        policy.move_prob,
+        chosen_mask(g, policy.choice),
+        g.ch_state,
+        g.ch_node,
+        g.ch_prob,
+        value,
+        node_value,
+        move_value,
+    )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
     return PolicyValue(value, node_value, move_value)
+
+
+@njit(cache=True, nogil=True)
+def _evaluate_layers(
+    states, states_off, moves, moves_off, chance, chance_off,
+    terminal, dst, mv_node, offset, scale, move_prob, chosen, ch_state, ch_node, prob,
+    value, node_value, move_value,
+):  # fmt: skip
+    for layer in range(states_off.shape[0] - 1):
+        for j in range(states_off[layer], states_off[layer + 1]):
+            i = states[j]
+            if not np.isnan(terminal[i]):
+                value[i] = terminal[i]
+        group, acc = -1, 0.0
+        for j in range(moves_off[layer], moves_off[layer + 1]):
+            m = moves[j]
+            succ = value[dst[m]] if dst[m] >= 0 else 0.0
+            v = offset[m] + scale[m] * succ
+            move_value[m] = v
+            if mv_node[m] != group:
+                if group >= 0:
+                    node_value[group] = acc
+                group, acc = mv_node[m], move_prob[m] * v
+            else:
+                acc += move_prob[m] * v
+        if group >= 0:
+            node_value[group] = acc
+        group, acc = -1, 0.0
+        for j in range(chance_off[layer], chance_off[layer + 1]):
+            r = chance[j]
+            if not chosen[r]:
+                continue
+            c = prob[r] * node_value[ch_node[r]]
+            if ch_state[r] != group:
+                if group >= 0:
+                    value[group] = acc
+                group, acc = ch_state[r], c
+            else:
+                acc += c
+        if group >= 0:
+            value[group] = acc
 
 
 def reach(g: Graph, policy: Policy, start: int, layers_of: Plan | None = None) -> Reach:
     """Probability of visiting each state and node from graph index ``start`` under ``policy``.
 
     A forward pass in decreasing rank order: every move leads to a lower rank, so a state's
-    probability is complete once all higher ranks have been pushed forward.
+    probability is complete once all higher ranks have been pushed forward. Each layer's flow
+    into a state is summed first and then added, as numpy's ``bincount`` per layer does.
     """
     policy.validate(g)
     p = layers_of or plan(g)
     state = np.zeros(g.n_states)
     node = np.zeros(g.node_state.shape[0])
     state[start] = 1.0
-    chosen = chosen_mask(g, policy.choice)
-    prob = g.ch_prob
-    n_nodes = node.shape[0]
-    for moves, chance in zip(p.moves[::-1], p.chance[::-1], strict=True):
-        r = chance[chosen[chance]]
-        if r.shape[0]:
-            node += np.bincount(
-                g.ch_node[r], weights=state[g.ch_state[r]] * prob[r], minlength=n_nodes
-            )
-        moves = moves[g.mv_dst[moves] >= 0]
-        if moves.shape[0]:
-            flow = node[g.mv_node[moves]] * policy.move_prob[moves]
-            state += np.bincount(g.mv_dst[moves], weights=flow, minlength=g.n_states)
+    _, _, moves, moves_off, chance, chance_off = p.flat
+    _reach_layers(
+        moves, moves_off, chance, chance_off,
+        g.mv_dst, g.mv_node, policy.move_prob, chosen_mask(g, policy.choice),
+        g.ch_state, g.ch_node, g.ch_prob, state, node,
+    )  # fmt: skip
     stuck = g.mv_dst < 0
     stuck_flow = node[g.mv_node[stuck]] * policy.move_prob[stuck]
     end = np.bincount(g.node_state[g.mv_node[stuck]], weights=stuck_flow, minlength=g.n_states)
     terminal = ~np.isnan(g.terminal)
     end[terminal] += state[terminal]
     return Reach(state, node, end)
+
+
+@njit(cache=True, nogil=True)
+def _reach_layers(
+    moves, moves_off, chance, chance_off,
+    dst, mv_node, move_prob, chosen, ch_state, ch_node, prob, state, node,
+):  # fmt: skip
+    flow = np.zeros(state.shape[0])
+    touched = np.zeros(state.shape[0], dtype=np.bool_)
+    for layer in range(moves_off.shape[0] - 2, -1, -1):
+        for j in range(chance_off[layer], chance_off[layer + 1]):
+            r = chance[j]
+            if chosen[r]:
+                node[ch_node[r]] += state[ch_state[r]] * prob[r]
+        for j in range(moves_off[layer], moves_off[layer + 1]):
+            m = moves[j]
+            if dst[m] >= 0:
+                flow[dst[m]] += node[mv_node[m]] * move_prob[m]
+                touched[dst[m]] = True
+        for j in range(moves_off[layer], moves_off[layer + 1]):
+            d = dst[moves[j]]
+            if d >= 0 and touched[d]:
+                state[d] += flow[d]
+                flow[d], touched[d] = 0.0, False
 
 
 def same_structure(a: Graph, b: Graph) -> bool:

@@ -86,6 +86,26 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("is_best", "bool"),
         ("move_mask", "i32"),
     ),
+    "reach": (
+        ("variant", "str"),
+        ("strategy", "str"),
+        ("state_id", "i64"),
+        ("tiles", "str"),
+        ("reach_prob", "f64"),
+        ("end_prob", "f64"),
+        ("value", "f64"),
+    ),
+    "node_reach": (
+        ("variant", "str"),
+        ("strategy", "str"),
+        ("state_id", "i64"),
+        ("tiles", "str"),
+        ("roll", "i16"),
+        ("reach_prob", "f64"),
+        ("move", _TILES),
+        ("next_state_id", "i64"),
+        ("kind", "str"),
+    ),
 }
 
 

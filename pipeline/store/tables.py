@@ -17,9 +17,7 @@ set of tables is all old or all new, as ``manifest.json`` (sha256 per file) reco
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,43 +48,25 @@ from pipeline.store.layout import (  # noqa: F401  (part of this module's interf
     table_path,
     variant_file,
 )
+from pipeline.store.merging import (  # noqa: F401  (part of this module's interface)
+    RULES_KEY,
+    SLICE_ROWS,
+    STREAM_ROWS,
+    VERSION_KEY,
+    WRITE_OPTIONS,
+    ChunkedRows,
+    StagedTable,
+    TableMerge,
+    unfit,
+)
 
 if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
     import pyarrow as pa
 
-RULES_KEY = b"stb.rules"
-VERSION_KEY = b"stb.version"
 #: Tables whose rows are replaced by key instead of by whole variant: name -> key columns. A
 #: write then replaces only the old rows whose key the new rows share (e.g. `build` rewrites the
 #: exact benchmark rows of a variant and keeps its simulation rows).
 ROW_KEYS: dict[str, tuple[str, ...]] = {"benchmarks": ("variant", "strategy", "method")}
-#: A merge touching more rows than this (old or new) is written a slice at a time (see
-#: :func:`merged_rows`), so a table of tens of millions of rows is never held whole twice.
-STREAM_ROWS = 2_000_000
-#: Rows per slice and per row group of a streamed merge: pyarrow's default row group, so that a
-#: streamed table has the same bytes as the same table written whole.
-SLICE_ROWS = 1_048_576
-
-
-@dataclass(frozen=True)
-class ChunkedRows:
-    """A variant's rows produced a slice at a time, for tables too large to build at once.
-
-    ``chunks()`` yields frames with the columns and dtypes of ``schema``, ``height`` rows in all.
-    """
-
-    height: int
-    schema: pl.Schema
-    chunks: Callable[[], Iterator[pl.DataFrame]]
-
-
-@dataclass(frozen=True)
-class StagedTable:
-    """A merged table already written (and flushed) under its temporary name, ready to commit."""
-
-    path: Path
-    num_rows: int
-    variants: dict[str, int]
 
 
 def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
@@ -210,16 +190,18 @@ def merged_rows(
     """Table ``name`` with each variant in ``frames`` given the new rows (others kept as they are;
     for a table in :data:`ROW_KEYS`, the old rows whose key no new row shares).
 
-    When the old file or the new rows are large (over :data:`STREAM_ROWS` rows, or any
-    :class:`ChunkedRows`), the merge is written slice by slice straight to the table's temporary
-    file and a :class:`StagedTable` is returned instead (same rows, same order).
+    A table without row keys is written slice by slice straight to its temporary file
+    (:class:`~pipeline.store.merging.TableMerge`) and comes back as a :class:`StagedTable`; a
+    keyed table (small) comes back whole, as Arrow.
 
     The caller holds :func:`data_lock`, so that nobody changes the table before it is committed.
     """
     path = table_path(data_dir, name)
-    if name not in ROW_KEYS and _large_merge(path, frames):
-        return _stream_merged(path, frames, rules)
-    # below STREAM_ROWS every new variant's rows are one DataFrame (_large_merge says so)
+    if name not in ROW_KEYS:
+        with TableMerge(path, [f.schema for f in frames.values()]) as merge:
+            for variant in sorted(frames):
+                merge.add(variant, frames[variant], rules.get(variant))
+            return merge.finish()
     small = {v: f for v, f in frames.items() if isinstance(f, pl.DataFrame)}
     old = read_arrow(data_dir, name)
     canonical = schema.empty_frame(logical_name(name))
@@ -243,8 +225,7 @@ def merged_rows(
     try:
         merged = pl.concat(pieces, how="diagonal_relaxed") if pieces else pl.DataFrame()
     except pl.exceptions.PolarsError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
+        raise unfit(path, exc) from None
     merged = merged.sort("variant", maintain_order=True)
     table = merged.to_arrow()
     meta = dict(table.schema.metadata or {})
@@ -361,190 +342,6 @@ def _drop_staged(
     for table in new_tables.values():
         if isinstance(table, StagedTable):
             table.path.unlink(missing_ok=True)
-
-
-def _large_merge(path: Path, frames: Mapping[str, pl.DataFrame | ChunkedRows]) -> bool:
-    """Whether a merge into ``path`` is big enough to be written slice by slice."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if any(isinstance(f, ChunkedRows) or f.height > STREAM_ROWS for f in frames.values()):
-        return True
-    if not path.exists():
-        return False
-    try:
-        return pq.ParquetFile(path).metadata.num_rows > STREAM_ROWS
-    except (pa.ArrowException, OSError):
-        return False  # the ordinary path reports the unreadable file
-
-
-def _slices(frame: pl.DataFrame | ChunkedRows) -> Iterator[pl.DataFrame]:
-    """A variant's new rows in slices of at most :data:`SLICE_ROWS` rows."""
-    pieces = frame.chunks() if isinstance(frame, ChunkedRows) else iter([frame])
-    for piece in pieces:
-        for start in range(0, piece.height, SLICE_ROWS):
-            yield piece.slice(start, SLICE_ROWS)
-
-
-def _stream_merged(
-    path: Path,
-    frames: Mapping[str, pl.DataFrame | ChunkedRows],
-    rules: dict[str, dict[str, Any]],
-) -> StagedTable:
-    """:func:`merged_rows` for large tables: the old file read and the merge written in slices.
-
-    The tables are kept sorted by variant (every write sorts), so one pass over the old file,
-    with each new variant's rows inserted before the first old row of a later variant, gives the
-    same rows in the same order as the in-memory merge.
-    """
-    import pyarrow.parquet as pq
-
-    old, all_rules, empties = _old_table(path, frames)
-    for variant in frames:
-        all_rules.pop(variant, None)
-    all_rules.update({v: r for v, r in rules.items() if v in frames})
-    target = _target_frame(path, empties, frames)
-    arrow_schema = target.to_arrow().schema
-    meta = dict(arrow_schema.metadata or {})
-    meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
-    meta[VERSION_KEY] = __version__.encode()
-    arrow_schema = arrow_schema.with_metadata(meta)
-    path.parent.mkdir(parents=True, exist_ok=True)  # a variant's own folder
-    tmp = _tmp_name(path)
-    try:
-        with open(tmp, "wb") as fh:
-            with pq.ParquetWriter(fh, arrow_schema, **WRITE_OPTIONS) as writer:
-                sliced = _SlicedWriter(path, writer, target, arrow_schema)
-                sliced.merge(old, frames)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except pl.exceptions.PolarsError as exc:
-        tmp.unlink(missing_ok=True)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {tmp}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    counts = sliced.counts
-    return StagedTable(tmp, sum(counts.values()), dict(sorted(counts.items())))
-
-
-def _old_table(
-    path: Path, frames: Mapping[str, Any]
-) -> tuple[Any, dict[str, Any], list[pl.DataFrame]]:
-    """The old file (a ParquetFile, or None), its rule sets, and the empty frames whose columns
-    the merge takes: the table's one schema first, then the old file's columns if rows stay."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    canonical = schema.empty_frame(logical_name(path.stem))
-    empties: list[pl.DataFrame] = [] if canonical is None else [canonical]
-    if not path.exists():
-        return None, {}, empties
-    try:
-        old = pq.ParquetFile(path)
-        if "variant" not in old.schema_arrow.names:
-            raise TableError(
-                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
-            )
-        all_rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
-        if not all_rules or set(all_rules) - set(frames):  # kept rows: their columns first
-            empty_old = pl.from_arrow(old.schema_arrow.empty_table())
-            assert isinstance(empty_old, pl.DataFrame)
-            empties.append(empty_old)
-    except (pa.ArrowException, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(
-            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
-        ) from None
-    return old, all_rules, empties
-
-
-def _target_frame(
-    path: Path, empties: list[pl.DataFrame], frames: Mapping[str, pl.DataFrame | ChunkedRows]
-) -> pl.DataFrame:
-    """An empty frame with the merged table's columns (old, new and the one schema's)."""
-    for frame in frames.values():
-        empty = pl.DataFrame(schema=frame.schema)
-        empties.append(
-            empty.select(pl.lit("", dtype=pl.String).alias("variant"), pl.exclude("variant"))
-        )
-    try:
-        return pl.concat(empties, how="diagonal_relaxed").clear()
-    except pl.exceptions.PolarsError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path}: the new rows do not fit the table's columns ({first})") from None
-
-
-class _SlicedWriter:
-    """Writes merged rows in row groups of exactly SLICE_ROWS rows, each one contiguous chunk
-    (as write_table makes them), counting rows per variant and checking the variant order."""
-
-    def __init__(self, path: Path, writer: Any, target: pl.DataFrame, arrow_schema: Any) -> None:
-        self.path, self.writer, self.target, self.arrow_schema = path, writer, target, arrow_schema
-        self.counts: dict[str, int] = {}
-        self.last = ""
-        self.buffer: list[Any] = []
-
-    def merge(self, old: Any, frames: Mapping[str, pl.DataFrame | ChunkedRows]) -> None:
-        """One pass over the old file, each new variant inserted where its name sorts."""
-        new = sorted(frames)
-        batches = old.iter_batches(batch_size=SLICE_ROWS) if old is not None else []
-        for batch in batches:
-            rows = pl.from_arrow(batch)
-            assert isinstance(rows, pl.DataFrame)
-            rows = rows.filter(~pl.col("variant").is_in(list(frames)))
-            while new and rows.height:
-                before = int((rows["variant"] < new[0]).sum())
-                if before == rows.height:
-                    break
-                self.put(rows.head(before))
-                rows = rows.slice(before)
-                self.put_new(frames, new.pop(0))
-            self.put(rows)
-        for variant in new:
-            self.put_new(frames, variant)
-        self.flush(final=True)
-
-    def flush(self, final: bool = False) -> None:
-        """Write the full row groups gathered so far (all that is left when ``final``)."""
-        import pyarrow as pa
-
-        size = sum(t.num_rows for t in self.buffer)
-        if size < SLICE_ROWS and not (final and size):
-            return
-        whole = pa.concat_tables(self.buffer)
-        full = size if final else size - size % SLICE_ROWS
-        for start in range(0, full, SLICE_ROWS):
-            group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
-            self.writer.write_table(group, row_group_size=SLICE_ROWS)
-        self.buffer[:] = [whole.slice(full)] if full < size else []
-
-    def put(self, rows: pl.DataFrame) -> None:
-        """Add rows (sorted by variant, after every row put before)."""
-        if not rows.height:
-            return
-        rows = pl.concat([self.target, rows], how="diagonal_relaxed")
-        first, final = rows["variant"][0], rows["variant"][-1]
-        if first < self.last:
-            raise TableError(f"{self.path} is not sorted by variant; {manifest.REBUILD}")
-        self.last = final
-        for variant, n in rows.group_by("variant").len().rows():
-            self.counts[variant] = self.counts.get(variant, 0) + n
-        self.buffer.append(rows.to_arrow().cast(self.arrow_schema))
-        self.flush()
-
-    def put_new(self, frames: Mapping[str, pl.DataFrame | ChunkedRows], variant: str) -> None:
-        """Add a new variant's rows, a slice at a time."""
-        for piece in _slices(frames[variant]):
-            self.put(piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
-
-
-#: Parquet writer settings (fixed, so that equal tables are equal bytes).
-WRITE_OPTIONS: dict[str, Any] = manifest.PARQUET_OPTIONS
 
 
 def _kept_rows(

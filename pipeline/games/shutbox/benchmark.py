@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import UsageError
+from pipeline.games.columns import labels
 from pipeline.games.shutbox import strategies
 from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED  # noqa: F401
 from pipeline.games.shutbox.strategies import TileView
@@ -182,9 +183,7 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
         dst = np.where(label >= 0, g.mv_dst[row], -1)
         # a label for the rows without a move, so that none is a bare NULL
         kind = np.where(
-            label >= 0,
-            "move",
-            np.where(count[keep] > 1, "mixed", np.where(g.mv_dst[row] >= 0, "pass", "end")),
+            label >= 0, 0, np.where(count[keep] > 1, 1, np.where(g.mv_dst[row] >= 0, 2, 3))
         )
         # Describe each distinct move once: describing every node's move is slow for big boxes.
         distinct, inverse = np.unique(label, return_inverse=True)
@@ -192,7 +191,7 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
         frames.append(
             pl.DataFrame(
                 {
-                    "strategy": pl.Series([e.name] * keep.shape[0], dtype=pl.String),
+                    "strategy": labels("strategy", [e.name], np.zeros(keep.shape[0], np.int8)),
                     "state_id": g.state_id[states],
                     "tiles": tiles.gather(states),
                     "roll": pl.Series(g.node_roll[keep], dtype=pl.Int16),
@@ -201,7 +200,7 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
                     "next_state_id": pl.Series(
                         np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)
                     ).set(pl.Series(dst < 0), None),
-                    "kind": pl.Series(kind, dtype=pl.String),
+                    "kind": labels("kind", NODE_KINDS, kind),
                 }
             )
         )
@@ -222,6 +221,8 @@ def build_tables(s: Solved) -> dict[str, pl.DataFrame]:
 
 #: Largest --games (hours of simulation) and --seed (the kernels' seeds are 64-bit integers).
 MAX_GAMES = 10**11
+#: node_reach.kind labels: a move, several moves mixed, or no legal move (pass or end).
+NODE_KINDS = ("move", "mixed", "pass", "end")
 MAX_SEED = 2**63 - 1
 
 

@@ -1,0 +1,287 @@
+"""Rewriting one table a variant at a time, straight into its temporary file.
+
+Every table is sorted by variant. A build hands over each variant's rows as soon as they are
+computed, in ascending variant order (:meth:`TableMerge.add`); the old file's rows of the
+variants it does not replace are copied in between, a slice at a time. So memory holds one
+variant's rows and one slice of the old file, never a whole table, and the encoding of one
+variant's rows overlaps the computing of the next when the build runs the merge on its writer
+thread (:class:`pipeline.store.background.Background`).
+
+The file is written in row groups of exactly :data:`SLICE_ROWS` rows (the last one shorter), so
+the bytes depend only on the rows, never on how they were handed over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import polars as pl
+
+from pipeline import __version__
+from pipeline.errors import PipelineError, TableError
+from pipeline.store import manifest, schema
+from pipeline.store.files import _tmp_name
+from pipeline.store.layout import logical_name
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+RULES_KEY = b"stb.rules"
+VERSION_KEY = b"stb.version"
+#: A variant's rows beyond this many are best produced a slice at a time (:class:`ChunkedRows`).
+STREAM_ROWS = 2_000_000
+#: Rows per slice of the old file and per row group of the new one: small enough that the rows
+#: waiting for a full group cost little memory, big enough to encode and read well.
+SLICE_ROWS = 1 << 18
+#: Parquet writer settings (fixed, so that equal tables are equal bytes).
+WRITE_OPTIONS: dict[str, Any] = manifest.PARQUET_OPTIONS
+
+
+@dataclass(frozen=True)
+class ChunkedRows:
+    """A variant's rows produced a slice at a time, for tables too large to build at once.
+
+    ``chunks()`` yields frames with the columns and dtypes of ``schema``, ``height`` rows in all.
+    """
+
+    height: int
+    schema: pl.Schema
+    chunks: Callable[[], Iterator[pl.DataFrame]]
+
+
+@dataclass(frozen=True)
+class StagedTable:
+    """A merged table already written (and flushed) under its temporary name, ready to commit."""
+
+    path: Path
+    num_rows: int
+    variants: dict[str, int]
+
+
+Rows = pl.DataFrame | ChunkedRows
+
+
+def slices(rows: Rows) -> Iterator[pl.DataFrame]:
+    """A variant's rows in slices of at most :data:`SLICE_ROWS` rows."""
+    pieces = rows.chunks() if isinstance(rows, ChunkedRows) else iter([rows])
+    for piece in pieces:
+        for start in range(0, piece.height, SLICE_ROWS):
+            yield piece.slice(start, SLICE_ROWS)
+
+
+def unfit(path: Path, exc: Exception) -> TableError:
+    """The one-line error for rows whose columns do not fit the table's."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return TableError(f"{path}: the new rows do not fit the table's columns ({first})")
+
+
+class TableMerge:
+    """Table ``path`` rewritten with the rows of the variants :meth:`add` is given (in ascending
+    order), keeping the old file's rows of every other variant, in variant order.
+
+    The new file is written under its temporary name; :meth:`finish` flushes it and returns the
+    :class:`StagedTable` that :func:`pipeline.store.tables.commit` puts in place. Used as a
+    context manager, a failure removes the temporary file. The caller holds the data lock from
+    before the first :meth:`add` to the commit, so that the old file cannot change meanwhile.
+    """
+
+    def __init__(self, path: Path, new_schemas: Sequence[pl.Schema] = ()) -> None:
+        """``new_schemas``: the columns of every variant's new rows, when known in advance;
+        otherwise the first new rows' columns are the last the table takes."""
+        self.path = Path(path)
+        self._new_schemas = list(new_schemas)
+        self.tmp = _tmp_name(self.path)
+        self.old, self.rules, self._old_empty = _open_old(self.path)
+        self._old_rows = self._old_slices()
+        self._ahead: pl.DataFrame | None = None  # old rows read but not placed yet
+        self.counts: dict[str, int] = {}
+        self._last_added = ""
+        self._last_put = ""
+        self._buffer: list[pa.Table] = []
+        self._file: BinaryIO | None = None
+        self._writer: Any = None
+        self._target: pl.DataFrame | None = None
+        self._arrow_schema: pa.Schema | None = None
+
+    def __enter__(self) -> TableMerge:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is not None:
+            self.discard()
+
+    def add(self, variant: str, rows: Rows, rules: dict[str, Any] | None) -> None:
+        """Put ``variant``'s rows in place of its old ones (``rules``: its rule set, recorded in
+        the file's metadata; None records none)."""
+        if variant <= self._last_added:
+            raise ValueError(
+                f"variants come in ascending order: {variant!r} after {self._last_added!r}"
+            )
+        self._last_added = variant
+        self._open(rows.schema)
+        self._copy_old(until=variant, drop=variant)
+        for piece in slices(rows):
+            self._put(piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
+        self.counts.setdefault(variant, 0)
+        self.rules.pop(variant, None)
+        if rules is not None:
+            self.rules[variant] = rules
+
+    def finish(self) -> StagedTable:
+        """Copy the old rows left, close and flush the file; the staged table."""
+        try:
+            self._open(None)
+            self._copy_old(until=None, drop=None)
+            self._flush(final=True)
+            meta = {
+                RULES_KEY: json.dumps(dict(sorted(self.rules.items())), sort_keys=True).encode(),
+                VERSION_KEY: __version__.encode(),
+            }
+            self._writer.add_key_value_metadata(meta)
+            self._writer.close()
+            assert self._file is not None
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+        except OSError as exc:
+            self.discard()
+            raise PipelineError(f"cannot write {self.tmp}: {exc.strerror or exc}") from None
+        except BaseException:
+            self.discard()
+            raise
+        counts = {v: n for v, n in sorted(self.counts.items()) if n}
+        return StagedTable(self.tmp, sum(counts.values()), counts)
+
+    def discard(self) -> None:
+        """Close and remove the temporary file (nothing of the old table changes)."""
+        if self._file is not None and not self._file.closed:
+            with contextlib.suppress(Exception):  # the file is removed anyway
+                self._writer.close()
+            self._file.close()
+        self.tmp.unlink(missing_ok=True)
+
+    def _open(self, new_schema: pl.Schema | None) -> None:
+        """Open the writer once: the table's one schema, then the old file's columns, then the
+        first new rows' own columns (a game may add columns after the schema's)."""
+        import pyarrow.parquet as pq
+
+        if self._writer is not None:
+            return
+        empties = [e for e in (schema.empty_frame(logical_name(self.path.stem)),) if e is not None]
+        empties += [self._old_empty] if self._old_empty is not None else []
+        for columns in [*self._new_schemas, *([new_schema] if new_schema is not None else [])]:
+            empty = pl.DataFrame(schema=columns)
+            empties.append(
+                empty.select(pl.lit("", dtype=pl.String).alias("variant"), pl.exclude("variant"))
+            )
+        try:
+            self._target = pl.concat(empties, how="diagonal_relaxed").clear()
+        except pl.exceptions.PolarsError as exc:
+            raise unfit(self.path, exc) from None
+        # The Arrow schema is not stored: readers take Parquet's types, and the rule sets go in
+        # the footer's key-value metadata once every variant is in (see finish).
+        self._arrow_schema = self._target.to_arrow().schema.remove_metadata()
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # a variant's own folder
+        self._file = open(self.tmp, "wb")  # noqa: SIM115 (closed by finish or discard)
+        self._writer = pq.ParquetWriter(
+            self._file, self._arrow_schema, store_schema=False, **WRITE_OPTIONS
+        )
+
+    def _old_slices(self) -> Iterator[pl.DataFrame]:
+        if self.old is None:
+            return
+        for batch in self.old.iter_batches(batch_size=SLICE_ROWS):
+            rows = pl.from_arrow(batch)
+            assert isinstance(rows, pl.DataFrame)
+            yield rows
+
+    def _copy_old(self, until: str | None, drop: str | None) -> None:
+        """Put the old rows of variants before ``until`` (all, when None), leaving out the rows
+        of ``drop`` (the variant being replaced)."""
+        while True:
+            rows = self._ahead if self._ahead is not None else next(self._old_rows, None)
+            self._ahead = None
+            if rows is None:
+                return
+            if until is None:
+                self._put(rows)
+                continue
+            before = int((rows["variant"] < until).sum())
+            self._put(rows.head(before))
+            rest = rows.slice(before)
+            if drop is not None:
+                rest = rest.filter(pl.col("variant") != drop)
+            if rest.height:
+                self._ahead = rest
+                return
+
+    def _put(self, rows: pl.DataFrame) -> None:
+        """Add rows (sorted by variant, after every row put before)."""
+        import pyarrow as pa
+
+        if not rows.height:
+            return
+        assert self._target is not None
+        extra = [c for c in rows.columns if c not in self._target.columns]
+        if extra:
+            raise TableError(
+                f"{self.path}: the new rows do not fit the table's columns "
+                f"({', '.join(extra)} not in the table)"
+            )
+        try:
+            rows = pl.concat([self._target, rows], how="diagonal_relaxed")
+            table = rows.to_arrow().cast(self._arrow_schema)
+        except (pl.exceptions.PolarsError, pa.ArrowException, ValueError, TypeError) as exc:
+            raise unfit(self.path, exc) from None
+        first, final = rows["variant"][0], rows["variant"][-1]
+        if first < self._last_put:
+            raise TableError(f"{self.path} is not sorted by variant; {manifest.REBUILD}")
+        self._last_put = final
+        for variant, n in rows.group_by("variant").len().rows():
+            self.counts[variant] = self.counts.get(variant, 0) + n
+        self._buffer.append(table)
+        self._flush()
+
+    def _flush(self, final: bool = False) -> None:
+        """Write the full row groups gathered so far (all that is left when ``final``)."""
+        import pyarrow as pa
+
+        size = sum(t.num_rows for t in self._buffer)
+        if size < SLICE_ROWS and not (final and size):
+            return
+        whole = pa.concat_tables(self._buffer)
+        full = size if final else size - size % SLICE_ROWS
+        for start in range(0, full, SLICE_ROWS):
+            group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
+            self._writer.write_table(group, row_group_size=SLICE_ROWS)
+        self._buffer[:] = [whole.slice(full)] if full < size else []
+
+
+def _open_old(path: Path) -> tuple[Any, dict[str, Any], pl.DataFrame | None]:
+    """The old file (a ParquetFile, or None), its rule sets, and an empty frame of its columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return None, {}, None
+    try:
+        old = pq.ParquetFile(path)
+        if "variant" not in old.schema_arrow.names:
+            raise TableError(
+                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
+            )
+        rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
+        empty = pl.from_arrow(old.schema_arrow.empty_table())
+        assert isinstance(empty, pl.DataFrame)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
+        ) from None
+    return old, rules, empty
