@@ -445,21 +445,21 @@ def test_stale_temporary_files_are_swept_by_the_next_build(small: Path, tmp_path
 def test_a_build_interrupted_while_writing_leaves_no_temporary_file(
     small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipeline.store import tables
+    from pipeline.store import merging
 
     data = tmp_path / "data"
     shutil.copytree(small, data)
     before = snapshot(data)
-    real = tables._write_synced
+    real = merging.TableMerge.finish
     calls = []
 
-    def write_then_interrupt(path: Path, write: object) -> None:
-        real(path, write)
-        calls.append(path)
-        if len(calls) == 2:  # after the first table is staged, while writing the second
+    def finish_then_interrupt(self: merging.TableMerge) -> merging.StagedTable:
+        calls.append(self.path)
+        if len(calls) == 2:  # after the first table is staged, while finishing the second
             raise KeyboardInterrupt
+        return real(self)
 
-    monkeypatch.setattr(tables, "_write_synced", write_then_interrupt)
+    monkeypatch.setattr(merging.TableMerge, "finish", finish_then_interrupt)
     result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
