@@ -9,7 +9,12 @@ Targets (issue 14): 24 tiles x 3 dice (states + best-move policy) <= 60 s and <=
 2 dice <= 10 s and <= 1 GB; peak memory growing with the states, not the moves (12..24 tiles);
 `build --variant all` twice as fast as before (14.5 s) and <= 1 GB.
 
+`--against DIR` times `build --variant all` of another checkout (for example the commit before a
+change, `git worktree add /tmp/before <rev>`) in turns with this one, N times each, and prints
+the medians and the ratio: the before/after comparison the issue asks for, in one run.
+
 Usage: python benchmarks/bench_build.py [--sizes 12:3,16:3,20:2,20:3,24:3] [--all]
+       [--against DIR [--runs N]]
 """
 
 from __future__ import annotations
@@ -29,15 +34,16 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_SIZES = "12:3,14:3,16:3,18:3,20:2,20:3,22:3,24:3"
 
 
-def run_measured(argv: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds and peak RSS (MB) of one run of ``argv`` as a child process."""
+def run_measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one run of ``argv`` as a child process
+    (``env``: variables to set in it)."""
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        os.execvp(argv[0], argv)
+        os.execvpe(argv[0], argv, {**os.environ, **(env or {})})
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -54,11 +60,42 @@ def numpy_reference(tiles: int, dice: int) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+def compare_all(other: Path, runs: int) -> None:
+    """`build --variant all` of this checkout and of ``other``, in turns; medians and ratios."""
+    import statistics
+
+    here = HERE.parent
+    found: dict[str, list[tuple[float, float, float]]] = {"this checkout": [], str(other): []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(runs + 1):  # the first round warms the numba caches: not counted
+            for name, root in (("this checkout", here), (str(other), other)):
+                argv = [sys.executable, "-m", "pipeline.cli.app", "build", "--variant", "all"]
+                data = f"{tmp}/{i}-{len(found[name])}-{root.name}"
+                figures = run_measured([*argv, "-d", data, "--quiet"], {"PYTHONPATH": str(root)})
+                shutil.rmtree(data, ignore_errors=True)
+                if i:
+                    found[name].append(figures)
+    table = Table(title=f"build --variant all, median of {runs} runs each", title_justify="left")
+    for head in ("checkout", "wall s", "cpu s", "peak MB", "wall ratio", "peak ratio"):
+        table.add_column(head, justify="left" if head == "checkout" else "right", no_wrap=True)
+    base = [statistics.median(x[k] for x in found[str(other)]) for k in range(3)]
+    for name, rows in found.items():
+        wall, cpu, peak = (statistics.median(x[k] for x in rows) for k in range(3))
+        ratios = (f"{wall / base[0]:.2f}", f"{peak / base[2]:.2f}")
+        table.add_row(name, f"{wall:.1f}", f"{cpu:.1f}", f"{peak:,.0f}", *ratios)
+    Console(width=max(Console().width, 120)).print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="tiles:dice,...")
     parser.add_argument("--all", action="store_true", help="also time `build --variant all`")
+    parser.add_argument("--against", help="another checkout: time `build --variant all` in both")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each, with --against")
     args = parser.parse_args()
+    if args.against:
+        compare_all(Path(args.against), args.runs)
+        return
     cli = shutil.which("stb-pipeline") or sys.exit("stb-pipeline is not installed")
     table = Table(title="stb-pipeline build (objective score), whole process", title_justify="left")
     for head in ("build", "wall s", "cpu s", "peak MB", "numpy wall s", "numpy MB", "wall ratio"):

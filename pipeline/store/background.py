@@ -22,7 +22,7 @@ class Background:
     :meth:`submit` or at :meth:`wait`. :meth:`close` stops the worker after its current call.
     """
 
-    def __init__(self, depth: int = 4, name: str = "stb-writer") -> None:
+    def __init__(self, depth: int = 2, name: str = "stb-writer") -> None:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._stop = threading.Event()
