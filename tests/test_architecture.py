@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pipeline"
+from tests.conftest import REPO
+
+PACKAGE = REPO / "pipeline"
 
 #: Lowest first. A module may import its own layer and the layers before it.
 LAYERS = (
