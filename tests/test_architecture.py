@@ -103,14 +103,29 @@ def test_imports_point_down() -> None:
     assert not upward, "imports that point up a layer:\n" + "\n".join(sorted(set(upward)))
 
 
-def test_no_import_circles() -> None:
+@pytest.mark.parametrize("type_hints", [False, True], ids=["run-time", "with-type-hints"])
+def test_no_import_circles(type_hints: bool) -> None:
+    """No circle of imports, counting those made only for type hints (``if TYPE_CHECKING:``)
+    too: a circle of annotations is still two modules that cannot be read apart."""
     graph: dict[str, set[str]] = {}
     modules = all_modules()
     for name, path in modules.items():
-        run_time = imports_of(path, run_time_only=True)
-        graph[name] = {t for t, _ in run_time if t in modules and t != name}
+        found = imports_of(path, run_time_only=not type_hints)
+        graph[name] = {t for t, _ in found if t in modules and t != name}
     circles = [c for c in _strongly_connected(graph) if len(c) > 1]
     assert not circles, f"import circles: {circles}"
+
+
+def test_a_circle_of_type_hints_is_seen(tmp_path: Path) -> None:
+    """The circle check reads imports under ``if TYPE_CHECKING:`` (and leaves them out of the
+    run-time graph only when asked)."""
+    module = tmp_path / "m.py"
+    hint = "    from pipeline.graph import Graph\n"
+    module.write_text(f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n{hint}")
+    assert imports_of(module) == [("pipeline.graph", False)]
+    assert imports_of(module, run_time_only=True) == []
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert [sorted(c) for c in _strongly_connected(graph) if len(c) > 1] == [["a", "b", "c"]]
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
