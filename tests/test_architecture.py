@@ -228,3 +228,33 @@ def test_help_loads_nothing_heavy_and_no_game() -> None:
     mods = next(line for line in done.stdout.splitlines() if line.startswith("MODS")).split()
     assert games_line == "GAMES []"
     assert not set(mods) & set(HEAVY)
+
+
+def test_a_lookup_loads_only_the_database_engine(built: Path) -> None:
+    """`expect` on a tile game answers with DuckDB's compiled engine alone: no polars, pyarrow,
+    numpy or numba, no game, no rich for its one plain line, and not the Python wrappers of the
+    duckdb package where the engine can be imported without them (duckdb 1.4 on)."""
+    code = (
+        "import sys\nfrom pipeline.cli.app import run\n"
+        f"code = run(['expect', '--variant', 'classic', '12345', '-d', {str(built)!r}])\n"
+        "print('CODE', code)\n"
+        "print('GAMES', [m for m in sys.modules if m.startswith('pipeline.games.') "
+        "and not m.endswith(('registry', 'variants', 'custom', 'names')) and m.count('.') > 2])\n"
+        "print('MODS', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    lines = {line.split(" ", 1)[0]: line for line in done.stdout.splitlines()}
+    assert lines["CODE"] == "CODE 0", done.stderr
+    assert lines["GAMES"] == "GAMES []"
+    mods = set(lines["MODS"].split()[1:])
+    assert "_duckdb" in mods or "duckdb" in mods  # it did look the state up
+    heavy = {"polars", "pyarrow", "numpy", "numba", "matplotlib", "rich"}
+    try:
+        import _duckdb  # noqa: F401
+    except ImportError:  # an older duckdb: the package is the only way in
+        pass
+    else:
+        heavy.add("duckdb")
+    assert not mods & heavy

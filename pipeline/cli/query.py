@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
     import polars as pl
+    from rich.table import Table
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
@@ -45,8 +45,10 @@ def pick_format(fmt: str | None, output: Path | None) -> str:
     return fmt
 
 
-def show_table(frame: "pl.DataFrame", title: str) -> Table:
+def show_table(frame: "pl.DataFrame", title: str) -> "Table":
     """A rich table of a query result (floats to 12 significant digits)."""
+    from rich.table import Table
+
     from pipeline.store import outputs
 
     table = Table(title=title, title_justify="left")
@@ -93,6 +95,8 @@ def register(app: typer.Typer) -> None:
 
         Example: stb-pipeline query best_opening_roll --variant classic --format csv
         """
+        from rich.table import Table
+
         from pipeline.analysis import sql
         from pipeline.store import outputs
 
