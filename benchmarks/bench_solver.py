@@ -3,7 +3,7 @@
 Prints a table of states, moves, seconds (steady, and the first run in a fresh process) and peak
 memory for n = 9, 12, 16, 20 tiles (two dice
 up to 12 tiles, three dice above), and, for scale, the naive recursive reference solver
-(tests/reference.py, the style of seed 003's program) on the classic 9-tile box.
+(tests/support/reference.py, the style of seed 003's program) on the classic 9-tile box.
 
 Usage: python benchmarks/bench_solver.py [--sizes 9:2,12:2,16:3,20:3]
 """
@@ -64,7 +64,7 @@ def measure_once(tiles: int, dice: int) -> dict[str, float]:
 def measure_reference() -> dict[str, float]:
     """The naive recursive solver on the classic box (seed 003's approach)."""
     sys.path.insert(0, str(REPO))
-    from tests import reference
+    from tests.support import reference
 
     t0 = time.perf_counter()
     value = reference.solver(reference.open_sum, lambda _: [2], maximise=False)(

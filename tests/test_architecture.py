@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pipeline"
+from tests.conftest import REPO
+
+PACKAGE = REPO / "pipeline"
 
 #: Lowest first. A module may import its own layer and the layers before it.
 LAYERS = (
@@ -101,14 +103,29 @@ def test_imports_point_down() -> None:
     assert not upward, "imports that point up a layer:\n" + "\n".join(sorted(set(upward)))
 
 
-def test_no_import_circles() -> None:
+@pytest.mark.parametrize("type_hints", [False, True], ids=["run-time", "with-type-hints"])
+def test_no_import_circles(type_hints: bool) -> None:
+    """No circle of imports, counting those made only for type hints (``if TYPE_CHECKING:``)
+    too: a circle of annotations is still two modules that cannot be read apart."""
     graph: dict[str, set[str]] = {}
     modules = all_modules()
     for name, path in modules.items():
-        run_time = imports_of(path, run_time_only=True)
-        graph[name] = {t for t, _ in run_time if t in modules and t != name}
+        found = imports_of(path, run_time_only=not type_hints)
+        graph[name] = {t for t, _ in found if t in modules and t != name}
     circles = [c for c in _strongly_connected(graph) if len(c) > 1]
     assert not circles, f"import circles: {circles}"
+
+
+def test_a_circle_of_type_hints_is_seen(tmp_path: Path) -> None:
+    """The circle check reads imports under ``if TYPE_CHECKING:`` (and leaves them out of the
+    run-time graph only when asked)."""
+    module = tmp_path / "m.py"
+    hint = "    from pipeline.graph import Graph\n"
+    module.write_text(f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n{hint}")
+    assert imports_of(module) == [("pipeline.graph", False)]
+    assert imports_of(module, run_time_only=True) == []
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert [sorted(c) for c in _strongly_connected(graph) if len(c) > 1] == [["a", "b", "c"]]
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -211,3 +228,33 @@ def test_help_loads_nothing_heavy_and_no_game() -> None:
     mods = next(line for line in done.stdout.splitlines() if line.startswith("MODS")).split()
     assert games_line == "GAMES []"
     assert not set(mods) & set(HEAVY)
+
+
+def test_a_lookup_loads_only_the_database_engine(built: Path) -> None:
+    """`expect` on a tile game answers with DuckDB's compiled engine alone: no polars, pyarrow,
+    numpy or numba, no game, no rich for its one plain line, and not the Python wrappers of the
+    duckdb package where the engine can be imported without them (duckdb 1.4 on)."""
+    code = (
+        "import sys\nfrom pipeline.cli.app import run\n"
+        f"code = run(['expect', '--variant', 'classic', '12345', '-d', {str(built)!r}])\n"
+        "print('CODE', code)\n"
+        "print('GAMES', [m for m in sys.modules if m.startswith('pipeline.games.') "
+        "and not m.endswith(('registry', 'variants', 'custom', 'names')) and m.count('.') > 2])\n"
+        "print('MODS', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    lines = {line.split(" ", 1)[0]: line for line in done.stdout.splitlines()}
+    assert lines["CODE"] == "CODE 0", done.stderr
+    assert lines["GAMES"] == "GAMES []"
+    mods = set(lines["MODS"].split()[1:])
+    assert "_duckdb" in mods or "duckdb" in mods  # it did look the state up
+    heavy = {"polars", "pyarrow", "numpy", "numba", "matplotlib", "rich"}
+    try:
+        import _duckdb  # noqa: F401
+    except ImportError:  # an older duckdb: the package is the only way in
+        pass
+    else:
+        heavy.add("duckdb")
+    assert not mods & heavy

@@ -2,7 +2,7 @@
 
 Lookups read a few rows with DuckDB (which pushes the variant and state filters down to the
 Parquet row groups) and parse the state with the variant's light codec, so `stb-pipeline expect`
-loads neither polars nor the game.
+loads neither polars nor the game, and of DuckDB only its compiled engine (see :func:`_engine`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant
 from pipeline.store.layout import settle, table_path, variant_file
-from pipeline.store.manifest import REBUILD
 
 if TYPE_CHECKING:
     import polars as pl
@@ -67,17 +66,26 @@ class MoveAdvice:
 
 
 @lru_cache(maxsize=1)
+def _engine() -> Any:
+    """DuckDB's compiled engine. ``import duckdb`` re-exports ``_duckdb`` (duckdb 1.4 on) behind
+    about 0.1 s of Python (relations, expressions, its version from importlib.metadata) that a
+    lookup never uses; an older duckdb has no such module, and is imported whole."""
+    import importlib
+
+    try:
+        return importlib.import_module("_duckdb")
+    except ImportError:
+        return importlib.import_module("duckdb")
+
+
+@lru_cache(maxsize=1)
 def _database() -> Any:
     """One in-memory DuckDB for the process: an answer asks it several questions."""
-    import duckdb
-
-    return duckdb.connect()
+    return _engine().connect()
 
 
 def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -> list[dict]:
     """Rows of ``table`` for ``variant`` matching ``where`` (DuckDB, bound parameters)."""
-    import duckdb
-
     settle(data_dir)
     path = variant_file(data_dir, table, variant)
     if not path.exists():
@@ -91,7 +99,9 @@ def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -
             cursor = con.execute(sql, {"path": str(path), "variant": variant, **params})
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    except duckdb.Error as exc:
+    except _engine().Error as exc:
+        from pipeline.store.manifest import REBUILD
+
         first = str(exc).splitlines()[0]
         raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
 

@@ -5,12 +5,11 @@
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from pipeline.cli.options import (
     DEFAULT_DATA_DIR,
     DataDir,
+    LazyConsole,
     OneVariant,
     Quiet,
     out,
@@ -22,7 +21,7 @@ from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED
 from pipeline.games.shutbox.names import STRATEGY_NAMES as NAMES
 
 #: The table has ten columns: print it wider than the shared console's minimum.
-wide = Console(highlight=False, width=max(out.width, 132))
+wide = LazyConsole(lambda: max(out.width, 132), highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +67,8 @@ def benchmark_cmd(
 
 def print_table(variant: str, games: int, seed: int, sims: list[Any]) -> None:
     """The benchmark as a table, with a flag where the exact value falls outside the interval."""
+    from rich.table import Table
+
     table = Table(
         title=f"{variant}: {games:,} games per strategy, seed {seed}", title_justify="left"
     )

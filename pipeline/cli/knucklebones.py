@@ -6,16 +6,15 @@ import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.tree import Tree
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, LazyConsole, Quiet
 from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
+    from rich.tree import Tree
+
     from pipeline.apps.knucklebones.position import TreeNode
     from pipeline.games.knucklebones.search import Eval
 
@@ -39,7 +38,7 @@ kb = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-out = Console(highlight=False, soft_wrap=True)
+out = LazyConsole(highlight=False, soft_wrap=True)
 
 
 def _kind(ev: Eval) -> str:
@@ -80,6 +79,8 @@ def solve_cmd(
 
     Example: stb-pipeline knucklebones solve 44_/1__/___ 2__/___/___ 4 --depth 4
     """
+    from rich.table import Table
+
     from pipeline.apps.knucklebones.position import analyse
 
     with progress.task(f"knucklebones solve: searching {depth} placements deep"):
@@ -117,6 +118,9 @@ def tree_cmd(
 
     Example: stb-pipeline knucklebones tree 44/1/_ 2/_/_ 4 --depth 2
     """
+    from rich.console import Console
+    from rich.tree import Tree
+
     from pipeline.apps.knucklebones.position import search_tree
 
     root = search_tree(board1, board2, die, depth)
@@ -182,6 +186,8 @@ def benchmark_cmd(
         raise UsageError(f"--games must be between 1 and {MAX_GAMES:,}, not {games}")
     if not 0 <= seed <= MAX_SEED:
         raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    from rich.table import Table
+
     from pipeline.store.tables import ensure_writable
 
     ensure_writable(data_dir)  # fail before the games are played, not after

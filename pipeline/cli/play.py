@@ -51,5 +51,6 @@ def register(app: typer.Typer) -> None:
         from pipeline.apps import teaching_game as play
 
         coach = play.Coach(data_dir, pick_one(variant, custom, data_dir))
-        ask = play.line_asker(sys.stdin.readline, out, echo=not sys.stdin.isatty())
-        play.play_game(coach, ask, out, seed=seed, show_values=not quiz, seat=seat)
+        console = out.real()
+        ask = play.line_asker(sys.stdin.readline, console, echo=not sys.stdin.isatty())
+        play.play_game(coach, ask, console, seed=seed, show_values=not quiz, seat=seat)

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
     import polars as pl
+    from rich.table import Table
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
@@ -45,8 +45,10 @@ def pick_format(fmt: str | None, output: Path | None) -> str:
     return fmt
 
 
-def show_table(frame: "pl.DataFrame", title: str) -> Table:
+def show_table(frame: "pl.DataFrame", title: str) -> "Table":
     """A rich table of a query result (floats to 12 significant digits)."""
+    from rich.table import Table
+
     from pipeline.store import outputs
 
     table = Table(title=title, title_justify="left")
@@ -61,7 +63,7 @@ def show_table(frame: "pl.DataFrame", title: str) -> Table:
 
 def register(app: typer.Typer) -> None:
     """Add the `query` command."""
-    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, out
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
 
     @app.command("query")
     def query_cmd(
@@ -93,30 +95,55 @@ def register(app: typer.Typer) -> None:
 
         Example: stb-pipeline query best_opening_roll --variant classic --format csv
         """
-        from pipeline.analysis import sql
-        from pipeline.store import outputs
-
         if list_:
-            table = Table("query", "description")
-            for query, description in sql.list_queries():
-                table.add_row(query, description)
-            out.print(table)
-            return
-        if name is None:
-            raise UsageError("name a query (stb-pipeline query --list shows them)")
-        chosen = pick_format(fmt, output)
-        params = parse_params(param)
-        if variant is not None:
-            if "variant" in params:
-                raise UsageError("give the variant once: --variant or --param variant=...")
-            params["variant"] = variant
-        if output is not None:
-            outputs.check_output(output, data_dir, force)
-        frame = sql.run_query(name, data_dir, **params)
-        if output is not None:
-            outputs.export(frame, chosen, output)
-            out.print(f"{frame.height} rows written to {output}")
-        elif chosen == "csv":
-            print(outputs.to_csv(frame), end="")
+            print_list()
         else:
-            out.print(show_table(frame, f"{name} ({frame.height} rows)"))
+            answer(name, variant, param, fmt, output, force, data_dir)
+
+
+def print_list() -> None:
+    """`query --list`: every query and what it answers."""
+    from rich.table import Table
+
+    from pipeline.analysis import sql
+    from pipeline.cli.options import out
+
+    table = Table("query", "description")
+    for query, description in sql.list_queries():
+        table.add_row(query, description)
+    out.print(table)
+
+
+def answer(
+    name: str | None,
+    variant: str | None,
+    param: list[str],
+    fmt: str | None,
+    output: Path | None,
+    force: bool,
+    data_dir: Path,
+) -> None:
+    """`query NAME`: run the query and print its rows (a table or CSV) or write them to
+    ``output``."""
+    from pipeline.analysis import sql
+    from pipeline.cli.options import out
+    from pipeline.store import outputs
+
+    if name is None:
+        raise UsageError("name a query (stb-pipeline query --list shows them)")
+    chosen = pick_format(fmt, output)
+    params = parse_params(param)
+    if variant is not None:
+        if "variant" in params:
+            raise UsageError("give the variant once: --variant or --param variant=...")
+        params["variant"] = variant
+    if output is not None:
+        outputs.check_output(output, data_dir, force)
+    frame = sql.run_query(name, data_dir, **params)
+    if output is not None:
+        outputs.export(frame, chosen, output)
+        out.print(f"{frame.height} rows written to {output}")
+    elif chosen == "csv":
+        print(outputs.to_csv(frame), end="")
+    else:
+        out.print(show_table(frame, f"{name} ({frame.height} rows)"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -15,8 +15,6 @@ from pipeline.solve.rank_order import Solution
 
 if TYPE_CHECKING:
     import polars as pl
-
-    from pipeline.games.solved import Solved
 
 
 @dataclass
@@ -37,6 +35,38 @@ class Streamed:
     start_value: Callable[[], float]
     counts: Callable[[], tuple[int, int]]
     """(decision nodes, legal moves) met by the solve."""
+
+
+class Named(Protocol):
+    """Anything with a name (a variant, as a hook sees it)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class SolvedView(Protocol):
+    """What a game's hooks see of its solved variant.
+
+    :class:`pipeline.games.solved.Solved` is one; the hooks name this instead, so that a game
+    does not depend on the module that solves it (which depends on the game).
+    """
+
+    @property
+    def variant(self) -> Named: ...
+
+    @property
+    def game(self) -> Game: ...
+
+    @property
+    def graph(self) -> Graph: ...
+
+    def solve(self) -> Solution:
+        """The graph's solution (solved once)."""
+        ...
+
+    def states(self) -> pl.DataFrame:
+        """Readable description of every state, in graph order."""
+        ...
 
 
 class Game(ABC):
@@ -90,7 +120,7 @@ class Game(ABC):
         """
         return None
 
-    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
+    def extra_tables(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
         """Tables this game adds to `build` beyond states, edges, policy and moves.
 
         By default its headline figures (:meth:`summary`) as the `summary` table.
@@ -104,7 +134,7 @@ class Game(ABC):
         return None
 
     def simulate(
-        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
+        self, solved: SolvedView, games: int, seed: int, names: Any = None, progress: Any = None
     ) -> tuple[list[Any], pl.DataFrame]:
         """Monte Carlo benchmark of the game's strategies: (results, `benchmarks` rows)."""
         raise UsageError(f"variant {solved.variant.name!r} has no strategies to benchmark")

@@ -1,6 +1,7 @@
 """Where tables live in a data directory, and the lock that keeps readers and writers apart.
 
-Kept free of polars and pyarrow: a lookup (`stb-pipeline expect`) needs only paths and the lock.
+Kept free of polars and pyarrow: a lookup (`stb-pipeline expect`) needs only paths, and the lock
+(filelock, loaded when a lock is taken) only when a commit was interrupted.
 """
 
 from __future__ import annotations
@@ -11,10 +12,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from pipeline.errors import PipelineError, TableError
-from pipeline.store import manifest
 from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, write_bytes_atomic
 
 LOCK_NAME = ".stb.lock"
@@ -30,6 +28,8 @@ def table_path(data_dir: Path, name: str) -> Path:
 @contextlib.contextmanager
 def data_lock(data_dir: Path) -> Iterator[None]:
     """Hold the data directory's lock (waits for another build to finish)."""
+    from filelock import FileLock, Timeout
+
     data_dir = Path(data_dir)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -57,6 +57,8 @@ def ensure_writable(data_dir: Path) -> None:
         raise PipelineError(
             f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
         ) from None
+    from pipeline.store import manifest
+
     sweep(data_dir)
     manifest.read(data_dir)  # a damaged manifest is reported now, not after the work
 
@@ -64,6 +66,8 @@ def ensure_writable(data_dir: Path) -> None:
 def sweep(data_dir: Path) -> None:
     """Finish an interrupted commit and remove temporary files of dead writers, if the lock is
     free now; when another build holds it, that build sweeps (never wait here)."""
+    from filelock import FileLock, Timeout
+
     lock = FileLock(str(Path(data_dir) / LOCK_NAME), timeout=0)
     try:
         lock.acquire()
@@ -94,6 +98,8 @@ def recover(data_dir: Path) -> None:
     data_dir = Path(data_dir)
     journal_path = data_dir / JOURNAL_NAME
     if journal_path.exists():
+        from pipeline.store import manifest  # (hashlib) only to finish a commit
+
         try:
             journal = json.loads(journal_path.read_text())
             renames, new_manifest = journal["renames"], journal["manifest"]

@@ -20,11 +20,11 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import UsageError
+from pipeline.games.base import SolvedView
 from pipeline.games.columns import labels
 from pipeline.games.shutbox import strategies
 from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED  # noqa: F401
 from pipeline.games.shutbox.strategies import TileView
-from pipeline.games.solved import Solved
 from pipeline.solve import policy_eval, simulate
 from pipeline.solve.policy_eval import Policy, PolicyValue, Reach
 
@@ -81,17 +81,17 @@ class Simulated:
         return abs(self.result.mean_score - self.exact_score) <= 1.959963984540054 * se + 1e-12
 
 
-def start_index(s: Solved) -> int:
+def start_index(s: SolvedView) -> int:
     """Graph index of the variant's start state."""
     return int(np.flatnonzero(s.graph.state_id == s.game.start_state())[0])
 
 
-def view_of(s: Solved) -> TileView | None:
+def view_of(s: SolvedView) -> TileView | None:
     """The variant's tile view (None: the strategies do not apply to this game)."""
     return strategies.tile_view(s.game, s.graph)
 
 
-def evaluate_strategies(s: Solved, names: Sequence[str] | None = None) -> list[Evaluated]:
+def evaluate_strategies(s: SolvedView, names: Sequence[str] | None = None) -> list[Evaluated]:
     """Exact value, reach and outcome of each strategy (all by default); [] without a tile view."""
     view = view_of(s)
     if view is None:
@@ -147,7 +147,7 @@ def exact_rows(evaluated: list[Evaluated]) -> pl.DataFrame:
     )
 
 
-def reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
+def reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
     """The reach table rows: every state under every strategy."""
     g = s.graph
     base = pl.DataFrame({"state_id": g.state_id, "tiles": s.states()["tiles"]})
@@ -163,7 +163,7 @@ def reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
     return pl.concat(frames).select("strategy", pl.exclude("strategy"))
 
 
-def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
+def node_reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
     """The node_reach table rows: each strategy's move and reach probability at every (state,
     roll) that the strategy or optimal play can reach (the others have probability 0)."""
     g = s.graph
@@ -207,7 +207,7 @@ def node_reach_rows(s: Solved, evaluated: list[Evaluated]) -> pl.DataFrame:
     return pl.concat(frames)
 
 
-def build_tables(s: Solved) -> dict[str, pl.DataFrame]:
+def build_tables(s: SolvedView) -> dict[str, pl.DataFrame]:
     """Build hook: exact benchmark rows, reach and node_reach for one variant (none if n/a)."""
     evaluated = evaluate_strategies(s)
     if not evaluated:
@@ -227,7 +227,7 @@ MAX_SEED = 2**63 - 1
 
 
 def simulate_strategies(
-    s: Solved,
+    s: SolvedView,
     games: int,
     seed: int,
     names: Sequence[str] | None = None,
@@ -276,7 +276,7 @@ def simulation_rows(sims: list[Simulated]) -> pl.DataFrame:
 
 
 def simulate_rows(
-    s: Solved,
+    s: SolvedView,
     games: int,
     seed: int,
     names: Sequence[str] | None = None,

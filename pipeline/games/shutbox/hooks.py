@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-    from pipeline.games.solved import Solved
+    from pipeline.games.base import SolvedView
 
 
 class TileStrategyHooks:
     """Mixed into a tile game (before :class:`pipeline.games.base.Game`) to add the strategy
     tables to its build and the Monte Carlo benchmark of its strategies."""
 
-    def extra_tables(self, solved: Solved) -> dict[str, pl.DataFrame]:
+    def extra_tables(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
         """The game's own tables (summary) plus the strategy benchmark tables."""
         from pipeline.games.shutbox import benchmark
 
@@ -23,7 +23,7 @@ class TileStrategyHooks:
         return {**base, **benchmark.build_tables(solved)}
 
     def simulate(
-        self, solved: Solved, games: int, seed: int, names: Any = None, progress: Any = None
+        self, solved: SolvedView, games: int, seed: int, names: Any = None, progress: Any = None
     ) -> tuple[list[Any], pl.DataFrame]:
         """Monte Carlo benchmark of the tile strategies."""
         from pipeline.games.shutbox import benchmark

@@ -2,7 +2,7 @@
 it ranks the moves exactly as `stb-pipeline move` does.
 
 The browser tests need Debian's chromium and chromium-driver and the selenium package (see
-ci-browser.txt); without them they are skipped, saying why.
+.ci/run, which installs them); without them they are skipped, saying why.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ BROWSER_FLAGS = (
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Headless chromium driven by selenium; skipped when either is missing."""
     if CHROMIUM is None or DRIVER is None:
-        pytest.skip("no browser: install chromium and chromium-driver (see ci-browser.txt)")
+        pytest.skip("no browser: install chromium and chromium-driver (see .ci/run)")
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
     from selenium.webdriver.chrome.service import Service
 

@@ -7,8 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pipeline.analysis.schema_docs import TABLES, render
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
 
 
 def test_data_readme_is_generated_from_schema_docs() -> None:

@@ -19,8 +19,8 @@ from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.search import SEED, Searcher, greedy_gain
 from pipeline.solve.value_iteration import solve_value_iteration
 from pipeline.store import outputs
+from tests.analysis.test_query import EXPECTED, assert_same_rows, csv_rows
 from tests.conftest import invoke
-from tests.test_query import EXPECTED, assert_same_rows, csv_rows
 
 VARIANT = "knucklebones-2x2"
 

@@ -27,8 +27,8 @@ from pipeline.cli.app import app
 from pipeline.errors import PipelineError
 from pipeline.games.base import Game
 from pipeline.games.registry import REGISTRY
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
 #: Every page checked: the README and the reference pages under docs/.
 PAGES = {"README.md": README} | {

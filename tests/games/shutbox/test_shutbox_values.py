@@ -15,7 +15,7 @@ import pytest
 from pipeline.games.shutbox.game import RuleSet, ShutTheBox
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves, solve_rank_order
-from tests import reference
+from tests.support import reference
 
 TOL = 1e-12
 FULL = frozenset(range(1, 10))

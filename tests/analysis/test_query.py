@@ -17,10 +17,10 @@ import pytest
 from pipeline.analysis import sql
 from pipeline.errors import PipelineError
 from pipeline.store import outputs
-from tests.test_shutbox_values import SEED_000_OPENING
+from tests.conftest import REPO
+from tests.games.shutbox.test_shutbox_values import SEED_000_OPENING
 
-REPO = Path(__file__).resolve().parent.parent
-EXPECTED = REPO / "tests" / "expected"
+EXPECTED = REPO / "tests" / "analysis" / "expected"
 HEADER_KEYS = ("name", "description", "inputs", "grain", "output")
 QUERY_FILES = sorted(p for p in sql.QUERIES_DIR.glob("*.sql") if not p.stem.startswith("_"))
 

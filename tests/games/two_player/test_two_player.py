@@ -13,7 +13,7 @@ from pipeline.errors import UsageError
 from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules, ranges_text
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves, solve_rank_order
-from tests.two_player_reference import reference_solver
+from tests.support.two_player_reference import reference_solver
 
 SEED = "002_966add8e0a53f14d.txt"
 
