@@ -155,7 +155,7 @@ def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyV
     value = np.full(g.n_states, np.nan)
     node_value = np.full(g.node_state.shape[0], np.nan)
     move_value = np.full(g.mv_node.shape[0], np.nan)
-    _evaluate_layers(
+    _evaluate_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
         *p.flat,
         g.terminal,
         g.mv_dst,
