@@ -34,12 +34,16 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_SIZES = "12:3,14:3,16:3,18:3,20:2,20:3,22:3,24:3"
 
 
-def run_measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+def run_measured(
+    argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None
+) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of one run of ``argv`` as a child process
-    (``env``: variables to set in it)."""
+    (``env``: variables to set in it; ``cwd``: where it runs)."""
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:
+        if cwd is not None:
+            os.chdir(cwd)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
@@ -71,7 +75,10 @@ def compare_all(other: Path, runs: int) -> None:
             for name, root in (("this checkout", here), (str(other), other)):
                 argv = [sys.executable, "-m", "pipeline.cli.app", "build", "--variant", "all"]
                 data = f"{tmp}/{i}-{len(found[name])}-{root.name}"
-                figures = run_measured([*argv, "-d", data, "--quiet"], {"PYTHONPATH": str(root)})
+                # run from tmp: `python -m` puts the working directory first on sys.path
+                figures = run_measured(
+                    [*argv, "-d", data, "--quiet"], {"PYTHONPATH": str(root)}, cwd=tmp
+                )
                 shutil.rmtree(data, ignore_errors=True)
                 if i:
                     found[name].append(figures)

@@ -141,3 +141,24 @@ def test_every_heuristic_is_below_optimal(classic: dict[str, float]) -> None:
 def test_tile_view_is_absent_for_games_without_tiles() -> None:
     knucklebones = get_variant("knucklebones-2x2").make()  # a game with no tiles to shut
     assert strategies.tile_view(knucklebones, knucklebones.graph()) is None
+
+
+def test_dense_ranks_equal_numpy_unique() -> None:
+    """The table-based ranking of small-range integers gives np.unique's inverse."""
+    import numpy as np
+
+    from pipeline.games.shutbox.strategies import dense_ranks
+
+    rng = np.random.default_rng(7)
+    cases = [
+        rng.integers(-5, 50, 1000),
+        rng.integers(0, 3, 10).astype(np.uint8),
+        np.array([10**12, 3, 3]),  # too wide a range: sorted instead
+        rng.random(100),
+        np.zeros(0, dtype=np.int64),
+    ]
+    for values in cases:
+        ranks, k = dense_ranks(values)
+        _, want = np.unique(values, return_inverse=True)
+        assert np.array_equal(ranks, want.reshape(-1))
+        assert k == int(want.max(initial=-1)) + 1 if values.size else k == 1
