@@ -7,6 +7,7 @@ through :func:`build_hooks`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import sys
@@ -227,21 +228,36 @@ def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | t
 
 def iter_stage_frames(s: Solved, stages: Sequence[str]) -> Iterator[tuple[str, Any]]:
     """The tables the requested stages produce for one variant, each as soon as it is made
-    (so that it can be written and dropped before the next is computed)."""
+    (so that it can be written and dropped before the next is computed).
+
+    With every stage, the build hooks' tables (strategy benchmarks, reach, ...) are computed on
+    a second thread meanwhile: they only read the solved graph, and their compiled and numpy
+    work runs beside the stages' on the other core.
+    """
     start = s.game.start_state()
-    for stage in stages:
-        out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
-        with progress.task(f"{s.variant.name}: {stage}"):
-            _run_stage(s, stage, stages, out)
-        for name, frame in out.items():
-            yield name, start_first(frame, start)
-        del out
+    hooks = None
     if set(STAGES) <= set(stages):
-        with progress.task(f"{s.variant.name}: strategy tables"):
-            extra = [item for hook in build_hooks() for item in hook(s).items()]
-        while extra:
-            name, frame = extra.pop(0)
-            yield name, start_first(frame, start)
+        s.solve(), s.states()  # computed once, before two threads read them
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="stb-hooks")
+        hooks = pool.submit(lambda: [item for hook in build_hooks() for item in hook(s).items()])
+        pool.shutdown(wait=False)
+    try:
+        for stage in stages:
+            out: dict[str, pl.DataFrame | tables.ChunkedRows] = {}
+            with progress.task(f"{s.variant.name}: {stage}"):
+                _run_stage(s, stage, stages, out)
+            for name, frame in out.items():
+                yield name, start_first(frame, start)
+            del out
+        if hooks is not None:
+            with progress.task(f"{s.variant.name}: strategy tables"):
+                extra = hooks.result()
+            while extra:
+                name, frame = extra.pop(0)
+                yield name, start_first(frame, start)
+    finally:
+        if hooks is not None and not hooks.cancel():
+            concurrent.futures.wait([hooks])  # a failed build lets the thread end first
 
 
 def start_first(frame: pl.DataFrame | tables.ChunkedRows, start: int) -> Any:
