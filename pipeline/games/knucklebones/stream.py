@@ -1,0 +1,197 @@
+"""Knucklebones boards built without a graph: the exact solver's tables, a batch at a time.
+
+The graph build of a board holds every move (the 3x2 board: 77 million moves, 6.8 GB) and runs
+the graph value iteration. Here :func:`pipeline.games.knucklebones.exact.solve` solves the board
+from the state ids alone (bounds, no moves), then the tables are produced by blocks of state
+ids: ``states`` (every state), ``policy`` (every (live state, face)) and, when asked, ``moves``
+and ``edges`` (every legal move), with the columns and rows of the graph build:
+
+- rows in the same order (state id, then face, then column label), the same integer columns
+  (ids, labels, tie counts) and the same texts; ``best_move`` and ``move`` as the graph build
+  writes them (the list holding the 1-based column);
+- values within :data:`BUILD_TOLERANCE` of the exact ones (the solver's proof), so within
+  1e-12 of the graph build's; ties within 1e-12 (relative) go to the largest column label, as
+  in the graph build (a tolerance well below the tie rule's, so true ties stay ties);
+- ``residual`` is twice the solver's bound: the largest possible |value - its Bellman
+  recomputation| (the recomputation moves by at most the bound, and the value is within the
+  bound of the exact value), which the ``bellman`` contract allows.
+
+Memory is the solver's (16 bytes a position plus its compact sweeps) and one block of rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline import progress
+from pipeline.errors import UsageError
+from pipeline.games.base import Streamed
+from pipeline.games.knucklebones import exact
+
+if TYPE_CHECKING:
+    from pipeline.games.knucklebones.game import Knucklebones
+
+#: The build's bound on |value - exact value|: far below the tie rule's 1e-12, so that moves
+#: whose exact values tie stay tied (two values within 1e-13 of equal ones differ by 2e-13).
+BUILD_TOLERANCE = 1e-13
+#: Policy rows per block (a few blocks per Parquet row group).
+BLOCK_ROWS = 1 << 19
+#: The largest board the build solves in this process: 16 bytes of bounds a position plus the
+#: sweep order, pairs and compact moves (about 60 bytes a live position) must fit in memory.
+MAX_STREAM_STATES = 100_000_000
+
+
+def stream(game: Knucklebones, with_moves: bool, with_edges: bool) -> Streamed:
+    """The build of ``game``'s tables by the graph-free solver (see the module docstring).
+
+    UsageError for a board above :data:`MAX_STREAM_STATES` positions (the full game): it is
+    solved by ``stb-pipeline knucklebones solve-exact`` on a Dask cluster instead.
+    """
+    n_states = game.n_states
+    if n_states > MAX_STREAM_STATES:
+        raise UsageError(
+            f"{n_states:,} positions are too many to build in one process (the bounds alone take "
+            f"{16 * n_states / 1e9:.0f} GB); solve the board with `stb-pipeline knucklebones "
+            "solve-exact --workers N` (docs/knucklebones-full-game.md)"
+        )
+    wanted = ("states", "policy") + (("moves",) if with_moves else ())
+    wanted += ("edges",) if with_edges else ()
+    found: dict[str, Any] = {"nodes": 0, "moves": 0}
+    offset = 1.0 if game.r.objective == "wins" else 0.0
+    out = Streamed(
+        tables=wanted,
+        batches=iter(()),
+        constants={
+            "states": {"objective": game.objective, "maximise": True},
+            "policy": {"stuck": False, "kind": "move"},
+            "edges": {
+                "dice": 1,
+                "prob": 1 / game.r.faces,
+                "reward": offset,
+                "sign": -1,
+                "kind": "move",
+            },
+        },
+        options={},
+        n_states=n_states,
+        start_value=lambda: float(found["solution"].value[game.start_state()]),
+        counts=lambda: (found["nodes"], found["moves"]),
+        what="value iteration without a graph",
+    )
+    out.batches = _batches(game, out, found)
+    return out
+
+
+def _batches(game: Knucklebones, out: Streamed, found: dict[str, Any]) -> Iterator[dict]:
+    """Solve, then yield the rows of each block of state ids as {table: columns}."""
+    with progress.task("sweeps", unit="sweeps") as job:
+
+        def report(sweep: int, residual: float, bound: float, rate: float) -> None:
+            job.update(sweep, note=f"every value within {bound:.1e}")
+
+        sol = exact.solve(game.r, tol=BUILD_TOLERANCE, progress=report)
+    found["solution"] = sol
+    skipped = [t for t in ("moves", "edges") if t not in out.tables]
+    out.note = (
+        f"solved without a graph: {sol.sweeps} sweeps, every value within {sol.bound:.1e}"
+        + (f"; {' and '.join(skipped)} skipped (--moves, --edges write them)" if skipped else "")
+    )
+    step = max(1, BLOCK_ROWS // game.r.faces)
+    regrets, edges = "moves" in out.tables, "edges" in out.tables
+    with progress.task("tables", total=game.n_states, unit="states") as job:
+        for a in range(0, game.n_states, step):
+            b = min(a + step, game.n_states)
+            batch = _block(game, sol, a, b, regrets or edges)
+            found["nodes"] += batch["policy"]["state_id"].shape[0]
+            found["moves"] += int(batch["policy"]["n_moves"].sum(dtype=np.int64))
+            if edges:
+                batch["edges"] = {k: batch["moves"][k] for k in EDGE_COLUMNS}
+            if not regrets:
+                batch.pop("moves", None)
+            yield batch
+            job.advance(b - a)
+
+
+#: Columns of an edges row that a moves row has too (the others are constants).
+EDGE_COLUMNS = ("state_id", "tiles", "roll", "move", "next_state_id", "next_tiles")
+
+
+def _block(
+    game: Knucklebones, sol: exact.ViSolution, a: int, b: int, every_move: bool
+) -> dict[str, dict[str, Any]]:
+    """The states and policy rows (and every legal move's, with ``every_move``) of ids a..b-1."""
+    rules, value = game.r, sol.value
+    ids = np.arange(a, b, dtype=np.int64)
+    pos = exact.pairs_of(rules, ids)
+    desc = game.describe_pairs(pos)
+    term = game.terminal_mask(pos)
+    tiles = desc["tiles"]
+    n_open = desc["n_open"].to_numpy()
+    states = {
+        "state_id": ids,
+        "tiles": tiles.to_arrow(),
+        "n_open": n_open,
+        "score": desc["score"].to_numpy(),
+        "terminal": term,
+        "rank": n_open.astype(np.int32),
+        "value": value[a:b],
+        "dice": np.ma.array(np.ones(b - a, dtype=np.int16), mask=term),
+        "choice_options": (~term).astype(np.int16),
+        "residual": np.full(b - a, 2 * sol.bound),
+        "mover_score": desc["mover_score"].to_numpy(),
+        "opponent_score": desc["opponent_score"].to_numpy(),
+    }
+    p = exact.policy_block(rules, value, a, b)
+    state_tiles = tiles.gather(p["state_id"] - a)
+    policy = {
+        "state_id": p["state_id"],
+        "tiles": state_tiles.to_arrow(),
+        "roll": p["roll"].astype(np.int16),
+        "best_move": _move_lists(p["best_move"]),
+        "next_state_id": p["next_state_id"],
+        "next_tiles": _texts(game, p["next_state_id"]),
+        "value": p["value"],
+        "n_optimal": p["n_optimal"],
+        "n_moves": p["n_moves"],
+    }
+    batch = {"states": states, "policy": policy}
+    if every_move:
+        batch["moves"] = _moves(game, p, state_tiles, value)
+    return batch
+
+
+def _moves(game: Knucklebones, p: dict[str, np.ndarray], state_tiles: Any, value: np.ndarray):
+    """Every legal move of the policy rows ``p``: node, then column label (the graph's order)."""
+    succ = p["successors"]
+    node, label = np.nonzero(succ >= 0)  # row-major: by node, then label
+    nxt = succ[node, label]
+    offset = 1.0 if game.r.objective == "wins" else 0.0
+    move_value = offset - value[nxt]
+    regret = np.maximum(p["value"][node] - move_value, 0.0)
+    return {
+        "state_id": p["state_id"][node],
+        "tiles": state_tiles.gather(node).to_arrow(),
+        "roll": p["roll"][node].astype(np.int16),
+        "move": _move_lists(label),
+        "next_state_id": nxt,
+        "next_tiles": _texts(game, nxt),
+        "value": move_value,
+        "regret": regret,
+        "is_best": label == p["best_move"][node],
+    }
+
+
+def _texts(game: Knucklebones, ids: np.ndarray) -> pa.Array:
+    """The ``tiles`` text of each state id."""
+    return game.board_texts(exact.pairs_of(game.r, ids)).to_arrow()
+
+
+def _move_lists(label: np.ndarray) -> pa.Array:
+    """Column labels (0-based) as the tables write a move: the list holding the 1-based column."""
+    n = label.shape[0]
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array((label + 1).astype(np.int8)))
