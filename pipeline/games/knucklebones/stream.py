@@ -17,20 +17,25 @@ and ``edges`` (every legal move), with the columns and rows of the graph build:
   bound of the exact value), which the ``bellman`` contract allows.
 
 Memory is the solver's (16 bytes a position plus its compact sweeps) and one block of rows.
+The kernels that make a block release the GIL (``nogil``), so that the table writer threads
+(:mod:`pipeline.store.stream_writer`) encode the previous blocks meanwhile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+from numba import njit, prange
 
 from pipeline import progress
 from pipeline.errors import UsageError
 from pipeline.games.base import Streamed
 from pipeline.games.knucklebones import exact
+from pipeline.games.knucklebones.game import PairTables
 
 if TYPE_CHECKING:
     from pipeline.games.knucklebones.game import Knucklebones
@@ -43,6 +48,28 @@ BLOCK_ROWS = 1 << 19
 #: The largest board the build solves in this process: 16 bytes of bounds a position plus the
 #: sweep order, pairs and compact moves (about 60 bytes a live position) must fit in memory.
 MAX_STREAM_STATES = 100_000_000
+
+
+#: Columns with few distinct values, dictionary-encoded; ids, texts and values are written plain
+#: (a dictionary of half a million distinct texts per row group costs time and saves nothing).
+LOW_CARDINALITY = {
+    "states": ["variant", "n_open", "terminal", "rank", "objective", "maximise", "dice",
+               "choice_options", "residual"],
+    "policy": ["variant", "roll", "stuck", "best_move", "n_optimal", "n_moves", "kind"],
+    "moves": ["variant", "roll", "move", "is_best"],
+    "edges": ["variant", "dice", "roll", "prob", "move", "reward", "sign", "kind"],
+}  # fmt: skip
+
+
+def parquet_options(table: str) -> dict[str, object]:
+    """ParquetWriter options of a streamed table: zstd like every table, dictionaries where they
+    pay, min/max statistics on what readers filter by (variant, state_id, roll). A third less
+    encoding time than dictionaries and statistics on every column, and smaller files."""
+    return {
+        "compression": "zstd",
+        "use_dictionary": LOW_CARDINALITY[table],
+        "write_statistics": ["variant", "state_id", "roll"],
+    }
 
 
 def stream(game: Knucklebones, with_moves: bool, with_edges: bool) -> Streamed:
@@ -76,7 +103,7 @@ def stream(game: Knucklebones, with_moves: bool, with_edges: bool) -> Streamed:
                 "kind": "move",
             },
         },
-        options={},
+        options={t: parquet_options(t) for t in wanted},
         n_states=n_states,
         start_value=lambda: float(found["solution"].value[game.start_state()]),
         counts=lambda: (found["nodes"], found["moves"]),
@@ -127,29 +154,29 @@ def _block(
     rules, value = game.r, sol.value
     ids = np.arange(a, b, dtype=np.int64)
     pos = exact.pairs_of(rules, ids)
-    desc = game.describe_pairs(pos)
     term = game.terminal_mask(pos)
-    tiles = desc["tiles"]
-    n_open = desc["n_open"].to_numpy()
+    mine, theirs = game.scores(pos)
+    n_open = 2 * rules.slots - game.t.mover_size[pos].sum(1) - game.t.opp_size[pos].sum(1)
+    n_open = n_open.astype(np.int16)
     states = {
         "state_id": ids,
-        "tiles": tiles.to_arrow(),
+        "tiles": board_texts(game, pos),
         "n_open": n_open,
-        "score": desc["score"].to_numpy(),
+        "score": (mine - theirs).astype(np.int64),
         "terminal": term,
         "rank": n_open.astype(np.int32),
         "value": value[a:b],
         "dice": np.ma.array(np.ones(b - a, dtype=np.int16), mask=term),
         "choice_options": (~term).astype(np.int16),
         "residual": np.full(b - a, 2 * sol.bound),
-        "mover_score": desc["mover_score"].to_numpy(),
-        "opponent_score": desc["opponent_score"].to_numpy(),
+        "mover_score": mine.astype(np.int32),
+        "opponent_score": theirs.astype(np.int32),
     }
     p = exact.policy_block(rules, value, a, b)
-    state_tiles = tiles.gather(p["state_id"] - a)
+    node_pos = pos[p["state_id"] - a]
     policy = {
         "state_id": p["state_id"],
-        "tiles": state_tiles.to_arrow(),
+        "tiles": board_texts(game, node_pos),
         "roll": p["roll"].astype(np.int16),
         "best_move": _move_lists(p["best_move"]),
         "next_state_id": p["next_state_id"],
@@ -160,11 +187,13 @@ def _block(
     }
     batch = {"states": states, "policy": policy}
     if every_move:
-        batch["moves"] = _moves(game, p, state_tiles, value)
+        batch["moves"] = _moves(game, p, node_pos, value)
     return batch
 
 
-def _moves(game: Knucklebones, p: dict[str, np.ndarray], state_tiles: Any, value: np.ndarray):
+def _moves(
+    game: Knucklebones, p: dict[str, np.ndarray], node_pos: np.ndarray, value: np.ndarray
+) -> dict[str, Any]:
     """Every legal move of the policy rows ``p``: node, then column label (the graph's order)."""
     succ = p["successors"]
     node, label = np.nonzero(succ >= 0)  # row-major: by node, then label
@@ -174,7 +203,7 @@ def _moves(game: Knucklebones, p: dict[str, np.ndarray], state_tiles: Any, value
     regret = np.maximum(p["value"][node] - move_value, 0.0)
     return {
         "state_id": p["state_id"][node],
-        "tiles": state_tiles.gather(node).to_arrow(),
+        "tiles": board_texts(game, node_pos[node]),
         "roll": p["roll"][node].astype(np.int16),
         "move": _move_lists(label),
         "next_state_id": nxt,
@@ -187,7 +216,75 @@ def _moves(game: Knucklebones, p: dict[str, np.ndarray], state_tiles: Any, value
 
 def _texts(game: Knucklebones, ids: np.ndarray) -> pa.Array:
     """The ``tiles`` text of each state id."""
-    return game.board_texts(exact.pairs_of(game.r, ids)).to_arrow()
+    return board_texts(game, exact.pairs_of(game.r, ids))
+
+
+def board_texts(game: Knucklebones, pos: np.ndarray) -> pa.Array:
+    """The ``tiles`` text of rows of sorted pair indices, as an Arrow string array: the text of
+    :meth:`~pipeline.games.knucklebones.game.Knucklebones.board_texts`, written by a compiled
+    kernel straight into Arrow's buffers (tens of millions of rows per table)."""
+    mover, opp = _pair_texts(game.r.rows, game.r.faces)
+    pos = np.ascontiguousarray(pos, dtype=np.int64)
+    n = pos.shape[0]
+    offsets = np.empty(n + 1, dtype=np.int64)
+    _text_lengths(pos, mover[0], opp[0], offsets)
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _write_texts(pos, mover[0], mover[1], opp[0], opp[1], offsets, data)
+    if offsets[-1] < 2**31:  # the tables' type (a block of rows always fits)
+        return pa.StringArray.from_buffers(
+            n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)
+        )
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+@lru_cache(maxsize=8)
+def _pair_texts(rows: int, faces: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Per facing pair, the text of its mover column and of its opponent column, each as
+    (start offsets [pairs + 1], bytes)."""
+    t = PairTables(rows, faces)
+    out = []
+    for cols in (t.pair_mover, t.pair_opp):
+        texts = [t.column_text(int(col)).encode() for col in cols]
+        starts = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in texts], out=starts[1:])
+        out.append((starts, np.frombuffer(b"".join(texts), dtype=np.uint8)))
+    return tuple(out)
+
+
+@njit(cache=True, nogil=True)
+def _text_lengths(pos, mover_at, opp_at, offsets):
+    """offsets[i + 1] - offsets[i]: the length of row i's text (its columns, 2c - 2 slashes and
+    a semicolon)."""
+    c = pos.shape[1]
+    offsets[0] = 0
+    for i in range(pos.shape[0]):
+        k = 2 * c - 1
+        for j in range(c):
+            p = pos[i, j]
+            k += mover_at[p + 1] - mover_at[p] + opp_at[p + 1] - opp_at[p]
+        offsets[i + 1] = offsets[i] + k
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _write_texts(pos, mover_at, mover, opp_at, opp, offsets, data):
+    """Row i's text into data[offsets[i]:offsets[i + 1]]: "m0/m1/...;o0/o1/..."."""
+    c = pos.shape[1]
+    slash, semicolon = ord("/"), ord(";")
+    for i in prange(pos.shape[0]):
+        k = offsets[i]
+        for side in range(2):
+            at, text = (mover_at, mover) if side == 0 else (opp_at, opp)
+            for j in range(c):
+                if j > 0:
+                    data[k] = slash
+                    k += 1
+                p = pos[i, j]
+                for x in range(at[p], at[p + 1]):
+                    data[k] = text[x]
+                    k += 1
+            if side == 0:
+                data[k] = semicolon
+                k += 1
 
 
 def _move_lists(label: np.ndarray) -> pa.Array:
