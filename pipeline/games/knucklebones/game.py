@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game, Streamed
+from pipeline.games.base import Game
 from pipeline.graph import Graph
 
 OBJECTIVES = ("wins", "score")
@@ -340,13 +340,6 @@ class Knucklebones(Game):
                 dst[at] = self.canonical(swap[after])
                 label[at] = j
         return node, dst, label
-
-    def stream(self, with_moves: bool, with_edges: bool) -> Streamed:
-        """The graph-free build (:mod:`pipeline.games.knucklebones.stream`): the exact solver's
-        values, then the tables by blocks of states. UsageError for the full game."""
-        from pipeline.games.knucklebones import stream
-
-        return stream.stream(self, with_moves, with_edges)
 
     # -- description -------------------------------------------------------------------------
 

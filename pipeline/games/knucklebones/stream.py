@@ -9,8 +9,9 @@ and ``edges`` (every legal move), with the columns and rows of the graph build:
 - rows in the same order (state id, then face, then column label), the same integer columns
   (ids, labels, tie counts) and the same texts; ``best_move`` and ``move`` as the graph build
   writes them (the list holding the 1-based column);
-- values within :data:`BUILD_TOLERANCE` of the exact ones (the solver's proof), so within
-  1e-12 of the graph build's; ties within 1e-12 (relative) go to the largest column label, as
+- values within :data:`BUILD_TOLERANCE` of the exact ones (the solver's proof; the graph build
+  stops when a sweep changes no value by more than 1e-12, and differs from these by less than
+  1e-12 on 2x2, 2x3 and 3x2); ties within 1e-12 (relative) go to the largest column label, as
   in the graph build (a tolerance well below the tie rule's, so true ties stay ties);
 - ``residual`` is twice the solver's bound: the largest possible |value - its Bellman
   recomputation| (the recomputation moves by at most the bound, and the value is within the
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,19 +36,17 @@ from pipeline import progress
 from pipeline.errors import UsageError
 from pipeline.games.base import Streamed
 from pipeline.games.knucklebones import exact
-from pipeline.games.knucklebones.game import PairTables
-
-if TYPE_CHECKING:
-    from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.games.knucklebones.game import Knucklebones, PairTables
 
 #: The build's bound on |value - exact value|: far below the tie rule's 1e-12, so that moves
 #: whose exact values tie stay tied (two values within 1e-13 of equal ones differ by 2e-13).
 BUILD_TOLERANCE = 1e-13
 #: Policy rows per block (a few blocks per Parquet row group).
 BLOCK_ROWS = 1 << 19
-#: The largest board the build solves in this process: 16 bytes of bounds a position plus the
-#: sweep order, pairs and compact moves (about 60 bytes a live position) must fit in memory.
-MAX_STREAM_STATES = 100_000_000
+#: The largest board the build solves in this process. Memory: 16 bytes of bounds a position,
+#: 10 a live one (sweep order and pairs), and about 140 an open one in the compact sweeps
+#: (3x2: 1.5 GB in all); 50 million positions would take up to about 5 GB.
+MAX_STREAM_STATES = 50_000_000
 
 
 #: Columns with few distinct values, dictionary-encoded; ids, texts and values are written plain
@@ -70,6 +69,16 @@ def parquet_options(table: str) -> dict[str, object]:
         "use_dictionary": LOW_CARDINALITY[table],
         "write_statistics": ["variant", "state_id", "roll"],
     }
+
+
+class StreamedKnucklebones(Knucklebones):
+    """Knucklebones whose `build`, for a board stored on its own, runs the graph-free solver
+    (the named variants are these; the hook lives here, not in game.py, because this module
+    needs the solver, which needs game.py)."""
+
+    def stream(self, with_moves: bool, with_edges: bool) -> Streamed:
+        """The graph-free build (:func:`stream`). UsageError for the full game."""
+        return stream(self, with_moves, with_edges)
 
 
 def stream(game: Knucklebones, with_moves: bool, with_edges: bool) -> Streamed:
