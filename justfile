@@ -32,6 +32,14 @@ bench-sim *ARGS:
 bench-knucklebones:
     python benchmarks/bench_knucklebones.py
 
+# Knucklebones exact solver (solve-exact): compact sweeps against full sweeps and the graph solver
+bench-knucklebones-vi *ARGS:
+    python benchmarks/bench_knucklebones_vi.py {{ARGS}}
+
+# Knucklebones boards through `build`: the graph-free build against the graph build (minutes, 7 GB)
+bench-knucklebones-build *ARGS:
+    python benchmarks/bench_knucklebones_build.py {{ARGS}}
+
 # Whole builds (stb-pipeline build --tiles N --dice K) beside a plain numpy solve: time, peak memory
 bench-build *ARGS:
     python benchmarks/bench_build.py {{ARGS}}

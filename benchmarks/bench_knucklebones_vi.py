@@ -3,14 +3,16 @@
 Each measurement runs in a fresh child process (``python benchmarks/bench_knucklebones_vi.py
 --child ...``) that prints one JSON line; its peak memory is its own ``resource.getrusage``
 maximum resident size, so solvers and boards do not share a peak. ``vi`` is
-:func:`pipeline.games.knucklebones.exact.solve` (values to 1e-11, both cores), ``graph`` is
+:func:`pipeline.games.knucklebones.exact.solve` (values to 1e-11, both cores); ``full`` is the
+same solver without its compact phase (``compact=False``: every sweep visits every live
+position, as before the compact phase existed), the baseline of the ratio; ``graph`` is
 ``Knucklebones(rules).graph()`` + ``solve_value_iteration`` (small boards only: 3x2 takes
 minutes and 7 GB). ``--sweeps N`` stops the big boards after N sweeps and reports the rate
 (positions per second per sweep), for planning the full game. Seconds are wall time; cpu is the
 child's user + system time (the machine is shared, so cpu / seconds shows how much of the two
 cores it got).
 
-Usage: python benchmarks/bench_knucklebones_vi.py [BOARD ...] [--sweeps N] [--no-graph]
+Usage: python benchmarks/bench_knucklebones_vi.py [BOARD ...] [--sweeps N] [--no-graph] [--no-full]
        BOARD is CxR or CxRdF, e.g. 2x2 2x3 3x2 3x3d4 (default: 2x2 2x3 3x2)
 """
 
@@ -59,8 +61,9 @@ def child(board: str, objective: str, solver: str, sweeps: int) -> dict:
         rates: list[float] = []
         try:
             sol = vi.solve(
-                rules, max_sweeps=sweeps or 10_000, progress=lambda *a: rates.append(a[3])
-            )
+                rules, max_sweeps=sweeps or 10_000, progress=lambda *a: rates.append(a[3]),
+                compact=solver == "vi",
+            )  # fmt: skip
             value, out["sweeps"], out["bound"] = sol.value, sol.sweeps, sol.bound
         except UsageError:  # --sweeps reached: only the rate is measured
             value, out["sweeps"] = None, sweeps
@@ -89,7 +92,8 @@ def main() -> None:
     parser.add_argument("boards", nargs="*", default=DEFAULT)
     parser.add_argument("--objective", default="wins")
     parser.add_argument("--sweeps", type=int, default=0, help="stop after N sweeps (rate only)")
-    parser.add_argument("--no-graph", action="store_true", help="skip today's solver")
+    parser.add_argument("--no-graph", action="store_true", help="skip the graph solver")
+    parser.add_argument("--no-full", action="store_true", help="skip the full-sweep baseline")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -101,23 +105,25 @@ def main() -> None:
 
     table = Table(
         "board", "positions", "sweeps", "seconds", "cpu s", "peak MB", "M pos/s/sweep",
-        "graph s", "graph MB", "time ratio", "max |diff|", "start value",
+        "full s", "full MB", "ratio", "graph s", "graph MB", "max |diff|", "start value",
     )  # fmt: skip
     for board in args.boards:
         positions = parse_board(board, args.objective)
         small = not args.no_graph and _states(positions) <= GRAPH_MAX_STATES
         old = run_child(board, args.objective, "graph", 0) if small else None
+        full = None if args.no_full else run_child(board, args.objective, "full", args.sweeps)
         new = run_child(board, args.objective, "vi", args.sweeps)
         table.add_row(
             f"{board} {args.objective}", f"{new['positions']:,}", str(new["sweeps"]),
             f"{new['seconds']:.1f}", f"{new['cpu']:.1f}", f"{new['peak_mb']:,.0f}",
             f"{(new['rate'] or 0) / 1e6:.2f}",
+            f"{full['seconds']:.1f}" if full else "-", f"{full['peak_mb']:,.0f}" if full else "-",
+            f"{new['seconds'] / full['seconds']:.2f}" if full else "-",
             f"{old['seconds']:.1f}" if old else "-", f"{old['peak_mb']:,.0f}" if old else "-",
-            f"{new['seconds'] / old['seconds']:.2f}" if old else "-",
             f"{new['max_diff']:.1e}" if "max_diff" in new else "-",
             f"{new['start']:.10f}" if "start" in new else "-",
         )  # fmt: skip
-        Console(width=180).print(table)
+        Console(width=200).print(table)
 
 
 def _states(rules: object) -> int:

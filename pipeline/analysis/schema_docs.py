@@ -55,7 +55,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "choice_options": "how many numbers of dice the rules allow here (2 where one die is "
             "optional)",
             "residual": "the solver's bound on |value - its Bellman recomputation|: 0 for backward "
-            "induction, the last sweep's largest change for value iteration (`verify` allows "
+            "induction, the last sweep's largest change for value iteration, twice the proven "
+            "error bound for Knucklebones boards built without a graph (`verify` allows "
             "max(1e-12 * max(1, |value|), residual))",
             "mover_score": "Knucklebones: total of the player to move. A Knucklebones state is "
             "written in `tiles` as MOVER;OPPONENT, each board its columns separated by / (dice "

@@ -407,7 +407,7 @@ class _Build:
             return
         streamed = _streamed_build(variant, game, self.stages, self.extra_tables, self.exact)
         if streamed is not None:
-            with progress.task(f"{variant.name}: solving layer by layer"):
+            with progress.task(f"{variant.name}: {streamed.what}"):
                 report = _run_streamed(variant, game, streamed, self.stages, self.data_dir, self)
             self.reports.append(report)
             return
@@ -527,7 +527,7 @@ def _run_streamed(
         summary["start_value"],
         tuple(sorted(rows)),
         summary["seconds"],
-        "solved layer by layer without a graph",
+        streamed.note,
     )
 
 

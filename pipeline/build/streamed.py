@@ -9,13 +9,15 @@ value of every state and a batch, never a table.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
+from pipeline import __version__
 from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
-from pipeline.store import files, layout, manifest, schema, stream_writer
+from pipeline.store import files, layout, manifest, schema, stream_writer, tables
 from pipeline.store.tables import StagedTable
 
 
@@ -33,7 +35,13 @@ def write_streamed(
     for final in finals.values():
         final.parent.mkdir(parents=True, exist_ok=True)
     staged = {t: files._tmp_name(final) for t, final in finals.items()}
-    schemas = {t: pa.schema(schema.arrow_fields(t)) for t in streamed.tables}
+    # the rule set in the files' metadata, as every table writer records it (readers and the
+    # `rules` view find a variant's rules there)
+    meta = {
+        tables.RULES_KEY: json.dumps({variant.name: game.rules()}, sort_keys=True).encode(),
+        tables.VERSION_KEY: __version__.encode(),
+    }
+    schemas = {t: pa.schema(schema.arrow_fields(t), metadata=meta) for t in streamed.tables}
     constants = {
         t: {
             **dict.fromkeys(schemas[t].names),  # a column no batch fills is null

@@ -88,7 +88,7 @@ def _run_stages(
     extra: list[str] | None = None,
 ) -> None:
     """Run the stages for the chosen variants and print the summary (``extra``: the optional
-    tables of big custom boxes, `moves` and `edges`)."""
+    tables of the boards built without a graph, `moves` and `edges`)."""
     from pipeline.build import stages
 
     chosen = pick_variants(names, custom, data_dir)
@@ -157,12 +157,17 @@ def build_cmd(
         bool,
         typer.Option(
             "--moves",
-            help="Big custom boxes (16+ tiles): also write every legal move and its regret.",
+            help="Boards built without a graph (custom boxes of 16+ tiles, the opt-in "
+            "Knucklebones boards): also write every legal move and its regret.",
         ),
     ] = False,
     edges: Annotated[
         bool,
-        typer.Option("--edges", help="Big custom boxes (16+ tiles): also write the edges table."),
+        typer.Option(
+            "--edges",
+            help="Boards built without a graph (custom boxes of 16+ tiles, the opt-in "
+            "Knucklebones boards): also write the edges table.",
+        ),
     ] = False,
     quiet: Quiet = False,
     custom: Variant | None = None,

@@ -35,6 +35,10 @@ class Streamed:
     start_value: Callable[[], float]
     counts: Callable[[], tuple[int, int]]
     """(decision nodes, legal moves) met by the solve."""
+    what: str = "solving layer by layer"
+    """The build's progress line while the batches are consumed."""
+    note: str = "solved layer by layer without a graph"
+    """The build's note on the variant (the game may update it as the batches are consumed)."""
 
 
 class Named(Protocol):

@@ -104,11 +104,16 @@ def write_streamed_many(
 
 
 def record_batch(cols: Columns, schema: pa.Schema, constants: Mapping[str, Any]) -> pa.RecordBatch:
-    """One Arrow record batch of ``schema`` from numpy columns (masked entries become null)."""
+    """One Arrow record batch of ``schema`` from numpy columns (masked entries become null) or
+    Arrow arrays (e.g. list or string columns; cast to the schema's type)."""
     n = len(next(iter(cols.values()))) if cols else 0
     arrays = []
     for f in schema:
-        if f.name in cols:
+        if f.name in cols and isinstance(cols[f.name], pa.Array):
+            # built by Arrow (or polars) already: lists, strings
+            built: Any = cols[f.name]
+            arrays.append(built if built.type == f.type else built.cast(f.type))
+        elif f.name in cols:
             col = cols[f.name]
             mask = np.ma.getmaskarray(col) if isinstance(col, np.ma.MaskedArray) else None
             if mask is not None and not mask.any():

@@ -39,6 +39,26 @@ the sweep order and its sorted pairs (2 bytes each): no move is stored. Position
 bounds have met hold their exact value for good and are skipped (most of them, after the first
 sweep). Successor ids are computed for a batch of ``BATCH`` states before their values are
 read, so the random reads overlap.
+
+The compact phase (one shard, the default of :func:`solve`). After the first sweep about half of
+the live positions are exact (3x2: 4.2 of 9.4 million stay open), and the open ones are the
+only ones any later sweep updates. They become a small problem of their own
+(:class:`Compact`): their bounds in sweep order (16 bytes each), and per open position the
+compact index of each move's successor that is still open (int32, ``faces * columns`` of them)
+and, per face, the best move value among its successors that are already exact (``floor``, a
+float64: exact values never change again, so that part of the max is computed once). A compact
+sweep visits the same positions in the same order (dice count, most first; ids ascending) with
+the same update, ``L <- T(U)``, ``U <- T(L)``, reading ``max(floor, max over open successors)``:
+a max is exact in floating point, so a face's bound is bit for bit the one the full sweep
+computes from the same successor values, and the stopping rule, the skipping of met bounds and
+the error bound are unchanged. What changes is the work: no unranking, sorting or ranking per
+sweep, and reads from an array of the open positions only (3x2: 67 MB instead of 345 MB). It
+costs ``4 * faces * columns + 8 * faces + 20`` bytes per open position (3x2: 520 MB), freed
+with the full sweep's order and pairs. With one thread the compact sweeps are plain serial
+Gauss-Seidel and bitwise reproducible; the full sweeps read the successors of a ``BATCH`` before
+updating it, so the two schedules give values that differ in the last bits (both within
+``tol`` of the exact ones). ``compact=False`` keeps the full sweeps (the benchmark's baseline);
+shards > 1 (the Dask schedule) always use them.
 """
 
 from __future__ import annotations
@@ -349,6 +369,113 @@ def _live_pairs(lo, order, c, n_pairs, binom, out):
         _unrank(lo + order[i], c, n_pairs, binom, out[i])
 
 
+# -- kernels: the compact phase -------------------------------------------------------------
+
+
+@njit(cache=True, parallel=True)
+def _compact_map(order, values, nb, cmap):
+    """Compact index of each live state still open (L != U), in sweep order, into
+    cmap[order[i]] (-1 for the others); returns the count. Parallel by ``nb`` blocks: each
+    block counts its open states, then numbers them from its prefix."""
+    n = order.shape[0]
+    counts = np.zeros(nb + 1, dtype=np.int64)
+    for blk in prange(nb):
+        k = 0
+        for i in range(blk * n // nb, (blk + 1) * n // nb):
+            k += values[order[i], 0] != values[order[i], 1]
+        counts[blk + 1] = k
+    first = np.cumsum(counts)
+    for blk in prange(nb):
+        k = first[blk]
+        for i in range(blk * n // nb, (blk + 1) * n // nb):
+            s = order[i]
+            if values[s, 0] != values[s, 1]:
+                cmap[s] = k
+                k += 1
+            else:
+                cmap[s] = -1
+    return first[nb]
+
+
+@njit(cache=True, parallel=True)
+def _compact_moves(lo, order, pairs, values, cmap, c, f, moved, swap, binom, offset, nb,
+                   src, succ, floor):  # fmt: skip
+    """For each open state (compact index t, at sweep position i): src[t] = order[i], and per
+    face the compact index of each successor still open (succ[t, v * c + j], -1: none) and
+    ``floor[t, v]``, the best move value among the successors already exact (-inf: none).
+    Exact successors never change again, so their part of the max is computed once here."""
+    n = order.shape[0]
+    for blk in prange(nb):
+        sw = np.empty(c, dtype=np.int64)
+        q = np.empty(c, dtype=np.int64)
+        ids = np.empty((1, f * c), dtype=np.int64)
+        for i in range(blk * n // nb, (blk + 1) * n // nb):
+            k = order[i]
+            t = cmap[k]
+            if t < 0:
+                continue
+            src[t] = k
+            _successors(pairs, i, c, f, moved, swap, binom, sw, q, ids, 0)
+            for v in range(f):
+                best = -np.inf
+                for m in range(v * c, v * c + c):
+                    r = ids[0, m]
+                    succ[t, m] = -1
+                    if r < 0:
+                        continue
+                    x = cmap[r - lo]
+                    if x >= 0:
+                        succ[t, m] = x
+                    else:  # exact: lower == upper
+                        best = max(best, offset - values[r - lo, 0])
+                floor[t, v] = best
+
+
+@njit(cache=True, parallel=True)
+def _compact_sweep(a, b, cv, succ, floor, c, f, offset, change, gap):
+    """Gauss-Seidel update, in place, of the open states a..b-1 (one dice count) in compact
+    form: a face's lower bound is the max of its floor and of offset - U(next) over the open
+    successors (the upper bound: offset - L(next)). Same order, blocks and skipping as
+    :func:`_sweep_level`; the values are read directly (the compact array is small enough for
+    the caches to serve most of them)."""
+    n = b - a
+    nb = min(n, change.shape[0])
+    for blk in prange(nb):
+        ch, gp = 0.0, 0.0
+        for t in range(a + blk * n // nb, a + (blk + 1) * n // nb):
+            if cv[t, 0] == cv[t, 1]:
+                continue
+            tot_lo, tot_hi = 0.0, 0.0
+            for v in range(f):
+                best_lo = floor[t, v]
+                best_hi = best_lo
+                for m in range(v * c, v * c + c):
+                    x = succ[t, m]
+                    if x >= 0:
+                        best_lo = max(best_lo, offset - cv[x, 1])
+                        best_hi = max(best_hi, offset - cv[x, 0])
+                tot_lo += best_lo
+                tot_hi += best_hi
+            new_lo, new_hi = tot_lo / f, tot_hi / f
+            ch = max(ch, abs(new_lo - cv[t, 0]), abs(new_hi - cv[t, 1]))
+            cv[t, 0], cv[t, 1] = new_lo, new_hi
+            gp = max(gp, new_hi - new_lo)
+        change[blk], gap[blk] = ch, gp
+    return nb
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _pairs_of(ids, c, n_pairs, binom, nb, out):
+    """The sorted pairs of each state ids[i] into out[i], in ``nb`` parallel blocks."""
+    n = ids.shape[0]
+    for blk in prange(nb):
+        p = np.empty(c, dtype=np.int64)
+        for i in range(blk * n // nb, (blk + 1) * n // nb):
+            _unrank(ids[i], c, n_pairs, binom, p)
+            for k in range(c):
+                out[i, k] = p[k]
+
+
 # -- kernels: the policy --------------------------------------------------------------------
 
 
@@ -374,10 +501,11 @@ def _best_move(ids, v, c, value, offset, tie):
     return label, nxt, best, tied, n_moves
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_size, opp_size,
                   offset, tie):  # fmt: skip
-    """Policy rows of the live states among ids a..b-1 (state, then face: the graph's nodes)."""
+    """Policy rows of the live states among ids a..b-1 (state, then face: the graph's nodes),
+    and each row's successor ids by column label (-1: no such move)."""
     n = b - a
     live = np.zeros(n + 1, dtype=np.int64)
     for i in prange(n):
@@ -394,6 +522,7 @@ def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_s
     val = np.empty(m, dtype=np.float64)
     tied = np.empty(m, dtype=np.int16)
     moves = np.empty(m, dtype=np.int16)
+    succ = np.empty((m, c), dtype=np.int64)
     for i in prange(n):
         if live[i + 1]:
             p = np.empty((1, c), dtype=np.int64)
@@ -408,7 +537,9 @@ def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_s
                 label[k], nxt[k], val[k], tied[k], moves[k] = _best_move(
                     ids[0], v, c, value, offset, tie
                 )
-    return state, roll, label, nxt, val, tied, moves
+                for j in range(c):
+                    succ[k, j] = ids[0, v * c + j]
+    return state, roll, label, nxt, val, tied, moves, succ
 
 
 # -- driver ---------------------------------------------------------------------------------
@@ -502,6 +633,7 @@ def solve(
     dtype: type = np.float64,
     progress: Progress | None = None,
     threads: int | None = None,
+    compact: bool = True,
 ) -> ViSolution:
     """Solve a Knucklebones board in one process (every core via numba, or ``threads``).
 
@@ -509,14 +641,16 @@ def solve(
     ``shards`` > 1 runs the distributed schedule (Jacobi between id ranges) in this process,
     and with ``threads=1`` it gives bitwise the values of
     :func:`pipeline.games.knucklebones.distributed.solve_distributed` with as many shards.
-    Raises UsageError if ``max_sweeps`` pass first.
+    With one shard and ``compact`` (the default) the sweeps after the first run on the states
+    still open (:class:`Compact`); ``compact=False`` keeps the full sweeps (the baseline of
+    ``benchmarks/bench_knucklebones_vi.py``). Raises UsageError if ``max_sweeps`` pass first.
     """
     check_tolerance(tol, max_sweeps)
     before = numba.get_num_threads()
     # numba.config sets its attributes at run time, so a type checker cannot see them
     numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
     try:
-        return _solve(rules, tol, max_sweeps, shards, dtype, progress)
+        return _solve(rules, tol, max_sweeps, shards, dtype, progress, compact)
     finally:
         numba.set_num_threads(before)
 
@@ -528,6 +662,7 @@ def _solve(
     shards: int,
     dtype: type,
     progress: Progress | None,
+    compact: bool = True,
 ) -> ViSolution:
     """:func:`solve` with the threads set."""
     t0 = time.perf_counter()
@@ -535,22 +670,83 @@ def _solve(
     starts = shard_bounds(tb.n_states, shards)
     parts = [init_shard(tb, int(a), int(b), dtype) for a, b in pairwise(starts)]
     sweeps, residual, width = 0, np.inf, np.inf
+    small: Compact | None = None
     while width > 2 * tol:
         if sweeps >= max_sweeps:
             raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
         t1 = time.perf_counter()
-        previous = [s.values for s in parts]
-        if shards > 1:  # Jacobi between shards: each reads the others' values before the sweep
-            for s in parts:
-                s.values = s.values.copy()
-        found = [sweep_shard(tb, s, previous, starts) for s in parts]
-        residual = max(r for r, _ in found)
-        width = max(w for _, w in found)
+        if small is not None:
+            residual, width = small.sweep(tb)
+        else:
+            previous = [s.values for s in parts]
+            if shards > 1:  # Jacobi between shards: each reads the others' values first
+                for s in parts:
+                    s.values = s.values.copy()
+            found = [sweep_shard(tb, s, previous, starts) for s in parts]
+            residual = max(r for r, _ in found)
+            width = max(w for _, w in found)
+            if compact and shards == 1 and width > 2 * tol:
+                small = Compact.of(tb, parts[0])
+                # the compact problem holds its own moves: the sweep order and pairs can go
+                parts[0].order, parts[0].pairs = parts[0].order[:0], parts[0].pairs[:0]
         sweeps += 1
         if progress is not None:
             progress(sweeps, residual, width / 2, tb.n_states / (time.perf_counter() - t1))
+    if small is not None:
+        small.scatter(parts[0].values)
     value = np.concatenate([midpoint(s.values) for s in parts])
     return ViSolution(rules, value, width / 2, residual, sweeps, time.perf_counter() - t0)
+
+
+@dataclass
+class Compact:
+    """The states of one shard still open after a sweep (L != U), as a small problem of their
+    own: their bounds in sweep order (``values``), the compact index of each move's open
+    successor and, per face, the best value among its exact successors (``floor``)."""
+
+    src: np.ndarray  # offset in the shard of each open state
+    values: np.ndarray  # [n, 2] bounds, same dtype as the shard's
+    succ: np.ndarray  # [n, faces * columns] int32: compact successor, -1: none or exact
+    floor: np.ndarray  # [n, faces] float64: best move value over the exact successors
+    level_starts: np.ndarray  # values[level_starts[g]:level_starts[g + 1]]: one dice count
+
+    @classmethod
+    def of(cls, tb: Tables, shard: Shard) -> Compact:
+        """The open states of ``shard`` (one shard holding every state), after its sweeps."""
+        if shard.lo != 0 or shard.hi != tb.n_states:
+            raise ValueError("the compact phase needs every state in one shard")
+        cmap = np.empty(shard.hi - shard.lo, dtype=np.int32)
+        n = int(_compact_map(shard.order, shard.values, _blocks(), cmap))
+        src = np.empty(n, dtype=np.int32)
+        succ = np.empty((n, tb.faces * tb.columns), dtype=np.int32)
+        floor = np.empty((n, tb.faces), dtype=np.float64)
+        _compact_moves(
+            shard.lo, shard.order, shard.pairs, shard.values, cmap, tb.columns, tb.faces,
+            tb.moved, tb.swap, tb.binom, tb.offset, _blocks(), src, succ, floor,
+        )  # fmt: skip
+        opened = np.zeros(shard.order.shape[0] + 1, dtype=np.int64)
+        np.cumsum(cmap[shard.order] >= 0, out=opened[1:])
+        del cmap
+        return cls(src, shard.values[src], succ, floor, opened[shard.level_starts])
+
+    def sweep(self, tb: Tables) -> tuple[float, float]:
+        """One sweep in place; returns (largest change, largest U - L)."""
+        change, gap = np.zeros(_blocks()), np.zeros(_blocks())
+        residual, width = 0.0, 0.0
+        for a, b in pairwise(self.level_starts.tolist()):
+            if a == b:
+                continue
+            nb = _compact_sweep(
+                a, b, self.values, self.succ, self.floor, tb.columns, tb.faces, tb.offset,
+                change, gap,
+            )  # fmt: skip
+            residual = max(residual, float(change[:nb].max()))
+            width = max(width, float(gap[:nb].max()))
+        return residual, width
+
+    def scatter(self, values: np.ndarray) -> None:
+        """Write the bounds back into the shard's array."""
+        values[self.src] = self.values
 
 
 def midpoint(bounds: np.ndarray) -> np.ndarray:
@@ -562,21 +758,45 @@ def policy_blocks(
     rules: KnuckleRules, value: np.ndarray, block: int = POLICY_BLOCK
 ) -> Iterator[dict[str, np.ndarray]]:
     """The best move of every (live state, face), ``block`` states at a time, in the graph's
-    node order (state id, then face): the numeric columns of the ``policy`` table.
+    node order (state id, then face): the numeric columns of the ``policy`` table (see
+    :func:`policy_block`)."""
+    tb = tables(rules)
+    for a in range(0, tb.n_states, block):
+        yield policy_block(rules, value, a, min(a + block, tb.n_states))
+
+
+def policy_block(rules: KnuckleRules, value: np.ndarray, a: int, b: int) -> dict[str, np.ndarray]:
+    """The best move of every (live state, face) among state ids ``a..b-1``, in the graph's
+    node order (state id, then face).
 
     Keys: ``state_id``, ``roll`` (the face), ``best_move`` (the column label, 0-based: the
     table writes ``[label + 1]``), ``next_state_id``, ``value`` (of the best move), ``n_optimal``
-    (moves tied for best) and ``n_moves``. A live state always has a move (its board has room),
-    so ``stuck`` is always false.
+    (moves tied for best), ``n_moves`` and ``successors`` ([rows, columns]: the successor id of
+    each column label, -1 where the label is no move). A live state always has a move (its
+    board has room), so ``stuck`` is always false. Ties within :data:`TIE_TOLERANCE` (relative)
+    go to the largest label, as in the graph solver.
     """
     tb = tables(rules)
     if value.shape != (tb.n_states,):
         raise UsageError(f"expected {tb.n_states:,} values, got {value.shape}")
-    names = ("state_id", "roll", "best_move", "next_state_id", "value", "n_optimal", "n_moves")
-    for a in range(0, tb.n_states, block):
-        b = min(a + block, tb.n_states)
-        cols = _policy_block(
-            a, b, value, tb.columns, tb.faces, tb.slots, tb.n_pairs, tb.moved, tb.swap,
-            tb.binom, tb.mover_size, tb.opp_size, tb.offset, TIE_TOLERANCE,
-        )  # fmt: skip
-        yield dict(zip(names, cols, strict=True))
+    if not 0 <= a <= b <= tb.n_states:
+        raise UsageError(f"state ids {a}..{b} are not within 0..{tb.n_states}")
+    names = (
+        "state_id", "roll", "best_move", "next_state_id", "value", "n_optimal", "n_moves",
+        "successors",
+    )  # fmt: skip
+    cols = _policy_block(
+        a, b, value, tb.columns, tb.faces, tb.slots, tb.n_pairs, tb.moved, tb.swap, tb.binom,
+        tb.mover_size, tb.opp_size, tb.offset, TIE_TOLERANCE,
+    )  # fmt: skip
+    return dict(zip(names, cols, strict=True))
+
+
+def pairs_of(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
+    """[len(ids), columns] int64: the sorted facing-pair indices of each state id (the rows of
+    :attr:`pipeline.games.knucklebones.game.Knucklebones.positions`, without building them all)."""
+    tb = tables(rules)
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    out = np.empty((ids.shape[0], tb.columns), dtype=np.int64)
+    _pairs_of(ids, tb.columns, tb.n_pairs, tb.binom, max(1, min(ids.shape[0], _blocks())), out)
+    return out

@@ -351,7 +351,11 @@ class Knucklebones(Game):
 
     def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
         """Columns tiles (the position as text), n_open, score and both players' totals."""
-        pos = self.positions[state_id]
+        return self.describe_pairs(self.positions[state_id])
+
+    def board_texts(self, pos: np.ndarray) -> pl.Series:
+        """The ``tiles`` text ("mover;opponent", see :meth:`board_text`) of rows of sorted pair
+        indices."""
         # Text per facing pair, gathered natively by polars (no Python object per row).
         col_txt = [self.t.column_text(i) for i in range(self.t.n_columns)]
         mover_txt = pl.Series([col_txt[i] for i in self.t.pair_mover], dtype=pl.String)
@@ -361,20 +365,28 @@ class Knucklebones(Game):
             [mover_txt.gather(pl.Series(pos[:, j])).alias(f"m{j}") for j in range(c)]
             + [opp_txt.gather(pl.Series(pos[:, j])).alias(f"o{j}") for j in range(c)]
         )
-        mine, theirs = self.scores(pos)
-        empty = 2 * self.r.slots - self.t.mover_size[pos].sum(1) - self.t.opp_size[pos].sum(1)
         return frame.select(
             tiles=pl.concat_str(
                 [
-                    pl.concat_str([f"m{j}" for j in range(self.r.columns)], separator="/"),
-                    pl.concat_str([f"o{j}" for j in range(self.r.columns)], separator="/"),
+                    pl.concat_str([f"m{j}" for j in range(c)], separator="/"),
+                    pl.concat_str([f"o{j}" for j in range(c)], separator="/"),
                 ],
                 separator=";",
-            ),
-            n_open=pl.Series(empty.astype(np.int16)),
-            score=pl.Series((mine - theirs).astype(np.int64)),
-            mover_score=pl.Series(mine.astype(np.int32)),
-            opponent_score=pl.Series(theirs.astype(np.int32)),
+            )
+        )["tiles"]
+
+    def describe_pairs(self, pos: np.ndarray) -> pl.DataFrame:
+        """:meth:`describe_states` of rows of sorted pair indices (the states' positions)."""
+        mine, theirs = self.scores(pos)
+        empty = 2 * self.r.slots - self.t.mover_size[pos].sum(1) - self.t.opp_size[pos].sum(1)
+        return pl.DataFrame(
+            {
+                "tiles": self.board_texts(pos),
+                "n_open": pl.Series(empty.astype(np.int16)),
+                "score": pl.Series((mine - theirs).astype(np.int64)),
+                "mover_score": pl.Series(mine.astype(np.int32)),
+                "opponent_score": pl.Series(theirs.astype(np.int32)),
+            }
         )
 
     def describe_moves(self, label: np.ndarray) -> pl.Series:

@@ -11,9 +11,10 @@ def knucklebones(name: str, description: str, in_all: bool = True, **rules: Any)
     """Register a Knucklebones board with the given KnuckleRules fields."""
 
     def make() -> Any:
-        from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+        from pipeline.games.knucklebones.game import KnuckleRules
+        from pipeline.games.knucklebones.stream import StreamedKnucklebones
 
-        return Knucklebones(KnuckleRules(**rules))
+        return StreamedKnucklebones(KnuckleRules(**rules))
 
     # the boards left out of `all` hold tens of millions of rows: they get files of their own
     variant = Variant(name, description, make, in_all, family="knucklebones", separate=not in_all)

@@ -57,6 +57,18 @@ def test_values_equal_the_graph_solver(rules: KnuckleRules) -> None:
     np.testing.assert_allclose(new.value, old.value, rtol=0, atol=1e-9)
 
 
+def test_compact_sweeps_equal_full_sweeps() -> None:
+    # The compact phase (sweeps over the open positions only) against every live position swept.
+    rules = KnuckleRules(2, 2, 6, "score")
+    full, compact = vi.solve(rules, compact=False), vi.solve(rules)
+    assert max(full.bound, compact.bound) <= vi.DEFAULT_TOLERANCE
+    np.testing.assert_allclose(compact.value, full.value, rtol=0, atol=2 * vi.DEFAULT_TOLERANCE)
+    # a loose tolerance stops early in both, with the same guarantee
+    loose = vi.solve(rules, tol=1e-4)
+    assert loose.sweeps < compact.sweeps
+    assert np.abs(loose.value - compact.value).max() <= 1e-4 + vi.DEFAULT_TOLERANCE
+
+
 def test_published_start_values() -> None:
     # README, variants table: knucklebones-2x2 0.5717476480, -score 1.9563511667.
     assert vi.solve(KnuckleRules(2, 2, 6)).value[0] == pytest.approx(0.5717476480, abs=1e-10)

@@ -1,0 +1,303 @@
+"""Knucklebones boards built without a graph: the exact solver's tables, a batch at a time.
+
+The graph build of a board holds every move (the 3x2 board: 77 million moves, 6.8 GB) and runs
+the graph value iteration. Here :func:`pipeline.games.knucklebones.exact.solve` solves the board
+from the state ids alone (bounds, no moves), then the tables are produced by blocks of state
+ids: ``states`` (every state), ``policy`` (every (live state, face)) and, when asked, ``moves``
+and ``edges`` (every legal move), with the columns and rows of the graph build:
+
+- rows in the same order (state id, then face, then column label), the same integer columns
+  (ids, labels, tie counts) and the same texts; ``best_move`` and ``move`` as the graph build
+  writes them (the list holding the 1-based column);
+- values within :data:`BUILD_TOLERANCE` of the exact ones (the solver's proof; the graph build
+  stops when a sweep changes no value by more than 1e-12, and differs from these by less than
+  1e-12 on 2x2, 2x3 and 3x2); ties within 1e-12 (relative) go to the largest column label, as
+  in the graph build (a tolerance well below the tie rule's, so true ties stay ties);
+- ``residual`` is twice the solver's bound: the largest possible |value - its Bellman
+  recomputation| (the recomputation moves by at most the bound, and the value is within the
+  bound of the exact value), which the ``bellman`` contract allows.
+
+Memory is the solver's (16 bytes a position plus its compact sweeps) and one block of rows.
+The kernels that make a block release the GIL (``nogil``), so that the table writer threads
+(:mod:`pipeline.store.stream_writer`) encode the previous blocks meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numba import njit, prange
+
+from pipeline import progress
+from pipeline.errors import UsageError
+from pipeline.games.base import Streamed
+from pipeline.games.knucklebones import exact
+from pipeline.games.knucklebones.game import Knucklebones, PairTables
+
+#: The build's bound on |value - exact value|: far below the tie rule's 1e-12, so that moves
+#: whose exact values tie stay tied (two values within 1e-13 of equal ones differ by 2e-13).
+BUILD_TOLERANCE = 1e-13
+#: Policy rows per block (a few blocks per Parquet row group).
+BLOCK_ROWS = 1 << 19
+#: The largest board the build solves in this process. Memory: 16 bytes of bounds a position,
+#: 10 a live one (sweep order and pairs), and about 140 an open one in the compact sweeps
+#: (3x2: 1.5 GB in all); 50 million positions would take up to about 5 GB.
+MAX_STREAM_STATES = 50_000_000
+
+
+#: Columns with few distinct values, dictionary-encoded; ids, texts and values are written plain
+#: (a dictionary of half a million distinct texts per row group costs time and saves nothing).
+LOW_CARDINALITY = {
+    "states": ["variant", "n_open", "terminal", "rank", "objective", "maximise", "dice",
+               "choice_options", "residual"],
+    "policy": ["variant", "roll", "stuck", "best_move", "n_optimal", "n_moves", "kind"],
+    "moves": ["variant", "roll", "move", "is_best"],
+    "edges": ["variant", "dice", "roll", "prob", "move", "reward", "sign", "kind"],
+}  # fmt: skip
+
+
+def parquet_options(table: str) -> dict[str, object]:
+    """ParquetWriter options of a streamed table: zstd like every table, dictionaries where they
+    pay, min/max statistics on what readers filter by (variant, state_id, roll). A third less
+    encoding time than dictionaries and statistics on every column, and smaller files."""
+    return {
+        "compression": "zstd",
+        "use_dictionary": LOW_CARDINALITY[table],
+        "write_statistics": ["variant", "state_id", "roll"],
+    }
+
+
+class StreamedKnucklebones(Knucklebones):
+    """Knucklebones whose `build`, for a board stored on its own, runs the graph-free solver
+    (the named variants are these; the hook lives here, not in game.py, because this module
+    needs the solver, which needs game.py)."""
+
+    def stream(self, with_moves: bool, with_edges: bool) -> Streamed:
+        """The graph-free build (:func:`stream`). UsageError for the full game."""
+        return stream(self, with_moves, with_edges)
+
+
+def stream(game: Knucklebones, with_moves: bool, with_edges: bool) -> Streamed:
+    """The build of ``game``'s tables by the graph-free solver (see the module docstring).
+
+    UsageError for a board above :data:`MAX_STREAM_STATES` positions (the full game): it is
+    solved by ``stb-pipeline knucklebones solve-exact`` on a Dask cluster instead.
+    """
+    n_states = game.n_states
+    if n_states > MAX_STREAM_STATES:
+        raise UsageError(
+            f"{n_states:,} positions are too many to build in one process (the bounds alone take "
+            f"{16 * n_states / 1e9:.0f} GB); solve the board with `stb-pipeline knucklebones "
+            "solve-exact --workers N` (docs/knucklebones-full-game.md)"
+        )
+    wanted = ("states", "policy") + (("moves",) if with_moves else ())
+    wanted += ("edges",) if with_edges else ()
+    found: dict[str, Any] = {"nodes": 0, "moves": 0}
+    offset = 1.0 if game.r.objective == "wins" else 0.0
+    out = Streamed(
+        tables=wanted,
+        batches=iter(()),
+        constants={
+            "states": {"objective": game.objective, "maximise": True},
+            "policy": {"stuck": False, "kind": "move"},
+            "edges": {
+                "dice": 1,
+                "prob": 1 / game.r.faces,
+                "reward": offset,
+                "sign": -1,
+                "kind": "move",
+            },
+        },
+        options={t: parquet_options(t) for t in wanted},
+        n_states=n_states,
+        start_value=lambda: float(found["solution"].value[game.start_state()]),
+        counts=lambda: (found["nodes"], found["moves"]),
+        what="value iteration without a graph",
+    )
+    out.batches = _batches(game, out, found)
+    return out
+
+
+def _batches(game: Knucklebones, out: Streamed, found: dict[str, Any]) -> Iterator[dict]:
+    """Solve, then yield the rows of each block of state ids as {table: columns}."""
+    with progress.task("sweeps", unit="sweeps") as job:
+
+        def report(sweep: int, residual: float, bound: float, rate: float) -> None:
+            job.update(sweep, note=f"every value within {bound:.1e}")
+
+        sol = exact.solve(game.r, tol=BUILD_TOLERANCE, progress=report)
+    found["solution"] = sol
+    skipped = [t for t in ("moves", "edges") if t not in out.tables]
+    out.note = (
+        f"solved without a graph: {sol.sweeps} sweeps, every value within {sol.bound:.1e}"
+        + (f"; {' and '.join(skipped)} skipped (--moves, --edges write them)" if skipped else "")
+    )
+    step = max(1, BLOCK_ROWS // game.r.faces)
+    regrets, edges = "moves" in out.tables, "edges" in out.tables
+    with progress.task("tables", total=game.n_states, unit="states") as job:
+        for a in range(0, game.n_states, step):
+            b = min(a + step, game.n_states)
+            batch = _block(game, sol, a, b, regrets or edges)
+            found["nodes"] += batch["policy"]["state_id"].shape[0]
+            found["moves"] += int(batch["policy"]["n_moves"].sum(dtype=np.int64))
+            if edges:
+                batch["edges"] = {k: batch["moves"][k] for k in EDGE_COLUMNS}
+            if not regrets:
+                batch.pop("moves", None)
+            yield batch
+            job.advance(b - a)
+
+
+#: Columns of an edges row that a moves row has too (the others are constants).
+EDGE_COLUMNS = ("state_id", "tiles", "roll", "move", "next_state_id", "next_tiles")
+
+
+def _block(
+    game: Knucklebones, sol: exact.ViSolution, a: int, b: int, every_move: bool
+) -> dict[str, dict[str, Any]]:
+    """The states and policy rows (and every legal move's, with ``every_move``) of ids a..b-1."""
+    rules, value = game.r, sol.value
+    ids = np.arange(a, b, dtype=np.int64)
+    pos = exact.pairs_of(rules, ids)
+    term = game.terminal_mask(pos)
+    mine, theirs = game.scores(pos)
+    n_open = 2 * rules.slots - game.t.mover_size[pos].sum(1) - game.t.opp_size[pos].sum(1)
+    n_open = n_open.astype(np.int16)
+    states = {
+        "state_id": ids,
+        "tiles": board_texts(game, pos),
+        "n_open": n_open,
+        "score": (mine - theirs).astype(np.int64),
+        "terminal": term,
+        "rank": n_open.astype(np.int32),
+        "value": value[a:b],
+        "dice": np.ma.array(np.ones(b - a, dtype=np.int16), mask=term),
+        "choice_options": (~term).astype(np.int16),
+        "residual": np.full(b - a, 2 * sol.bound),
+        "mover_score": mine.astype(np.int32),
+        "opponent_score": theirs.astype(np.int32),
+    }
+    p = exact.policy_block(rules, value, a, b)
+    node_pos = pos[p["state_id"] - a]
+    policy = {
+        "state_id": p["state_id"],
+        "tiles": board_texts(game, node_pos),
+        "roll": p["roll"].astype(np.int16),
+        "best_move": _move_lists(p["best_move"]),
+        "next_state_id": p["next_state_id"],
+        "next_tiles": _texts(game, p["next_state_id"]),
+        "value": p["value"],
+        "n_optimal": p["n_optimal"],
+        "n_moves": p["n_moves"],
+    }
+    batch = {"states": states, "policy": policy}
+    if every_move:
+        batch["moves"] = _moves(game, p, node_pos, value)
+    return batch
+
+
+def _moves(
+    game: Knucklebones, p: dict[str, np.ndarray], node_pos: np.ndarray, value: np.ndarray
+) -> dict[str, Any]:
+    """Every legal move of the policy rows ``p``: node, then column label (the graph's order)."""
+    succ = p["successors"]
+    node, label = np.nonzero(succ >= 0)  # row-major: by node, then label
+    nxt = succ[node, label]
+    offset = 1.0 if game.r.objective == "wins" else 0.0
+    move_value = offset - value[nxt]
+    regret = np.maximum(p["value"][node] - move_value, 0.0)
+    return {
+        "state_id": p["state_id"][node],
+        "tiles": board_texts(game, node_pos[node]),
+        "roll": p["roll"][node].astype(np.int16),
+        "move": _move_lists(label),
+        "next_state_id": nxt,
+        "next_tiles": _texts(game, nxt),
+        "value": move_value,
+        "regret": regret,
+        "is_best": label == p["best_move"][node],
+    }
+
+
+def _texts(game: Knucklebones, ids: np.ndarray) -> pa.Array:
+    """The ``tiles`` text of each state id."""
+    return board_texts(game, exact.pairs_of(game.r, ids))
+
+
+def board_texts(game: Knucklebones, pos: np.ndarray) -> pa.Array:
+    """The ``tiles`` text of rows of sorted pair indices, as an Arrow string array: the text of
+    :meth:`~pipeline.games.knucklebones.game.Knucklebones.board_texts`, written by a compiled
+    kernel straight into Arrow's buffers (tens of millions of rows per table)."""
+    mover, opp = _pair_texts(game.r.rows, game.r.faces)
+    pos = np.ascontiguousarray(pos, dtype=np.int64)
+    n = pos.shape[0]
+    offsets = np.empty(n + 1, dtype=np.int64)
+    _text_lengths(pos, mover[0], opp[0], offsets)
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _write_texts(pos, mover[0], mover[1], opp[0], opp[1], offsets, data)
+    if offsets[-1] < 2**31:  # the tables' type (a block of rows always fits)
+        return pa.StringArray.from_buffers(
+            n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)
+        )
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+@lru_cache(maxsize=8)
+def _pair_texts(rows: int, faces: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Per facing pair, the text of its mover column and of its opponent column, each as
+    (start offsets [pairs + 1], bytes)."""
+    t = PairTables(rows, faces)
+    out = []
+    for cols in (t.pair_mover, t.pair_opp):
+        texts = [t.column_text(int(col)).encode() for col in cols]
+        starts = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in texts], out=starts[1:])
+        out.append((starts, np.frombuffer(b"".join(texts), dtype=np.uint8)))
+    return tuple(out)
+
+
+@njit(cache=True, nogil=True)
+def _text_lengths(pos, mover_at, opp_at, offsets):
+    """offsets[i + 1] - offsets[i]: the length of row i's text (its columns, 2c - 2 slashes and
+    a semicolon)."""
+    c = pos.shape[1]
+    offsets[0] = 0
+    for i in range(pos.shape[0]):
+        k = 2 * c - 1
+        for j in range(c):
+            p = pos[i, j]
+            k += mover_at[p + 1] - mover_at[p] + opp_at[p + 1] - opp_at[p]
+        offsets[i + 1] = offsets[i] + k
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _write_texts(pos, mover_at, mover, opp_at, opp, offsets, data):
+    """Row i's text into data[offsets[i]:offsets[i + 1]]: "m0/m1/...;o0/o1/..."."""
+    c = pos.shape[1]
+    slash, semicolon = ord("/"), ord(";")
+    for i in prange(pos.shape[0]):
+        k = offsets[i]
+        for side in range(2):
+            at, text = (mover_at, mover) if side == 0 else (opp_at, opp)
+            for j in range(c):
+                if j > 0:
+                    data[k] = slash
+                    k += 1
+                p = pos[i, j]
+                for x in range(at[p], at[p + 1]):
+                    data[k] = text[x]
+                    k += 1
+            if side == 0:
+                data[k] = semicolon
+                k += 1
+
+
+def _move_lists(label: np.ndarray) -> pa.Array:
+    """Column labels (0-based) as the tables write a move: the list holding the 1-based column."""
+    n = label.shape[0]
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array((label + 1).astype(np.int8)))
