@@ -158,9 +158,13 @@ def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
 
 def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
     """The rule sets recorded in a table's metadata, by variant."""
+    return file_rules(table_path(data_dir, name))
+
+
+def file_rules(path: Path) -> dict[str, Any]:
+    """The rule sets recorded in one table file's metadata, by variant."""
     import pyarrow.parquet as pq
 
-    path = table_path(data_dir, name)
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta.get(RULES_KEY, b"{}"))
 

@@ -1,7 +1,8 @@
 """Exact values of solved Knucklebones boards, for the search to look up instead of estimate.
 
 The boards built by `stb-pipeline build` (``knucklebones-2x2``, ``-2x3``, ``-3x2``, ``-3x3-d4``)
-have every position's exact value in the ``states`` table: one variant maximising the win
+have every position's exact value in the ``states`` table (the shared file, or the variant's own
+file for the boards stored on their own): one variant maximising the win
 probability, its ``-score`` twin the expected final score difference. A search over one of
 these boards reads both and returns them wherever it meets a position, so its answers are
 exact. The variants are found by their rules (the ``stb.rules`` metadata of ``states``), so
@@ -35,22 +36,29 @@ class KnownValues:
 def table_variants(data_dir: Path, rules: KnuckleRules) -> tuple[str, str] | None:
     """The built (wins, score) variants with the board and die of ``rules``; None if either is
     missing (no states table, or only one objective built)."""
-    path = tables.table_path(data_dir, "states")
-    if not path.exists():
-        return None
+    found = _variant_files(data_dir, rules)
+    return None if found is None else (found[0][0], found[1][0])
+
+
+def _variant_files(data_dir: Path, rules: KnuckleRules) -> list[tuple[str, Path]] | None:
+    """(variant, file holding its states) for the wins and the score objective of ``rules``:
+    the shared ``states.parquet`` or a variant's own file (the big boards live in their own)."""
     tables.settle(data_dir)  # a commit in progress or interrupted: finish it before reading
-    try:
-        by_variant = tables.table_rules(data_dir, "states")
-    except (pa.ArrowException, OSError, ValueError):
-        raise TableError(f"{path} is not a readable table; move it away and rebuild") from None
+    by_variant: dict[str, tuple[dict, Path]] = {}
+    for path in tables.table_files(data_dir, "states"):
+        try:
+            file_rules = tables.file_rules(path)
+        except (pa.ArrowException, OSError, ValueError):
+            raise TableError(f"{path} is not a readable table; move it away and rebuild") from None
+        by_variant.update({v: (r, path) for v, r in file_rules.items()})
     found = []
     for objective in ("wins", "score"):
         want = {**rules.to_dict(), "objective": objective}
-        names = sorted(v for v, r in by_variant.items() if r == want)
+        names = sorted(v for v, (r, _) in by_variant.items() if r == want)
         if not names:
             return None
-        found.append(names[0])
-    return found[0], found[1]
+        found.append((names[0], by_variant[names[0]][1]))
+    return found
 
 
 def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValues | None:
@@ -61,12 +69,11 @@ def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValue
     """
     if n_states > MAX_GRAPH_STATES:
         return None  # never built (the full game): do not touch the tables at all
-    names = table_variants(data_dir, rules)
-    if names is None:
+    found = _variant_files(data_dir, rules)
+    if found is None:
         return None
     out = np.full((n_states, 2), np.nan)
-    path = tables.table_path(data_dir, "states")
-    for k, name in enumerate(names):
+    for k, (name, path) in enumerate(found):
         frame = (
             pl.scan_parquet(path)
             .filter(pl.col("variant") == name)
@@ -81,5 +88,5 @@ def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValue
             )
         out[ids, k] = frame["value"].to_numpy()
     if np.isnan(out).any():
-        raise TableError(f"{path}: {names[0]} or {names[1]} has states without a value")
-    return KnownValues(out, names)
+        raise TableError(f"{found[0][0]} or {found[1][0]} has states without a value")
+    return KnownValues(out, (found[0][0], found[1][0]))

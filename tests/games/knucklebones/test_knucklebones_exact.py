@@ -150,6 +150,29 @@ def test_lookup_is_off_for_boards_not_built(built_2x2: Path) -> None:
     assert table_variants(built_2x2.parent / "nowhere", KnuckleRules(2, 2)) is None
 
 
+def test_lookup_reads_boards_stored_on_their_own(built_2x2: Path, tmp_path: Path) -> None:
+    """The big boards live in data/variants/<name>/states.parquet: the lookup finds them there."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from pipeline.store import tables
+
+    rules = tables.table_rules(built_2x2, "states")
+    names = ("knucklebones-2x2", "knucklebones-2x2-score")
+    for name in names:
+        own = tmp_path / "variants" / name / "states.parquet"
+        own.parent.mkdir(parents=True)
+        rows = pl.read_parquet(built_2x2 / "states.parquet").filter(variant=name).to_arrow()
+        meta = {b"stb.rules": json.dumps({name: rules[name]}).encode()}
+        pq.write_table(rows.replace_schema_metadata(meta), own)
+    game = Knucklebones(KnuckleRules(2, 2))
+    found = load_known(tmp_path, game.r, game.n_states)
+    shared = load_known(built_2x2, game.r, game.n_states)
+    assert found is not None and shared is not None and found.variants == names
+    assert np.array_equal(found.values, shared.values)
+
+
 def test_cli_solve_says_exact_from_tables(built_2x2: Path) -> None:
     args = ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2"]
     looked = invoke([*args, "-d", built_2x2])
