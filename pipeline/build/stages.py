@@ -497,11 +497,9 @@ def _streamed_build(
     """The game's graph-free build, for a variant stored on its own (None: use the graph)."""
     if not variant.separate or exact or not {"solve", "policy", "edges"} & set(stages):
         return None
-    edges_alone = list(stages) == ["edges"]
-    streamed = game.stream("moves" in extra, "edges" in extra or edges_alone)
-    if streamed is not None and edges_alone:
-        streamed.tables = ("edges",)
-    return streamed
+    if list(stages) == ["edges"]:
+        return game.stream(("edges",))
+    return game.stream(("states", "policy", *(t for t in ("moves", "edges") if t in extra)))
 
 
 def _run_streamed(

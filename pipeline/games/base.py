@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -143,7 +143,8 @@ class Game(ABC):
         """Monte Carlo benchmark of the game's strategies: (results, `benchmarks` rows)."""
         raise UsageError(f"variant {solved.variant.name!r} has no strategies to benchmark")
 
-    def stream(self, with_moves: bool, with_edges: bool) -> Streamed | None:
-        """A graph-free build of the game's tables (states and policy; moves and edges when
-        asked), for games too big to hold as a graph; None: build from :meth:`graph`."""
+    def stream(self, tables: Sequence[str]) -> Streamed | None:
+        """A graph-free build of ``tables`` (some of states, policy, moves and edges; the solve
+        runs whichever are asked), for games too big to hold as a graph; None: build from
+        :meth:`graph`."""
         return None

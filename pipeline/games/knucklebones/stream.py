@@ -24,7 +24,7 @@ The kernels that make a block release the GIL (``nogil``), so that the table wri
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -76,12 +76,12 @@ class StreamedKnucklebones(Knucklebones):
     (the named variants are these; the hook lives here, not in game.py, because this module
     needs the solver, which needs game.py)."""
 
-    def stream(self, with_moves: bool, with_edges: bool) -> Streamed:
+    def stream(self, tables: Sequence[str]) -> Streamed:
         """The graph-free build (:func:`stream`). UsageError for the full game."""
-        return stream(self, with_moves, with_edges)
+        return stream(self, tables)
 
 
-def stream(game: Knucklebones, with_moves: bool, with_edges: bool) -> Streamed:
+def stream(game: Knucklebones, tables: Sequence[str]) -> Streamed:
     """The build of ``game``'s tables by the graph-free solver (see the module docstring).
 
     UsageError for a board above :data:`MAX_STREAM_STATES` positions (the full game): it is
@@ -94,8 +94,7 @@ def stream(game: Knucklebones, with_moves: bool, with_edges: bool) -> Streamed:
             f"{16 * n_states / 1e9:.0f} GB); solve the board with `stb-pipeline knucklebones "
             "solve-exact --workers N` (docs/knucklebones-full-game.md)"
         )
-    wanted = ("states", "policy") + (("moves",) if with_moves else ())
-    wanted += ("edges",) if with_edges else ()
+    wanted = tuple(tables)
     found: dict[str, Any] = {"nodes": 0, "moves": 0}
     offset = 1.0 if game.r.objective == "wins" else 0.0
     out = Streamed(

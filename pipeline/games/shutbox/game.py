@@ -8,6 +8,7 @@ largest label" breaks ties towards the move holding the highest tile where two m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
@@ -251,13 +252,12 @@ class ShutTheBox(TileStrategyHooks, Game):
             open_tiles=pl.when(valid).then(pl.concat_list(parts).list.drop_nulls()),
         )
 
-    def stream(self, with_moves: bool, with_edges: bool) -> Streamed:
+    def stream(self, tables: Sequence[str]) -> Streamed:
         """The layer-by-layer compiled solve (:mod:`pipeline.games.shutbox.stream`)."""
         from pipeline.games.shutbox import stream
 
-        wanted = ("states", "policy") + (("moves",) if with_moves else ())
-        wanted += ("edges",) if with_edges else ()
-        solver, batches = stream.stream_tables(self.r, True, with_moves, with_edges)
+        wanted = tuple(tables)
+        solver, batches = stream.stream_tables(self.r, True, "moves" in wanted, "edges" in wanted)
         states = stream.state_constants(self.r, "")
         states.pop("variant")
         options = stream.parquet_options()
