@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
-import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.store.background import Background
 from pipeline.store.files import _tmp_name
 from pipeline.store.manifest import PARQUET_OPTIONS
 
@@ -37,7 +36,6 @@ QUEUE_BATCHES = 2
 WRITE_OPTIONS: dict[str, Any] = PARQUET_OPTIONS
 
 Columns = Mapping[str, np.ndarray]
-_DONE = object()
 
 
 def write_streamed(
@@ -142,7 +140,8 @@ def _physical(schema: pa.Schema, constants: Mapping[str, Any]) -> pa.Schema:
 
 
 class _TableThread:
-    """One table's ParquetWriter, fed batches through a bounded queue by a worker thread."""
+    """One table's ParquetWriter, fed batches by a worker thread (:class:`Background`) through a
+    bounded queue."""
 
     def __init__(
         self,
@@ -158,76 +157,45 @@ class _TableThread:
         self.writer = pq.ParquetWriter(self.file, self.schema, store_schema=False, **options)
         if schema.metadata:
             self.writer.add_key_value_metadata(schema.metadata)
-        self.queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BATCHES)
-        self.error: BaseException | None = None
-        self.stop = threading.Event()
+        self.pending: list[pa.RecordBatch] = []
         self.rows = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.worker = Background(depth=QUEUE_BATCHES, name=f"stb-{path.name}")
 
     def __enter__(self) -> _TableThread:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # On failure: stop the worker at its next batch, wait for it, close the file.
-        self.stop.set()
-        self.thread.join()
+        # On failure: stop the worker after its current batch, then close the file.
+        self.worker.close()
         self.writer.close()
         self.file.close()
 
-    def put(self, cols: Columns | object) -> None:
-        """Queue a batch (or the end marker); wait while the queue is full; re-raise the
-        worker's error."""
-        while True:
-            self._check()
-            try:
-                self.queue.put(cols, timeout=0.1)
-                return
-            except queue.Full:
-                continue
+    def put(self, cols: Columns) -> None:
+        """Queue a batch; wait while the queue is full; re-raise the worker's error."""
+        self.worker.submit(self._add, cols)
 
     def finish(self) -> None:
         """Write what is left, wait for the worker (re-raising its error), close the file and
         flush it to disk."""
-        self.put(_DONE)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
+        self.worker.submit(self._flush)
+        self.worker.wait()
         self.writer.close()
         self.file.flush()
         os.fsync(self.file.fileno())
         self.file.close()
 
-    def _check(self) -> None:
-        if self.error is not None:
-            raise self.error
-        if not self.thread.is_alive():
-            raise RuntimeError("the table writer thread has stopped")
+    def _add(self, cols: Columns) -> None:
+        self.pending.append(record_batch(cols, self.schema, self.constants))
+        if sum(b.num_rows for b in self.pending) >= ROW_GROUP_ROWS:
+            self._flush()
 
-    def _run(self) -> None:
-        pending: list[pa.RecordBatch] = []
-        try:
-            while not self.stop.is_set():
-                try:
-                    item = self.queue.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                if item is _DONE:
-                    self._flush(pending)
-                    return
-                pending.append(record_batch(item, self.schema, self.constants))
-                if sum(b.num_rows for b in pending) >= ROW_GROUP_ROWS:
-                    self._flush(pending)
-        except BaseException as exc:  # handed to the producer, which raises it
-            self.error = exc
-
-    def _flush(self, pending: list[pa.RecordBatch]) -> None:
+    def _flush(self) -> None:
         """Write the pending batches as one row group."""
-        size = sum(b.num_rows for b in pending)
+        size = sum(b.num_rows for b in self.pending)
         if size:
-            self.writer.write_table(pa.Table.from_batches(pending), row_group_size=size)
+            self.writer.write_table(pa.Table.from_batches(self.pending), row_group_size=size)
             self.rows += size
-        pending.clear()
+        self.pending.clear()
 
 
 def _remove(paths: Iterable[Path]) -> None:
