@@ -332,9 +332,9 @@ def run(
     first read of an old table to the commit (so a concurrent build waits instead of losing
     rows), and a failure part-way leaves the old tables as they were and no temporary file.
 
-    A variant whose game streams (big custom boxes) is solved without a graph and committed on
-    its own; it writes states and policy, plus ``extra_tables`` (``moves``, ``edges``) when
-    asked. With ``skip_unchanged``, a variant whose
+    A variant whose game streams (big custom boxes, the opt-in Knucklebones boards) is solved
+    without a graph and committed on its own; it writes states and policy, plus
+    ``extra_tables`` (``moves``, ``edges``) when asked. With ``skip_unchanged``, a variant whose
     last run (per ``manifest.json``) had the same stages, rules and code hash, and whose tables
     are unchanged since, is not recomputed. Progress goes to :mod:`pipeline.progress`: one job
     for the run, one per variant and stage. Reports come in the order ``variants`` were given.
@@ -414,22 +414,27 @@ class _Build:
         with progress.task(f"{variant.name}: graph"):
             s = Solved(variant, game, game.graph(), exact=self.exact)
         self.rules[variant.name] = rules
-        table_rows: dict[str, int] = {}
-        for name, frame in iter_stage_frames(s, self.stages):
-            table_rows[name] = frame.height
-            self._hand_over(table_key(variant, name), variant.name, frame)
+        table_rows = self._hand_over_all(s)
         report = _report(s, self.stages, table_rows, time.perf_counter() - t0)
         summary = {k: getattr(report, k) for k in ("states", "nodes", "moves", "start_value")}
         self.records[variant.name] = manifest.variant_record(
             rules, self.stages, s.seeds, table_rows, summary, options
         )
         self.reports.append(report)
-        del s, frame  # the graph, solution and rows go before the next variant is computed
+        del s  # the graph and solution go before the next variant is computed
         _return_freed_memory()
+
+    def _hand_over_all(self, s: Solved) -> dict[str, int]:
+        """Hand every table of a solved variant to its writer as it is made; rows per table."""
+        table_rows: dict[str, int] = {}
+        for name, frame in iter_stage_frames(s, self.stages):
+            table_rows[name] = frame.height
+            self._hand_over(table_key(s.variant, name), s.variant.name, frame)
+        return table_rows
 
     def _hand_over(self, key: str, variant: str, frame: pl.DataFrame | tables.ChunkedRows) -> None:
         """Give one table's rows of a variant to its writer (or hold them, for small tables)."""
-        if key in tables.ROW_KEYS or schema.empty_frame(layout.logical_name(key)) is None:
+        if key in tables.ROW_KEYS or layout.logical_name(key) not in schema.COLUMNS:
             self.held.setdefault(key, {})[variant] = frame
             return
         if key not in self.merges:
@@ -442,7 +447,7 @@ class _Build:
         return bool(self.merges or self.held)
 
     def write(self) -> None:
-        """Finish the tables and commit them all at once (the caller holds the lock)."""
+        """Finish the tables and commit them all at once, under the data directory's lock."""
         with progress.task(f"writing {len(self.merges) + len(self.held)} tables"):
             self.locked()
             self.writer.wait()

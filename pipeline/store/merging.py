@@ -125,7 +125,7 @@ class TableMerge:
             )
         self._last_added = variant
         self._open(rows.schema)
-        self._copy_old(until=variant, drop=variant)
+        self._copy_old(until=variant)
         for piece in slices(rows):
             self._put(piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
         self.counts.setdefault(variant, 0)
@@ -137,7 +137,7 @@ class TableMerge:
         """Copy the old rows left, close and flush the file; the staged table."""
         try:
             self._open(None)
-            self._copy_old(until=None, drop=None)
+            self._copy_old(until=None)
             self._flush(final=True)
             meta = {
                 RULES_KEY: json.dumps(dict(sorted(self.rules.items())), sort_keys=True).encode(),
@@ -201,9 +201,9 @@ class TableMerge:
             assert isinstance(rows, pl.DataFrame)
             yield rows
 
-    def _copy_old(self, until: str | None, drop: str | None) -> None:
-        """Put the old rows of variants before ``until`` (all, when None), leaving out the rows
-        of ``drop`` (the variant being replaced)."""
+    def _copy_old(self, until: str | None) -> None:
+        """Put the old rows of the variants before ``until`` and drop those of ``until`` itself
+        (the variant being replaced); all old rows when None."""
         while True:
             rows = self._ahead if self._ahead is not None else next(self._old_rows, None)
             self._ahead = None
@@ -215,8 +215,7 @@ class TableMerge:
             before = int((rows["variant"] < until).sum())
             self._put(rows.head(before))
             rest = rows.slice(before)
-            if drop is not None:
-                rest = rest.filter(pl.col("variant") != drop)
+            rest = rest.filter(pl.col("variant") != until)
             if rest.height:
                 self._ahead = rest
                 return
