@@ -25,7 +25,7 @@ lint:
 bench-double-shutter *ARGS:
     python benchmarks/bench_double_shutter.py {{ARGS}}
 
-# Print the Monte Carlo speed table (games per second per strategy)
+# Monte Carlo speed: games per second per strategy beside the interpreted loop, and `stb-pipeline benchmark` from the shell
 bench-sim *ARGS:
     python benchmarks/bench_simulation.py {{ARGS}}
 # Knucklebones search: decision time by depth, our evaluation against the seed's

@@ -73,12 +73,12 @@ def compare_all(other: Path, runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(runs + 1):  # the first round warms the numba caches: not counted
             for name, root in (("this checkout", here), (str(other), other)):
-                argv = [sys.executable, "-m", "pipeline.cli.app", "build", "--variant", "all"]
+                argv = [sys.executable, "-m", "pipeline", "build", "--variant", "all"]
                 data = f"{tmp}/{i}-{len(found[name])}-{root.name}"
                 # run from tmp: `python -m` puts the working directory first on sys.path
-                figures = run_measured(
-                    [*argv, "-d", data, "--quiet"], {"PYTHONPATH": str(root)}, cwd=tmp
-                )
+                # output goes nowhere; STB_QUIET (not --quiet) so that older checkouts run too
+                env = {"PYTHONPATH": str(root), "STB_QUIET": "1"}
+                figures = run_measured([*argv, "-d", data], env, cwd=tmp)
                 shutil.rmtree(data, ignore_errors=True)
                 if i:
                     found[name].append(figures)

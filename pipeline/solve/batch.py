@@ -2,20 +2,20 @@
 
 Some questions need the same game solved under several reward schemes, e.g. "maximise P(final
 score <= n)" for n = 0..20. The moves, chance rows and ranks are the same for all of them; only the
-values of ending the game differ. Solving them together as a [states, K] value matrix shares every
-index computation and turns K Python loops over the ranks into one.
+values of ending the game differ. Solving them together as a [states, K] value matrix shares the
+walk over the graph: one compiled pass over the rank layers, K values per state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from pipeline.graph import Graph, group_starts
-from pipeline.solve.rank_order import layers
-from pipeline.solve.tolerance import tolerance
+from pipeline.graph import Graph
+from pipeline.solve.policy_eval import Plan, plan
+from pipeline.solve.tolerance import TIE_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -31,88 +31,130 @@ class BatchSolution:
 def solve_rank_order_batch(
     g: Graph,
     terminal: np.ndarray,
-    offsets: Callable[[np.ndarray], np.ndarray],
+    ended: np.ndarray,
+    layers_of: Plan | None = None,
 ) -> BatchSolution:
     """Solve ``g`` for K objectives at once by backward induction in rank order.
 
     ``terminal`` (float64 [S, K]) replaces ``g.terminal`` (NaN where play goes on), and
-    ``offsets(rows)`` returns the float64 [len(rows), K] offsets of the given move rows, which
-    replace ``g.mv_offset``; scales, moves and ``g.maximise`` are shared. Offsets are asked for
-    one rank at a time, so a [moves, K] matrix is never held whole. Ties between choices go to the
-    largest choice, as in :func:`pipeline.solve.rank_order.solve_rank_order`.
+    ``ended`` (float64 [S, K]) is the value of a move that ends the game (``dst < 0``: a pass
+    when no tile can be shut) from each state, in place of that move's ``g.mv_offset``; the
+    other moves keep their offsets and scales, and ``g.maximise`` holds for every objective.
+    Ties between choices go to the largest choice, as in
+    :func:`pipeline.solve.rank_order.solve_rank_order`; each node's moves and each state's rolls
+    are taken in row order. ``layers_of``: the graph's :func:`~pipeline.solve.policy_eval.plan`,
+    when it is at hand.
     """
     s, k = g.n_states, terminal.shape[1]
-    if terminal.shape != (s, k):
-        raise ValueError("terminal must have one row per state")
-    op = np.maximum if g.maximise else np.minimum
+    if terminal.shape != (s, k) or ended.shape != (s, k):
+        raise ValueError("terminal and ended must have one row per state and one column per goal")
+    if g.cyclic:
+        raise ValueError("backward induction runs in rank order, so it needs an acyclic graph")
     value = np.full((s, k), np.nan)
     choice = np.full((s, k), -1, dtype=np.int64)
     node_value = np.full((g.node_state.shape[0], k), np.nan)
-    prob = g.ch_prob
-    ranks = np.unique(g.rank)
-    state_layers = layers(g.rank, ranks)
-    move_layers = layers(g.rank[g.node_state][g.mv_node], ranks)
-    chance_layers = layers(g.rank[g.ch_state], ranks)
-    # Layers are slices when the graph is sorted by rank and index arrays otherwise: make them
-    # index arrays here, since the loop filters and gathers with them.
-    n_moves, n_rows = g.mv_node.shape[0], g.ch_state.shape[0]
-    for i in range(ranks.shape[0]):
-        states = _indices(state_layers[i], s)
-        term = states[~np.isnan(terminal[states]).any(axis=1)]
-        value[term] = terminal[term]
-        moves = _indices(move_layers[i], n_moves)
-        if moves.shape[0]:
-            dst = g.mv_dst[moves]
-            succ = np.where((dst >= 0)[:, None], value[np.maximum(dst, 0)], 0.0)
-            vals = offsets(moves) + g.mv_scale[moves][:, None] * succ
-            nodes = g.mv_node[moves]
-            starts = group_starts(nodes)
-            node_value[nodes[starts]] = reduceat_columns(op, vals, starts)
-        rows = _indices(chance_layers[i], n_rows)
-        if rows.shape[0]:
-            owner, best, chosen = _backup_states(g, rows, node_value, prob, op)
-            value[owner] = best
-            choice[owner] = chosen
+    _solve_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
+        *(layers_of or plan(g)).flat,
+        np.ascontiguousarray(terminal, dtype=np.float64),
+        np.ascontiguousarray(ended, dtype=np.float64),
+        g.mv_dst,
+        g.mv_node,
+        g.node_state,
+        g.mv_offset,
+        g.mv_scale.astype(np.float64),
+        g.ch_state,
+        g.ch_choice,
+        g.ch_node,
+        g.ch_prob,
+        g.maximise,
+        value,
+        choice,
+        node_value,
+    )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
     return BatchSolution(value, choice)
 
 
-def _indices(layer: np.ndarray | slice, n: int) -> np.ndarray:
-    """A layer as an index array (a slice becomes the range it covers)."""
-    if isinstance(layer, slice):
-        return np.arange(*layer.indices(n))
-    return layer
+@njit(cache=True, nogil=True)
+def _solve_layers(
+    states, states_off, moves, moves_off, chance, chance_off,
+    terminal, ended, dst, mv_node, node_state, offset, scale,
+    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value,
+):  # fmt: skip
+    k_all = terminal.shape[1]
+    acc = np.empty(k_all)
+    best = np.empty(k_all)
+    for layer in range(states_off.shape[0] - 1):
+        for j in range(states_off[layer], states_off[layer + 1]):
+            i = states[j]
+            for k in range(k_all):
+                if not np.isnan(terminal[i, k]):
+                    value[i, :] = terminal[i, :]
+                    break
+        group = -1
+        for j in range(moves_off[layer], moves_off[layer + 1]):
+            m = moves[j]
+            n = mv_node[m]
+            first = n != group
+            group = n
+            for k in range(k_all):
+                if dst[m] >= 0:
+                    v = offset[m] + scale[m] * value[dst[m], k]
+                else:
+                    v = ended[node_state[n], k]
+                if first or (v > node_value[n, k] if maximise else v < node_value[n, k]):
+                    node_value[n, k] = v
+        j = chance_off[layer]
+        while j < chance_off[layer + 1]:
+            owner = ch_state[chance[j]]
+            end = j
+            while end < chance_off[layer + 1] and ch_state[chance[end]] == owner:
+                end += 1
+            _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best)
+            value[owner, :] = best
+            _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, acc)
+            for k in range(k_all):
+                choice[owner, k] = np.int64(acc[k])
+            j = end
 
 
-def _backup_states(
-    g: Graph,
-    rows: np.ndarray,
-    node_value: np.ndarray,
-    prob: np.ndarray,
-    op: np.ufunc,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """States owning chance rows ``rows``, their best value and choice per objective."""
-    contrib = prob[rows][:, None] * node_value[g.ch_node[rows]]
-    states = g.ch_state[rows]
-    choices = g.ch_choice[rows]
-    key_starts = group_starts(states * (1 << 20) + choices)
-    group_value = reduceat_columns(np.add, contrib, key_starts)
-    group_state = states[key_starts]
-    group_choice = choices[key_starts]
-    state_starts = group_starts(group_state)
-    best = reduceat_columns(op, group_value, state_starts)
-    sizes = np.diff(np.append(state_starts, group_value.shape[0]))
-    per_group_best = np.repeat(best, sizes, axis=0)
-    near = np.abs(group_value - per_group_best) <= tolerance(per_group_best)
-    chosen = reduceat_columns(np.maximum, np.where(near, group_choice[:, None], -1), state_starts)
-    return group_state[state_starts], best, chosen
+@njit(cache=True, nogil=True)
+def _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc):
+    """Sum the rows of the choice starting at chance position ``j`` into ``acc`` (row order);
+    return where the next choice starts."""
+    r = chance[j]
+    c = ch_choice[r]
+    acc[:] = prob[r] * node_value[ch_node[r], :]
+    j += 1
+    while j < end and ch_choice[chance[j]] == c:
+        r = chance[j]
+        for k in range(acc.shape[0]):
+            acc[k] += prob[r] * node_value[ch_node[r], k]
+        j += 1
+    return j
 
 
-def reduceat_columns(op: np.ufunc, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """``op.reduceat(x, starts, axis=0)`` for a 2-D ``x``, one contiguous column at a time.
+@njit(cache=True, nogil=True)
+def _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best):
+    """The best value over the choices of one state's chance rows ``chance[j:end]``."""
+    first = True
+    while j < end:
+        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc)
+        for k in range(acc.shape[0]):
+            if first or (acc[k] > best[k] if maximise else acc[k] < best[k]):
+                best[k] = acc[k]
+        first = False
 
-    numpy's 2-D reduceat along axis 0 is several times slower than K 1-D calls.
-    """
-    columns = np.ascontiguousarray(x.T)
-    return np.stack([op.reduceat(col, starts) for col in columns], axis=1)
+
+@njit(cache=True, nogil=True)
+def _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, out):
+    """The largest choice within the tie tolerance of ``best``, per objective, into ``out``."""
+    sums = np.empty(best.shape[0])
+    out[:] = -1.0
+    while j < end:
+        c = ch_choice[chance[j]]
+        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, sums)
+        for k in range(best.shape[0]):
+            if abs(sums[k] - best[k]) <= TIE_TOLERANCE * max(1.0, abs(best[k])) and c > out[k]:
+                out[k] = c

@@ -112,6 +112,9 @@ def test_batch_solve_on_a_rank_sorted_graph_matches_the_single_solve() -> None:
     g = ShutTheBox(RuleSet(objective="score")).graph()
     assert g.rank_sorted()
     single = solve_rank_order(g)
-    batch = solve_rank_order_batch(g, g.terminal[:, None], lambda rows: g.mv_offset[rows][:, None])
+    ended = np.zeros((g.n_states, 1))
+    passes = g.mv_dst < 0
+    ended[g.node_state[g.mv_node[passes]], 0] = g.mv_offset[passes]
+    batch = solve_rank_order_batch(g, g.terminal[:, None], ended)
     assert np.allclose(batch.value[:, 0], single.value, rtol=0, atol=1e-12)
     assert np.array_equal(batch.choice[:, 0], single.choice)

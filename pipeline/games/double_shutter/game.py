@@ -273,12 +273,8 @@ class DoubleShutter(TileStrategyHooks, Game):
         score = self.scores(g.state_id)
         meets = (score[:, None] <= limits[None, :]).astype(np.float64)
         terminal = np.where(np.isnan(g.terminal)[:, None], np.nan, meets)
-        ends = g.mv_dst < 0
-
-        def offsets(rows: np.ndarray) -> np.ndarray:
-            return np.where(ends[rows][:, None], meets[g.node_state[g.mv_node[rows]]], 0.0)
-
-        return solve_rank_order_batch(replace(g, maximise=True), terminal, offsets)
+        # a pass ends the game where it is: worth 1 when the score there meets the target
+        return solve_rank_order_batch(replace(g, maximise=True), terminal, meets)
 
     def summary(self, g: Graph, solution: Solution) -> pl.DataFrame:
         """Headline figures: the value at the start under this box's objective (expected score,

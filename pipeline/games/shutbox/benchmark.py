@@ -12,9 +12,11 @@ objective; ``expected_score`` is the mean final score.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -26,7 +28,12 @@ from pipeline.games.shutbox import strategies
 from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED  # noqa: F401
 from pipeline.games.shutbox.strategies import TileView
 from pipeline.solve import policy_eval, simulate
-from pipeline.solve.policy_eval import Policy, PolicyValue, Reach
+from pipeline.solve.policy_eval import Policy, Reach
+
+T = TypeVar("T")
+R = TypeVar("R")
+#: Threads that evaluate strategies (the machine has two cores).
+THREADS = 2
 
 #: Column order of benchmarks.parquet (other games may add columns after these).
 COLUMNS = (
@@ -51,7 +58,9 @@ class Evaluated:
 
     name: str
     policy: Policy
-    value: PolicyValue
+    value: np.ndarray
+    """float64 [S]: each state's value under the strategy (its node and move values are not
+    kept: eight strategies of a big box would hold them all until the tables are made)."""
     reach: Reach
     win_rate: float
     expected_score: float
@@ -98,19 +107,32 @@ def evaluate_strategies(s: SolvedView, names: Sequence[str] | None = None) -> li
         return []
     g, sol, start = s.graph, s.solve(), start_index(s)
     features = strategies.move_features(g, view, sol.choice)
+    picked = _pick(names)
+    for name in sorted({key for strategy in picked for key, _ in strategy.keys}):
+        features.dense(name)  # ranked once, before the threads share them
     won = view.score == 0
     layers_of = policy_eval.plan(g)
-    out = []
-    for strategy in _pick(names):
+
+    def one(strategy: strategies.Strategy) -> Evaluated:
         t0 = time.perf_counter()
         policy = strategies.policy_for(strategy, g, sol, features)
-        value = policy_eval.evaluate(g, policy, layers_of)
+        value = policy_eval.evaluate(g, policy, layers_of).value
         reach = policy_eval.reach(g, policy, start, layers_of)
         win_rate = float(reach.end[won].sum())
         score = float(reach.end @ view.score)
         seconds = time.perf_counter() - t0
-        out.append(Evaluated(strategy.name, policy, value, reach, win_rate, score, seconds))
-    return out
+        return Evaluated(strategy.name, policy, value, reach, win_rate, score, seconds)
+
+    return in_threads(one, picked)
+
+
+def in_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[fn(x) for x in items]``, on :data:`THREADS` threads when there is more than one item:
+    the strategies' numpy and compiled passes release the GIL, so both cores work on them."""
+    if len(items) < 2:
+        return [fn(x) for x in items]
+    with concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="stb-strategy") as pool:
+        return list(pool.map(fn, items))
 
 
 def _pick(names: Sequence[str] | None) -> list[strategies.Strategy]:
@@ -156,7 +178,7 @@ def reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
             strategy=pl.lit(e.name),
             reach_prob=pl.Series(e.reach.state),
             end_prob=pl.Series(e.reach.end),
-            value=pl.Series(e.value.value),
+            value=pl.Series(e.value),
         )
         for e in evaluated
     ]
@@ -170,8 +192,8 @@ def node_reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
     tiles = s.states()["tiles"]
     n_nodes = g.node_state.shape[0]
     optimal = next((e.reach.node for e in evaluated if e.name == "optimal"), np.zeros(n_nodes))
-    frames = []
-    for e in evaluated:
+
+    def rows(e: Evaluated) -> pl.DataFrame:
         # A node's move is the policy's only move there (null when it mixes or no move is legal).
         played = e.policy.move_prob > 0
         count = np.bincount(g.mv_node[played], minlength=n_nodes)
@@ -188,23 +210,22 @@ def node_reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
         # Describe each distinct move once: describing every node's move is slow for big boxes.
         distinct, inverse = np.unique(label, return_inverse=True)
         states = g.node_state[keep]
-        frames.append(
-            pl.DataFrame(
-                {
-                    "strategy": labels("strategy", [e.name], np.zeros(keep.shape[0], np.int8)),
-                    "state_id": g.state_id[states],
-                    "tiles": tiles.gather(states),
-                    "roll": pl.Series(g.node_roll[keep], dtype=pl.Int16),
-                    "reach_prob": e.reach.node[keep],
-                    "move": s.game.describe_moves(distinct).gather(inverse),
-                    "next_state_id": pl.Series(
-                        np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)
-                    ).set(pl.Series(dst < 0), None),
-                    "kind": labels("kind", NODE_KINDS, kind),
-                }
-            )
+        return pl.DataFrame(
+            {
+                "strategy": labels("strategy", [e.name], np.zeros(keep.shape[0], np.int8)),
+                "state_id": g.state_id[states],
+                "tiles": tiles.gather(states),
+                "roll": pl.Series(g.node_roll[keep], dtype=pl.Int16),
+                "reach_prob": e.reach.node[keep],
+                "move": s.game.describe_moves(distinct).gather(inverse),
+                "next_state_id": pl.Series(
+                    np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)
+                ).set(pl.Series(dst < 0), None),
+                "kind": labels("kind", NODE_KINDS, kind),
+            }
         )
-    return pl.concat(frames)
+
+    return pl.concat(in_threads(rows, evaluated))
 
 
 def build_tables(s: SolvedView) -> dict[str, pl.DataFrame]:
