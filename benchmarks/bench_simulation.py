@@ -53,10 +53,7 @@ def interpreted_rate(s: Solved, games: int, seed: int) -> float:
     c = simulate.compile_policy(
         s.graph, e.policy, benchmark.start_index(s), view.score == 0, view.score
     )
-    args = (
-        np.int64(c.start), c.terminal, c.denom, c.lookup_start, c.lookup, np.int64(c.width),
-        c.cum_count, c.row_target, c.row_end, c.mv_start, c.mv_dst, c.mv_cum, c.mv_uniform,
-    )  # fmt: skip
+    args = simulate.kernel_args(c)
     play, mix = simulate._play.py_func, simulate._mix.py_func
     key = simulate.seed_key(seed)
     saved = simulate._mix
@@ -75,18 +72,9 @@ def shell_run(games: int, seed: int) -> tuple[float, float, float]:
     strategy of classic) in a fresh data directory."""
     cli = shutil.which("stb-pipeline") or sys.exit("stb-pipeline is not installed")
     with tempfile.TemporaryDirectory() as tmp:
-        argv = [
-            cli,
-            "benchmark",
-            "--variant",
-            "classic",
-            "--games",
-            str(games),
-            "--seed",
-            str(seed),
-        ]
-        run_measured([*argv, "-d", f"{tmp}/warm", "--games", "1000"])  # numba's caches
-        wall, _, peak = run_measured([*argv, "-d", f"{tmp}/data"])
+        argv = [cli, "benchmark", "--variant", "classic", "--seed", str(seed)]
+        run_measured([*argv, "--games", "1000", "-d", f"{tmp}/warm"])  # numba's caches
+        wall, _, peak = run_measured([*argv, "--games", str(games), "-d", f"{tmp}/data"])
     total = games * len(benchmark.strategies.STRATEGIES)
     return wall, peak, total / wall
 

@@ -85,6 +85,7 @@ def _solve_layers(
     k_all = terminal.shape[1]
     acc = np.empty(k_all)
     best = np.empty(k_all)
+    tied = np.empty(k_all, dtype=np.int64)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
@@ -113,9 +114,8 @@ def _solve_layers(
                 end += 1
             _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best)
             value[owner, :] = best
-            _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, acc)
-            for k in range(k_all):
-                choice[owner, k] = np.int64(acc[k])
+            _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, acc, tied)
+            choice[owner, :] = tied
             j = end
 
 
@@ -148,10 +148,10 @@ def _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise,
 
 
 @njit(cache=True, nogil=True)
-def _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, out):
-    """The largest choice within the tie tolerance of ``best``, per objective, into ``out``."""
-    sums = np.empty(best.shape[0])
-    out[:] = -1.0
+def _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, sums, out):
+    """The largest choice within the tie tolerance of ``best``, per objective, into ``out``
+    (``sums``: room for one choice's sums)."""
+    out[:] = -1
     while j < end:
         c = ch_choice[chance[j]]
         j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, sums)

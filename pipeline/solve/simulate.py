@@ -285,11 +285,9 @@ def seed_key(seed: int) -> np.uint64:
     return np.uint64(int(_mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF))))
 
 
-def simulate(c: Compiled, games: int, seed: int) -> SimResult:
-    """Play ``games`` games of the compiled policy with ``seed``; same seed, same result."""
-    if games < 1:
-        raise ValueError("games must be positive")
-    args = (
+def kernel_args(c: Compiled) -> tuple:
+    """The tables of ``c`` as the game kernel (``_play``) takes them."""
+    return (
         np.int64(c.start),
         c.terminal,
         c.denom,
@@ -304,8 +302,14 @@ def simulate(c: Compiled, games: int, seed: int) -> SimResult:
         c.mv_cum,
         c.mv_uniform,
     )
+
+
+def simulate(c: Compiled, games: int, seed: int) -> SimResult:
+    """Play ``games`` games of the compiled policy with ``seed``; same seed, same result."""
+    if games < 1:
+        raise ValueError("games must be positive")
     t0 = time.perf_counter()
-    wins, sums, sq = _run(args, c.win, c.score, seed_key(seed), games)
+    wins, sums, sq = _run(kernel_args(c), c.win, c.score, seed_key(seed), games)
     seconds = time.perf_counter() - t0
     return SimResult(games, int(wins.sum()), float(sums.sum()), float(sq.sum()), seconds)
 
