@@ -11,6 +11,7 @@ distribution of where games end. Both are exact up to floating point: no samplin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -34,17 +35,63 @@ class Policy:
 
     def validate(self, g: Graph) -> None:
         """Raise ValueError when the policy does not fit the graph."""
-        if self.move_prob.shape != g.mv_node.shape or self.choice.shape != (g.n_states,):
+        if self.move_prob.shape != g.mv_node.shape:
             raise ValueError("policy arrays do not match the graph's shapes")
-        if np.any(self.move_prob < 0):
-            raise ValueError("move probabilities must not be negative")
-        total = np.bincount(g.mv_node, weights=self.move_prob, minlength=g.node_state.shape[0])
+        _check(g, self.move_prob.reshape(1, -1), self.choice)
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """Several policies on one graph that roll the same dice (one ``choice``), stacked for the
+    compiled passes of :func:`evaluate_many` and :func:`reach_many`. Build it with :func:`stack`
+    (which validates every policy)."""
+
+    move_prob: np.ndarray
+    """float64 [K, M]: row k is policy k's move probabilities."""
+    choice: np.ndarray
+    """int64 [S]: the choice every policy makes before the roll in each state."""
+
+
+def stack(g: Graph, policies: Sequence[Policy]) -> PolicySet:
+    """The policies as one :class:`PolicySet`; ValueError when one does not fit ``g`` or when
+    they make different dice choices."""
+    if not policies:
+        raise ValueError("no policy to evaluate")
+    choice = policies[0].choice
+    if any(not np.array_equal(p.choice, choice) for p in policies[1:]):
+        raise ValueError("policies evaluated together must make the same dice choices")
+    if any(p.move_prob.shape != g.mv_node.shape for p in policies):
+        raise ValueError("policy arrays do not match the graph's shapes")
+    rows = [np.ascontiguousarray(p.move_prob, dtype=np.float64) for p in policies]
+    return checked(g, rows[0].reshape(1, -1) if len(rows) == 1 else np.stack(rows), choice)
+
+
+def checked(g: Graph, move_prob: np.ndarray, choice: np.ndarray) -> PolicySet:
+    """The :class:`PolicySet` of policies already stacked as rows of ``move_prob`` [K, M]
+    (no copy when it is C-contiguous float64), after validating every row."""
+    if move_prob.ndim != 2 or move_prob.shape[1] != g.mv_node.shape[0]:
+        raise ValueError("policy arrays do not match the graph's shapes")
+    _check(g, move_prob, choice)
+    return PolicySet(
+        np.ascontiguousarray(move_prob, dtype=np.float64), np.asarray(choice, dtype=np.int64)
+    )
+
+
+def _check(g: Graph, move_prob: np.ndarray, choice: np.ndarray) -> None:
+    """Raise ValueError unless every row of ``move_prob`` [K, M] is a distribution over each
+    node's moves and ``choice`` picks a choice the rules offer in every non-terminal state."""
+    if choice.shape != (g.n_states,):
+        raise ValueError("policy arrays do not match the graph's shapes")
+    if np.any(move_prob < 0):
+        raise ValueError("move probabilities must not be negative")
+    for row in move_prob:
+        total = np.bincount(g.mv_node, weights=row, minlength=g.node_state.shape[0])
         if np.any(np.abs(total - 1.0) > WEIGHT_TOLERANCE):
             raise ValueError("move probabilities must sum to 1 at every decision node")
-        chosen = np.zeros(g.n_states, dtype=bool)
-        chosen[g.ch_state[chosen_rows(g, self.choice)]] = True
-        if np.any(np.isnan(g.terminal) & ~chosen):
-            raise ValueError("every non-terminal state needs a choice the rules offer")
+    chosen = np.zeros(g.n_states, dtype=bool)
+    chosen[g.ch_state[chosen_rows(g, choice)]] = True
+    if np.any(np.isnan(g.terminal) & ~chosen):
+        raise ValueError("every non-terminal state needs a choice the rules offer")
 
 
 @dataclass(frozen=True)
@@ -148,13 +195,29 @@ def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyV
     The compiled pass sums each node's moves and each state's rolls in row order, as numpy's
     ``add.reduceat`` over the layers does.
     """
+    value, node_value, move_value = _evaluate(g, stack(g, [policy]), layers_of, keep_moves=True)
+    return PolicyValue(value[:, 0], node_value[:, 0], move_value[:, 0])
+
+
+def evaluate_many(g: Graph, policies: PolicySet, layers_of: Plan | None = None) -> np.ndarray:
+    """The state values of several policies that roll the same dice, in one pass over the
+    graph: float64 [S, K], column k for policy k. Each column equals :func:`evaluate`'s values
+    of that policy exactly (the same sums in the same order)."""
+    return _evaluate(g, policies, layers_of, keep_moves=False)[0]
+
+
+def _evaluate(
+    g: Graph, policies: PolicySet, layers_of: Plan | None, keep_moves: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """State, node and (with ``keep_moves``) move values of each policy, [*, K]."""
     if g.cyclic:
         raise ValueError("policy evaluation runs in rank order, so it needs an acyclic graph")
-    policy.validate(g)
+    move_prob, chosen = policies.move_prob, chosen_mask(g, policies.choice)
+    k = move_prob.shape[0]
     p = layers_of or plan(g)
-    value = np.full(g.n_states, np.nan)
-    node_value = np.full(g.node_state.shape[0], np.nan)
-    move_value = np.full(g.mv_node.shape[0], np.nan)
+    value = np.full((g.n_states, k), np.nan)
+    node_value = np.full((g.node_state.shape[0], k), np.nan)
+    move_value = np.full((g.mv_node.shape[0] if keep_moves else 0, k), np.nan)
     _evaluate_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
         *p.flat,
         g.terminal,
@@ -162,8 +225,8 @@ def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyV
         g.mv_node,
         g.mv_offset,
         g.mv_scale.astype(np.float64),
-        policy.move_prob,
-        chosen_mask(g, policy.choice),
+        move_prob,
+        chosen,
         g.ch_state,
         g.ch_node,
         g.ch_prob,
@@ -173,7 +236,7 @@ def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyV
     )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
-    return PolicyValue(value, node_value, move_value)
+    return value, node_value, move_value
 
 
 @njit(cache=True, nogil=True)
@@ -182,39 +245,47 @@ def _evaluate_layers(
     terminal, dst, mv_node, offset, scale, move_prob, chosen, ch_state, ch_node, prob,
     value, node_value, move_value,
 ):  # fmt: skip
+    k_all = move_prob.shape[0]
+    keep_moves = move_value.shape[0] > 0
+    acc = np.zeros(k_all)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
             if not np.isnan(terminal[i]):
-                value[i] = terminal[i]
-        group, acc = -1, 0.0
+                value[i, :] = terminal[i]
+        group = -1
         for j in range(moves_off[layer], moves_off[layer + 1]):
             m = moves[j]
-            succ = value[dst[m]] if dst[m] >= 0 else 0.0
-            v = offset[m] + scale[m] * succ
-            move_value[m] = v
             if mv_node[m] != group:
                 if group >= 0:
-                    node_value[group] = acc
-                group, acc = mv_node[m], move_prob[m] * v
+                    node_value[group, :] = acc
+                group = mv_node[m]
+                first = True
             else:
-                acc += move_prob[m] * v
+                first = False
+            for k in range(k_all):
+                succ = value[dst[m], k] if dst[m] >= 0 else 0.0
+                v = offset[m] + scale[m] * succ
+                if keep_moves:
+                    move_value[m, k] = v
+                acc[k] = move_prob[k, m] * v if first else acc[k] + move_prob[k, m] * v
         if group >= 0:
-            node_value[group] = acc
-        group, acc = -1, 0.0
+            node_value[group, :] = acc
+        group = -1
         for j in range(chance_off[layer], chance_off[layer + 1]):
             r = chance[j]
             if not chosen[r]:
                 continue
-            c = prob[r] * node_value[ch_node[r]]
-            if ch_state[r] != group:
+            first = ch_state[r] != group
+            if first:
                 if group >= 0:
-                    value[group] = acc
-                group, acc = ch_state[r], c
-            else:
-                acc += c
+                    value[group, :] = acc
+                group = ch_state[r]
+            for k in range(k_all):
+                c = prob[r] * node_value[ch_node[r], k]
+                acc[k] = c if first else acc[k] + c
         if group >= 0:
-            value[group] = acc
+            value[group, :] = acc
 
 
 def reach(g: Graph, policy: Policy, start: int, layers_of: Plan | None = None) -> Reach:
@@ -224,23 +295,37 @@ def reach(g: Graph, policy: Policy, start: int, layers_of: Plan | None = None) -
     probability is complete once all higher ranks have been pushed forward. Each layer's flow
     into a state is summed first and then added, as numpy's ``bincount`` per layer does.
     """
-    policy.validate(g)
+    return reach_many(g, stack(g, [policy]), start, layers_of)[0]
+
+
+def reach_many(
+    g: Graph, policies: PolicySet, start: int, layers_of: Plan | None = None
+) -> list[Reach]:
+    """:func:`reach` of several policies that roll the same dice, in one pass over the graph
+    (each result equals that policy's own :func:`reach` exactly)."""
+    move_prob, chosen = policies.move_prob, chosen_mask(g, policies.choice)
+    k = move_prob.shape[0]
     p = layers_of or plan(g)
-    state = np.zeros(g.n_states)
-    node = np.zeros(g.node_state.shape[0])
-    state[start] = 1.0
+    state = np.zeros((g.n_states, k))
+    node = np.zeros((g.node_state.shape[0], k))
+    state[start, :] = 1.0
     _, _, moves, moves_off, chance, chance_off = p.flat
     _reach_layers(
         moves, moves_off, chance, chance_off,
-        g.mv_dst, g.mv_node, policy.move_prob, chosen_mask(g, policy.choice),
-        g.ch_state, g.ch_node, g.ch_prob, state, node,
+        g.mv_dst, g.mv_node, move_prob, chosen, g.ch_state, g.ch_node, g.ch_prob, state, node,
     )  # fmt: skip
-    stuck = g.mv_dst < 0
-    stuck_flow = node[g.mv_node[stuck]] * policy.move_prob[stuck]
-    end = np.bincount(g.node_state[g.mv_node[stuck]], weights=stuck_flow, minlength=g.n_states)
+    stuck = np.flatnonzero(g.mv_dst < 0)
+    at = g.node_state[g.mv_node[stuck]]
     terminal = ~np.isnan(g.terminal)
-    end[terminal] += state[terminal]
-    return Reach(state, node, end)
+    out = []
+    for i in range(k):
+        node_i = np.ascontiguousarray(node[:, i])
+        state_i = np.ascontiguousarray(state[:, i])
+        stuck_flow = node_i[g.mv_node[stuck]] * move_prob[i, stuck]
+        end = np.bincount(at, weights=stuck_flow, minlength=g.n_states)
+        end[terminal] += state_i[terminal]
+        out.append(Reach(state_i, node_i, end))
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -248,23 +333,29 @@ def _reach_layers(
     moves, moves_off, chance, chance_off,
     dst, mv_node, move_prob, chosen, ch_state, ch_node, prob, state, node,
 ):  # fmt: skip
-    flow = np.zeros(state.shape[0])
+    k_all = move_prob.shape[0]
+    flow = np.zeros(state.shape)
     touched = np.zeros(state.shape[0], dtype=np.bool_)
     for layer in range(moves_off.shape[0] - 2, -1, -1):
         for j in range(chance_off[layer], chance_off[layer + 1]):
             r = chance[j]
             if chosen[r]:
-                node[ch_node[r]] += state[ch_state[r]] * prob[r]
+                for k in range(k_all):
+                    node[ch_node[r], k] += state[ch_state[r], k] * prob[r]
         for j in range(moves_off[layer], moves_off[layer + 1]):
             m = moves[j]
-            if dst[m] >= 0:
-                flow[dst[m]] += node[mv_node[m]] * move_prob[m]
-                touched[dst[m]] = True
+            d = dst[m]
+            if d >= 0:
+                for k in range(k_all):
+                    flow[d, k] += node[mv_node[m], k] * move_prob[k, m]
+                touched[d] = True
         for j in range(moves_off[layer], moves_off[layer + 1]):
             d = dst[moves[j]]
             if d >= 0 and touched[d]:
-                state[d] += flow[d]
-                flow[d], touched[d] = 0.0, False
+                for k in range(k_all):
+                    state[d, k] += flow[d, k]
+                    flow[d, k] = 0.0
+                touched[d] = False
 
 
 def same_structure(a: Graph, b: Graph) -> bool:

@@ -118,3 +118,41 @@ def test_batch_solve_on_a_rank_sorted_graph_matches_the_single_solve() -> None:
     batch = solve_rank_order_batch(g, g.terminal[:, None], ended)
     assert np.allclose(batch.value[:, 0], single.value, rtol=0, atol=1e-12)
     assert np.array_equal(batch.choice[:, 0], single.choice)
+
+
+@pytest.mark.parametrize("name", ["lever", "two-player", "double-shutter"])
+def test_policies_evaluated_together_equal_each_alone(name: str) -> None:
+    """evaluate_many and reach_many (every strategy in one compiled pass, as `build` runs them)
+    give each policy exactly the values and reach of its own pass: the same sums in the same
+    order, so equality is bitwise, not within a tolerance."""
+    game, g, sol, start = solved(name)
+    view = strategies.tile_view(game, g)
+    features = strategies.move_features(g, view, sol.choice) if view is not None else None
+    if features is not None:
+        picked = [strategies.policy_for(s, g, sol, features) for s in strategies.STRATEGIES]
+    else:  # no tiles (two-player): the optimal and the uniformly random policy
+        picked = [policy_eval.optimal(g, sol), policy_eval.uniform(g, sol.choice)]
+    together = policy_eval.stack(g, picked)
+    values = policy_eval.evaluate_many(g, together)
+    reaches = policy_eval.reach_many(g, together, start)
+    assert values.shape == (g.n_states, len(picked))
+    for k, policy in enumerate(picked):
+        alone = policy_eval.evaluate(g, policy)
+        assert np.array_equal(values[:, k], alone.value)
+        reach = policy_eval.reach(g, policy, start)
+        assert np.array_equal(reaches[k].state, reach.state)
+        assert np.array_equal(reaches[k].node, reach.node)
+        assert np.array_equal(reaches[k].end, reach.end)
+
+
+def test_policies_evaluated_together_must_roll_the_same_dice() -> None:
+    _, g, sol, _ = solved("lever")
+    other = sol.choice.copy()
+    rolled = np.flatnonzero(other >= 0)
+    other[rolled[0]] = -1  # drops a state's choice: not the same dice
+    with pytest.raises(ValueError, match="same dice choices"):
+        policy_eval.stack(g, [policy_eval.optimal(g, sol), policy_eval.uniform(g, other)])
+    with pytest.raises(ValueError, match="no policy"):
+        policy_eval.stack(g, [])
+    with pytest.raises(ValueError, match="sum to 1"):
+        policy_eval.checked(g, np.zeros((2, g.mv_node.shape[0])), sol.choice)

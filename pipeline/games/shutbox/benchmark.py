@@ -12,11 +12,9 @@ objective; ``expected_score`` is the mean final score.
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -24,16 +22,11 @@ import polars as pl
 from pipeline.errors import UsageError
 from pipeline.games.base import SolvedView
 from pipeline.games.columns import labels
-from pipeline.games.shutbox import strategies
+from pipeline.games.shutbox import strategies, strategy_kernels
 from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED  # noqa: F401
 from pipeline.games.shutbox.strategies import TileView
 from pipeline.solve import policy_eval, simulate
 from pipeline.solve.policy_eval import Policy, Reach
-
-T = TypeVar("T")
-R = TypeVar("R")
-#: Threads that evaluate strategies (the machine has two cores).
-THREADS = 2
 
 #: Column order of benchmarks.parquet (other games may add columns after these).
 COLUMNS = (
@@ -101,38 +94,48 @@ def view_of(s: SolvedView) -> TileView | None:
 
 
 def evaluate_strategies(s: SolvedView, names: Sequence[str] | None = None) -> list[Evaluated]:
-    """Exact value, reach and outcome of each strategy (all by default); [] without a tile view."""
+    """Exact value, reach and outcome of each strategy (all by default); [] without a tile view.
+
+    Every strategy rolls the dice the solver rolls, so all of them are evaluated together: one
+    compiled pass over the graph for their values and one for their reach. A strategy's
+    ``seconds`` is the time to make its policy plus an equal share of those passes.
+    """
     view = view_of(s)
     if view is None:
         return []
     g, sol, start = s.graph, s.solve(), start_index(s)
     features = strategies.move_features(g, view, sol.choice)
     picked = _pick(names)
-    for name in sorted({key for strategy in picked for key, _ in strategy.keys}):
-        features.dense(name)  # ranked once, before the threads share them
-    won = view.score == 0
-    layers_of = policy_eval.plan(g)
-
-    def one(strategy: strategies.Strategy) -> Evaluated:
+    # the policies are made straight into the rows of the array the passes read
+    move_prob = np.empty((len(picked), g.mv_node.shape[0]))
+    choice = np.asarray(sol.choice, dtype=np.int64)  # every strategy rolls as the solver does
+    policies, seconds = [], []
+    for k, strategy in enumerate(picked):
         t0 = time.perf_counter()
-        policy = strategies.policy_for(strategy, g, sol, features)
-        value = policy_eval.evaluate(g, policy, layers_of).value
-        reach = policy_eval.reach(g, policy, start, layers_of)
-        win_rate = float(reach.end[won].sum())
-        score = float(reach.end @ view.score)
-        seconds = time.perf_counter() - t0
-        return Evaluated(strategy.name, policy, value, reach, win_rate, score, seconds)
-
-    return in_threads(one, picked)
-
-
-def in_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[fn(x) for x in items]``, on :data:`THREADS` threads when there is more than one item:
-    the strategies' numpy and compiled passes release the GIL, so both cores work on them."""
-    if len(items) < 2:
-        return [fn(x) for x in items]
-    with concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="stb-strategy") as pool:
-        return list(pool.map(fn, items))
+        made = strategies.policy_for(strategy, g, sol, features)
+        move_prob[k] = made.move_prob
+        policies.append(Policy(move_prob[k], choice))
+        seconds.append(time.perf_counter() - t0)
+    del features, made  # the features' ranks are as big as the policies: dropped first
+    t0 = time.perf_counter()
+    stacked = policy_eval.checked(g, move_prob, choice)
+    layers_of = policy_eval.plan(g)
+    values = policy_eval.evaluate_many(g, stacked, layers_of)
+    reaches = policy_eval.reach_many(g, stacked, start, layers_of)
+    share = (time.perf_counter() - t0) / len(picked)
+    won = view.score == 0
+    return [
+        Evaluated(
+            strategy.name,
+            policy,
+            np.ascontiguousarray(values[:, k]),
+            reached,
+            float(reached.end[won].sum()),
+            float(reached.end @ view.score),
+            seconds[k] + share,
+        )
+        for k, (strategy, policy, reached) in enumerate(zip(picked, policies, reaches, strict=True))
+    ]
 
 
 def _pick(names: Sequence[str] | None) -> list[strategies.Strategy]:
@@ -170,62 +173,76 @@ def exact_rows(evaluated: list[Evaluated]) -> pl.DataFrame:
 
 
 def reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
-    """The reach table rows: every state under every strategy."""
+    """The reach table rows: every state under every strategy (the start state first)."""
     g = s.graph
-    base = pl.DataFrame({"state_id": g.state_id, "tiles": s.states()["tiles"]})
+    order = _start_first(g.state_id, s.game.start_state())
+    base = pl.DataFrame({"state_id": g.state_id[order], "tiles": s.states()["tiles"].gather(order)})
     frames = [
         base.with_columns(
             strategy=pl.lit(e.name),
-            reach_prob=pl.Series(e.reach.state),
-            end_prob=pl.Series(e.reach.end),
-            value=pl.Series(e.value),
+            reach_prob=pl.Series(e.reach.state[order]),
+            end_prob=pl.Series(e.reach.end[order]),
+            value=pl.Series(e.value[order]),
         )
         for e in evaluated
     ]
     return pl.concat(frames).select("strategy", pl.exclude("strategy"))
 
 
+def _start_first(ids: np.ndarray, start: int) -> np.ndarray:
+    """Positions of ``ids`` in the order the tables list rows: the start state first, then by
+    state id, equal ids in their order (as :func:`pipeline.build.stages.start_first` sorts)."""
+    return np.lexsort((ids, ids != start))
+
+
 def node_reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
     """The node_reach table rows: each strategy's move and reach probability at every (state,
-    roll) that the strategy or optimal play can reach (the others have probability 0)."""
+    roll) that the strategy or optimal play can reach (the others have probability 0).
+
+    All strategies' rows are made together, in the table's order (strategy, then the start
+    state first, then state id), each distinct move described once.
+    """
     g = s.graph
-    tiles = s.states()["tiles"]
     n_nodes = g.node_state.shape[0]
     optimal = next((e.reach.node for e in evaluated if e.name == "optimal"), np.zeros(n_nodes))
-
-    def rows(e: Evaluated) -> pl.DataFrame:
+    order = _start_first(g.state_id[g.node_state], s.game.start_state())
+    reached_by_optimal = optimal[order] > 0
+    nodes, probs, labels_, kinds, dsts = [], [], [], [], []
+    for e in evaluated:
         # A node's move is the policy's only move there (null when it mixes or no move is legal).
-        played = e.policy.move_prob > 0
-        count = np.bincount(g.mv_node[played], minlength=n_nodes)
-        row = np.zeros(n_nodes, dtype=np.int64)
-        row[g.mv_node[played]] = np.flatnonzero(played)
+        count, row = strategy_kernels.played_rows(e.policy.move_prob, g.mv_node, n_nodes)
+        keep = order[(e.reach.node[order] > 0) | reached_by_optimal]
+        count, row = count[keep], row[keep]
         label = np.where((count == 1) & (g.mv_label[row] >= 0), g.mv_label[row], -1)
-        keep = np.flatnonzero((e.reach.node > 0) | (optimal > 0))
-        label, row = label[keep], row[keep]
-        dst = np.where(label >= 0, g.mv_dst[row], -1)
+        dsts.append(np.where(label >= 0, g.mv_dst[row], -1))
         # a label for the rows without a move, so that none is a bare NULL
-        kind = np.where(
-            label >= 0, 0, np.where(count[keep] > 1, 1, np.where(g.mv_dst[row] >= 0, 2, 3))
+        kinds.append(
+            np.where(label >= 0, 0, np.where(count > 1, 1, np.where(g.mv_dst[row] >= 0, 2, 3)))
         )
-        # Describe each distinct move once: describing every node's move is slow for big boxes.
-        distinct, inverse = np.unique(label, return_inverse=True)
-        states = g.node_state[keep]
-        return pl.DataFrame(
-            {
-                "strategy": labels("strategy", [e.name], np.zeros(keep.shape[0], np.int8)),
-                "state_id": g.state_id[states],
-                "tiles": tiles.gather(states),
-                "roll": pl.Series(g.node_roll[keep], dtype=pl.Int16),
-                "reach_prob": e.reach.node[keep],
-                "move": s.game.describe_moves(distinct).gather(inverse),
-                "next_state_id": pl.Series(
-                    np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)
-                ).set(pl.Series(dst < 0), None),
-                "kind": labels("kind", NODE_KINDS, kind),
-            }
-        )
-
-    return pl.concat(in_threads(rows, evaluated))
+        nodes.append(keep)
+        probs.append(e.reach.node[keep])
+        labels_.append(label)
+    sizes = [n.shape[0] for n in nodes]
+    node = np.concatenate(nodes)
+    dst = np.concatenate(dsts)
+    # Describe each distinct move once: describing every row's move is slow for big boxes.
+    distinct, inverse = np.unique(np.concatenate(labels_), return_inverse=True)
+    states = g.node_state[node]
+    code = np.repeat(np.arange(len(evaluated), dtype=np.int8), sizes)
+    return pl.DataFrame(
+        {
+            "strategy": labels("strategy", [e.name for e in evaluated], code),
+            "state_id": g.state_id[states],
+            "tiles": s.states()["tiles"].gather(states),
+            "roll": pl.Series(g.node_roll[node], dtype=pl.Int16),
+            "reach_prob": np.concatenate(probs),
+            "move": s.game.describe_moves(distinct).gather(inverse.reshape(-1)),
+            "next_state_id": pl.Series(np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)).set(
+                pl.Series(dst < 0), None
+            ),
+            "kind": labels("kind", NODE_KINDS, np.concatenate(kinds)),
+        }
+    )
 
 
 def build_tables(s: SolvedView) -> dict[str, pl.DataFrame]:

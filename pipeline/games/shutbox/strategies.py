@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipeline.games.base import Game
+from pipeline.games.shutbox import strategy_kernels
 from pipeline.games.shutbox.names import STRATEGY_NAMES
-from pipeline.graph import PASS, Graph, group_starts
+from pipeline.graph import PASS, Graph
 from pipeline.solve.policy_eval import Policy, chosen_rows, deterministic, optimal, uniform
 from pipeline.solve.rank_order import Solution
 
@@ -65,7 +66,9 @@ class MoveFeatures:
 
 def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
     """Dense ranks 0..k-1 of ``values`` (equal values, equal ranks) and k. Small-range integers
-    (most features) are ranked through a table of the values present, without sorting."""
+    (most features, and whole-number floats with infinities) are ranked through a table of the
+    values present, without sorting."""
+    values = _as_integers(values)
     if values.dtype.kind in "iu" and values.size:
         low, high = int(values.min()), int(values.max())
         if high - low <= 4 * values.size:
@@ -76,6 +79,21 @@ def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
     _, ranks = np.unique(values, return_inverse=True)
     ranks = ranks.astype(np.int64).reshape(-1)
     return ranks, int(ranks.max(initial=0)) + 1
+
+
+def _as_integers(values: np.ndarray) -> np.ndarray:
+    """Whole-number floats (the look-ahead counts, +inf for a finished game) as integers in the
+    same order (+inf above every number, -inf below); other arrays unchanged."""
+    if values.dtype.kind != "f" or not values.size:
+        return values
+    finite = np.isfinite(values)
+    if np.isnan(values).any() or not finite.any():
+        return values
+    low, high = values[finite].min(), values[finite].max()
+    if high - low > 1 << 40 or np.any(values[finite] != np.round(values[finite])):
+        return values
+    out = np.where(finite, values, np.where(values > 0, high + 1, low - 1))
+    return out.astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -148,14 +166,7 @@ def tile_view(game: Game, g: Graph) -> TileView | None:
 def move_features(g: Graph, view: TileView, choice: np.ndarray) -> MoveFeatures:
     """Features of every move row; ``choice`` is the dice choice used for look-ahead features."""
     label = g.mv_label
-    bits = view.tile_value.shape[0]
-    legal = label >= 0
-    n_shut = np.zeros(label.shape[0], dtype=np.int64)
-    high = np.full(label.shape[0], -1, dtype=np.int64)
-    for b in range(bits):
-        has = legal & (((label >> b) & 1) == 1)
-        n_shut += has
-        high = np.where(has, np.maximum(high, view.tile_value[b]), high)
+    n_shut, high = strategy_kernels.tile_counts(label, view.tile_value)
     totals, playable = _lookahead(g, choice)
     dst = g.mv_dst
     ok = dst >= 0
@@ -196,10 +207,7 @@ def ranked_rows(g: Graph, features: MoveFeatures, keys: tuple[tuple[str, int], .
         room *= count
         if room >= 1 << 62:
             raise ValueError("too many distinct key values to pack into one integer")
-    bounds = g.move_starts()
-    best = np.maximum.reduceat(packed, bounds[:-1])
-    hit = np.flatnonzero(packed == np.repeat(best, np.diff(bounds)))
-    return hit[group_starts(g.mv_node[hit])]
+    return strategy_kernels.first_max_rows(packed, g.move_starts())
 
 
 def policy_for(

@@ -162,3 +162,61 @@ def test_dense_ranks_equal_numpy_unique() -> None:
         _, want = np.unique(values, return_inverse=True)
         assert np.array_equal(ranks, want.reshape(-1))
         assert k == int(want.max(initial=-1)) + 1 if values.size else k == 1
+
+
+def test_dense_ranks_of_whole_number_floats_with_infinities_equal_numpy_unique() -> None:
+    """Look-ahead counts are whole-number floats with +inf for a finished game: ranked through
+    the integer table, in np.unique's order (-inf lowest, +inf highest)."""
+    from pipeline.games.shutbox.strategies import dense_ranks
+
+    cases = [
+        np.array([3.0, np.inf, 0.0, 3.0, -np.inf, 7.0, -0.0]),
+        np.array([np.inf, np.inf]),  # nothing finite: sorted as floats
+        np.array([1.0, np.nan, 2.0]),  # a NaN: sorted as floats
+        np.array([1.5, 2.0, 1.5]),  # not whole numbers
+    ]
+    for values in cases:
+        ranks, k = dense_ranks(values)
+        distinct, want = np.unique(values, return_inverse=True)
+        assert np.array_equal(ranks, want.reshape(-1)), values
+        assert k == distinct.shape[0]
+
+
+def test_strategy_kernels_equal_the_numpy_passes_they_replace() -> None:
+    """tile_counts, first_max_rows and played_rows against plain numpy on a real graph."""
+    from pipeline.games.shutbox import strategy_kernels
+    from pipeline.graph import group_starts
+
+    game = get_variant("lever").make()
+    g = game.graph()
+    view = strategies.tile_view(game, g)
+    assert view is not None
+    label = g.mv_label
+    n_shut, high = strategy_kernels.tile_counts(label, view.tile_value)
+    legal = label >= 0
+    want_n = np.zeros(label.shape[0], dtype=np.int64)
+    want_high = np.full(label.shape[0], -1, dtype=np.int64)
+    for b in range(view.tile_value.shape[0]):
+        has = legal & (((label >> b) & 1) == 1)
+        want_n += has
+        want_high = np.where(has, np.maximum(want_high, view.tile_value[b]), want_high)
+    assert np.array_equal(n_shut, want_n) and np.array_equal(high, want_high)
+
+    rng = np.random.default_rng(3)
+    packed = rng.integers(0, 4, label.shape[0])  # many ties: the first row must win
+    bounds = g.move_starts()
+    best = np.maximum.reduceat(packed, bounds[:-1])
+    hit = np.flatnonzero(packed == np.repeat(best, np.diff(bounds)))
+    assert np.array_equal(
+        strategy_kernels.first_max_rows(packed, bounds), hit[group_starts(g.mv_node[hit])]
+    )
+
+    sol = solve_rank_order(g)
+    n_nodes = g.node_state.shape[0]
+    for policy in (policy_eval.optimal(g, sol), policy_eval.uniform(g, sol.choice)):
+        count, row = strategy_kernels.played_rows(policy.move_prob, g.mv_node, n_nodes)
+        played = policy.move_prob > 0
+        assert np.array_equal(count, np.bincount(g.mv_node[played], minlength=n_nodes))
+        want_row = np.zeros(n_nodes, dtype=np.int64)
+        want_row[g.mv_node[played]] = np.flatnonzero(played)  # the last played row wins
+        assert np.array_equal(row, want_row)
