@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
+from pipeline.games.columns import describe_distinct
 from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.graph import NO_STATE, PASS, Graph
@@ -352,17 +353,18 @@ class DoubleShutter(TileStrategyHooks, Game):
         """Each move label as its signed tiles: front tiles t, then back tiles as -t (null for a
         pass)."""
         n = self.r.columns
-        # A few hundred distinct labels label up to millions of rows: describe each label once.
-        uniq, inverse = np.unique(np.asarray(label, dtype=np.int64), return_inverse=True)
-        lists = [
-            None
-            if lab < 0
-            else [t for t in range(1, n + 1) if lab >> (n + t - 1) & 1]
-            + [-t for t in range(1, n + 1) if lab >> (t - 1) & 1]
-            for lab in uniq.tolist()
-        ]
-        described = pl.Series("move", lists, dtype=pl.List(pl.Int8))
-        return described.gather(inverse.ravel())
+
+        def lists(found: np.ndarray) -> pl.Series:
+            signed = [
+                None
+                if lab < 0
+                else [t for t in range(1, n + 1) if lab >> (n + t - 1) & 1]
+                + [-t for t in range(1, n + 1) if lab >> (t - 1) & 1]
+                for lab in found.tolist()
+            ]
+            return pl.Series("move", signed, dtype=pl.List(pl.Int8))
+
+        return describe_distinct(np.asarray(label, dtype=np.int64), lists)
 
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of a state written as its digit string ("000000000", column 1 first) or as

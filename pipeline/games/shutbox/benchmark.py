@@ -225,8 +225,6 @@ def node_reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
     sizes = [n.shape[0] for n in nodes]
     node = np.concatenate(nodes)
     dst = np.concatenate(dsts)
-    # Describe each distinct move once: describing every row's move is slow for big boxes.
-    distinct, inverse = np.unique(np.concatenate(labels_), return_inverse=True)
     states = g.node_state[node]
     code = np.repeat(np.arange(len(evaluated), dtype=np.int8), sizes)
     return pl.DataFrame(
@@ -236,7 +234,7 @@ def node_reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
             "tiles": s.states()["tiles"].gather(states),
             "roll": pl.Series(g.node_roll[node], dtype=pl.Int16),
             "reach_prob": np.concatenate(probs),
-            "move": s.game.describe_moves(distinct).gather(inverse.reshape(-1)),
+            "move": s.game.describe_moves(np.concatenate(labels_)),
             "next_state_id": pl.Series(np.where(dst >= 0, g.state_id[np.maximum(dst, 0)], 0)).set(
                 pl.Series(dst < 0), None
             ),

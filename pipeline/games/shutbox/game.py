@@ -287,10 +287,10 @@ class ShutTheBox(TileStrategyHooks, Game):
 
     def describe_moves(self, label: np.ndarray) -> pl.Series:
         """Each move label as the list of tiles it shuts (null for a pass)."""
-        # Few distinct moves, many rows: describe each distinct label once, then gather.
-        distinct, inverse = np.unique(label, return_inverse=True)
-        lists = self._tile_columns(distinct)["open_tiles"]
-        return lists.gather(inverse.astype(np.int64)).alias("move")
+        from pipeline.games.columns import describe_distinct
+
+        lists = describe_distinct(label, lambda found: self._tile_columns(found)["open_tiles"])
+        return lists.alias("move")
 
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of open tiles written as digits ("1245") or separated ("1,2,10")."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipeline.games.base import Game
+from pipeline.games.columns import distinct
 from pipeline.games.shutbox import strategy_kernels
 from pipeline.games.shutbox.names import STRATEGY_NAMES
 from pipeline.graph import PASS, Graph
@@ -68,17 +69,8 @@ def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
     """Dense ranks 0..k-1 of ``values`` (equal values, equal ranks) and k. Small-range integers
     (most features, and whole-number floats with infinities) are ranked through a table of the
     values present, without sorting."""
-    values = _as_integers(values)
-    if values.dtype.kind in "iu" and values.size:
-        low, high = int(values.min()), int(values.max())
-        if high - low <= 4 * values.size:
-            present = np.zeros(high - low + 1, dtype=np.int64)
-            present[values - low] = 1
-            rank_of = np.cumsum(present) - 1
-            return rank_of[values - low], int(rank_of[-1]) + 1
-    _, ranks = np.unique(values, return_inverse=True)
-    ranks = ranks.astype(np.int64).reshape(-1)
-    return ranks, int(ranks.max(initial=0)) + 1
+    found, ranks = distinct(_as_integers(values))
+    return ranks, max(found.shape[0], 1)
 
 
 def _as_integers(values: np.ndarray) -> np.ndarray:
