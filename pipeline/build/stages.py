@@ -373,8 +373,9 @@ class _Build:
     rules: dict[str, dict] = field(default_factory=dict)
     records: dict[str, dict] = field(default_factory=dict)
     reports: list[StageReport] = field(default_factory=list)
-    #: One writer thread: a second one encoded little faster on two cores and held more rows.
-    writer: Background = field(default_factory=Background)
+    #: One writer thread, keyed by table; a build that finds it busy encodes another table's
+    #: rows itself (a second writer thread encoded little faster and held more rows).
+    writer: Background = field(default_factory=lambda: Background(caller_runs=True))
     #: Holds the data directory's lock once taken (see :meth:`locked`), until the build ends.
     lock: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     has_lock: bool = False
@@ -443,7 +444,7 @@ class _Build:
         if key not in self.merges:
             self.locked()
             self.merges[key] = tables.TableMerge(layout.table_path(self.data_dir, key))
-        self.writer.submit(self.merges[key].add, variant, frame, self.rules[variant])
+        self.writer.submit(self.merges[key].add, variant, frame, self.rules[variant], key=key)
 
     def pending(self) -> bool:
         """Whether any rows wait to be committed."""

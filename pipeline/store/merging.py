@@ -7,8 +7,10 @@ variant's rows and one slice of the old file, never a whole table, and the encod
 variant's rows overlaps the computing of the next when the build runs the merge on its writer
 thread (:class:`pipeline.store.background.Background`).
 
-The file is written in row groups of exactly :data:`SLICE_ROWS` rows (the last one shorter), so
-the bytes depend only on the rows, never on how they were handed over.
+The file is written in row groups that never span two variants: each variant's rows are cut
+into groups of :data:`SLICE_ROWS` rows, its last group shorter. So the bytes depend only on the
+rows, never on how they were handed over; nothing is held from one variant to the next; and a
+reader that filters on ``variant`` reads only that variant's row groups.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ class TableMerge:
         self.counts: dict[str, int] = {}
         self._last_added = ""
         self._last_put = ""
-        self._buffer: list[pa.Table] = []
+        self._buffer: list[pa.Table] = []  # rows of one variant, short of a full row group
+        self._buffer_variant: str | None = None
         self._file: BinaryIO | None = None
         self._writer: Any = None
         self._target: pl.DataFrame | None = None
@@ -148,6 +151,7 @@ class TableMerge:
         self._copy_old(until=variant)
         for piece in slices(rows):
             self._put(piece.select(pl.lit(variant).alias("variant"), pl.exclude("variant")))
+        self._flush(final=True)  # the variant's rows end here: its last row group goes out
         self.counts.setdefault(variant, 0)
         self.rules.pop(variant, None)
         if rules is not None:
@@ -246,6 +250,12 @@ class TableMerge:
 
         if not rows.height:
             return
+        if not rows["variant"].is_sorted():
+            raise TableError(f"{self.path} is not sorted by variant; {manifest.REBUILD}")
+        if rows["variant"][0] != rows["variant"][-1]:  # old rows of several variants
+            for run in rows.partition_by("variant", maintain_order=True):
+                self._put(run)
+            return
         assert self._target is not None
         extra = [c for c in rows.columns if c not in self._target.columns]
         if extra:
@@ -258,17 +268,20 @@ class TableMerge:
             table = rows.to_arrow().cast(self._arrow_schema)
         except (pl.exceptions.PolarsError, pa.ArrowException, ValueError, TypeError) as exc:
             raise unfit(self.path, exc) from None
-        first, final = rows["variant"][0], rows["variant"][-1]
-        if first < self._last_put:
+        variant = rows["variant"][0]
+        if variant < self._last_put:
             raise TableError(f"{self.path} is not sorted by variant; {manifest.REBUILD}")
-        self._last_put = final
-        for variant, n in rows.group_by("variant").len().rows():
-            self.counts[variant] = self.counts.get(variant, 0) + n
+        self._last_put = variant
+        self.counts[variant] = self.counts.get(variant, 0) + rows.height
+        if variant != self._buffer_variant:
+            self._flush(final=True)  # the last group of the variant before
+            self._buffer_variant = variant
         self._buffer.append(table)
         self._flush()
 
     def _flush(self, final: bool = False) -> None:
-        """Write the full row groups gathered so far (all that is left when ``final``)."""
+        """Write the full row groups of the buffered variant's rows (all of them when
+        ``final``)."""
         import pyarrow as pa
 
         size = sum(t.num_rows for t in self._buffer)

@@ -80,13 +80,36 @@ def test_merges_equal_an_in_memory_merge(tmp_path: Path, monkeypatch) -> None:
     assert entry["rows"] == 78
 
 
-def test_row_groups_have_the_slice_size(tmp_path, monkeypatch) -> None:
+def row_groups(path: Path) -> list[tuple[str, int]]:
+    """(variant, rows) of each row group of a table, with a check that none spans two."""
+    file = pq.ParquetFile(path)
+    out = []
+    for i in range(file.metadata.num_row_groups):
+        variants = file.read_row_group(i, columns=["variant"]).column(0).unique().to_pylist()
+        assert len(variants) == 1, f"row group {i} holds {variants}"
+        out.append((variants[0], file.metadata.row_group(i).num_rows))
+    return out
+
+
+def test_row_groups_hold_one_variant_in_slices(tmp_path, monkeypatch) -> None:
+    """Each variant's rows are cut every SLICE_ROWS rows, its last group shorter, whether they
+    come whole, in chunks, or are copied from the old file a slice at a time."""
     monkeypatch.setattr(merging, "SLICE_ROWS", 8)
-    write(tmp_path, {"b": chunked(frame(50, 1), 20), "a": frame(3, 2)})
-    meta = pq.ParquetFile(tmp_path / "policy.parquet").metadata
-    assert meta.num_rows == 53
-    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    assert sizes == [8] * 6 + [5]
+    write(tmp_path, {"b": chunked(frame(50, 1), 20), "a": frame(3, 2), "d": frame(17, 3)})
+    b_rows = [*[("b", 8)] * 6, ("b", 2)]
+    d_rows = [("d", 8), ("d", 8), ("d", 1)]
+    assert row_groups(tmp_path / "policy.parquet") == [("a", 3), *b_rows, *d_rows]
+    write(tmp_path, {"c": frame(9, 4)})  # old rows of a, b and d copied around the new c
+    c_rows = [("c", 8), ("c", 1)]
+    assert row_groups(tmp_path / "policy.parquet") == [("a", 3), *b_rows, *c_rows, *d_rows]
+
+
+def test_an_old_table_out_of_variant_order_is_refused(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(merging, "SLICE_ROWS", 8)
+    unsorted = pl.concat([frame(2, 1).with_columns(variant=pl.lit(v)) for v in "aba"])
+    unsorted.select("variant", pl.exclude("variant")).write_parquet(tmp_path / "policy.parquet")
+    with pytest.raises(TableError, match="not sorted by variant"):
+        write(tmp_path, {"c": frame(3, 2)})
 
 
 def test_rows_that_do_not_fit_keep_the_old_table(tmp_path, monkeypatch) -> None:
