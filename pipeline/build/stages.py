@@ -277,13 +277,37 @@ def start_first(frame: pl.DataFrame | tables.ChunkedRows, start: int) -> Any:
     keys = [ids, ids != start]  # np.lexsort: last key first, and stable
     if "strategy" in frame.columns:
         # strategies keep the order the game lists them in (optimal first)
-        names = frame["strategy"]
-        order = {name: i for i, name in enumerate(names.unique(maintain_order=True))}
-        keys.append(names.replace_strict(order, return_dtype=pl.Int32).to_numpy())
-    perm = np.lexsort(keys)
-    if np.array_equal(perm, np.arange(perm.shape[0])):
+        keys.append(_first_seen_codes(frame["strategy"]))
+    if _in_order(keys):  # most tables are made in this order already
         return frame
-    return frame[perm]
+    if len(keys) == 2 and _in_order(keys[:1]):
+        # rows by state, the start state's somewhere among them: move that block to the front
+        lo, hi = np.searchsorted(ids, [start, start + 1])
+        return pl.concat([frame.slice(lo, hi - lo), frame.slice(0, lo), frame.slice(hi)])
+    return frame[np.lexsort(keys)]
+
+
+def _first_seen_codes(names: pl.Series) -> np.ndarray:
+    """Each row's name as its rank in order of first appearance. Names in contiguous blocks
+    (as the strategy tables are made) are numbered by their runs, without hashing a string
+    per row."""
+    runs = names.rle()
+    if runs.struct.field("value").n_unique() == runs.len():
+        return names.rle_id().to_numpy()
+    order = {name: i for i, name in enumerate(names.unique(maintain_order=True))}
+    return names.replace_strict(order, return_dtype=pl.Int32).to_numpy()
+
+
+def _in_order(keys: list[np.ndarray]) -> bool:
+    """Whether rows are sorted by ``keys`` (np.lexsort's convention: the last key first), in
+    one pass instead of a sort."""
+    if keys[0].shape[0] < 2:
+        return True
+    ahead = np.ones(keys[0].shape[0] - 1, dtype=bool)  # row i+1 not before row i
+    for key in keys:  # from the least significant key up
+        step = np.sign(np.diff(key.astype(np.int64)))
+        ahead = (step > 0) | ((step == 0) & ahead)
+    return bool(ahead.all())
 
 
 def _run_stage(s: Solved, stage: str, stages: Sequence[str], out: dict[str, Any]) -> None:

@@ -33,3 +33,47 @@ def test_rows_without_a_move_are_labelled(built: Path) -> None:
     assert set(edges.filter(pl.col("move").is_null())["kind"]) == {"end", "pass"}
     reach = pl.read_parquet(built / "node_reach.parquet").filter(pl.col("variant") == "classic")
     assert set(reach.filter(pl.col("strategy") == "random")["kind"]) == {"move", "mixed", "end"}
+
+
+def _sorted_reference(frame: pl.DataFrame, start: int) -> pl.DataFrame:
+    """The order start_first promises, by a plain stable sort."""
+    keys = [pl.col("state_id") != start, "state_id"]
+    if "strategy" in frame.columns:
+        rank = {name: i for i, name in enumerate(frame["strategy"].unique(maintain_order=True))}
+        keys.insert(0, pl.col("strategy").replace_strict(rank, return_dtype=pl.Int32))
+    return frame.sort(keys, maintain_order=True)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        [0, 1, 1, 2, 5, 5, 7],  # by state, the start (5) in the middle: its block moves
+        [5, 5, 0, 1, 2, 7],  # already in order
+        [7, 5, 1, 5, 0, 2, 2],  # no order: sorted
+        [1, 2, 3],  # no start state rows
+        [5],
+        [],
+    ],
+)
+@pytest.mark.parametrize("strategies", [None, ["optimal", "greedy"]])
+def test_start_first_equals_a_stable_sort(ids: list[int], strategies: list[str] | None) -> None:
+    from pipeline.build.stages import start_first
+
+    frame = pl.DataFrame({"state_id": pl.Series(ids, dtype=pl.Int64)}).with_row_index("row")
+    if strategies is not None:  # each strategy's rows in a block, optimal first
+        frame = pl.concat(
+            [frame.with_columns(strategy=pl.lit(name)) for name in strategies]
+        ).select("strategy", pl.exclude("strategy"))
+    got = start_first(frame, 5)
+    assert got.equals(_sorted_reference(frame, 5))
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=3)
+    assert start_first(shuffled, 5).equals(_sorted_reference(shuffled, 5))
+
+
+def test_strategies_in_blocks_or_mixed_keep_their_first_seen_order() -> None:
+    from pipeline.build.stages import start_first
+
+    blocks = pl.DataFrame({"strategy": ["b", "b", "a", "a"], "state_id": [9, 5, 5, 1]})
+    assert start_first(blocks, 5)["state_id"].to_list() == [5, 9, 5, 1]
+    mixed = pl.DataFrame({"strategy": ["b", "a", "b", "a"], "state_id": [9, 1, 5, 5]})
+    assert start_first(mixed, 5).rows() == [("b", 5), ("b", 9), ("a", 5), ("a", 1)]
