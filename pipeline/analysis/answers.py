@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant
 from pipeline.store.layout import settle, table_path, variant_file
+from pipeline.store.schema import derived_select
 
 if TYPE_CHECKING:
     import polars as pl
@@ -93,7 +94,8 @@ def _rows(data_dir: Path, table: str, variant: str, where: str, **params: Any) -
             f"{path} does not exist: run `stb-pipeline build --variant {variant}` "
             "(or build with the same custom rule options) first"
         )
-    sql = f"select * from read_parquet($path) where variant = $variant and {where}"
+    columns = derived_select(table)  # big boxes leave some columns to the reader
+    sql = f"select {columns} from read_parquet($path) where variant = $variant and {where}"
     try:
         with _database().cursor() as con:  # a cursor of its own: safe from several threads
             cursor = con.execute(sql, {"path": str(path), "variant": variant, **params})
@@ -134,6 +136,43 @@ def expect(data_dir: Path, variant: Variant, tiles: str, **extra: Any) -> Expect
     )
 
 
+def _moves_from_states(
+    data_dir: Path, variant: Variant, state: int, roll: int, best: dict, row: dict
+) -> list[dict[str, Any]]:
+    """The moves rows of one (state, roll) made from the game's rules and the states table,
+    in the moves table's order, for a variant built without its moves table (big boxes write
+    it only with ``--moves``); TablesMissingError for a game that cannot."""
+    listing = variant.make().moves_after(state, roll)
+    if listing is None:
+        raise TablesMissingError(
+            f"{variant.name} was built without its moves table: build it again with --moves "
+            "to see what every move is worth"
+        )
+    ids = [nxt for _, nxt in listing]
+    values = {
+        r["state_id"]: r["value"]
+        for r in _rows(data_dir, "states", variant.name, "list_contains($ids, state_id)", ids=ids)
+    }
+    sign = 1.0 if row["maximise"] else -1.0
+    out = [
+        {
+            "move_mask": mask,
+            "move": None,
+            "next_state_id": nxt,
+            "next_tiles": None,
+            "value": values[nxt],
+            "regret": max((best["value"] - values[nxt]) * sign, 0.0),
+            "is_best": mask == best.get("best_move_mask"),
+        }
+        for mask, nxt in listing
+    ]
+    # the moves table's order: by regret, the best first among equals, then the move holding
+    # the highest tile where two differ (largest mask first: the same order for tile sets)
+    out.sort(key=lambda m: m["move_mask"], reverse=True)
+    out.sort(key=lambda m: (m["regret"], not m["is_best"]))
+    return out
+
+
 def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: Any) -> MoveAdvice:
     """The best move in state ``tiles`` after ``roll``, with the value and regret of every move."""
     row = _state_row(data_dir, variant, tiles, extra)
@@ -153,17 +192,20 @@ def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: 
             f"(possible rolls: {rolls[0]['roll']}..{rolls[-1]['roll']})"
         )
     best = hit[0]
-    # By regret (the best first among equals); equal regrets in the tie rule's order: the move
-    # holding the highest tile where two differ comes first.
-    moves = _rows(
-        data_dir,
-        "moves",
-        variant.name,
-        "state_id = $s and roll = $r "
-        "order by regret, is_best desc, list_reverse_sort(move) desc nulls last",
-        s=state,
-        r=roll,
-    )
+    if variant_file(data_dir, "moves", variant.name).exists():
+        # By regret (the best first among equals); equal regrets in the tie rule's order: the
+        # move holding the highest tile where two differ comes first.
+        moves = _rows(
+            data_dir,
+            "moves",
+            variant.name,
+            "state_id = $s and roll = $r "
+            "order by regret, is_best desc, list_reverse_sort(move) desc nulls last",
+            s=state,
+            r=roll,
+        )
+    else:  # a big box built without --moves: rank its moves from the states table
+        moves = _moves_from_states(data_dir, variant, state, roll, best, row)
     keep = ("move", "next_tiles", "value", "regret", "is_best")
     best_move = best["best_move"]
     if variant.codec is not None and best.get("best_move_mask") is not None:

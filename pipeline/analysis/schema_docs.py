@@ -96,12 +96,14 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "state_id": "state before the roll",
             "tiles": "its open tiles",
             "roll": "dice total",
-            "stuck": "true when no move is legal (the game ends)",
+            "stuck": "true when no move is legal (the game ends); null in the files of boxes of "
+            "16 tiles or more, where it is `best_move_mask is null`",
             "best_move_mask": MASK_DOC,
             "best_move": "the optimal tiles to shut (null when stuck); ties go to the move "
             "holding the highest tile where they differ (Double Shutter: the highest front tile, "
             "then the highest back tile)",
-            "next_state_id": "state after the best move",
+            "next_state_id": "state after the best move; null in the files of boxes of 16 tiles "
+            "or more, where it is `xor(state_id, best_move_mask)` (readers here fill both in)",
             "next_tiles": "its open tiles",
             "value": "value after the best move (the final value when stuck)",
             "n_optimal": "number of legal moves that tie for best (within 1e-12, relative)",
@@ -254,7 +256,10 @@ def render() -> str:
         "  twins) and custom boxes of 16 tiles or more. Rebuilding one variant never rewrites",
         "  another's rows. Custom boxes of 16+ tiles are solved without a graph and write `states`",
         "  and `policy` (add `--moves`, `--edges` for those tables); their list and text columns",
-        "  are null and the `*_mask` columns say the same.",
+        "  are null and the `*_mask` columns say the same. Their policy leaves `next_state_id`",
+        "  and `stuck` null too, as they follow from the row (`xor(state_id, best_move_mask)`;",
+        "  `best_move_mask is null`): `stb-pipeline query`, `move` and the Python API fill",
+        "  them in.",
         "- Every table has one schema whatever it holds: the columns below, in this order; a",
         "  column that does not apply to a game is null. Read one table across all its files with",
         "  `pl.scan_parquet(['data/policy.parquet', *glob('data/variants/*/policy.parquet')])`,",

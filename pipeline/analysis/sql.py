@@ -46,7 +46,7 @@ import duckdb
 import polars as pl
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
-from pipeline.store import manifest, tables
+from pipeline.store import manifest, schema, tables
 from pipeline.store.layout import OWN_DIR, table_files
 
 #: The query library inside the installed package (a Path when installed as plain files).
@@ -248,9 +248,10 @@ def _add_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> N
     con.execute(f"set variable path_{name} = $v", {"v": [str(f) for f in files]})
     for path in files:
         tables.check_ours(path)
+    columns = schema.derived_select(name)  # big boxes leave some columns to the reader
     con.execute(
         f"create view {name} as "
-        f"select * from read_parquet(getvariable('path_{name}'), union_by_name = true)"
+        f"select {columns} from read_parquet(getvariable('path_{name}'), union_by_name = true)"
     )
 
 

@@ -50,9 +50,10 @@ def write_streamed(
         }
         for t in streamed.tables
     }
+    digests: dict[str, str] = {}
     try:
         rows = stream_writer.write_streamed_many(
-            staged, streamed.batches, schemas, constants, streamed.options
+            staged, streamed.batches, schemas, constants, streamed.options, digests
         )
     except BaseException:
         for path in staged.values():
@@ -67,7 +68,9 @@ def write_streamed(
         "seconds": time.perf_counter() - t0,
     }
     out = {
-        layout.own_key(variant.name, t): StagedTable(path, rows[t], {variant.name: rows[t]})
+        layout.own_key(variant.name, t): StagedTable(
+            path, rows[t], {variant.name: rows[t]}, digests.get(t)
+        )
         for t, path in staged.items()
     }
     return out, summary

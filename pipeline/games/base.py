@@ -148,3 +148,9 @@ class Game(ABC):
         runs whichever are asked), for games too big to hold as a graph; None: build from
         :meth:`graph`."""
         return None
+
+    def moves_after(self, state_id: int, roll: int) -> list[tuple[int, int]] | None:
+        """Every legal move after ``roll`` in state ``state_id`` as (label, next state id), for
+        games where a move is worth its next state's value: answers about a variant built
+        without its moves table rank the moves from the states table. None: not such a game."""
+        return None

@@ -7,12 +7,20 @@ charts, verifier files), so a reader never sees half a file and a crash leaves t
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import queue
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from pipeline.errors import PipelineError
+
+#: Bytes a :class:`HashedFile` lets pile up before it pushes them to disk in the background.
+SYNC_EVERY = 64 << 20
+#: The native buffer in front of a :class:`HashedFile` given to pyarrow (bytes).
+ARROW_BUFFER = 4 << 20
 
 
 def _tmp_name(final: Path) -> Path:
@@ -37,6 +45,107 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class HashedFile:
+    """A new binary file that knows the sha256 of its bytes once closed, without reading them
+    back: what is written is hashed on a helper thread, which also pushes the bytes to disk
+    every :data:`SYNC_EVERY` bytes, so that closing a table of gigabytes neither re-reads it
+    nor waits for all of it to reach the disk. Give pyarrow's writers :meth:`arrow_stream`."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "wb")  # noqa: SIM115 (closed by close or abandon)
+        self._hash = hashlib.sha256()
+        self._pending: queue.Queue[bytes | None] = queue.Queue(maxsize=64)
+        self._error: OSError | None = None
+        self._since_sync = 0
+        self._arrow: Any = None
+        self._abandoned = False
+        self.sha256: str | None = None
+        """The hex digest of the bytes, set by :meth:`close`."""
+        self._helper = threading.Thread(target=self._run, name="stb-hash", daemon=True)
+        self._helper.start()
+
+    def arrow_stream(self) -> Any:
+        """The file as a pyarrow output stream with a native buffer in front: a Parquet writer
+        makes over a thousand small writes per row group (page headers), which the buffer
+        gathers without taking the GIL into a few large writes here."""
+        import pyarrow as pa
+
+        if self._arrow is None:
+            raw = pa.PythonFile(self, mode="w")
+            self._arrow = pa.BufferedOutputStream(raw, buffer_size=ARROW_BUFFER)
+        return self._arrow
+
+    def write(self, data: Any) -> int:
+        """Write ``data`` (bytes or a buffer) and queue a copy of it for hashing."""
+        if self._abandoned:
+            return len(data)
+        n = self._fh.write(data)
+        self._pending.put(bytes(data))
+        return n
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        return self._fh.tell()
+
+    def flush(self) -> None:
+        """Flush Python's buffer to the operating system."""
+        self._fh.flush()
+
+    def fileno(self) -> int:
+        """The file descriptor."""
+        return self._fh.fileno()
+
+    def writable(self) -> bool:
+        """Always: the file is open for writing."""
+        return True
+
+    @property
+    def closed(self) -> bool:
+        """Whether the file is closed."""
+        return self._fh.closed
+
+    def close(self) -> None:
+        """Flush the file to disk, close it and set :attr:`sha256`; raise the OSError of a
+        background sync that failed (a full disk), if any."""
+        if self._fh.closed:
+            return
+        if self._arrow is not None:  # its buffer's last bytes (it stays attached: see abandon)
+            self._arrow.flush()
+        self._stop_helper()
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        if self._error is not None:
+            raise self._error
+        self.sha256 = self._hash.hexdigest()
+
+    def abandon(self) -> None:
+        """Close without syncing (the file is about to be removed); never raises."""
+        if self._fh.closed:
+            return
+        # The arrow stream stays attached (a writer still holding it must not crash): what it
+        # flushes from now on is dropped by write.
+        self._abandoned = True
+        self._stop_helper()
+        with contextlib.suppress(OSError):
+            self._fh.close()
+
+    def _stop_helper(self) -> None:
+        self._pending.put(None)
+        self._helper.join()
+
+    def _run(self) -> None:
+        while (chunk := self._pending.get()) is not None:
+            self._hash.update(chunk)
+            self._since_sync += len(chunk)
+            if self._since_sync >= SYNC_EVERY and self._error is None:
+                self._since_sync = 0
+                try:
+                    os.fdatasync(self._fh.fileno())
+                except OSError as exc:  # raised by close
+                    self._error = exc
 
 
 def _write_synced(path: Path, write: Any) -> None:

@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pipeline import __version__
 from pipeline.errors import PipelineError, TableError
 from pipeline.store import manifest, schema
-from pipeline.store.files import _tmp_name
+from pipeline.store.files import HashedFile, _tmp_name
 from pipeline.store.layout import logical_name
 
 if TYPE_CHECKING:
@@ -84,6 +83,8 @@ class StagedTable:
     path: Path
     num_rows: int
     variants: dict[str, int]
+    sha256: str | None = None
+    """The file's sha256 when known from writing it (else the commit reads it back)."""
 
 
 Rows = pl.DataFrame | ChunkedRows
@@ -127,7 +128,7 @@ class TableMerge:
         self._last_put = ""
         self._buffer: list[pa.Table] = []  # rows of one variant, short of a full row group
         self._buffer_variant: str | None = None
-        self._file: BinaryIO | None = None
+        self._file: HashedFile | None = None
         self._writer: Any = None
         self._target: pl.DataFrame | None = None
         self._arrow_schema: pa.Schema | None = None
@@ -170,9 +171,7 @@ class TableMerge:
             self._writer.add_key_value_metadata(meta)
             self._writer.close()
             assert self._file is not None
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+            self._file.close()  # on disk, its sha256 known
         except OSError as exc:
             self.discard()
             raise PipelineError(f"cannot write {self.tmp}: {exc.strerror or exc}") from None
@@ -180,14 +179,14 @@ class TableMerge:
             self.discard()
             raise
         counts = {v: n for v, n in sorted(self.counts.items()) if n}
-        return StagedTable(self.tmp, sum(counts.values()), counts)
+        return StagedTable(self.tmp, sum(counts.values()), counts, self._file.sha256)
 
     def discard(self) -> None:
         """Close and remove the temporary file (nothing of the old table changes)."""
         if self._file is not None and not self._file.closed:
             with contextlib.suppress(Exception):  # the file is removed anyway
                 self._writer.close()
-            self._file.close()
+            self._file.abandon()
         self.tmp.unlink(missing_ok=True)
 
     def _open(self, new_schema: pl.Schema | None) -> None:
@@ -212,9 +211,12 @@ class TableMerge:
         # the footer's key-value metadata once every variant is in (see finish).
         self._arrow_schema = self._target.to_arrow().schema.remove_metadata()
         self.path.parent.mkdir(parents=True, exist_ok=True)  # a variant's own folder
-        self._file = open(self.tmp, "wb")  # noqa: SIM115 (closed by finish or discard)
+        self._file = HashedFile(self.tmp)  # closed by finish or discard
         self._writer = pq.ParquetWriter(
-            self._file, self._arrow_schema, store_schema=False, **write_options(self._arrow_schema)
+            self._file.arrow_stream(),
+            self._arrow_schema,
+            store_schema=False,
+            **write_options(self._arrow_schema),
         )
 
     def _old_slices(self) -> Iterator[pl.DataFrame]:

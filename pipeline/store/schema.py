@@ -114,6 +114,43 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})
 
 
+#: Columns a file may leave null because they follow from the row's other columns: the policy
+#: of a box built without a graph (16 tiles or more: hundreds of millions of rows) leaves out
+#: the best move's next state (the state's tiles less the move's: state_id XOR best_move_mask)
+#: and whether the roll is stuck (no best move), a quarter less to encode and to store. Every
+#: reader fills them in from these DuckDB expressions (:func:`derived_select`) or their polars
+#: twins (:func:`derived_polars`); a row that has the column keeps it.
+DERIVED: dict[str, dict[str, str]] = {
+    "policy": {
+        "next_state_id": "coalesce(next_state_id, xor(state_id, best_move_mask))",
+        "stuck": "coalesce(stuck, best_move_mask is null)",
+    },
+}
+
+
+def derived_select(table: str) -> str:
+    """A DuckDB select list of every column of ``table`` with its :data:`DERIVED` columns
+    filled in (``*`` when it has none)."""
+    filled = DERIVED.get(table)
+    if not filled:
+        return "*"
+    return "* replace (" + ", ".join(f"{sql} as {col}" for col, sql in filled.items()) + ")"
+
+
+def derived_polars(table: str, columns: list[str]) -> list[pl.Expr]:
+    """The polars expressions that fill in ``table``'s :data:`DERIVED` columns (for a frame
+    with ``columns``; none when it lacks what they need)."""
+    import polars as pl
+
+    if table != "policy" or not {"state_id", "best_move_mask", "next_state_id"} <= set(columns):
+        return []
+    mask = pl.col("best_move_mask")
+    return [
+        pl.coalesce("next_state_id", pl.col("state_id").xor(mask.cast(pl.Int64))),
+        pl.coalesce("stuck", mask.is_null()).alias("stuck"),
+    ]
+
+
 def _dtype(code: str) -> pl.DataType:
     import polars as pl
 

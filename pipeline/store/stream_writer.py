@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.store.background import Background
-from pipeline.store.files import _tmp_name
+from pipeline.store.files import HashedFile, _tmp_name
 from pipeline.store.manifest import PARQUET_OPTIONS
 
 #: Rows per row group: pyarrow's default row group size, a few tens of MB per group.
@@ -67,13 +67,15 @@ def write_streamed_many(
     schemas: Mapping[str, pa.Schema],
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    digests: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Write several tables from one stream: each item maps a table name to its batch (or None),
     as a mapping or as attributes (a :class:`pipeline.games.shutbox.stream.Batch`).
 
     One pass over ``batches`` (e.g. a solve that yields the states and policy rows of each
     layer together) writes every table in ``paths``; all files are renamed into place at the
-    end, or all temporary files removed on failure. Returns the rows written per table.
+    end, or all temporary files removed on failure. Returns the rows written per table, and
+    fills ``digests`` (when given) with each file's sha256, hashed as it was written.
     """
     tmps = {name: _tmp_name(Path(p)) for name, p in paths.items()}
     with contextlib.ExitStack() as stack:
@@ -98,6 +100,8 @@ def write_streamed_many(
             writer.finish()
         for name, tmp in tmps.items():
             os.replace(tmp, paths[name])
+        if digests is not None:
+            digests.update({name: w.file.sha256 for name, w in writers.items() if w.file.sha256})
         return {name: w.rows for name, w in writers.items()}
 
 
@@ -151,10 +155,12 @@ class _TableThread:
         options: Mapping[str, Any],
     ) -> None:
         self.schema, self.constants = _physical(schema, constants), constants
-        self.file = open(path, "wb")  # noqa: SIM115 (closed by finish or __exit__)
+        self.file = HashedFile(path)  # closed by finish, or abandoned by __exit__
         # The Arrow schema is not stored, so a constant written as a dictionary reads back as
         # the schema's type (a string); the schema's key-value metadata is kept explicitly.
-        self.writer = pq.ParquetWriter(self.file, self.schema, store_schema=False, **options)
+        self.writer = pq.ParquetWriter(
+            self.file.arrow_stream(), self.schema, store_schema=False, **options
+        )
         if schema.metadata:
             self.writer.add_key_value_metadata(schema.metadata)
         self.pending: list[pa.RecordBatch] = []
@@ -165,10 +171,12 @@ class _TableThread:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # On failure: stop the worker after its current batch, then close the file.
+        # On failure: stop the worker after its current batch, then drop the file.
         self.worker.close()
-        self.writer.close()
-        self.file.close()
+        if not self.file.closed:
+            with contextlib.suppress(Exception):  # the file is removed anyway
+                self.writer.close()
+            self.file.abandon()
 
     def put(self, cols: Columns) -> None:
         """Queue a batch; wait while the queue is full; re-raise the worker's error."""
@@ -180,9 +188,7 @@ class _TableThread:
         self.worker.submit(self._flush)
         self.worker.wait()
         self.writer.close()
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
+        self.file.close()  # on disk, its sha256 known
 
     def _add(self, cols: Columns) -> None:
         self.pending.append(record_batch(cols, self.schema, self.constants))

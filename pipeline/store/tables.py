@@ -134,6 +134,7 @@ def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.Data
         )
     frames = [_read_file(path, variant) for path in files]
     frame = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    frame = frame.with_columns(schema.derived_polars(name, frame.columns))
     if variant is not None and frame.height == 0:
         raise TablesMissingError(
             f"{files[0]} has no rows for variant {variant!r}: "
@@ -296,7 +297,7 @@ def _staged_entry(name: str, table: pa.Table | StagedTable, tmp: Path) -> dict[s
     if isinstance(table, StagedTable):
         if name in manifest.TIMING_COLUMNS or table.path != tmp:
             raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
-        digest = manifest.file_sha256(tmp)
+        digest = table.sha256 or manifest.file_sha256(tmp)
         return {
             "rows": table.num_rows,
             "sha256": digest,

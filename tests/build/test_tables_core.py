@@ -132,3 +132,74 @@ def test_large_boards_stream_states_and_policy_into_their_own_files(tmp_path: Pa
     again = cli(["build", "--tiles", "17", "--dice", "3", "--moves", "--edges", "-d", tmp_path])
     assert again.code == 0, again.stderr
     assert (own / "moves.parquet").exists() and (own / "edges.parquet").exists()
+
+
+def test_a_big_boxs_policy_leaves_derivable_columns_to_its_readers(tmp_path: Path, cli) -> None:
+    """Issue 14: the streamed policy of a big box does not store next_state_id and stuck (they
+    follow from state_id and best_move_mask: a quarter of its encoding); every reader (polars,
+    the DuckDB views, `move`) fills them in, equal to the solver's own."""
+    from pipeline.analysis import sql
+    from pipeline.games.shutbox.rules import RuleSet
+    from pipeline.games.shutbox.stream import StreamSolver
+
+    name = "stb-16t-2d6-score"
+    assert cli(["build", "--tiles", "16", "--objective", "score", "-d", tmp_path]).code == 0
+    raw = pl.read_parquet(tmp_path / "variants" / name / "policy.parquet")
+    assert raw["next_state_id"].null_count() == raw.height == raw["stuck"].null_count()
+    solver = StreamSolver(RuleSet(tiles=16, objective="score"))
+    want = pl.concat(
+        pl.DataFrame(
+            {
+                "state_id": b.policy["state_id"],
+                "roll": b.policy["roll"].astype("int16"),
+                "stuck": b.policy["stuck"],
+                "next_state_id": pl.Series(b.policy["next_state_id"].filled(0)).set(
+                    pl.Series(b.policy["stuck"]), None
+                ),
+            }
+        )
+        for b in solver.batches(policy=True)
+    ).sort("state_id", "roll")
+    keys = ["state_id", "roll", "stuck", "next_state_id"]
+    polars_rows = tables.read_table(tmp_path, "policy", name).select(keys).sort(keys[:2])
+    assert polars_rows.equals(want)
+    con = sql.connect(tmp_path)
+    try:
+        view_rows = con.sql(f"select {', '.join(keys)} from policy order by 1, 2").pl()
+    finally:
+        con.close()
+    assert view_rows.equals(want)
+    assert cli(["verify", "-d", tmp_path]).code == 0
+
+
+def test_move_on_a_big_box_ranks_every_move_without_the_moves_table(tmp_path: Path, cli) -> None:
+    """A big box writes its moves table only with --moves; `move` ranks the moves of a roll
+    from the rules and the states table instead, exactly as the moves table does."""
+    from pipeline.analysis import answers
+    from pipeline.store import manifest
+
+    name = "stb-16t-2d6-score"
+    built = cli(["build", "--tiles", "16", "--moves", "--objective", "score", "-d", tmp_path])
+    assert built.code == 0, built.stderr
+    variant = manifest.built_variants(tmp_path)[name]
+    asked = [("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", 12), ("2,3,5,7,11,13", 10)]
+    with_table = [answers.best_move(tmp_path, variant, tiles, roll) for tiles, roll in asked]
+    (tmp_path / "variants" / name / "moves.parquet").rename(tmp_path / "elsewhere.parquet")
+    without = [answers.best_move(tmp_path, variant, tiles, roll) for tiles, roll in asked]
+    for a, b in zip(with_table, without, strict=True):
+        assert a == b
+        assert len(b.rows) > 1 and b.rows[0]["move"] == b.best_move
+        assert b.rows[0]["regret"] == 0.0 and b.rows[-1]["regret"] > 0
+    shown = cli(["move", "--variant", name, *asked[0], "-d", tmp_path])
+    assert shown.code == 0, shown.stderr
+    assert "best move" in shown.stdout
+
+
+def test_move_without_a_moves_table_says_how_to_get_one(tmp_path: Path, cli) -> None:
+    """A game that does not list its moves from its rules (Double Shutter has no moves_after)
+    cannot rank them without the moves table: one line says to build it."""
+    assert cli(["build", "--variant", "double-shutter", "-d", tmp_path]).code == 0
+    (tmp_path / "moves.parquet").unlink()
+    result = cli(["move", "--variant", "double-shutter", "000000000", "7", "-d", tmp_path])
+    assert result.code == 2
+    assert result.stderr.count("\n") == 1 and "--moves" in result.stderr

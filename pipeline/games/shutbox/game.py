@@ -257,7 +257,10 @@ class ShutTheBox(TileStrategyHooks, Game):
         from pipeline.games.shutbox import stream
 
         wanted = tuple(tables)
-        solver, batches = stream.stream_tables(self.r, True, "moves" in wanted, "edges" in wanted)
+        # the policy's derivable columns are left to its readers (schema.DERIVED)
+        solver, batches = stream.stream_tables(
+            self.r, True, "moves" in wanted, "edges" in wanted, derived=False
+        )
         states = stream.state_constants(self.r, "")
         states.pop("variant")
         options = stream.parquet_options()
@@ -270,6 +273,15 @@ class ShutTheBox(TileStrategyHooks, Game):
             start_value=lambda: float(solver.value[self.start_state()]),
             counts=lambda: (solver.nodes, solver.moves),
         )
+
+    def moves_after(self, state_id: int, roll: int) -> list[tuple[int, int]]:
+        """The sets of open tiles that add up to ``roll`` (within the rules' cap per move), as
+        (tiles shut, next state id); a move is worth its next state's value."""
+        return [
+            (mask, state_id ^ mask)
+            for mask, total in self.subsets_by_sum(roll)
+            if total == roll and mask & state_id == mask
+        ]
 
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         """Tile strategies see tiles 1..n and the final score of each state."""

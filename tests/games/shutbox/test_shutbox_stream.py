@@ -311,3 +311,12 @@ def test_error_in_the_writer_thread_reaches_the_caller(tmp_path: Path) -> None:
     with pytest.raises((ValueError, TypeError, pa.ArrowException)):
         write_streamed(path, iter([bad]), schema)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_build_leaves_out_exactly_the_columns_readers_derive() -> None:
+    """The streamed policy's DERIVED_POLICY (games layer) and schema.DERIVED (store layer, what
+    readers fill in) name the same columns."""
+    from pipeline.games.shutbox.stream import DERIVED_POLICY
+    from pipeline.store.schema import DERIVED
+
+    assert set(DERIVED_POLICY) == set(DERIVED["policy"])
