@@ -9,6 +9,7 @@ value of every state and a batch, never a table.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -32,6 +33,12 @@ def write_streamed(
     finals = {
         t: layout.table_path(data_dir, layout.own_key(variant.name, t)) for t in streamed.tables
     }
+    made: list[Path] = []  # folders this build creates, deepest first
+    for final in finals.values():
+        folder = final.parent
+        while not folder.exists() and folder not in made:
+            made.append(folder)
+            folder = folder.parent
     for final in finals.values():
         final.parent.mkdir(parents=True, exist_ok=True)
     staged = {t: files._tmp_name(final) for t, final in finals.items()}
@@ -58,6 +65,9 @@ def write_streamed(
     except BaseException:
         for path in staged.values():
             path.unlink(missing_ok=True)
+        for folder in made:  # a first build that failed leaves no empty folder either
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
     nodes, moves = streamed.counts()
     summary = {

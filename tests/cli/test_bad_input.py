@@ -466,6 +466,31 @@ def test_a_build_interrupted_while_writing_leaves_no_temporary_file(
     assert not list(data.glob(".*.tmp"))
 
 
+def test_a_big_box_interrupted_on_its_first_build_leaves_nothing_behind(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: Ctrl-C in the middle of a streamed build (a box of 16 tiles) leaves the old
+    tables as they were, and no temporary file or empty folder of the new variant."""
+    from pipeline.games.shutbox import stream
+
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    before = snapshot(data)
+    real = stream.StreamSolver._solve
+
+    def solve_then_interrupt(self, layer, *args):  # type: ignore[no-untyped-def]
+        if layer == 8:  # half way through the layers, after batches were written
+            raise KeyboardInterrupt
+        return real(self, layer, *args)
+
+    monkeypatch.setattr(stream.StreamSolver, "_solve", solve_then_interrupt)
+    result = invoke(["build", "--tiles", "16", "--objective", "score", "--data-dir", data])
+    assert_one_clean_line(result, 130)
+    assert snapshot(data) == before
+    assert not [p for p in data.rglob("*") if p.name.endswith(".tmp")]
+    assert not (data / "variants").exists()
+
+
 def test_sigterm_stops_like_ctrl_c_with_one_line(small: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipeline", "play", "--seed", "1", "--data-dir", str(small)],
