@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import os
 import queue
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,19 @@ ARROW_BUFFER = 4 << 20
 def _tmp_name(final: Path) -> Path:
     """A hidden temporary name next to ``final``, owned by this process."""
     return final.with_name(f".{final.name}.{os.getpid()}.tmp")
+
+
+def final_name(path: Path) -> Path:
+    """The file a temporary name stands for (``.t.parquet.123.tmp`` -> ``t.parquet``, through
+    every layer of temporary names), for messages a person reads; other paths unchanged."""
+    while m := re.fullmatch(r"\.(.+)\.\d+\.tmp", path.name):
+        path = path.with_name(m.group(1))
+    return path
+
+
+def cannot_write(path: Path, exc: OSError) -> PipelineError:
+    """The one-line error for a table file that could not be written (a full disk, say)."""
+    return PipelineError(f"cannot write {final_name(path)}: {exc.strerror or exc}")
 
 
 def _tmp_pid(path: Path) -> int:

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipeline import __version__
-from pipeline.errors import PipelineError, TableError
+from pipeline.errors import TableError
 from pipeline.store import manifest, schema
-from pipeline.store.files import HashedFile, _tmp_name
+from pipeline.store.files import HashedFile, _tmp_name, cannot_write
 from pipeline.store.layout import logical_name
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ class TableMerge:
             self._file.close()  # on disk, its sha256 known
         except OSError as exc:
             self.discard()
-            raise PipelineError(f"cannot write {self.tmp}: {exc.strerror or exc}") from None
+            raise cannot_write(self.tmp, exc) from None
         except BaseException:
             self.discard()
             raise
@@ -293,7 +293,10 @@ class TableMerge:
         full = size if final else size - size % SLICE_ROWS
         for start in range(0, full, SLICE_ROWS):
             group = whole.slice(start, min(SLICE_ROWS, full - start)).combine_chunks()
-            self._writer.write_table(group, row_group_size=SLICE_ROWS)
+            try:
+                self._writer.write_table(group, row_group_size=SLICE_ROWS)
+            except OSError as exc:  # a full disk: one line naming the table
+                raise cannot_write(self.tmp, exc) from None
         self._buffer[:] = [whole.slice(full)] if full < size else []
 
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.store.background import Background
-from pipeline.store.files import HashedFile, _tmp_name
+from pipeline.store.files import HashedFile, _tmp_name, cannot_write
 from pipeline.store.manifest import PARQUET_OPTIONS
 
 #: Rows per row group: pyarrow's default row group size, a few tens of MB per group.
@@ -155,6 +155,7 @@ class _TableThread:
         options: Mapping[str, Any],
     ) -> None:
         self.schema, self.constants = _physical(schema, constants), constants
+        self.path = path
         self.file = HashedFile(path)  # closed by finish, or abandoned by __exit__
         # The Arrow schema is not stored, so a constant written as a dictionary reads back as
         # the schema's type (a string); the schema's key-value metadata is kept explicitly.
@@ -187,8 +188,11 @@ class _TableThread:
         flush it to disk."""
         self.worker.submit(self._flush)
         self.worker.wait()
-        self.writer.close()
-        self.file.close()  # on disk, its sha256 known
+        try:
+            self.writer.close()
+            self.file.close()  # on disk, its sha256 known
+        except OSError as exc:
+            raise cannot_write(self.path, exc) from None
 
     def _add(self, cols: Columns) -> None:
         self.pending.append(record_batch(cols, self.schema, self.constants))
@@ -199,7 +203,10 @@ class _TableThread:
         """Write the pending batches as one row group."""
         size = sum(b.num_rows for b in self.pending)
         if size:
-            self.writer.write_table(pa.Table.from_batches(self.pending), row_group_size=size)
+            try:
+                self.writer.write_table(pa.Table.from_batches(self.pending), row_group_size=size)
+            except OSError as exc:  # a full disk: one line naming the table
+                raise cannot_write(self.path, exc) from None
             self.rows += size
         self.pending.clear()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -43,3 +44,42 @@ def test_a_failing_writer_stops_the_build_and_keeps_the_old_tables(
     assert "No space left on device" in outcome["error"]
     assert {p.name: p.read_bytes() for p in data.glob("*.parquet")} == before
     assert not list(data.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "folder"),
+    [
+        (["build", "--variant", "classic"], ""),
+        (["build", "--tiles", "16", "--objective", "score"], "variants/stb-16t-2d6-score/"),
+    ],
+)
+def test_a_full_disk_is_one_line_naming_the_table_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], folder: str
+) -> None:
+    """The disk filling up under a table (the OSError comes from inside pyarrow's writer) is
+    reported as what it is, not as an internal error; the old tables stay, nothing is left."""
+    import errno
+
+    from pipeline.store import files
+    from tests.conftest import invoke
+
+    data = tmp_path / "data"
+    assert invoke(["build", "--variant", "six-tiles-one-die", "-d", data]).code == 0
+    before = {p.name: p.read_bytes() for p in data.glob("*.parquet")}
+
+    def fill_up(self: files.HashedFile, chunk: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files.HashedFile, "write", fill_up)
+    result = invoke([*argv, "-d", data])
+    assert result.code == 1
+    assert result.stderr.startswith("error: cannot write ") and result.stderr.count("\n") == 1
+    # the table's own name, not a hidden temporary one
+    assert re.fullmatch(
+        rf"error: cannot write {re.escape(str(data))}/{folder}[a-z_]+\.parquet: "
+        r"No space left on device\n",
+        result.stderr,
+    ), result.stderr
+    assert {p.name: p.read_bytes() for p in data.glob("*.parquet")} == before
+    assert not [p for p in data.rglob("*") if p.name.endswith(".tmp")]
+    assert not (data / "variants").exists()

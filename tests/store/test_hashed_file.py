@@ -81,3 +81,12 @@ print("done")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "done" and run.stderr == ""
+
+
+def test_final_name_undoes_every_layer_of_temporary_names(tmp_path: Path) -> None:
+    final = tmp_path / "variants" / "stb-20t" / "policy.parquet"
+    once = files._tmp_name(final)
+    assert files.final_name(once) == final
+    assert files.final_name(files._tmp_name(once)) == final  # the streamed writer's tmp of a tmp
+    assert files.final_name(final) == final
+    assert files.final_name(tmp_path / ".hidden.parquet") == tmp_path / ".hidden.parquet"
