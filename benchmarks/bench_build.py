@@ -55,6 +55,17 @@ def run_measured(
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def built_size(data: Path) -> tuple[int, int]:
+    """States and legal moves of every variant built in ``data`` (from its manifest)."""
+    import json
+
+    variants = json.loads((data / "manifest.json").read_text())["variants"].values()
+    summaries = [v.get("summary", {}) for v in variants]
+    return sum(int(x.get("states", 0)) for x in summaries), sum(
+        int(x.get("moves", 0)) for x in summaries
+    )
+
+
 def numpy_reference(tiles: int, dice: int) -> list[str]:
     """The command that runs the plain numpy solve of bench_stream.py for one size."""
     code = (
@@ -105,7 +116,8 @@ def main() -> None:
         return
     cli = shutil.which("stb-pipeline") or sys.exit("stb-pipeline is not installed")
     table = Table(title="stb-pipeline build (objective score), whole process", title_justify="left")
-    for head in ("build", "wall s", "cpu s", "peak MB", "numpy wall s", "numpy MB", "wall ratio"):
+    heads = ("build", "states", "moves", "wall s", "cpu s", "peak MB", "numpy wall s", "numpy MB")
+    for head in (*heads, "wall ratio"):
         table.add_column(head, justify="left" if head == "build" else "right", no_wrap=True)
     console = Console(width=max(Console().width, 120))  # whole headers in a log too
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,9 +127,12 @@ def main() -> None:
             data = f"{tmp}/{tiles}x{dice}"
             argv = [cli, "build", "--tiles", str(tiles), "--dice", str(dice)]
             wall, cpu, peak = run_measured([*argv, "--objective", "score", "-d", data])
+            states, moves = built_size(Path(data))
             ref_wall, _, ref_peak = run_measured(numpy_reference(tiles, dice))
             table.add_row(
                 f"--tiles {tiles} --dice {dice}",
+                f"{states:,}",
+                f"{moves:,}",
                 f"{wall:.1f}",
                 f"{cpu:.1f}",
                 f"{peak:,.0f}",
@@ -129,7 +144,9 @@ def main() -> None:
             shutil.rmtree(data)
         if args.all:
             wall, cpu, peak = run_measured([cli, "build", "--variant", "all", "-d", f"{tmp}/all"])
-            table.add_row("--variant all", f"{wall:.1f}", f"{cpu:.1f}", f"{peak:,.0f}", "", "", "")
+            states, moves = built_size(Path(f"{tmp}/all"))
+            row = (f"{states:,}", f"{moves:,}", f"{wall:.1f}", f"{cpu:.1f}", f"{peak:,.0f}")
+            table.add_row("--variant all", *row, "", "", "")
     console.print(table)
 
 

@@ -6,11 +6,16 @@ the file is out of date, and another checks that every column a build writes is 
 
 from __future__ import annotations
 
+from pipeline.games.shutbox.custom import SEPARATE_TILES
+
+#: The custom boxes built without a graph and stored on their own.
+BIG = f"{SEPARATE_TILES} tiles or more"
+
 #: Table name -> (what one row is, {column: meaning}).
-#: The mask columns: only a streamed build (custom boxes of 16 tiles or more) fills them.
+#: The mask columns: only a streamed build (big custom boxes, see BIG) fills them.
 MASK_DOC = (
     "the tiles shut as a bitmask, bit t-1 for tile t; set only by the streamed build of big "
-    "custom boxes (16 tiles or more), whose tables leave the list and text columns (move, "
+    f"custom boxes ({BIG}), whose tables leave the list and text columns (move, "
     "best_move, tiles, next_tiles, open_tiles) null to stay small; null otherwise"
 )
 
@@ -86,7 +91,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "value(next_state_id); -1 where the turn passes to the other player (two-player)",
             "kind": "what the row is: `move` (a move is made), `end` (no legal move: the game "
             "ends) or `pass` (no legal move: the other player's turn, two-player); null only in "
-            "the streamed edges of boxes of 16 tiles or more (`build --edges`)",
+            f"the streamed edges of boxes of {BIG} (`build --edges`)",
         },
     ),
     "policy": (
@@ -97,13 +102,13 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "tiles": "its open tiles",
             "roll": "dice total",
             "stuck": "true when no move is legal (the game ends); null in the files of boxes of "
-            "16 tiles or more, where it is `best_move_mask is null`",
+            f"{BIG}, where it is `best_move_mask is null`",
             "best_move_mask": MASK_DOC,
             "best_move": "the optimal tiles to shut (null when stuck); ties go to the move "
             "holding the highest tile where they differ (Double Shutter: the highest front tile, "
             "then the highest back tile)",
-            "next_state_id": "state after the best move; null in the files of boxes of 16 tiles "
-            "or more, where it is `xor(state_id, best_move_mask)` (readers here fill both in)",
+            "next_state_id": f"state after the best move; null in the files of boxes of {BIG}, "
+            "where it is `xor(state_id, best_move_mask)` (readers here fill both in)",
             "next_tiles": "its open tiles",
             "value": "value after the best move (the final value when stuck)",
             "n_optimal": "number of legal moves that tie for best (within 1e-12, relative)",
@@ -253,8 +258,8 @@ def render() -> str:
         "  and every other variant built here, except the big ones below; filter on `variant`.",
         "- `variants/<variant>/<table>.parquet`: the tables of a variant stored on its own: the",
         "  big Knucklebones boards (`knucklebones-2x3`, `-3x2`, `-3x3-d4` and their `-score`",
-        "  twins) and custom boxes of 16 tiles or more. Rebuilding one variant never rewrites",
-        "  another's rows. Custom boxes of 16+ tiles are solved without a graph and write `states`",
+        f"  twins) and custom boxes of {BIG}. Rebuilding one variant never rewrites",
+        f"  another's rows. Custom boxes of {BIG} are solved without a graph and write `states`",
         "  and `policy` (add `--moves`, `--edges` for those tables); their list and text columns",
         "  are null and the `*_mask` columns say the same. Their policy leaves `next_state_id`",
         "  and `stuck` null too, as they follow from the row (`xor(state_id, best_move_mask)`;",
@@ -275,7 +280,7 @@ def render() -> str:
         "Rows come variant by variant; within a variant the start state's rows come first, then",
         "the other states by `state_id` (per strategy in `reach` and `node_reach`), so the first",
         "rows a reader sees are the opening. Tables written a slice at a time (Knucklebones",
-        "boards above 2x2, boxes of 16 tiles or more) keep the solver's order.",
+        f"boards above 2x2, boxes of {BIG}) keep the solver's order.",
         "The shared tables are zstd-compressed; a row group holds one variant's rows (at most",
         f"{merging.SLICE_ROWS:,}), with min/max statistics on the columns readers filter by",
         f"({', '.join(f'`{c}`' for c in merging.FILTER_COLUMNS)}),",

@@ -433,6 +433,8 @@ class _Build:
         if record is not None:
             self.reports.append(_skipped_report(variant.name, record))
             return
+        if variant.separate:
+            self._drop_shared_rows(variant.name)
         streamed = _streamed_build(variant, game, self.stages, self.extra_tables, self.exact)
         if streamed is not None:
             with progress.task(f"{variant.name}: {streamed.what}"):
@@ -460,15 +462,35 @@ class _Build:
             self._hand_over(table_key(s.variant, name), s.variant.name, frame)
         return table_rows
 
-    def _hand_over(self, key: str, variant: str, frame: pl.DataFrame | tables.ChunkedRows) -> None:
-        """Give one table's rows of a variant to its writer (or hold them, for small tables)."""
+    def _hand_over(
+        self,
+        key: str,
+        variant: str,
+        frame: pl.DataFrame | tables.ChunkedRows,
+        keep_rules: bool = True,
+    ) -> None:
+        """Give one table's rows of a variant to its writer (or hold them, for small tables);
+        without ``keep_rules`` the table's file no longer records the variant's rules."""
         if key in tables.ROW_KEYS or layout.logical_name(key) not in schema.COLUMNS:
             self.held.setdefault(key, {})[variant] = frame
             return
         if key not in self.merges:
             self.locked()
             self.merges[key] = tables.TableMerge(layout.table_path(self.data_dir, key))
-        self.writer.submit(self.merges[key].add, variant, frame, self.rules[variant], key=key)
+        rules = self.rules[variant] if keep_rules else None
+        self.writer.submit(self.merges[key].add, variant, frame, rules, key=key)
+
+    def _drop_shared_rows(self, variant: str) -> None:
+        """A variant stored on its own has no rows in the shared tables: rows that an earlier
+        build put there (from before the variant was stored on its own) go, through the same
+        merges and in the same variant order as every other variant's rows, so that no reader
+        sees the variant twice."""
+        listed = manifest.read(self.data_dir).get("tables", {})
+        for table in sorted(OWN_TABLES):
+            if variant in listed.get(table, {}).get("variants", {}):
+                empty = schema.empty_frame(table)
+                assert empty is not None  # every table stored on its own has one schema
+                self._hand_over(table, variant, empty, keep_rules=False)
 
     def pending(self) -> bool:
         """Whether any rows wait to be committed."""

@@ -1,6 +1,6 @@
 """Building a variant without its graph: the game's streamed solve written straight to Parquet.
 
-For boxes too big to hold as a graph (custom rule sets of 16 tiles and more), the game solves
+For boxes too big to hold as a graph (custom rule sets of 13 tiles and more), the game solves
 layer by layer and hands over batches of rows (:meth:`pipeline.games.base.Game.stream`); they are
 encoded as they come into the variant's own files (``variants/<name>/<table>.parquet``), staged
 under temporary names and committed with the journal like any other build. Memory holds the

@@ -157,7 +157,7 @@ def build_cmd(
         bool,
         typer.Option(
             "--moves",
-            help="Boards built without a graph (custom boxes of 16+ tiles, the opt-in "
+            help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
             "Knucklebones boards): also write every legal move and its regret.",
         ),
     ] = False,
@@ -165,7 +165,7 @@ def build_cmd(
         bool,
         typer.Option(
             "--edges",
-            help="Boards built without a graph (custom boxes of 16+ tiles, the opt-in "
+            help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
             "Knucklebones boards): also write the edges table.",
         ),
     ] = False,

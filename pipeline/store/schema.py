@@ -115,7 +115,7 @@ MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})
 
 
 #: Columns a file may leave null because they follow from the row's other columns: the policy
-#: of a box built without a graph (16 tiles or more: hundreds of millions of rows) leaves out
+#: of a box built without a graph (13 tiles or more: up to hundreds of millions of rows) leaves out
 #: the best move's next state (the state's tiles less the move's: state_id XOR best_move_mask)
 #: and whether the roll is stuck (no best move), a quarter less to encode and to store. Every
 #: reader fills them in from these DuckDB expressions (:func:`derived_select`) or their polars

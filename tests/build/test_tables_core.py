@@ -203,3 +203,29 @@ def test_move_without_a_moves_table_says_how_to_get_one(tmp_path: Path, cli) -> 
     result = cli(["move", "--variant", "double-shutter", "000000000", "7", "-d", tmp_path])
     assert result.code == 2
     assert result.stderr.count("\n") == 1 and "--moves" in result.stderr
+
+
+def test_a_box_that_moved_to_its_own_files_leaves_the_shared_tables(
+    tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 14-tile box built when boxes of that size still went into the shared tables, then
+    rebuilt into files of its own: its old shared rows go in the same build (a reader of the
+    union never sees it twice), the other variants' rows stay, verify holds."""
+    from pipeline.games.shutbox import custom
+
+    name = "stb-14t-2d6-score"
+    monkeypatch.setattr(custom, "SEPARATE_TILES", 16)  # as before this pass
+    assert cli(["build", "--variant", "classic", "-d", tmp_path]).code == 0
+    assert cli(["build", "--tiles", "14", "--objective", "score", "-d", tmp_path]).code == 0
+    shared = pl.read_parquet(tmp_path / "policy.parquet")
+    assert set(shared["variant"]) == {"classic", name}
+    monkeypatch.setattr(custom, "SEPARATE_TILES", 13)
+    rebuilt = cli(["build", "--tiles", "14", "--objective", "score", "--force", "-d", tmp_path])
+    assert rebuilt.code == 0, rebuilt.stderr
+    for table in ("states", "policy", "edges", "moves", "reach", "node_reach"):
+        left = pl.read_parquet(tmp_path / f"{table}.parquet")
+        assert set(left["variant"]) == {"classic"}, table
+    union = tables.read_table(tmp_path, "policy")  # every file of the table, read as one
+    before = shared.filter(pl.col("variant") == name).height
+    assert dict(union.group_by("variant").len().rows()) == {"classic": 5621, name: before}
+    assert cli(["verify", "-d", tmp_path]).code == 0

@@ -25,9 +25,12 @@ CUSTOM_RULE_OPTIONS: dict[str, tuple[type, str]] = {
 }
 
 
-#: Custom boxes of this many tiles or more (65,536 states and up) are stored in files of their
-#: own, so that a big custom build never rewrites the shared tables' rows, nor they its.
-SEPARATE_TILES = 16
+#: Custom boxes of this many tiles or more (8,192 states and up) are built without a graph and
+#: stored in files of their own, so that a big custom build never rewrites the shared tables'
+#: rows, nor they its. A box of n tiles has up to 3**n moves (a move is a state and a set of
+#: its open tiles; twice that with an optional single die) and a graph build holds every one:
+#: from 13 tiles on (1.6 million moves) its memory would follow the moves, not the states.
+SEPARATE_TILES = 13
 
 #: What a custom variant name may look like (it is written in tables and typed in --variant).
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
