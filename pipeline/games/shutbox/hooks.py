@@ -16,11 +16,21 @@ class TileStrategyHooks:
     tables to its build and the Monte Carlo benchmark of its strategies."""
 
     def extra_tables(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
-        """The game's own tables (summary) plus the strategy benchmark tables."""
+        """The game's own tables (summary) plus the strategy benchmark tables.
+
+        The summary (Double Shutter's p(n) family: twenty objectives solved at once) is made on
+        a thread of its own beside the strategies: the build waits for both, and they only
+        read the solved variant.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
         from pipeline.games.shutbox import benchmark
 
-        base = super().extra_tables(solved)  # type: ignore[misc]  # Game's, next in the MRO
-        return {**base, **benchmark.build_tables(solved)}
+        own = super().extra_tables  # type: ignore[misc]  # Game's, next in the MRO
+        with ThreadPoolExecutor(1, thread_name_prefix="stb-summary") as pool:
+            base = pool.submit(own, solved)
+            strategy = benchmark.build_tables(solved)
+            return {**base.result(), **strategy}
 
     def simulate(
         self, solved: SolvedView, games: int, seed: int, names: Any = None, progress: Any = None
