@@ -163,15 +163,29 @@ def _move_tables(g: Graph, policy: Policy) -> _MoveTables:
     return _MoveTables(keep, nodes, counts, mv_start, mv_cum, spread <= 1e-15)
 
 
+#: A mixed node's code (see :func:`_row_targets`) holds its playable row count in this many bits
+#: when the rows are equally likely.
+COUNT_BITS = 6
+
+
 def _row_targets(g: Graph, rows: np.ndarray, mv: _MoveTables) -> np.ndarray:
     """int32 per chance row: where the roll leads -- the successor state when the policy plays
-    one move there, ENDS when that move ends the game, or -2 - node when the policy mixes moves
-    at the node."""
+    one move there, ENDS when that move ends the game, or -2 - code when the policy mixes
+    moves at the node. The code of a node whose playable rows are equally likely (the random
+    strategy's) holds its first row and their count, ``(first << COUNT_BITS | count) << 1 | 1``,
+    so that the kernel picks a move without reading the node's tables; any other node's code is
+    ``node << 1``."""
     single = mv.counts == 1
     only_dst = np.full(mv.counts.shape[0], ENDS, dtype=np.int64)
     only_dst[mv.nodes[single[mv.nodes]]] = g.mv_dst[mv.keep][single[mv.nodes]]
+    node = np.arange(mv.counts.shape[0], dtype=np.int64)
+    packed = (mv.start[:-1] << COUNT_BITS | mv.counts) << 1 | 1
+    fits = mv.uniform & (mv.counts < 1 << COUNT_BITS) & (packed < 2**31 - 2)
+    code = np.where(fits, packed, node << 1)
+    if code.max(initial=0) >= 2**31 - 2:
+        raise ValueError("too many moves to simulate with 32-bit targets")
     node_of_row = g.ch_node[rows]
-    target = np.where(single[node_of_row], only_dst[node_of_row], -2 - node_of_row)
+    target = np.where(single[node_of_row], only_dst[node_of_row], -2 - code[node_of_row])
     return target.astype(np.int32)
 
 
@@ -234,16 +248,21 @@ def _play(c_args: tuple, key: np.uint64) -> int:
                 r += 1
             t = row_target[r]
         if t < -1:
-            node = -2 - t
-            j = mv_start[node]
-            last = mv_start[node + 1] - 1
+            code = np.int64(-2 - t)
             lo = x & np.uint64(0xFFFFFFFF)
-            if mv_uniform[node]:
-                j += np.int64((lo * np.uint64(last - j + 1)) >> np.uint64(32))
+            if code & 1:  # equally likely rows: first row and count are in the code
+                n = np.uint64((code >> 1) & ((1 << COUNT_BITS) - 1))
+                j = (code >> (COUNT_BITS + 1)) + np.int64((lo * n) >> np.uint64(32))
             else:
-                u = np.float64(lo) * (1.0 / 4294967296.0)
-                while j < last and mv_cum[j] <= u:
-                    j += 1
+                node = code >> 1
+                j = mv_start[node]
+                last = mv_start[node + 1] - 1
+                if mv_uniform[node]:
+                    j += np.int64((lo * np.uint64(last - j + 1)) >> np.uint64(32))
+                else:
+                    u = np.float64(lo) * (1.0 / 4294967296.0)
+                    while j < last and mv_cum[j] <= u:
+                        j += 1
             t = mv_dst[j]
         if t < 0:
             return s

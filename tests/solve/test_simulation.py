@@ -65,6 +65,36 @@ def test_scanning_the_rolls_equals_the_lookup_table(monkeypatch: pytest.MonkeyPa
     assert (a.wins, a.score_sum) == (b.wins, b.score_sum)
 
 
+@pytest.mark.parametrize("name", ["classic", "double-shutter"])
+def test_uniform_nodes_packed_in_the_targets_play_as_the_node_tables_do(name: str) -> None:
+    """The random strategy's nodes carry their first playable row and count in the roll
+    targets; the same policy with plain node targets (the kernel's general path) plays the
+    very same games."""
+    from dataclasses import replace
+
+    s = solved(name)
+    s.solve()
+    evaluated = benchmark.evaluate_strategies(s, ["random"])[0]
+    view = benchmark.view_of(s)
+    c = simulate.compile_policy(
+        s.graph, evaluated.policy, benchmark.start_index(s), view.score == 0, view.score
+    )
+
+    def as_nodes(targets: np.ndarray) -> np.ndarray:
+        code = -2 - targets.astype(np.int64)
+        packed = (targets < -1) & (code & 1 == 1)
+        first = code >> (simulate.COUNT_BITS + 1)
+        node = np.searchsorted(c.mv_start, first, side="right") - 1
+        out = targets.copy()
+        out[packed] = (-2 - (node[packed] << 1)).astype(np.int32)
+        return out
+
+    assert ((c.row_target < -1) & ((-2 - c.row_target.astype(np.int64)) & 1 == 1)).any()
+    plain = replace(c, lookup=as_nodes(c.lookup), row_target=as_nodes(c.row_target))
+    a, b = simulate.simulate(c, 60_000, 5), simulate.simulate(plain, 60_000, 5)
+    assert (a.wins, a.score_sum, a.score_sq_sum) == (b.wins, b.score_sum, b.score_sq_sum)
+
+
 def test_wilson_interval() -> None:
     # Wilson (1927) score interval; 50 of 100 at 95 %: 0.40383 .. 0.59617
     low, high = simulate.wilson(50, 100)
