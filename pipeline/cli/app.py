@@ -382,6 +382,9 @@ def run(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         raise  # the reader of stdout went away: main() ends quietly
+    except MemoryError:  # numpy's and pyarrow's out-of-memory errors are MemoryErrors too
+        err.print(f"error: {OUT_OF_MEMORY}", markup=False)
+        return 1
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
@@ -401,6 +404,10 @@ def run(argv: list[str]) -> int:
 
 
 INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
+OUT_OF_MEMORY = (
+    "out of memory; every table on disk is as it was (build fewer variants at once, or use a "
+    "machine with more memory)"
+)
 
 
 def main() -> None:

@@ -617,6 +617,31 @@ def test_interrupt_is_one_line_and_exit_130(
     assert snapshot(data) == before
 
 
+@pytest.mark.parametrize("where", ["graph", "writer"])
+def test_running_out_of_memory_is_one_line_exit_1_and_keeps_the_tables(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Issue 14: a build that runs out of memory (numpy, pyarrow and polars raise MemoryError
+    subclasses) says so in one line, not as a bug, and leaves every table as it was."""
+    from pipeline.games.shutbox.game import ShutTheBox
+    from pipeline.store import merging
+
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    before = snapshot(data)
+
+    def no_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError("Unable to allocate 12.0 GiB for an array")
+
+    target = (ShutTheBox, "graph") if where == "graph" else (merging.TableMerge, "add")
+    monkeypatch.setattr(*target, no_memory)
+    result = invoke(["build", "--variant", "classic,lever", "--force", "--data-dir", data])
+    assert_one_clean_line(result, 1)
+    assert "out of memory" in result.stderr and "bug" not in result.stderr
+    assert snapshot(data) == before
+    assert not [p for p in data.rglob("*") if p.name.endswith(".tmp")]
+
+
 ANY_COMMAND = [
     ["expect"], ["move"], ["verify"], ["variants"], ["query"], ["export", "verifier"],
     ["check-verifier"], ["benchmark"], ["build"], ["enumerate"], ["edges"], ["solve"],
