@@ -161,7 +161,7 @@ def _moves_from_states(
             "next_state_id": nxt,
             "next_tiles": None,
             "value": values[nxt],
-            "regret": max((best["value"] - values[nxt]) * sign, 0.0),
+            "regret": _regret(best["value"], values[nxt], sign),
             "is_best": mask == best.get("best_move_mask"),
         }
         for mask, nxt in listing
@@ -171,6 +171,13 @@ def _moves_from_states(
     out.sort(key=lambda m: m["move_mask"], reverse=True)
     out.sort(key=lambda m: (m["regret"], not m["is_best"]))
     return out
+
+
+def _regret(best: float, value: float, sign: float) -> float:
+    """What a move worth ``value`` loses against the best (``sign`` -1 when minimising);
+    never negative, and a plain 0.0 rather than -0.0 for the best move itself."""
+    lost = (best - value) * sign
+    return lost if lost > 0.0 else 0.0
 
 
 def best_move(data_dir: Path, variant: Variant, tiles: str, roll: int, **extra: Any) -> MoveAdvice:
