@@ -36,10 +36,9 @@ def write_streamed(
     made: list[Path] = []  # folders this build creates, deepest first
     for final in finals.values():
         folder = final.parent
-        while not folder.exists() and folder not in made:
+        while not folder.exists():
             made.append(folder)
             folder = folder.parent
-    for final in finals.values():
         final.parent.mkdir(parents=True, exist_ok=True)
     staged = {t: files._tmp_name(final) for t, final in finals.items()}
     # the rule set in the files' metadata, as every table writer records it (readers and the

@@ -135,10 +135,15 @@ class HashedFile:
             raise self._error
         self.sha256 = self._hash.hexdigest()
 
-    def abandon(self) -> None:
-        """Close without syncing (the file is about to be removed); never raises."""
+    def abandon(self, writer: Any = None) -> None:
+        """Close without syncing (the file is about to be removed); never raises. ``writer``
+        (the ParquetWriter on :meth:`arrow_stream`, if any) is closed first, its errors
+        ignored: its footer goes nowhere, and it is not used after the file."""
         if self._fh.closed:
             return
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
         # The arrow stream stays attached (a writer still holding it must not crash): what it
         # flushes from now on is dropped by write.
         self._abandoned = True

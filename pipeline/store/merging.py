@@ -15,7 +15,6 @@ reader that filters on ``variant`` reads only that variant's row groups.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -183,10 +182,8 @@ class TableMerge:
 
     def discard(self) -> None:
         """Close and remove the temporary file (nothing of the old table changes)."""
-        if self._file is not None and not self._file.closed:
-            with contextlib.suppress(Exception):  # the file is removed anyway
-                self._writer.close()
-            self._file.abandon()
+        if self._file is not None:
+            self._file.abandon(self._writer)
         self.tmp.unlink(missing_ok=True)
 
     def _open(self, new_schema: pl.Schema | None) -> None:

@@ -174,10 +174,7 @@ class _TableThread:
     def __exit__(self, *exc: object) -> None:
         # On failure: stop the worker after its current batch, then drop the file.
         self.worker.close()
-        if not self.file.closed:
-            with contextlib.suppress(Exception):  # the file is removed anyway
-                self.writer.close()
-            self.file.abandon()
+        self.file.abandon(self.writer)  # nothing to do after finish
 
     def put(self, cols: Columns) -> None:
         """Queue a batch; wait while the queue is full; re-raise the worker's error."""
