@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pipeline.build import stages
+from pipeline.stages import build as stages
 from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
 from pipeline.games.registry import get_variant
 from pipeline.solve.exact import solve_exact

@@ -26,7 +26,7 @@ LAYERS = (
     "solve",
     "games",
     "store",
-    "build",
+    "stages",
     "analysis",
     "apps",
     "api",

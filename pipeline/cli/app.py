@@ -36,7 +36,7 @@ from pipeline.errors import PipelineError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
 
 if TYPE_CHECKING:
-    from pipeline.build.stages import StageReport
+    from pipeline.stages.build import StageReport
 
 app = typer.Typer(
     help="Exact solutions of Shut the Box family dice games, as Parquet tables.\n\n"
@@ -89,7 +89,7 @@ def _run_stages(
 ) -> None:
     """Run the stages for the chosen variants and print the summary (``extra``: the optional
     tables of the boards built without a graph, `moves` and `edges`)."""
-    from pipeline.build import stages
+    from pipeline.stages import build as stages
 
     chosen = pick_variants(names, custom, data_dir)
     reports = stages.run(

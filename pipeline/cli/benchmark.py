@@ -55,7 +55,7 @@ def benchmark_cmd(
 
     Example: stb-pipeline benchmark --variant classic --games 1000000 --seed 1
     """
-    from pipeline.build.simulation import run_benchmark
+    from pipeline.stages.simulation import run_benchmark
     from pipeline.games.registry import split_names
 
     chosen = pick_one(variant, custom, data_dir)

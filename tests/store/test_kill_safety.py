@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.build import stages
+from pipeline.stages import build as stages
 from pipeline.games.registry import resolve
 from pipeline.store import files, manifest, merging, tables
 from tests.conftest import REPO, invoke

@@ -20,7 +20,7 @@ import polars as pl
 
 from pipeline.analysis import sql
 from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE  # noqa: F401
-from pipeline.build import stages
+from pipeline.stages import build as stages
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, get_variant
 from pipeline.games.tiles import parse_tiles

@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from pipeline.build import stages
+from pipeline.stages import build as stages
 from pipeline.games.knucklebones import stream
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.registry import REGISTRY

@@ -216,7 +216,7 @@ def test_frames_equal_todays_states_and_policy_rows(name: str) -> None:
     # the describing adapters give today's rows, columns and dtypes from streamed batches
     from polars.testing import assert_frame_equal
 
-    from pipeline.build.stages import Solved, policy_rows, state_rows
+    from pipeline.stages.build import Solved, policy_rows, state_rows
     from pipeline.games.shutbox.stream_frames import policy_frame, states_frame
 
     variant = REGISTRY[name]

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import progress
-from pipeline.build import streamed as streamed_build
+from pipeline.stages import streamed as streamed_build
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.columns import labels

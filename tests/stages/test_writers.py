@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build import stages
+from pipeline.stages import build as stages
 from pipeline.errors import PipelineError
 from pipeline.games.registry import get_variant
 from pipeline.store import merging
