@@ -19,11 +19,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pipeline.stages import build as stages
 from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
 from pipeline.games.registry import get_variant
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import solve_rank_order
+from pipeline.stages import build as stages
 
 TARGETS = range(21)
 

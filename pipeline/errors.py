@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class PipelineError(Exception):
@@ -38,13 +39,79 @@ class ContractError(PipelineError):
     exit_code = 3
 
 
+class OutputError(PipelineError):
+    """Standard output cannot be written: closed (``>&-``), or its disk is full (``> /dev/full``).
+    Exit 1, as for any file that cannot be written."""
+
+    exit_code = 1
+
+
+class GuardedStdout:
+    """Standard output that turns a failed write into an :class:`OutputError` (one line on
+    stderr, exit 1) instead of an internal error. A reader gone away (``| head``) is still a
+    BrokenPipeError, which ends the command quietly. Everything else goes to the real stream."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.failed = False  # a write failed: what is left in the buffer can never be written
+
+    @property
+    def stream(self) -> Any:
+        """The real stream; OutputError when standard output was closed before we started."""
+        if self._stream is None:
+            self.failed = True
+            raise OutputError("cannot write to standard output: it is closed")
+        return self._stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.stream.write(text))
+        except BrokenPipeError:
+            self.failed = True
+            raise
+        except OSError as exc:
+            self.failed = True
+            raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self.failed = True
+            raise
+        except OSError as exc:
+            self.failed = True
+            raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+    def isatty(self) -> bool:
+        return self._stream is not None and bool(self._stream.isatty())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def exit_with(command: Callable[[], int]) -> NoReturn:
     """Run a console command and exit with its code. When stdout's reader goes away (``| head``)
-    the final flush is silenced and the exit code is 141, as in a shell pipeline: no traceback."""
+    the final flush is silenced and the exit code is 141, as in a shell pipeline: no traceback.
+    When stdout cannot be written (closed, a full disk) the command's own error handling says so
+    in one line (exit 1); a failure of the last flush is said here."""
+    real = sys.stdout
+    guard = GuardedStdout(real)
+    sys.stdout = guard  # type: ignore[assignment]
     try:
         code = command()
         sys.stdout.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        guard.failed = True
         code = 141
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = exc.exit_code
+    finally:
+        sys.stdout = real
+    if guard.failed:  # what is still buffered would fail again at exit, with a traceback
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), real.fileno())
     sys.exit(code)

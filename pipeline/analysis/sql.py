@@ -269,8 +269,11 @@ from meta, json_each(json(meta.rules_by_variant)) as j
 """
 
 
-def run_query(name: str, data_dir: Path, **given: Any) -> pl.DataFrame:
-    """Run the library query ``NAME`` with the given parameters and return its result."""
+def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
+    """Run the library query ``NAME`` with the given parameters and return its result.
+
+    ``name`` and ``data_dir`` are positional only: a parameter of those names given by the user
+    (``--param data_dir=...``) is one the query does not declare, refused as such."""
     path = query_file(name)
     values = bind(params(path), given, name)
     con = connect(data_dir, values)

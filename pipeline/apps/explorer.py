@@ -43,6 +43,7 @@ from pipeline.errors import PipelineError, TableError, TablesMissingError, Usage
 from pipeline.games.registry import get_variant
 from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.store import tables
+from pipeline.store.outputs import make_dir
 
 #: The variants the page offers by default (those built): every registered one-player Shut the
 #: Box variant. Twelve tiles is the largest (4,096 states, about 0.5 MB of the page).
@@ -333,10 +334,7 @@ def write_explorer(
     page = render(payloads).encode("utf-8")
     if progress is not None:
         progress(f"writing {path}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PipelineError(f"cannot write to {path.parent}: {exc.strerror or exc}") from None
+    make_dir(path.parent)
     tables.write_bytes_atomic(path, page)
     return ExplorerPage(path, [p["name"] for p in payloads], len(page), skipped)
 

@@ -549,7 +549,9 @@ def line_asker(read_line: Callable[[], str], console: Console, echo: bool) -> As
                 console.print(text)
             if text in ("q", "quit"):
                 return None
-            if text.isdigit() and 1 <= int(text) <= n:
+            # ascii digits, few of them: "²" is a digit to isdigit(), and a number of thousands
+            # of digits is beyond int()'s limit
+            if text.isascii() and text.isdigit() and len(text) < 10 and 1 <= int(text) <= n:
                 return int(text)
             console.print(f"Type a number from 1 to {n} (q quits).")
 

@@ -333,6 +333,8 @@ def _tidy(cmd: Any) -> None:
         # click rewraps paragraphs; "\b" keeps the example on one line, so it can be copied
         cmd.help = cmd.help.replace("\n\nExample:", "\n\n\b\nExample:")
     for param in cmd.params:
+        if _kind(param) is Path or getattr(param.type, "name", None) == "path":
+            _refuse_empty(param)
         if param.metavar is None:
             if param.param_type_name == "argument":
                 # typer would add "<str>" after the name: the help text says what it is (the
@@ -342,6 +344,22 @@ def _tidy(cmd: Any) -> None:
                 param.metavar = METAVARS.get(_kind(param), "TEXT")
     for sub in getattr(cmd, "commands", {}).values():
         _tidy(sub)
+
+
+def _refuse_empty(param: Any) -> None:
+    """An empty path (``-o ''``, ``--data-dir ''``) is a mistake, not the current directory
+    (which is what ``Path('')`` means): refuse it as bad input (exit 2), for every path option
+    and argument of every command."""
+    kind = copy.copy(param.type)  # click may share type objects between parameters
+    inner = kind.convert
+
+    def convert(value: Any, p: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            kind.fail(f"give a path, not {value!r}", p, ctx)
+        return inner(value, p, ctx)
+
+    kind.convert = convert
+    param.type = kind
 
 
 def _kind(param: Any) -> Any:

@@ -55,8 +55,8 @@ def benchmark_cmd(
 
     Example: stb-pipeline benchmark --variant classic --games 1000000 --seed 1
     """
-    from pipeline.stages.simulation import run_benchmark
     from pipeline.games.registry import split_names
+    from pipeline.stages.simulation import run_benchmark
 
     chosen = pick_one(variant, custom, data_dir)
     names = split_names(strategy, "--strategy") if strategy else None

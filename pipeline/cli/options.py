@@ -60,7 +60,7 @@ def say(line: str) -> None:
     print(line)
 
 
-DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR", "data"))
+DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR") or "data")  # set but empty: the default
 DataDir = Annotated[
     Path, typer.Option("--data-dir", "-d", metavar="DIR", help="Directory of the Parquet tables.")
 ]

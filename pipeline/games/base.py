@@ -83,6 +83,9 @@ class Game(ABC):
     objective: str = "shut"
     #: Whether `edges` should be skipped because the table would be too large to be useful.
     skip_edges: bool = False
+    #: Whether play can come back to a position (Knucklebones removes dice): such a graph is
+    #: solved by value iteration, and `--exact` (rank-order fractions) cannot solve it.
+    cyclic: bool = False
 
     @abstractmethod
     def rules(self) -> dict[str, Any]:

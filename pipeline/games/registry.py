@@ -173,7 +173,10 @@ def select_variants(
 def select_one(
     name: str | None, custom: Variant | None, built: Mapping[str, Variant] | None = None
 ) -> Variant:
-    """The single variant a question is about (none named: classic)."""
+    """The single variant a question is about (none named: classic; an empty name is a mistake,
+    not the default)."""
+    if name is not None and not name.strip():
+        raise UsageError(f"--variant {name!r}: give a variant name (or leave --variant out)")
     if custom is not None:
         return select_variants([name or "custom"], custom)[0]
     if name == "all":

@@ -25,6 +25,8 @@ def parse_tiles(text: str, n_tiles: int) -> int:
         )
     if any(c in ", " for c in raw):
         tokens = [tok for tok in raw.replace(",", " ").split() if tok]
+        if not tokens:  # "," or ", ,": separators only, not the shut box
+            raise UsageError(f"tiles {text!r}: name the open tiles between the commas, e.g. 1,2,10")
     elif n_tiles > 9 and len(raw) > 1:
         raise UsageError(
             f"tiles {text!r} are ambiguous with {n_tiles} tiles: separate them, e.g. 1,2,10"
@@ -34,14 +36,22 @@ def parse_tiles(text: str, n_tiles: int) -> int:
     mask = 0
     for tok in tokens:
         if not tok.isdigit() or not tok.isascii():
-            raise UsageError(f"tiles {text!r}: {tok!r} is not a tile number")
-        t = int(tok)
+            raise UsageError(f"tiles {_short(text)}: {_short(tok)} is not a tile number")
+        t = int(tok) if len(tok) < 10 else 10**9  # thousands of digits are beyond int()
         if not 1 <= t <= n_tiles:
-            raise UsageError(f"tiles {text!r}: tile {t} is not in this box (tiles 1..{n_tiles})")
+            raise UsageError(
+                f"tiles {_short(text)}: tile {_short(tok)[1:-1]} is not in this box "
+                f"(tiles 1..{n_tiles})"
+            )
         if mask >> (t - 1) & 1:
             raise UsageError(f"tiles {text!r}: tile {t} is listed twice")
         mask |= 1 << (t - 1)
     return mask
+
+
+def _short(text: str) -> str:
+    """``text`` quoted for a message, cut short when it is long."""
+    return repr(text) if len(text) <= 30 else repr(text[:27] + "...")
 
 
 def parse_open_tiles(text: str, n_tiles: int, **extra: Any) -> int:

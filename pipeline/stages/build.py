@@ -21,7 +21,6 @@ import numpy as np
 import polars as pl
 
 from pipeline import progress
-from pipeline.stages import streamed as streamed_build
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.columns import labels
@@ -29,6 +28,7 @@ from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves
+from pipeline.stages import streamed as streamed_build
 from pipeline.store import layout, manifest, schema, tables
 from pipeline.store.background import Background
 
@@ -76,6 +76,8 @@ def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
 
 def exact_values(s: Solved) -> list[str]:
     """Exact values as fraction strings, after checking the float solve agrees to 1e-12."""
+    if s.graph.cyclic:
+        raise UsageError(f"--exact does not apply to {s.variant.name}: its graph has cycles")
     try:
         exact = solve_exact(s.graph)
     except ValueError as exc:
@@ -425,6 +427,16 @@ class _Build:
         """Compute one variant's rows (or skip it when unchanged, or stream it to its files)."""
         t0 = time.perf_counter()
         game = variant.make()
+        if self.exact and variant.separate:
+            raise UsageError(
+                f"--exact does not apply to {variant.name}: it is too big for exact fractions "
+                "(it is built without a graph); build it without --exact"
+            )
+        if self.exact and game.cyclic:
+            raise UsageError(
+                f"--exact does not apply to {variant.name}: its positions can come back, so it is "
+                "solved by value iteration, not in exact fractions; build it without --exact"
+            )
         options = {"exact": self.exact}
         rules = game.rules()
         record = manifest.up_to_date(

@@ -7,6 +7,7 @@ charts, verifier files), so a reader never sees half a file and a crash leaves t
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import queue
@@ -39,7 +40,19 @@ def final_name(path: Path) -> Path:
 
 def cannot_write(path: Path, exc: OSError) -> PipelineError:
     """The one-line error for a table file that could not be written (a full disk, say)."""
-    return PipelineError(f"cannot write {final_name(path)}: {exc.strerror or exc}")
+    return PipelineError(f"cannot write {final_name(path)}: {why(path, exc)}")
+
+
+def why(path: Path, exc: OSError) -> str:
+    """The reason ``exc`` gives, said of the path a person typed: for a folder that is a file
+    ("Not a directory", "File exists" from mkdir), which one it is."""
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        for parent in Path(path).parents:
+            if parent.is_file():
+                return f"{parent} is a file, not a folder"
+        if Path(path).is_file() and exc.errno == errno.EEXIST:
+            return f"{path} is a file, not a folder"
+    return str(exc.strerror or exc)
 
 
 def _tmp_pid(path: Path) -> int:
@@ -185,7 +198,7 @@ def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
             with open(path, "wb") as fh:
                 write(fh)
         except OSError as exc:
-            raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise PipelineError(f"cannot write {path}: {why(path, exc)}") from None
         return
     if path.is_symlink():
         path = path.resolve()  # replace the file the link points to, never the link itself
@@ -194,10 +207,12 @@ def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
         _write_synced(tmp, write)
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {path}: {exc.strerror or exc}") from None
+        with contextlib.suppress(OSError):  # its folder may be a file: then there is no tmp
+            tmp.unlink(missing_ok=True)
+        raise PipelineError(f"cannot write {path}: {why(path, exc)}") from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
 

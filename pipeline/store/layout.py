@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError, TableError
-from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, write_bytes_atomic
+from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, why, write_bytes_atomic
 
 LOCK_NAME = ".stb.lock"
 LOCK_TIMEOUT_S = 600
@@ -38,7 +38,7 @@ def data_lock(data_dir: Path) -> Iterator[None]:
     except Timeout:
         raise PipelineError(f"another build has held {data_dir} for {LOCK_TIMEOUT_S} s") from None
     except OSError as exc:
-        raise PipelineError(f"cannot use data directory {data_dir}: {exc.strerror}") from None
+        raise PipelineError(f"cannot use data directory {data_dir}: {why(data_dir, exc)}") from None
     try:
         recover(data_dir)
         yield
@@ -55,7 +55,7 @@ def ensure_writable(data_dir: Path) -> None:
             pass
     except OSError as exc:
         raise PipelineError(
-            f"cannot write to data directory {data_dir}: {exc.strerror or exc}"
+            f"cannot write to data directory {data_dir}: {why(data_dir, exc)}"
         ) from None
     from pipeline.store import manifest
 

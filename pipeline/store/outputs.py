@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.errors import PipelineError, UsageError
-from pipeline.store.files import write_bytes_atomic
+from pipeline.store.files import why, write_bytes_atomic
 
 FORMATS = ("table", "csv", "parquet")
 
@@ -49,7 +49,7 @@ def make_dir(directory: Path) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PipelineError(f"cannot write to {directory}: {exc.strerror or exc}") from None
+        raise PipelineError(f"cannot write to {directory}: {why(directory, exc)}") from None
 
 
 def check_output(path: Path, data_dir: Path | None, force: bool) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.stages import build as stages
 from pipeline.errors import PipelineError
 from pipeline.games.registry import get_variant
+from pipeline.stages import build as stages
 from pipeline.store import merging
 
 

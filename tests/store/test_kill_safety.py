@@ -22,8 +22,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.stages import build as stages
 from pipeline.games.registry import resolve
+from pipeline.stages import build as stages
 from pipeline.store import files, manifest, merging, tables
 from tests.conftest import REPO, invoke
 

@@ -252,6 +252,6 @@ def _ask_column(
         if line is None:
             return None
         text = line.strip()
-        if text.isdigit() and int(text) in legal:
+        if text.isascii() and text.isdigit() and len(text) < 10 and int(text) in legal:
             return int(text) - 1
         write(f"'{text}' is not a column you can play: choose {choices}")

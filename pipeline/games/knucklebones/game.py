@@ -198,6 +198,8 @@ def all_multisets(n_pairs: int, columns: int) -> np.ndarray:
 class Knucklebones(Game):
     """The two-player game for a :class:`KnuckleRules`, solved from the mover's point of view."""
 
+    cyclic = True  # a removed die can bring a position back
+
     def __init__(self, rules: KnuckleRules, skip_edges: bool | None = None) -> None:
         self.r = rules
         self.objective = rules.objective

@@ -55,7 +55,15 @@ def rules_from_options(values: dict[str, Any]) -> Variant | None:
         tokens = text.split() if " " in text.strip() else list(text.strip())
         if not tokens or not all(t.isdigit() and t.isascii() for t in tokens):
             raise UsageError(f"--one-die-shut {given['one_die_shut']!r}: give tiles, e.g. 789")
-        given["one_die_shut"] = tuple(int(t) for t in tokens)
+        if any(len(t) > 2 for t in tokens):  # a box holds at most 24 tiles
+            raise UsageError(f"--one-die-shut {given['one_die_shut']!r}: give tiles, e.g. 789")
+        shut = [int(t) for t in tokens]
+        twice = sorted({t for t in shut if shut.count(t) > 1})
+        if twice:
+            raise UsageError(
+                f"--one-die-shut {given['one_die_shut']!r}: tile {twice[0]} is named twice"
+            )
+        given["one_die_shut"] = tuple(shut)
     if "one_die" not in given and ("one_die_sum" in given or "one_die_shut" in given):
         given["one_die"] = "optional"
     return custom_variant(RuleSet(**given), values.get("name"))

@@ -80,12 +80,29 @@ class RuleSet:
         if self.target is not None and not 0 <= self.target < self.max_score():
             out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
         top_roll = self.dice * self.sides
-        if self.objective != "score" and self.tiles > top_roll:
+        never = list(range(top_roll + 1, self.tiles + 1))  # no roll can shut these
+        if never and self.objective == "shut":
             out.append(
                 f"tile {self.tiles} can never be shut with {self.dice} dice of {self.sides} sides, "
                 f"so P(shut) is 0; use objective 'score' or 'target'"
             )
+        if never and self.objective == "target" and self.target is not None:
+            least = self.score_of(never)  # the tiles that stay open whatever happens
+            if self.target < least:
+                which = f"tile {never[0]}" if len(never) == 1 else f"tiles {never[0]}..{never[-1]}"
+                out.append(
+                    f"{which} can never be shut with {self.dice} dice of "
+                    f"{self.sides} sides, so the score is at least {least} and "
+                    f"P(score <= {self.target}) is 0; use a target of at least {least} or "
+                    "objective 'score'"
+                )
         return out
+
+    def score_of(self, open_tiles: list[int]) -> int:
+        """The final score when exactly ``open_tiles`` (increasing) are left open."""
+        if self.scoring == "digital":
+            return int("".join(str(t) for t in open_tiles) or "0")
+        return sum(open_tiles)
 
     def max_score(self) -> int:
         """Score with every tile open."""
