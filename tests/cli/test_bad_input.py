@@ -219,6 +219,7 @@ def test_damaged_table_is_reported_and_nothing_else_is_touched(
 # -- issue 15: every class of bad input, for every command -------------------------------------
 
 HUGE = "9" * 40
+HUGER = "9" * 5000  # beyond int()'s 4,300 digits
 DATA = ("-d", "{data}")
 #: (arguments, exit code, words the one-line error must hold). {data} is the small build,
 #: {tmp} a scratch directory holding `existing.csv`. One case a line.
@@ -306,6 +307,46 @@ BAD_INPUT = [
     (["expect", "-v", "two-player", "12", "--p1-score", HUGE, "-d", "{data}"], 2, "score"),
     (["export", "verifier", "-o", "{tmp}/v", "--tiles", HUGE, "-d", "{data}"], 2, "between 1 and"),
     (["export", "verifier", "-o", "{tmp}/v", "--one-die-sum", HUGE, "-d", "{data}"], 2, "limit"),
+    # issue 26: empty or degenerate names and lists are mistakes, never the default
+    (["expect", "-v", "", "123", *DATA], 2, "--variant '': give a variant name"),
+    (["move", "-v", " ", "123", "4", *DATA], 2, "--variant ' ': give a variant name"),
+    (["expect", "-v", "", "--tiles", "5", "123", *DATA], 2, "--variant ''"),
+    (["expect", ",", *DATA], 2, "between the commas"),
+    (["move", " , ", "4", *DATA], 2, "between the commas"),
+    (["expect", "1,1,2", *DATA], 2, "tile 1 is listed twice"),
+    (["build", "--one-die-shut", "99", "-d", "{tmp}/new"], 2, "tile 9 is named twice"),
+    (["build", "--one-die-shut", "7,8,7", "-d", "{tmp}/new"], 2, "tile 7 is named twice"),
+    (["expect", "123", "-d", ""], 2, "give a path, not ''"),
+    (["query", "top_states", "-f", "csv", "-o", "", *DATA], 2, "give a path, not ''"),
+    (["export", "verifier", "-o", "", *DATA], 2, "give a path, not ''"),
+    (["report", "--out", "", *DATA], 2, "give a path, not ''"),
+    (["explore", "-o", " ", *DATA], 2, "give a path, not ' '"),
+    (["check-verifier", "", *DATA], 2, "give a path, not ''"),
+    # options that do not apply to the game
+    (["build", "-v", "knucklebones-2x2", "--exact", "-d", "{tmp}/new"], 2, "--exact does not"),
+    (["solve", "-v", "knucklebones-2x2", "--exact", "-d", "{tmp}/new"], 2, "--exact does not"),
+    (["build", "--tiles", "16", "--objective", "score", "--exact", "-d", "{tmp}/new"], 2, "--exact"),
+    # a target the tiles no roll can shut already exceed; the message says what would do
+    (["build", "--tiles", "13", "--objective", "target", "--target", "5", "-d", "{tmp}/new"], 2,
+     "so the score is at least 13 and P(score <= 5) is 0; use a target of at least 13"),
+    (["build", "--tiles", "14", "--objective", "shut", "-d", "{tmp}/new"], 2,
+     "use objective 'score' or 'target'"),
+    # parameters the query does not declare, even names of the command's own arguments
+    (["query", "top_states", "-p", "data_dir=/tmp", *DATA], 2, "has no parameter 'data_dir'"),
+    (["query", "top_states", "-p", "name=best_opening_roll", *DATA], 2, "no parameter 'name'"),
+    # outputs under a file: which path is a file, exit 1 as for any file that cannot be written
+    (["export", "verifier", "-o", "{tmp}/existing.csv/v", *DATA], 1, "is a file, not a folder"),
+    (["query", "top_states", "-o", "{tmp}/existing.csv/a/b.csv", *DATA], 1, "is a file, not a"),
+    (["explore", "-o", "{tmp}/existing.csv/e.html", *DATA], 1, "is a file, not a folder"),
+    (["report", "--out", "{tmp}/existing.csv/r", *DATA], 1, "is a file, not a folder"),
+    (["build", "-v", "classic", "-d", "{tmp}/existing.csv/d"], 1, "is a file, not a folder"),
+    # thousands of digits: beyond int()'s limit, still one line
+    (["expect", f"1,{HUGER}", *DATA], 2, "is not in this box"),
+    (["expect", "--tiles", "12", f"1,{HUGER}", *DATA], 2, "is not in this box"),
+    (["move", "123", HUGER, *DATA], 2, "Invalid value for 'roll'"),
+    (["build", "--one-die-shut", HUGER, "-d", "{tmp}/new"], 2, "tile 9 is named twice"),
+    (["build", "--one-die-shut", f"1,{HUGER}", "-d", "{tmp}/new"], 2, "give tiles"),
+    (["query", "top_states", "-p", f"top={HUGER}", *DATA], 2, "must be an integer"),
 ]
 
 
@@ -545,8 +586,11 @@ def test_rule_set_constructor_fuzz(**kwargs: object) -> None:
     assert 1 <= rules.tiles <= 24 and 1 <= rules.dice <= 8 and 2 <= rules.sides <= 20
     assert rules.max_score() >= 1
     assert rules.slug().startswith("stb-")
-    if rules.objective != "score":
-        assert rules.tiles <= rules.dice * rules.sides  # every tile can be shut by some roll
+    top = rules.dice * rules.sides
+    if rules.objective == "shut":
+        assert rules.tiles <= top  # every tile can be shut by some roll
+    if rules.objective == "target":  # the target can be met despite the tiles no roll shuts
+        assert rules.target >= rules.score_of(list(range(top + 1, rules.tiles + 1)))
 
 
 TOKENS = st.sampled_from(
@@ -703,3 +747,66 @@ def test_any_argument_list_gets_an_answer_or_one_line(
     assert not list(small.glob(".*.tmp"))
     if "--force" not in words:
         assert (scratch / "existing.csv").read_text() == "kept\n", args
+
+
+# -- issue 26: standard output full or closed; numbers of thousands of digits typed in play ------
+
+STDOUT_COMMANDS = [
+    ["expect", "123"],
+    ["variants"],
+    ["query", "top_states", "-f", "csv"],
+    ["--help"],
+]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", STDOUT_COMMANDS, ids=_id)
+@pytest.mark.parametrize("where", ["full", "closed"])
+def test_stdout_full_or_closed_is_one_line_exit_1(small: Path, args: list[str], where: str) -> None:
+    """`> /dev/full` or `>&-`: one `error:` line and exit 1, as for a file that cannot be written
+    (not an internal error, nor Python's "Exception ignored" at exit)."""
+    data = [] if args == ["variants"] or args == ["--help"] else ["--data-dir", str(small)]
+    stdout = open("/dev/full", "w") if where == "full" else subprocess.DEVNULL  # noqa: SIM115
+    close_fds = where == "closed"
+    before = snapshot(small)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", CLOSE_STDOUT if close_fds else RUN_CLI, *args, *data],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+    finally:
+        if where == "full":
+            stdout.close()  # type: ignore[union-attr]
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("error: cannot write to standard output"), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert snapshot(small) == before
+
+
+RUN_CLI = "import sys; from pipeline.cli.app import main; sys.argv[0] = 'stb-pipeline'; main()"
+#: As `stb-pipeline ... >&-`: file descriptor 1 closed before Python opens sys.stdout.
+CLOSE_STDOUT = (
+    "import os, sys, subprocess; os.close(1); "
+    "sys.exit(subprocess.call([sys.executable, '-m', 'pipeline', *sys.argv[1:]], close_fds=False))"
+)
+
+
+@pytest.mark.parametrize(
+    "command", [["play", "--seed", "1"], ["knucklebones", "play", "--seed", "1"]], ids=_id
+)
+@pytest.mark.parametrize("typed", [HUGER, "²", "-" + HUGER, "1e99999"], ids=lambda t: t[:8])
+def test_play_takes_any_line_typed(
+    small: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], typed: str
+) -> None:
+    """A number of thousands of digits (beyond int()'s limit), a superscript digit: asked again,
+    then the end of input stops the game; never an internal error."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(typed + "\n"))
+    data = ["--data-dir", str(small)] if command[0] == "play" else []
+    result = invoke([*command, *data])
+    assert result.code == 0, result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert "stopped" in result.stdout

@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from pipeline.errors import UsageError
 from pipeline.games.shutbox.game import RuleSet, ShutTheBox
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves, solve_rank_order
@@ -145,6 +146,18 @@ def test_fiddler_six_tiles_exact() -> None:
     g = ShutTheBox(RuleSet(tiles=6, dice=1)).graph()
     exact = dict(zip(g.state_id.tolist(), solve_exact(g), strict=True))
     assert exact[63] == Fraction(145, 1944)
+
+
+def test_target_reachable_despite_a_tile_no_roll_shuts() -> None:
+    """Issue 26: tile 7 of a one-die box is never shut, so the score is at least 7, and
+    P(score <= 7) is P(shutting tiles 1..6 with one die): The Fiddler's 145/1944, exactly. A
+    target below 7 cannot be met, and is refused (as objective 'shut' is)."""
+    g = ShutTheBox(RuleSet(tiles=7, dice=1, objective="target", target=7)).graph()
+    exact = dict(zip(g.state_id.tolist(), solve_exact(g), strict=True))
+    assert exact[127] == Fraction(145, 1944)
+    for refused in ({"objective": "target", "target": 6}, {"objective": "shut"}):
+        with pytest.raises(UsageError, match="tile 7 can never be shut"):
+            RuleSet(tiles=7, dice=1, **refused)  # type: ignore[arg-type]
 
 
 def test_classic_score_cross_checked_two_independent_ways() -> None:
