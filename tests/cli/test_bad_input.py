@@ -325,12 +325,22 @@ BAD_INPUT = [
     # options that do not apply to the game
     (["build", "-v", "knucklebones-2x2", "--exact", "-d", "{tmp}/new"], 2, "--exact does not"),
     (["solve", "-v", "knucklebones-2x2", "--exact", "-d", "{tmp}/new"], 2, "--exact does not"),
-    (["build", "--tiles", "16", "--objective", "score", "--exact", "-d", "{tmp}/new"], 2, "--exact"),
+    (
+        ["build", "--tiles", "16", "--objective", "score", "--exact", "-d", "{tmp}/new"],
+        2,
+        "--exact",
+    ),
     # a target the tiles no roll can shut already exceed; the message says what would do
-    (["build", "--tiles", "13", "--objective", "target", "--target", "5", "-d", "{tmp}/new"], 2,
-     "so the score is at least 13 and P(score <= 5) is 0; use a target of at least 13"),
-    (["build", "--tiles", "14", "--objective", "shut", "-d", "{tmp}/new"], 2,
-     "use objective 'score' or 'target'"),
+    (
+        ["build", "--tiles", "13", "--objective", "target", "--target", "5", "-d", "{tmp}/new"],
+        2,
+        "so the score is at least 13 and P(score <= 5) is 0; use a target of at least 13",
+    ),
+    (
+        ["build", "--tiles", "14", "--objective", "shut", "-d", "{tmp}/new"],
+        2,
+        "use objective 'score' or 'target'",
+    ),
     # parameters the query does not declare, even names of the command's own arguments
     (["query", "top_states", "-p", "data_dir=/tmp", *DATA], 2, "has no parameter 'data_dir'"),
     (["query", "top_states", "-p", "name=best_opening_roll", *DATA], 2, "no parameter 'name'"),
