@@ -86,6 +86,7 @@ def _run_stages(
     exact: bool,
     skip_unchanged: bool = False,
     extra: list[str] | None = None,
+    repair: bool = False,
 ) -> None:
     """Run the stages for the chosen variants and print the summary (``extra``: the optional
     tables of the boards built without a graph, `moves` and `edges`)."""
@@ -93,7 +94,13 @@ def _run_stages(
 
     chosen = pick_variants(names, custom, data_dir)
     reports = stages.run(
-        chosen, stage_list, data_dir, exact, skip_unchanged=skip_unchanged, extra_tables=extra or ()
+        chosen,
+        stage_list,
+        data_dir,
+        exact,
+        skip_unchanged=skip_unchanged,
+        extra_tables=extra or (),
+        repair=repair,
     )
     print_reports(reports, data_dir)
 
@@ -151,7 +158,12 @@ def build_cmd(
     data_dir: DataDir = DEFAULT_DATA_DIR,
     exact: Exact = False,
     force: Annotated[
-        bool, typer.Option("--force", help="Rebuild variants that manifest.json shows unchanged.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Rebuild variants that manifest.json shows unchanged, and every variant a "
+            "changed shared table held.",
+        ),
     ] = False,
     moves: Annotated[
         bool,
@@ -181,7 +193,16 @@ def build_cmd(
     """
     extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
     stage_list = ("enumerate", "edges", "solve", "policy")
-    _run_stages(variant, custom, stage_list, data_dir, exact, skip_unchanged=not force, extra=extra)
+    _run_stages(
+        variant,
+        custom,
+        stage_list,
+        data_dir,
+        exact,
+        skip_unchanged=not force,
+        extra=extra,
+        repair=force,
+    )
 
 
 @app.command("expect")

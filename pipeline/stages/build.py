@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import progress
-from pipeline.errors import PipelineError, UsageError
+from pipeline.errors import PipelineError, TableError, UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.columns import labels
 from pipeline.games.registry import Variant
@@ -350,6 +350,7 @@ def run(
     exact: bool = False,
     skip_unchanged: bool = False,
     extra_tables: Sequence[str] = (),
+    repair: bool = False,
 ) -> list[StageReport]:
     """Run ``stages`` for each variant and write their tables into ``data_dir``.
 
@@ -366,8 +367,13 @@ def run(
     last run (per ``manifest.json``) had the same stages, rules and code hash, and whose tables
     are unchanged since, is not recomputed. Progress goes to :mod:`pipeline.progress`: one job
     for the run, one per variant and stage. Reports come in the order ``variants`` were given.
+
+    A shared table that is no longer the file ``manifest.json`` records (emptied, cut, replaced
+    or missing) would lose the rows of every variant it held that this run does not rebuild:
+    the run refuses, naming them, or with ``repair`` (`build --force`) rebuilds them too.
     """
     tables.ensure_writable(data_dir)
+    variants = _cover_changed_tables(variants, data_dir, repair)
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
     build = _Build(list(stages), data_dir, exact, extra_tables)
     with build, progress.task("build", total=len(variants), unit="variants") as job:
@@ -380,6 +386,35 @@ def run(
             build.write()
     order = {v.name: i for i, v in enumerate(variants)}
     return sorted(build.reports, key=lambda r: order[r.variant])
+
+
+def _cover_changed_tables(
+    variants: Sequence[Variant], data_dir: Path, repair: bool
+) -> list[Variant]:
+    """``variants``, plus (with ``repair``) every variant a changed shared table held; without
+    ``repair``, TableError when such a variant would lose its rows."""
+    from pipeline.games.registry import lookup
+
+    chosen = {v.name for v in variants}
+    changed = manifest.changed_shared_tables(data_dir)
+    lost = sorted({v for _, _, held in changed for v in held} - chosen)
+    if not lost:
+        return list(variants)
+    names = ",".join(sorted(chosen | set(lost)))
+    what = "; ".join(f"{name} {why}" for name, why, held in changed if set(held) - chosen)
+    if not repair:
+        raise TableError(
+            f"{what}: it held rows of {', '.join(lost)} as well, which this build would drop; "
+            f"rebuild them all with `stb-pipeline build --force --variant {names}`"
+        )
+    built = manifest.built_variants(data_dir)
+    try:
+        return [*variants, *(lookup(name, built) for name in lost)]
+    except UsageError:
+        raise TableError(
+            f"{what}: it held rows of {', '.join(lost)}, which cannot all be rebuilt from their "
+            f"recorded rules; {manifest.REBUILD}"
+        ) from None
 
 
 @dataclass

@@ -223,6 +223,30 @@ def mismatches(data_dir: Path) -> list[str]:
     return out
 
 
+def changed_shared_tables(data_dir: Path) -> list[tuple[str, str, list[str]]]:
+    """Shared tables (those of many variants) that are no longer the files the manifest records:
+    (file name, what is wrong, the variants the manifest says it held). A build merging its rows
+    into such a file would keep only what is left of the other variants' rows."""
+    data_dir = Path(data_dir)
+    if not manifest_path(data_dir).exists():
+        return []
+    out: list[tuple[str, str, list[str]]] = []
+    for name, entry in sorted(read(data_dir).get("tables", {}).items()):
+        if "/" in name or not isinstance(entry, dict):
+            continue  # a variant's own files are rewritten whole by its build
+        path = data_dir / f"{name}.parquet"
+        held = sorted(entry.get("variants") or {})
+        if not path.is_file():
+            out.append((path.name, "is missing", held))
+            continue
+        stat = path.stat()
+        if _cached_sha256(path, stat.st_mtime_ns, stat.st_size) != entry.get("sha256"):
+            out.append(
+                (path.name, "was changed since it was built (emptied, cut or replaced)", held)
+            )
+    return out
+
+
 def built_variants(data_dir: Path) -> dict[str, Variant]:
     """Custom variants built into ``data_dir`` (names not registered), from their recorded rules.
 

@@ -820,3 +820,53 @@ def test_play_takes_any_line_typed(
     assert result.code == 0, result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     assert "stopped" in result.stdout
+
+
+# -- issue 26: a shared table that no longer matches the manifest --------------------------------
+
+
+def emptied(path: Path) -> None:
+    """The table with its columns and no rows."""
+    import polars as pl
+
+    pl.read_parquet(path).head(0).write_parquet(path)
+
+
+def cut(path: Path) -> None:
+    """A readable table holding only the rows of one variant."""
+    import polars as pl
+
+    rows = pl.read_parquet(path)
+    rows.filter(pl.col("variant") == rows["variant"].max()).write_parquet(path)
+
+
+def missing(path: Path) -> None:
+    """The table removed."""
+    path.unlink()
+
+
+@pytest.mark.parametrize("damage", [emptied, cut, missing], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("table", ["states", "edges"])
+def test_a_changed_shared_table_is_refused_or_rebuilt_whole(
+    small: Path, tmp_path: Path, damage, table: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A build of one variant into a data dir whose shared table was emptied, cut to one
+    variant's rows or removed would keep only what is left of the others: it says so and
+    refuses; `build --force` rebuilds every variant the table held, so no rows are lost."""
+    import polars as pl
+
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    damage(data / f"{table}.parquet")
+    before = snapshot(data)
+    for command in ("build", "solve"):
+        result = invoke([command, "--variant", "classic", "--data-dir", data])
+        assert_one_clean_line(result, 1)
+        assert f"{table}.parquet" in result.stderr
+        assert "two-player" in result.stderr and "stb-pipeline build --force" in result.stderr
+        assert snapshot(data) == before
+    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    assert result.code == 0, result.stderr
+    held = pl.read_parquet(data / f"{table}.parquet")["variant"].unique().sort().to_list()
+    assert held == ["classic", "six-tiles-one-die", "two-player"]
+    assert invoke(["verify", "--data-dir", data]).code == 0

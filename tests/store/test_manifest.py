@@ -68,7 +68,7 @@ def test_code_hash_covers_every_source_file(monkeypatch: pytest.MonkeyPatch) -> 
     manifest.code_hash.cache_clear()
     before = manifest.code_hash()
     sources = sorted(manifest.PACKAGE_DIR.rglob("*.py"))
-    assert manifest.PACKAGE_DIR / "build" / "stages.py" in sources
+    assert manifest.PACKAGE_DIR / "stages" / "build.py" in sources
     assert manifest.PACKAGE_DIR / "solve" / "rank_order.py" in sources
     manifest.code_hash.cache_clear()
     real = Path.read_bytes
@@ -140,10 +140,13 @@ def test_a_partial_stage_run_or_a_changed_file_forces_a_rebuild(two_variants: Pa
     assert manifest.mismatches(two_variants) == [
         "policy.parquet differs from the sha256 recorded in manifest.json"
     ]
-    rebuilt = invoke(["build", "--variant", "classic", "--data-dir", two_variants])
+    # issue 26: rebuilding classic alone would keep the other variant's rows from the changed
+    # file: refused, naming the variants to rebuild; --force rebuilds them all
+    refused = invoke(["build", "--variant", "classic", "--data-dir", two_variants])
+    assert refused.code == 1 and "policy.parquet was changed" in refused.stderr
+    assert "--variant classic,six-tiles-one-die" in refused.stderr
+    rebuilt = invoke(["build", "--variant", "classic", "--force", "--data-dir", two_variants])
     assert rebuilt.code == 0 and SKIPPED not in rebuilt.stdout
+    assert "six-tiles-one-die" in rebuilt.stdout
     assert manifest.mismatches(two_variants) == []
-    # the other variant's rows came from the changed file: its next build is not skipped
-    assert set(manifest.read(two_variants)["variants"]) == {"classic"}
-    other = invoke(["build", "--variant", "six-tiles-one-die", "--data-dir", two_variants])
-    assert other.code == 0 and SKIPPED not in other.stdout
+    assert set(manifest.read(two_variants)["variants"]) == {"classic", "six-tiles-one-die"}
