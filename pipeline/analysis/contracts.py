@@ -60,8 +60,13 @@ class ContractResult:
     @property
     def label(self) -> str:
         """How the contract is named to people: its SQL file's ``-- name:``, or manifest.json."""
-        if self.name in ("manifest", "schema"):
-            return {"manifest": "manifest.json", "schema": "one schema per table"}[self.name]
+        own = {
+            "manifest": "manifest.json",
+            "schema": "one schema per table",
+            "temporary": TEMPORARY_LABEL,
+        }
+        if self.name in own:
+            return own[self.name]
         return f"contracts/{self.name}"
 
     @property
@@ -101,10 +106,11 @@ def contract_names() -> list[str]:
     return names
 
 
-def verify_variants(data_dir: Path, names: list[str]) -> list[VariantCheck]:
-    """Run every contract for each named variant alone (none, or ``all``: every row at once)."""
+def verify_variants(data_dir: Path, names: list[str], fix: bool = False) -> list[VariantCheck]:
+    """Run every contract for each named variant alone (none, or ``all``: every row at once);
+    ``fix`` removes the temporary files of killed builds first (else they are reported)."""
     targets: list[str | None] = [None] if not names or "all" in names else list(names)
-    return [VariantCheck(name, verify(data_dir, name)) for name in targets]
+    return [VariantCheck(name, verify(data_dir, name, fix)) for name in targets]
 
 
 def failure(checks: list[VariantCheck]) -> ContractError | None:
@@ -113,25 +119,36 @@ def failure(checks: list[VariantCheck]) -> ContractError | None:
     if not failed:
         return None
     total = sum(len(c.results) for c in checks)
-    return ContractError(f"{len(failed)} of {total} contracts failed: {', '.join(failed)}")
+    hint = ""
+    if any(label.endswith(TEMPORARY_LABEL) for label in failed):
+        hint = " (`stb-pipeline verify --fix` removes the temporary files)"
+    return ContractError(f"{len(failed)} of {total} contracts failed: {', '.join(failed)}{hint}")
 
 
-def verify(data_dir: Path, variant: str | None = None) -> list[ContractResult]:
+#: How the check for temporary files left by killed builds is named to people.
+TEMPORARY_LABEL = "no temporary files"
+
+
+def verify(data_dir: Path, variant: str | None = None, fix: bool = False) -> list[ContractResult]:
     """Run every contract on the tables of ``data_dir`` (only ``variant``'s rows when given).
+
+    Temporary files of killed builds are reported as a failed check, or removed with ``fix``.
 
     TablesMissingError when there is no states table, or it has no rows of ``variant``;
     TableError when a table is not readable Parquet or not one of ours; ContractError when a
     contract file is missing, a table the manifest records is absent, or nothing was checked.
     """
     data_dir = Path(data_dir)
-    tables.settle(data_dir)
+    tables.settle(data_dir, sweep=fix)  # without --fix, the temporary files are reported
+    temporary = _temporary_result(data_dir)
     names = contract_names()
     _check_columns(data_dir)
-    tables.read_table(data_dir, "states", variant)  # raises unless built, with the variant
+    tables.read_table(data_dir, "states", variant, sweep=False)  # raises unless built
     recorded = _recorded_tables(data_dir)
-    results = [_manifest_result(data_dir, recorded), _schema_result(data_dir)]
+    results = [_manifest_result(data_dir, recorded), _schema_result(data_dir), temporary]
+    first_sql = len(results)
     results += [_run_contract(name, data_dir, variant, recorded) for name in names]
-    if sum(r.checked for r in results[2:]) == 0:
+    if sum(r.checked for r in results[first_sql:]) == 0:
         raise ContractError(
             f"verify checked no rows in {data_dir} (every contract skipped or its tables empty)"
         )
@@ -222,6 +239,14 @@ def _manifest_result(data_dir: Path, recorded: set[str]) -> ContractResult:
     return ContractResult(
         "manifest", description, pl.DataFrame({"problem": problems}), checked=len(recorded)
     )
+
+
+def _temporary_result(data_dir: Path) -> ContractResult:
+    """Whether the data directory holds temporary files of builds that were killed."""
+    description = "No temporary file of a killed build is left (verify --fix removes them)."
+    found = [p.relative_to(data_dir).as_posix() for p in layout.stale_temporaries(data_dir)]
+    problems = pl.DataFrame({"problem": found}, schema={"problem": pl.String})
+    return ContractResult("temporary", description, problems, checked=len(found))
 
 
 def _schema_result(data_dir: Path) -> ContractResult:

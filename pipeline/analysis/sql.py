@@ -47,7 +47,7 @@ import polars as pl
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.store import manifest, schema, tables
-from pipeline.store.layout import OWN_DIR, table_files
+from pipeline.store.layout import OWN_DIR, settle, table_files
 
 #: The query library inside the installed package (a Path when installed as plain files).
 QUERIES_DIR: Traversable = resources.files("pipeline").joinpath("queries")
@@ -276,6 +276,7 @@ def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
     (``--param data_dir=...``) is one the query does not declare, refused as such."""
     path = query_file(name)
     values = bind(params(path), given, name)
+    settle(data_dir)  # a commit cut short is finished, a killed build's temporary files go
     con = connect(data_dir, values)
     try:
         if "variant" in values:

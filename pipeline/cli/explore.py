@@ -13,7 +13,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add the `explore` command."""
-    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, out
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet, out
 
     @app.command("explore")
     def explore_cmd(
@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--force", help="Replace an existing file outside the data directory."),
         ] = False,
+        quiet: Quiet = False,
     ) -> None:
         """Write one self-contained HTML page: set a position and a roll, see every move ranked.
 
@@ -53,7 +54,11 @@ def register(app: typer.Typer) -> None:
         def report(message: str) -> None:
             print(f"explore: {message} ...", file=sys.stderr, flush=True)
 
-        page = write_explorer(data_dir, output, variant, force, delayed_progress(report))
+        from pipeline import progress
+
+        # --quiet (or STB_QUIET=1) as for every command: no progress lines
+        shown = None if progress.is_quiet() else delayed_progress(report)
+        page = write_explorer(data_dir, output, variant, force, shown)
         kib = page.size / 1024
         out.print(f"wrote {page.path} ({kib:,.0f} KiB): {', '.join(page.variants)}")
         for name, why in page.skipped:

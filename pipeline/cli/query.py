@@ -63,7 +63,7 @@ def show_table(frame: "pl.DataFrame", title: str) -> "Table":
 
 def register(app: typer.Typer) -> None:
     """Add the `query` command."""
-    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 
     @app.command("query")
     def query_cmd(
@@ -90,6 +90,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--force", help="Replace the --output file if it exists.")
         ] = False,
         data_dir: DataDir = DEFAULT_DATA_DIR,
+        quiet: Quiet = False,
     ) -> None:
         """Run an analysis query from queries/ on the tables, or list them with --list.
 

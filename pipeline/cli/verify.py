@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 def register(app: typer.Typer) -> None:
     """Add the `verify` command."""
-    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 
     @app.command("verify")
     def verify_cmd(
@@ -24,18 +24,26 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         data_dir: DataDir = DEFAULT_DATA_DIR,
+        fix: Annotated[
+            bool,
+            typer.Option(
+                "--fix", help="Remove the temporary files of killed builds instead of failing."
+            ),
+        ] = False,
+        quiet: Quiet = False,
     ) -> None:
         """Check the tables against every contract in queries/contracts/ (exit 3 on a violation).
 
         Each contract prints the rows it checked and its violations. Exit 3 also when a contract
-        file or a table that manifest.json records is missing, or when nothing was checked.
+        file or a table that manifest.json records is missing, when nothing was checked, or when
+        a killed build left temporary files (--fix removes them; any other command does too).
 
         Example: stb-pipeline verify --variant classic
         """
         from pipeline.analysis import contracts
         from pipeline.games.registry import split_names
 
-        checks = contracts.verify_variants(Path(data_dir), split_names(variant or []))
+        checks = contracts.verify_variants(Path(data_dir), split_names(variant or []), fix)
         for check in checks:
             if len(checks) > 1:
                 _print(f"{check.variant}:")

@@ -79,15 +79,19 @@ def sweep(data_dir: Path) -> None:
         lock.release()
 
 
-def settle(data_dir: Path) -> None:
-    """Before reading: wait for a commit in progress, or finish one that was interrupted.
+def settle(data_dir: Path, sweep: bool = True) -> None:
+    """Before reading: wait for a commit in progress, or finish one that was interrupted, and
+    (``sweep``) remove the temporary files of writers that are gone, so that a data directory
+    never carries them unseen after any command.
 
-    Does nothing (one stat) when no journal is present; if the directory is read-only the
-    tables are read as they are.
+    Costs a stat and a listing of the directory when there is nothing to do; if the directory
+    is read-only the tables are read as they are.
     """
     if (Path(data_dir) / JOURNAL_NAME).exists():
         with contextlib.suppress(PipelineError), data_lock(data_dir):
             pass
+    if sweep:
+        remove_stale(data_dir)
 
 
 def recover(data_dir: Path) -> None:
@@ -119,9 +123,26 @@ def recover(data_dir: Path) -> None:
             raise PipelineError(
                 f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
             ) from None
-    for stray in [*data_dir.glob(".*.tmp"), *data_dir.glob(f"{OWN_DIR}/*/.*.tmp")]:
-        if not _pid_alive(_tmp_pid(stray)):
+    remove_stale(data_dir)
+
+
+def stale_temporaries(data_dir: Path) -> list[Path]:
+    """Temporary files whose writer is gone (a build killed with SIGKILL, a lost machine): the
+    process id in their name is no longer running. A live writer's files are never listed."""
+    data_dir = Path(data_dir)
+    found = [*data_dir.glob(".*.tmp"), *data_dir.glob(f"{OWN_DIR}/*/.*.tmp")]
+    return sorted(p for p in found if not _pid_alive(_tmp_pid(p)))
+
+
+def remove_stale(data_dir: Path) -> list[Path]:
+    """Remove :func:`stale_temporaries` (those that can be: a read-only directory keeps them);
+    the files removed. Safe without the lock: no live process owns them."""
+    removed = []
+    for stray in stale_temporaries(data_dir):
+        with contextlib.suppress(OSError):
             stray.unlink(missing_ok=True)
+            removed.append(stray)
+    return removed
 
 
 #: Folder of the data directory that holds the variants stored in files of their own (large

@@ -117,13 +117,16 @@ def check_ours(path: Path) -> list[str]:
     return columns
 
 
-def read_table(data_dir: Path, name: str, variant: str | None = None) -> pl.DataFrame:
+def read_table(
+    data_dir: Path, name: str, variant: str | None = None, sweep: bool = True
+) -> pl.DataFrame:
     """Table ``name`` as a polars DataFrame, only ``variant``'s rows when given.
 
     Reads the shared file and the variants' own files (``variants/<variant>/<name>.parquet``).
-    TablesMissingError when the table (or the variant in it) has not been built.
+    TablesMissingError when the table (or the variant in it) has not been built. ``sweep``:
+    remove killed builds' temporary files first (see :func:`settle`).
     """
-    settle(data_dir)
+    settle(data_dir, sweep)
     files = [variant_file(data_dir, name, variant)] if variant else table_files(data_dir, name)
     files = [f for f in files if f.exists()]
     if not files:

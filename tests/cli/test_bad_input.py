@@ -870,3 +870,63 @@ def test_a_changed_shared_table_is_refused_or_rebuilt_whole(
     held = pl.read_parquet(data / f"{table}.parquet")["variant"].unique().sort().to_list()
     assert held == ["classic", "six-tiles-one-die", "two-player"]
     assert invoke(["verify", "--data-dir", data]).code == 0
+
+
+# -- issue 26: temporary files of a killed build never stay unseen -----------------------------
+
+
+def _leave_stale(data: Path) -> list[Path]:
+    """Temporary files as a build killed with SIGKILL leaves them (a pid above any pid_max)."""
+    own = data / "variants" / "gone"
+    own.mkdir(parents=True, exist_ok=True)
+    stale = [data / ".states.parquet.999999999.tmp", own / ".policy.parquet.999999998.tmp"]
+    for path in stale:
+        path.write_bytes(b"half a table")
+    return stale
+
+
+def test_verify_reports_a_killed_builds_temporary_files_and_fix_removes_them(
+    small: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    stale = _leave_stale(data)
+    result = invoke(["verify", "--variant", "classic", "--data-dir", data])
+    assert_one_clean_line(result, 3)
+    assert "no temporary files" in result.stderr and "verify --fix" in result.stderr
+    assert ".states.parquet.999999999.tmp" in result.stdout
+    assert all(p.exists() for p in stale), "verify without --fix only reports"
+    fixed = invoke(["verify", "--variant", "classic", "--fix", "--data-dir", data])
+    assert fixed.code == 0, fixed.stderr
+    assert not any(p.exists() for p in stale)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["expect", "123"], ["move", "123", "4"], ["query", "top_states"], ["verify", "--fix"]],
+    ids=_id,
+)
+def test_any_command_reading_the_tables_removes_stale_temporary_files(
+    small: Path, tmp_path: Path, args: list[str]
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    stale = _leave_stale(data)
+    result = invoke([*args, "--data-dir", data])
+    assert result.code == 0, result.stderr
+    assert not any(p.exists() for p in stale)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "top_states", "--quiet"],
+        ["verify", "--variant", "classic", "-q"],
+        ["explore", "--variant", "classic", "-o", "{tmp}/page.html", "--quiet"],
+    ],
+    ids=_id,
+)
+def test_readers_take_quiet_like_build(small: Path, tmp_path: Path, args: list[str]) -> None:
+    result = invoke([*(a.format(tmp=tmp_path) for a in args), "--data-dir", small])
+    assert result.code == 0, result.stderr
+    assert result.stderr == ""
