@@ -28,7 +28,7 @@ bench-double-shutter *ARGS:
 # Monte Carlo speed: games per second per strategy beside the interpreted loop, and `stb-pipeline benchmark` from the shell
 bench-sim *ARGS:
     python benchmarks/bench_simulation.py {{ARGS}}
-# Knucklebones search: decision time by depth, our evaluation against the seed's
+# Knucklebones search: decision time by depth, our evaluation against the Rust solver's
 bench-knucklebones:
     python benchmarks/bench_knucklebones.py
 

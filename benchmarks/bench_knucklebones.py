@@ -1,12 +1,13 @@
-"""Knucklebones search: decision time by depth, and our leaf evaluation against the seed's.
+"""Knucklebones search: decision time by depth, and our leaf evaluation against the Rust
+Knucklebones solver's.
 
 Prints two tables:
 
 1. Median and 90th-percentile decision time of our expectimax at depths 1..6 over positions
    from self-play games (a fresh transposition table per position, so no reuse between
    positions flatters the times). Target from issue 6: depth 4 under 500 ms median.
-2. Our evaluation against seed 004's heuristic at equal depth (seats alternated): wins, draws,
-   losses, win rate with a 95 % interval.
+2. Our evaluation against the Rust solver's heuristic at equal depth (seats alternated): wins,
+   draws, losses, win rate with a 95 % interval.
 
 Usage: python benchmarks/bench_knucklebones.py [--positions 200] [--games 1000] [--seed 1]
 """
@@ -71,10 +72,10 @@ def decision_times(game: Knucklebones, positions: list, depths: range) -> Table:
 
 
 def head_to_head(game: Knucklebones, games: int, seed: int, depths: range) -> Table:
-    """Ours against the seed's heuristic at the same depth."""
+    """Ours against the Rust solver's heuristic at the same depth."""
     table = Table("depth", "games", "wins", "draws", "losses", "win rate (95% CI)", "mean diff")
     for d in depths:
-        with progress.task(f"ours against the seed's, depth {d}", games, "games") as job:
+        with progress.task(f"ours against the Rust solver's, depth {d}", games, "games") as job:
             r = match(game, f"ours-d{d}", f"seed-d{d}", games, seed + d, job.advance)
         table.add_row(
             str(d),
@@ -102,7 +103,7 @@ def main() -> None:
     positions = sample_positions(game, args.positions, args.seed)
     console.print("decision time of our search (fresh table per position)")
     console.print(decision_times(game, positions, range(1, args.max_depth + 1)))
-    console.print("our evaluation against the seed's at equal depth")
+    console.print("our evaluation against the Rust solver's at equal depth")
     console.print(head_to_head(game, args.games, args.seed, range(1, args.h2h_depths + 1)))
 
 

@@ -1,4 +1,5 @@
-"""Wall-clock time of `ShutTheBox` on seed 002's seven examples, from tables and solving.
+"""Wall-clock time of `ShutTheBox` on the course assignment's seven examples, from tables
+and solving.
 
 Run from the repository root: ``python benchmarks/bench_shutthebox.py [--repeat N]``. The tables
 are built for the `two-player` variant into a temporary directory first. Prints a table of the

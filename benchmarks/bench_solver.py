@@ -3,7 +3,8 @@
 Prints a table of states, moves, seconds (steady, and the first run in a fresh process) and peak
 memory for n = 9, 12, 16, 20 tiles (two dice
 up to 12 tiles, three dice above), and, for scale, the naive recursive reference solver
-(tests/support/reference.py, the style of seed 003's program) on the classic 9-tile box.
+(tests/support/reference.py, in the style of the Lever Box program
+for the FiveThirtyEight Riddler) on the classic 9-tile box.
 
 Usage: python benchmarks/bench_solver.py [--sizes 9:2,12:2,16:3,20:3]
 """
@@ -62,7 +63,7 @@ def measure_once(tiles: int, dice: int) -> dict[str, float]:
 
 
 def measure_reference() -> dict[str, float]:
-    """The naive recursive solver on the classic box (seed 003's approach)."""
+    """The naive recursive solver on the classic box (the Lever Box program's approach)."""
     sys.path.insert(0, str(REPO))
     from tests.support import reference
 

@@ -103,7 +103,8 @@ class Tables:
 
 
 def opening_rolls(t: Tables) -> Section:
-    """Value after the best first move, for each roll of the classic game (seed 000's table)."""
+    """Value after the best first move, for each roll of the classic game (the
+    Scala simulator's table)."""
     t.need("policy", "classic")
     start = t.need("states", "classic").filter(pl.col("n_open") == pl.col("n_open").max())
     start_value = float(start["value"][0])
@@ -163,7 +164,7 @@ def pshut_grid(t: Tables) -> Section:
     text = (
         "Find your open tiles: the row is how many are open, the column their sum. Within a "
         "cell, positions are ranked best first; brighter is better. The ten best positions "
-        "short of a shut box are listed below (seed 000 lists the same ten)."
+        "short of a shut box are listed below (the Scala simulator lists the same ten)."
     )
     return Section("pshut_grid", "P(shut) for every classic position", text, fig, _html_table(best))
 
@@ -312,7 +313,8 @@ def _interval(ax: Axes, i: int, r: dict[str, Any], labelled: bool) -> None:
 
 
 def double_shutter_pn(t: Tables) -> Section:
-    """Double Shutter p(n) = P(final score > n) playing to maximise P(score <= n) (seed 001)."""
+    """Double Shutter p(n) = P(final score > n) playing to maximise P(score <= n), as in the
+    Double Shutter article."""
     summary = t.need("summary", why=" (stb-pipeline build --variant double-shutter)")
     if "figure" not in summary.columns:
         raise Skip("summary.parquet has no figure column")

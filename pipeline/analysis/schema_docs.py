@@ -228,7 +228,7 @@ for _col, _text in {
 _bench.update(
     {
         "opponent": "Knucklebones: the opponent (`random`, `greedy` = best immediate score "
-        "difference, `seed-d2` = seed 004's heuristic searched to depth 2)",
+        "difference, `seed-d2` = the Rust Knucklebones solver's heuristic searched to depth 2)",
         "depth": "Knucklebones: our search depth in placements",
         "draws": "Knucklebones: games drawn",
         "losses": "Knucklebones: games lost",

@@ -1,4 +1,5 @@
-"""Commands of the two-player game: `export verifier` and `check-verifier` (seed 002's format)."""
+"""Commands of the two-player game: `export verifier` and `check-verifier` (the course
+assignment's format)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def export_verifier(
     one_die_sum: OneDieSum = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
 ) -> None:
-    """Write seed 002's verifier file: every nonterminal state after all of its successors.
+    """Write the course assignment's verifier file: every nonterminal state after all of its
+    successors.
 
     Lines are TILES,VALUE (player 1) or TILES,P1SCORE,VALUE (player 2), at full precision.
 

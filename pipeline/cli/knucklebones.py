@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 BOARD_HELP = (
     "A board column by column: columns separated by '/', each column its dice as digits "
     "(any order); '_' is an empty slot and '_' or nothing an empty column. E.g. 44_/1__/___ "
-    "or 44/1/_. Or seed 004's form, one line per row ('_' an empty square), lines separated by "
+    "or 44/1/_. Or the Rust solver's form, one line per row ('_' an empty square), lines "
+    "separated by "
     'a newline or the two characters \\n: "41_\\n4__\\n___" is the same board.'
 )
 Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " + BOARD_HELP)]
@@ -32,7 +33,8 @@ kb = typer.Typer(
     help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
     "Boards are written column by column: 44_/1__/___ is a column 4,4, a column 1 and an empty "
     "column. BOARD1 is the player about to place DIE, BOARD2 the opponent; column i of BOARD1 "
-    "faces column i of BOARD2. Seed 004's boards, one line per row with '_' for an empty square "
+    "faces column i of BOARD2. The Rust solver's boards, one line per row with '_' for an empty "
+    "square "
     "(41_\\n4__\\n___ is the same board), are read too.\n\n"
     "Example: stb-pipeline knucklebones solve 44/1/_ 2/_/_ 4",
     no_args_is_help=True,
@@ -163,7 +165,8 @@ def benchmark_cmd(
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
-    """Play our search against random, greedy and the seed's heuristic; write benchmarks rows.
+    """Play our search against random, greedy and the Rust solver's heuristic; write benchmarks
+    rows.
 
     Example: stb-pipeline knucklebones benchmark --games 2000 --seed 1
     """

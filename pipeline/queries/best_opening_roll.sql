@@ -1,5 +1,5 @@
 -- name: best_opening_roll
--- description: For each first roll, the best move from the full box and the value after it (seed 000's table).
+-- description: For each first roll, the best move from the full box and the value after it (the Scala simulator's table).
 -- inputs: policy, states
 -- grain: one row per roll possible from the start
 -- output: roll, best_move, value_after (per the variant's objective), n_optimal; best value first

@@ -1,5 +1,5 @@
 -- name: double_shutter_p_of_n
--- description: Seed 001's p(n): P(final score > n) when playing to maximise P(final score <= n), n = 0..20.
+-- description: The Double Shutter article's p(n): P(final score > n) when playing to maximise P(final score <= n), n = 0..20.
 -- inputs: summary
 -- grain: one row per target n
 -- output: n; p_n = P(score > n) (probability, 0..1); p_within = 1 - p_n; increasing n

@@ -1,5 +1,5 @@
 -- name: knucklebones_search_loss
--- description: What a greedy player and seed 004's depth-2 search give away against exact play on a solved Knucklebones board, decision by decision.
+-- description: What a greedy player and the Rust Knucklebones solver's depth-2 search give away against exact play on a solved Knucklebones board, decision by decision.
 -- inputs: moves, states, rules
 -- grain: one row per strategy (greedy, seed-d2) of one Knucklebones variant with a moves table
 -- output: strategy, decisions (the (state, roll) pairs with two or more distinct moves), share_suboptimal (share of them where the strategy's move loses more than 1e-9), mean_regret (value lost per decision, averaged over every decision alike; win probability for a wins variant, points for -score), max_regret, opening_regret (expected value lost by the first move of the game, over the six rolls)
@@ -17,7 +17,7 @@
 -- (or "not built" when the data directory has no moves table at all).
 --
 -- The strategies: greedy takes the best immediate change of the score difference (placed value,
--- stacking and removals). seed-d2 is seed 004's search to depth 2 (our placement, then each reply
+-- stacking and removals). seed-d2 is the Rust Knucklebones solver's search to depth 2 (our placement, then each reply
 -- roll and the reply best for the opponent), estimating a position by the score difference plus
 -- 3.5 per placement the mover has left over the opponent before a board fills, as in the
 -- `seed-d2` benchmark player (pipeline/games/knucklebones/search.py, evaluator SEED). Our own
@@ -49,7 +49,7 @@ filled as (
 ),
 
 leaf as (
-    -- seed 004's estimate for the player to move, in points: exact once the game is over; else
+    -- the Rust Knucklebones solver's estimate for the player to move, in points: exact once the game is over; else
     -- the difference plus 3.5 when the mover has one placement more left (they move first)
     select
         state_id,

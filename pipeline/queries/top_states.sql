@@ -1,5 +1,5 @@
 -- name: top_states
--- description: The best states where play goes on, by optimal value (seed 000's "top states" table).
+-- description: The best states where play goes on, by optimal value (the Scala simulator's "top states" table).
 -- inputs: states
 -- grain: one row per non-terminal state; the best `top` of them
 -- output: tiles, value (per the variant's objective: P(shut) or expected score), n_open, open_sum; best first

@@ -1,5 +1,5 @@
 -- name: verifier_export
--- description: Seed 002's verifier file for a two-player variant: every nonterminal state, each line after all of its nonterminal successors.
+-- description: The course assignment's verifier file for a two-player variant: every nonterminal state, each line after all of its nonterminal successors.
 -- inputs: states
 -- grain: one row per nonterminal state of the variant (P1 states, and P2 states for every possible P1 score)
 -- output: line_no (1-based, the file order), line (open tiles increasing without separators, or space-separated above 9 tiles; then P1's score for P2 states; then the mover's expected wins at full precision, comma-separated)
@@ -24,7 +24,7 @@ layout as (
 final as (
     select
         -- every move shuts a tile (lower rank) and P1's pass goes to P2 (ranks below P1's), so
-        -- rank order puts successors first; inside a rank, the seed's own order: tiles, score
+        -- rank order puts successors first; inside a rank, the assignment's own order: tiles, score
         row_number() over (
             order by n.rank, n.open_tiles, n.p1_score nulls first
         ) as line_no,

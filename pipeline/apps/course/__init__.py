@@ -1,1 +1,1 @@
-"""Seed 002's two-player course assignment: the ShutTheBox command and its verifier file format."""
+"""The two-player course assignment: the ShutTheBox command and its verifier file format."""

@@ -1,4 +1,4 @@
-"""`ShutTheBox`: the two-player game's command line exactly as seed 002 specifies it.
+"""`ShutTheBox`: the two-player game's command line exactly as the course assignment specifies it.
 
     ShutTheBox --one --expect TILES            P1's expected wins, P1 to roll with TILES open
     ShutTheBox --one --move TILES ROLL         P1's best move for ROLL, e.g. [3, 9]
@@ -10,7 +10,7 @@ increasing, in brackets. Nothing else goes to stdout. Options ``--tiles N``, ``-
 ``--sides S`` and ``--one-die-sum K`` change the rules (defaults 9, 2, 6, 6: one die once the
 mover's open tiles sum to K or less, 0 for never). Answers come from the `two-player` tables in
 ``$STB_DATA_DIR`` (default ``./data``) when they hold a variant built with the same rules, else
-from solving the game on the spot (a few hundredths of a second for the seed's rules).
+from solving the game on the spot (a few hundredths of a second for the assignment's rules).
 Malformed arguments print the error and a usage line on stderr and exit with 2.
 
 Example: ShutTheBox --two --move 13456789 17 12

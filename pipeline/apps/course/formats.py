@@ -1,4 +1,5 @@
-"""Constants of seed 002's verifier files that the command line needs without loading numpy."""
+"""Constants of the course assignment's verifier files that the command line needs without
+loading numpy."""
 
 #: Relative tolerance of the value check: values are right when within this of the tables'.
 DEFAULT_TOLERANCE = 1e-9

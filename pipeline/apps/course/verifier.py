@@ -1,4 +1,5 @@
-"""Seed 002's verifier file: writing it from the solved tables, and checking someone else's.
+"""The course assignment's verifier file: writing it from the solved tables, and checking someone
+else's.
 
 A verifier file has one line per state: the open tiles increasing without separators (separated
 by spaces above 9 tiles), P1's score for P2 states only, then the mover's expected wins, all
@@ -20,12 +21,12 @@ import polars as pl
 
 from pipeline.analysis import sql
 from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE  # noqa: F401
-from pipeline.stages import build as stages
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, get_variant
 from pipeline.games.tiles import parse_tiles
 from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
 from pipeline.graph import group_starts
+from pipeline.stages import build as stages
 from pipeline.store import tables
 
 

@@ -1,4 +1,4 @@
-"""Knucklebones players and simulated matches: random, greedy, the seed's search and ours.
+"""Knucklebones players and simulated matches: random, greedy, the Rust solver's search and ours.
 
 A board in play keeps its real column order (the canonical form is only for the search): it is
 an array of facing-pair indices seen from the player to move, column ``i`` of the mover facing
@@ -53,7 +53,8 @@ def greedy_player(game: Knucklebones) -> Player:
 
 
 def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
-    """Expectimax to ``depth`` plies with our evaluation (``OURS``) or the seed's (``SEED``)."""
+    """Expectimax to ``depth`` plies with our evaluation (``OURS``) or the Rust solver's
+    (``SEED``)."""
     searcher = Searcher(game)
 
     def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
@@ -63,7 +64,7 @@ def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
 
 
 def make_player(game: Knucklebones, name: str) -> Player:
-    """A player by name: random, greedy, seed-dN (the seed's heuristic) or ours-dN."""
+    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic) or ours-dN."""
     if name == "random":
         return random_player(game)
     if name == "greedy":

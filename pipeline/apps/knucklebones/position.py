@@ -1,6 +1,6 @@
 """Questions about one full-size Knucklebones position: the best column, the search tree, play.
 
-Boards are written column by column or as seed 004's rows of squares (see
+Boards are written column by column or as the Rust solver's rows of squares (see
 :func:`pipeline.games.knucklebones.game.read_board`); the first board is the player about to place
 the die. Column numbers in answers are the user's own columns, 1-based.
 """

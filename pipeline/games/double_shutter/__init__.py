@@ -1,1 +1,1 @@
-"""Double Shutter (seed 001): two rows of tiles, the front row scores double."""
+"""Double Shutter (the Double Shutter article): two rows of tiles, the front row scores double."""

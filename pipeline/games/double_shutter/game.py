@@ -2,8 +2,9 @@
 
 Layout: ``columns`` columns. Column i holds front tile i and, with a back row, the back tile
 ``columns + 1 - i`` behind it (the back row is numbered in reverse, as in the box that reproduces
-seed 001's numbers; ``back_reversed=False`` puts back tile i behind front tile i). A back tile can
-be shut once the front tile in front of it is down, or in the same move. A move shuts a set of
+the Double Shutter article's numbers; ``back_reversed=False`` puts back tile i behind front
+tile i). A back tile can be shut once the front tile in front of it is down, or in the same
+move. A move shuts a set of
 currently shuttable tiles whose face values sum to the roll. When the player is stuck the score is
 ``front_weight`` x (standing front tiles) + ``back_weight`` x (standing back tiles).
 
@@ -57,7 +58,7 @@ FRONT_BACK_PART = re.compile(r"(front|back|f|b)\s*[=:]\s*([0-9]*|-)", re.I)
 
 @dataclass(frozen=True)
 class DoubleShutterRules:
-    """The rules of a Double Shutter box (defaults: the box of seed 001).
+    """The rules of a Double Shutter box (defaults: the box of the Double Shutter article).
 
     ``one_die``: ``optional`` (may) or ``forced`` (must) roll a single die when the tiles that can
     currently be shut sum to at most ``one_die_sum``; ``never`` ignores the limit. The objective

@@ -1,4 +1,4 @@
-"""Named Double Shutter variants (seed 001)."""
+"""Named Double Shutter variants (the Double Shutter article)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ register(
     Variant(
         "double-shutter",
         "Double Shutter (two rows of 9 tiles), one die by choice once the shuttable tiles sum to "
-        "6 or less, minimise the expected score 2 x front + back; summary p(n) (seed 001)",
+        "6 or less, minimise the expected score 2 x front + back; summary p(n) (the Double "
+        "Shutter article)",
         _score,
         family="double_shutter",
     )
@@ -31,7 +32,7 @@ register(
 register(
     Variant(
         "double-shutter-zero",
-        "as double-shutter, maximise P(final score = 0) (seed 001)",
+        "as double-shutter, maximise P(final score = 0) (the Double Shutter article)",
         _zero,
         family="double_shutter",
     )

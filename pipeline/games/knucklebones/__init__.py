@@ -1,1 +1,1 @@
-"""Knucklebones (seed 004): rules, canonical positions, graph builder and expectimax search."""
+"""Knucklebones (the Rust solver's rules): positions, graph builder and expectimax search."""

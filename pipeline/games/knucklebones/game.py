@@ -465,14 +465,15 @@ def parse_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list
 
 #: Both board formats, for error messages (the same board, a column 4, 4, a column 1, an empty one).
 BOARD_FORMATS = (
-    "write a board as columns separated by '/' (44_/1__/___) or as seed 004's rows of squares, "
+    "write a board as columns separated by '/' (44_/1__/___) or as the Rust solver's rows of "
+    "squares, "
     "one line per row, '_' for an empty square (\"41_\\n4__\\n___\", a real newline or the "
     "two characters \\n)"
 )
 
 
 def parse_grid(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
-    """A board written as seed 004 writes it: one line per row, one character per column.
+    """A board written as the Rust solver writes it: one line per row, one character per column.
 
     Line r, character c is the square in row r of column c ("_" empty; "-" and "." too). The
     seed numbers squares (row, column): its "(0, 2), (1, 2)" is two dice stacked in one column,
@@ -508,7 +509,7 @@ def _grid_lines(text: str) -> list[str]:
 
 def read_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
     """A board in either format, told apart by its separators: "/" for columns
-    (:func:`parse_board`), a newline or backslash-n for seed 004's rows (:func:`parse_grid`).
+    (:func:`parse_board`), a newline or backslash-n for the Rust solver's rows (:func:`parse_grid`).
 
     Every UsageError names both formats, so a user who guessed wrong sees the other one.
     """

@@ -16,8 +16,8 @@ Two evaluators:
   next die on the current board (stacking and removals included), plus 3.5 for each further
   placement before a board fills -- and turns it into a win probability with a logistic curve
   whose spread grows with the number of placements left.
-* ``SEED`` is seed 004's: maximise ``d``, estimating a leaf by the current difference plus 3.5 per
-  placement left to each player.
+* ``SEED`` is the Rust solver's: maximise ``d``, estimating a leaf by the current difference
+  plus 3.5 per placement left to each player.
 
 Depth counts die placements (plies): depth 1 looks at the positions after our move only.
 
@@ -39,7 +39,7 @@ from pipeline.games.knucklebones.game import Knucklebones
 
 OURS = 0
 SEED = 1
-#: Average die value: what the seed's heuristic counts per placement left.
+#: Average die value: what the Rust solver's heuristic counts per placement left.
 MEAN_DIE = 3.5
 #: Logistic slope of the win estimate (Phi(x) ~ logistic(1.7 x)), and the spread of the final
 #: difference: sqrt(SPREAD0 + SPREAD1 * placements left).
@@ -250,7 +250,7 @@ def _move_to(pairs, j, f, place):
 @numba.njit(cache=True)
 def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
-    seed's by difference."""
+    Rust solver's by difference."""
     tie = abs(w - bw) <= 1e-12
     return (kind == 0 and (w > bw + 1e-12 or (tie and d > bd))) or (kind == 1 and d > bd)
 

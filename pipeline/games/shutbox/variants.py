@@ -21,7 +21,7 @@ def stb(name: str, description: str, in_all: bool = True, **rules: Any) -> Varia
     return register(Variant(name, description, make, in_all, family="shutbox", codec=codec))
 
 
-stb("classic", "9 tiles, always two dice, maximise P(shut) (seed 000)")
+stb("classic", "9 tiles, always two dice, maximise P(shut) (the Scala simulator)")
 stb(
     "classic-score",
     "9 tiles, always two dice, minimise the expected final score",
@@ -29,7 +29,8 @@ stb(
 )
 stb(
     "lever",
-    "9 tiles; one die or two by choice once 7, 8, 9 are shut; maximise P(shut) (seed 003)",
+    "9 tiles; one die or two by choice once 7, 8, 9 are shut; maximise P(shut) (the Lever Box "
+    "of the FiveThirtyEight Riddler)",
     one_die="optional",
     one_die_shut=(7, 8, 9),
 )

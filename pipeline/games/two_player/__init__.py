@@ -1,1 +1,2 @@
-"""The two-player game of seed 002: scores carried between turns, the mover's expected wins."""
+"""The two-player game of the course assignment: scores carried between turns, the mover's
+expected wins."""

@@ -1,4 +1,5 @@
-"""Two-player Shut the Box (seed 002): player 1 plays a whole turn, then player 2 tries to beat it.
+"""Two-player Shut the Box (the course assignment): player 1 plays a whole turn, then player 2
+tries to beat it.
 
 Rules. Tiles 1..n start open for each player. The mover rolls one die when their open tiles sum to
 ``one_die_sum`` or less, ``dice`` dice otherwise (forced, not a choice), and shuts open tiles
@@ -12,7 +13,7 @@ id is ``p1_score * 2**n + mask`` (``mask``: bit i-1 set when tile i is open), so
 is its mask, as in one-player Shut the Box. The graph holds every P1 mask, and for every *possible*
 P1 score (a sum at which some P1 position has a roll with no legal move: a P1 turn can end there)
 every P2 mask. A P2 state whose open sum is below the score is terminal (P2 has already won).
-For the seed's rules the possible scores are 1..43, the same set as the scores reachable from
+For the assignment's rules the possible scores are 1..43, the same set as the scores reachable from
 the full box (checked in the tests).
 
 Values. A state's value is the expected wins of the player whose turn it is (the ``player``

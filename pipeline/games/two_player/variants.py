@@ -1,4 +1,4 @@
-"""The named two-player variant (seed 002's rules)."""
+"""The named two-player variant (the course assignment's rules)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ register(
     Variant(
         "two-player",
         "two players, 9 tiles, one die (forced) once the mover's open tiles sum to 6 or less; "
-        "value = the mover's expected wins (seed 002)",
+        "value = the mover's expected wins (the course assignment)",
         _make,
         family="two_player",
     )
