@@ -117,13 +117,16 @@ MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})
 #: Columns a file may leave null because they follow from the row's other columns: the policy
 #: of a box built without a graph (13 tiles or more: up to hundreds of millions of rows) leaves out
 #: the best move's next state (the state's tiles less the move's: state_id XOR best_move_mask)
-#: and whether the roll is stuck (no best move), a quarter less to encode and to store. Every
+#: whether the roll is stuck (no best move) and the row's kind (`end` when stuck, else `move`), a
+#: quarter less to encode and to store. Every
 #: reader fills them in from these DuckDB expressions (:func:`derived_select`) or their polars
 #: twins (:func:`derived_polars`); a row that has the column keeps it.
 DERIVED: dict[str, dict[str, str]] = {
     "policy": {
         "next_state_id": "coalesce(next_state_id, xor(state_id, best_move_mask))",
         "stuck": "coalesce(stuck, best_move_mask is null)",
+        # a box is one player's: a roll without a move ends the game
+        "kind": "coalesce(kind, case when best_move_mask is null then 'end' else 'move' end)",
     },
 }
 
@@ -145,10 +148,14 @@ def derived_polars(table: str, columns: list[str]) -> list[pl.Expr]:
     if table != "policy" or not {"state_id", "best_move_mask", "next_state_id"} <= set(columns):
         return []
     mask = pl.col("best_move_mask")
-    return [
+    filled = [
         pl.coalesce("next_state_id", pl.col("state_id").xor(mask.cast(pl.Int64))),
         pl.coalesce("stuck", mask.is_null()).alias("stuck"),
     ]
+    if "kind" in columns:
+        kind = pl.when(mask.is_null()).then(pl.lit("end")).otherwise(pl.lit("move"))
+        filled.append(pl.coalesce("kind", kind).alias("kind"))
+    return filled
 
 
 def _dtype(code: str) -> pl.DataType:

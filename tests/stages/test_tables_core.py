@@ -169,6 +169,19 @@ def test_a_big_boxs_policy_leaves_derivable_columns_to_its_readers(tmp_path: Pat
     finally:
         con.close()
     assert view_rows.equals(want)
+    # issue 26: `kind` is not stored either; readers say `end` for a stuck roll, else `move`
+    assert raw["kind"].null_count() == raw.height
+    want_kind = want.select(
+        keys[:2], kind=pl.when(pl.col("stuck")).then(pl.lit("end")).otherwise(pl.lit("move"))
+    )
+    polars_kind = tables.read_table(tmp_path, "policy", name).select(*keys[:2], "kind")
+    assert polars_kind.sort(keys[:2]).equals(want_kind)
+    con = sql.connect(tmp_path)
+    try:
+        view_kind = con.sql("select state_id, roll, kind from policy order by 1, 2").pl()
+    finally:
+        con.close()
+    assert view_kind.equals(want_kind)
     assert cli(["verify", "-d", tmp_path]).code == 0
 
 

@@ -314,9 +314,10 @@ def test_error_in_the_writer_thread_reaches_the_caller(tmp_path: Path) -> None:
 
 
 def test_the_build_leaves_out_exactly_the_columns_readers_derive() -> None:
-    """The streamed policy's DERIVED_POLICY (games layer) and schema.DERIVED (store layer, what
-    readers fill in) name the same columns."""
-    from pipeline.games.shutbox.stream import DERIVED_POLICY
+    """The streamed policy's DERIVED_POLICY (games layer) plus `kind`, which it never writes,
+    and schema.DERIVED (store layer, what readers fill in) name the same columns."""
+    from pipeline.games.shutbox.stream import DERIVED_POLICY, schemas
     from pipeline.store.schema import DERIVED
 
-    assert set(DERIVED_POLICY) == set(DERIVED["policy"])
+    assert "kind" not in schemas()["policy"].names
+    assert {*DERIVED_POLICY, "kind"} == set(DERIVED["policy"])
