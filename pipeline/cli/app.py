@@ -26,6 +26,7 @@ from pipeline.cli.options import (
     OneVariant,
     P1Score,
     Quiet,
+    fitted_table,
     out,
     pick_one,
     pick_variants,
@@ -107,13 +108,12 @@ def _run_stages(
 
 def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
     """A short summary table of what a run produced."""
-    from rich.table import Table
-
     written = sorted({t for r in reports for t in r.tables})
     title = f"tables written to {data_dir}/" if written else f"tables in {data_dir}/"
-    table = Table(title=title, title_justify="left")
-    for col in ("variant", "states", "nodes", "moves", "value at start", "seconds"):
-        table.add_column(col, justify="left" if col == "variant" else "right", no_wrap=True)
+    numbers = ("states", "nodes", "moves", "value at start", "seconds")
+    table = fitted_table(
+        "variant", *numbers, fold="variant", right=numbers, title=title, title_justify="left"
+    )
     for r in reports:
         start = "" if r.start_value is None else f"{r.start_value:.12g}"
         seconds = "skipped" if r.skipped else f"{r.seconds:.2f}"
@@ -250,8 +250,6 @@ def move_cmd(
 
     Example: stb-pipeline move --variant classic 12345 7
     """
-    from rich.table import Table
-
     from pipeline.analysis import answers
 
     chosen = pick_one(variant, custom, data_dir)
@@ -261,7 +259,7 @@ def move_cmd(
         out.print(f"no legal move: {ends}, value {advice.value!r}")
         return
     out.print(f"best move {advice.best_move}  value {advice.value!r}")
-    table = Table("move", "leaves", "value", "loses")
+    table = fitted_table("move", "leaves", "value", "loses", fold="leaves")
     for row in advice.rows:  # the rows of advice.moves, without loading polars
         table.add_row(
             str(row["move"]),
@@ -279,9 +277,7 @@ def variants_cmd(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
 
     Example: stb-pipeline variants --data-dir data
     """
-    from rich.table import Table
-
-    table = Table("variant", "in all", "description")
+    table = fitted_table("variant", "in all", "description", fold="description")
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
     if (data_dir / "manifest.json").exists():
@@ -303,9 +299,8 @@ def rules_cmd() -> None:
     Example: stb-pipeline rules
     """
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table("option", "meaning", box=None)
+    table = fitted_table("option", "meaning", fold="meaning", box=None)
     for name, (kind, text) in RULE_OPTIONS.items():
         metavar = "N" if kind is int else "TEXT"
         meaning = escape(text.removeprefix("Custom rules: "))  # "E[score]" is not markup

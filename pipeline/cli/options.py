@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 
 class LazyConsole:
     """A rich ``Console(**options)``, made on first use: a command that prints no table loads no
-    rich (about 0.05 s of start-up). ``width``, when given, is called then for the width."""
+    rich (about 0.05 s of start-up). ``width``, when given, is asked on every use (a terminal
+    can be resized, and one process may run many commands)."""
 
     def __init__(self, width: Callable[[], int] | None = None, **options: Any) -> None:
         self._width = width
@@ -33,10 +35,9 @@ class LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            options = dict(self._options)
-            if self._width is not None:
-                options["width"] = self._width()
-            self._console = Console(**options)
+            self._console = Console(**self._options)
+        if self._width is not None:
+            self._console.width = self._width()
         return self._console
 
     def __getattr__(self, name: str) -> Any:
@@ -44,15 +45,44 @@ class LazyConsole:
 
 
 def _width() -> int:
-    """The terminal's width on a terminal; elsewhere (a pipe, a file) room for any table, since
-    nothing would wrap it and a narrow table cuts off column headers."""
-    from rich.console import Console
+    """The width tables are drawn for: ``$COLUMNS`` when set, else the terminal's width on a
+    terminal; elsewhere (a pipe, a file) room for any table, since nothing would wrap it. Tables
+    fit it by folding their long text columns (:func:`fitted_table`), never by squeezing."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= MIN_WIDTH:
+        return int(columns)
+    try:
+        if sys.stdout.isatty():
+            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    except (OSError, ValueError, AttributeError):  # no terminal, or stdout closed
+        pass
+    return 1000
 
-    probe = Console()
-    return max(probe.width, 100) if probe.is_terminal else 1000
 
+#: The narrowest width a table is drawn for.
+MIN_WIDTH = 40
 
 out = LazyConsole(_width, highlight=False, soft_wrap=True)
+
+
+def fitted_table(
+    *headers: str, fold: str | None = None, right: tuple[str, ...] = (), **options: Any
+) -> Any:
+    """A rich Table that stays readable on a narrow terminal: every column keeps its cells on
+    one line and is never narrower than its header, except ``fold`` (a description, a name),
+    which folds onto more lines to make the table fit. ``right``: right-justified columns."""
+    from rich.table import Table
+
+    table = Table(**options)
+    for header in headers:
+        table.add_column(
+            header,
+            justify="right" if header in right else "left",
+            no_wrap=header != fold,
+            overflow="fold",
+            min_width=len(header),
+        )
+    return table
 
 
 def say(line: str) -> None:

@@ -13,6 +13,7 @@ from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
     import polars as pl
+    from rich.console import Group
     from rich.table import Table
 
 
@@ -45,20 +46,38 @@ def pick_format(fmt: str | None, output: Path | None) -> str:
     return fmt
 
 
-def show_table(frame: "pl.DataFrame", title: str) -> "Table":
-    """A rich table of a query result (floats to 12 significant digits)."""
+def show_table(frame: "pl.DataFrame", title: str, width: int = 1000) -> "Table | Group":
+    """A rich table of a query result (floats to 12 significant digits); when its columns do not
+    fit in ``width`` side by side, one block of ``column  value`` lines per row instead (a
+    narrow terminal gets every header whole, never squeezed)."""
+    from rich.console import Group
     from rich.table import Table
 
+    from pipeline.cli.options import fitted_table
     from pipeline.store import outputs
 
-    table = Table(title=title, title_justify="left")
-    for name, dtype in frame.schema.items():
-        table.add_column(name, justify="right" if dtype.is_numeric() else "left")
-    for row in outputs.flatten_lists(frame).iter_rows():
-        table.add_row(
-            *("" if v is None else f"{v:.12g}" if isinstance(v, float) else str(v) for v in row)
+    names = list(frame.columns)
+    rows = [
+        ["" if v is None else f"{v:.12g}" if isinstance(v, float) else str(v) for v in row]
+        for row in outputs.flatten_lists(frame).iter_rows()
+    ]
+    numeric = tuple(n for n, dtype in frame.schema.items() if dtype.is_numeric())
+    cells = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
+    if sum(cells) + 3 * len(cells) + 1 <= width or not names:
+        table = fitted_table(*names, right=numeric, title=title, title_justify="left")
+        for row in rows:
+            table.add_row(*row)
+        return table
+    # too wide: each row as its own two-column table, the long values folding
+    blocks: list[Table] = []
+    for n, row in enumerate(rows, 1):
+        block = fitted_table(
+            "column", "value", fold="value", title=f"{title}, row {n}", title_justify="left"
         )
-    return table
+        for name, value in zip(names, row, strict=True):
+            block.add_row(name, value)
+        blocks.append(block)
+    return Group(*blocks) if blocks else Table(title=title, title_justify="left")
 
 
 def register(app: typer.Typer) -> None:
@@ -104,12 +123,10 @@ def register(app: typer.Typer) -> None:
 
 def print_list() -> None:
     """`query --list`: every query and what it answers."""
-    from rich.table import Table
-
     from pipeline.analysis import sql
-    from pipeline.cli.options import out
+    from pipeline.cli.options import fitted_table, out
 
-    table = Table("query", "description")
+    table = fitted_table("query", "description", fold="description")
     for query, description in sql.list_queries():
         table.add_row(query, description)
     out.print(table)
@@ -147,4 +164,4 @@ def answer(
     elif chosen == "csv":
         print(outputs.to_csv(frame), end="")
     else:
-        out.print(show_table(frame, f"{name} ({frame.height} rows)"))
+        out.print(show_table(frame, f"{name} ({frame.height} rows)", out.width))
