@@ -40,7 +40,7 @@ bench-knucklebones-vi *ARGS:
 bench-knucklebones-build *ARGS:
     python benchmarks/bench_knucklebones_build.py {{ARGS}}
 
-# Whole builds (stb-pipeline build --tiles N --dice K) beside a plain numpy solve: time, peak memory
+# Whole builds (stb-pipeline build --tiles N --dice K) beside a plain numpy solve: time, peak memory; --rebuild: a rebuild over existing tables against a fresh build
 bench-build *ARGS:
     python benchmarks/bench_build.py {{ARGS}}
 

@@ -9,12 +9,17 @@ Targets (issue 14): 24 tiles x 3 dice (states + best-move policy) <= 60 s and <=
 2 dice <= 10 s and <= 1 GB; peak memory growing with the states, not the moves (12..24 tiles);
 `build --variant all` twice as fast as before (14.5 s) and <= 1 GB.
 
+`--rebuild` times, in turns in the same run, `build --variant all` into an empty data directory
+and `build --variant all --force` over the tables it wrote (and a one-variant rebuild over
+them), N times each: the rebuild's peak memory against the fresh build's (issue 26: within 1.2
+times; it was 1.8 times when the merge decoded every old row).
+
 `--against DIR` times `build --variant all` of another checkout (for example the commit before a
 change, `git worktree add /tmp/before <rev>`) in turns with this one, N times each, and prints
 the medians and the ratio: the before/after comparison the issue asks for, in one run.
 
 Usage: python benchmarks/bench_build.py [--sizes 12:3,16:3,20:2,20:3,24:3] [--all]
-       [--against DIR [--runs N]]
+       [--against DIR [--runs N]] [--rebuild [--runs N]]
 """
 
 from __future__ import annotations
@@ -104,13 +109,55 @@ def compare_all(other: Path, runs: int) -> None:
     Console(width=max(Console().width, 120)).print(table)
 
 
+def compare_rebuild(runs: int) -> None:
+    """A fresh `build --variant all`, then `--force` over its tables (all variants, and one),
+    in turns, ``runs`` times each; medians, and each beside the fresh build of its round."""
+    import statistics
+
+    here = HERE.parent
+    env = {"PYTHONPATH": str(here), "STB_QUIET": "1"}
+    build = [sys.executable, "-m", "pipeline", "build"]
+    kinds = {
+        "fresh: --variant all, empty dir": ["--variant", "all"],
+        "rebuild: --variant all --force": ["--variant", "all", "--force"],
+        "rebuild: --variant classic --force": ["--variant", "classic", "--force"],
+    }
+    found: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(runs + 1):  # the first round warms the numba caches: not counted
+            data = f"{tmp}/{i}"
+            for name, args in kinds.items():  # the fresh build first: the others rebuild it
+                figures = run_measured([*build, *args, "-d", data], env, cwd=tmp)
+                if i:
+                    found[name].append(figures)
+            shutil.rmtree(data, ignore_errors=True)
+    table = Table(
+        title=f"rebuild against a fresh build, median of {runs} runs", title_justify="left"
+    )
+    for head in ("build", "wall s", "cpu s", "peak MB", "wall ratio", "peak ratio"):
+        table.add_column(head, justify="left" if head == "build" else "right", no_wrap=True)
+    medians = {
+        name: [statistics.median(x[k] for x in rows) for k in range(3)]
+        for name, rows in found.items()
+    }
+    base = medians["fresh: --variant all, empty dir"]
+    for name, (wall, cpu, peak) in medians.items():
+        ratios = (f"{wall / base[0]:.2f}", f"{peak / base[2]:.2f}")
+        table.add_row(name, f"{wall:.1f}", f"{cpu:.1f}", f"{peak:,.0f}", *ratios)
+    Console(width=max(Console().width, 120)).print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="tiles:dice,...")
     parser.add_argument("--all", action="store_true", help="also time `build --variant all`")
     parser.add_argument("--against", help="another checkout: time `build --variant all` in both")
-    parser.add_argument("--runs", type=int, default=3, help="runs of each, with --against")
+    parser.add_argument("--rebuild", action="store_true", help="a rebuild against a fresh build")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each (--against, --rebuild)")
     args = parser.parse_args()
+    if args.rebuild:
+        compare_rebuild(args.runs)
+        return
     if args.against:
         compare_all(Path(args.against), args.runs)
         return

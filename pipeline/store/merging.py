@@ -39,6 +39,9 @@ STREAM_ROWS = 2_000_000
 #: Rows per slice of the old file and per row group of the new one: small enough that the rows
 #: waiting for a full group cost little memory, big enough to encode and read well.
 SLICE_ROWS = 1 << 18
+#: Rows per slice read from an old file: a quarter of a row group, so that the old rows a
+#: rebuild keeps cost little memory beside the new variant's, in each of the tables it writes.
+OLD_SLICE_ROWS = SLICE_ROWS // 4
 #: Parquet writer settings (fixed, so that equal tables are equal bytes).
 WRITE_OPTIONS: dict[str, Any] = manifest.PARQUET_OPTIONS
 #: Columns readers filter by: the only ones given min/max statistics (for row-group pruning).
@@ -120,7 +123,10 @@ class TableMerge:
         self._new_schemas = list(new_schemas)
         self.tmp = _tmp_name(self.path)
         self.old, self.rules, self._old_empty = _open_old(self.path)
-        self._old_rows = self._old_slices()
+        #: the one variant of each old row group, from its statistics (None: not known)
+        self._group_variants = _group_variants(self.old)
+        self._next_group = 0  # the next old row group to look at
+        self._batches: Iterator[Any] | None = None  # slices of the old row group being read
         self._ahead: pl.DataFrame | None = None  # old rows read but not placed yet
         self.counts: dict[str, int] = {}
         self._last_added = ""
@@ -216,19 +222,39 @@ class TableMerge:
             **write_options(self._arrow_schema),
         )
 
-    def _old_slices(self) -> Iterator[pl.DataFrame]:
-        if self.old is None:
-            return
-        for batch in self.old.iter_batches(batch_size=SLICE_ROWS):
-            rows = pl.from_arrow(batch)
-            assert isinstance(rows, pl.DataFrame)
-            yield rows
+    def _next_old(self, until: str | None) -> pl.DataFrame | None:
+        """The next slice of old rows that may hold rows to keep before ``until`` (None: no
+        more). A row group of one variant is read only if it is kept: the groups of the variant
+        being replaced are skipped unread (a rebuild of every variant decodes no old row), and
+        reading stops at the first group of a later variant. Files whose groups do not say
+        their variant are read slice by slice."""
+        while True:
+            if self._batches is not None:
+                batch = next(self._batches, None)
+                if batch is not None:
+                    rows = pl.from_arrow(batch)
+                    assert isinstance(rows, pl.DataFrame)
+                    return rows
+                self._batches = None
+            if self.old is None or self._next_group >= len(self._group_variants):
+                return None
+            label = self._group_variants[self._next_group]
+            if label is not None and until is not None:
+                if label > until:
+                    return None  # kept, but after the rows of ``until``
+                if label == until:
+                    self._next_group += 1  # replaced: never decoded
+                    continue
+            self._batches = self.old.iter_batches(
+                batch_size=OLD_SLICE_ROWS, row_groups=[self._next_group], use_threads=False
+            )
+            self._next_group += 1
 
     def _copy_old(self, until: str | None) -> None:
         """Put the old rows of the variants before ``until`` and drop those of ``until`` itself
         (the variant being replaced); all old rows when None."""
         while True:
-            rows = self._ahead if self._ahead is not None else next(self._old_rows, None)
+            rows = self._ahead if self._ahead is not None else self._next_old(until)
             self._ahead = None
             if rows is None:
                 return
@@ -295,6 +321,21 @@ class TableMerge:
             except OSError as exc:  # a full disk: one line naming the table
                 raise cannot_write(self.tmp, exc) from None
         self._buffer[:] = [whole.slice(full)] if full < size else []
+
+
+def _group_variants(old: Any) -> list[str | None]:
+    """The variant of each row group of the ParquetFile ``old`` (none: []), from the ``variant``
+    column's statistics; None for a group whose statistics are missing or span variants."""
+    if old is None:
+        return []
+    meta = old.metadata
+    column = old.schema_arrow.get_field_index("variant")
+    out: list[str | None] = []
+    for i in range(meta.num_row_groups):
+        stats = meta.row_group(i).column(column).statistics
+        known = stats is not None and stats.has_min_max and stats.min == stats.max
+        out.append(str(stats.min) if known else None)
+    return out
 
 
 def _open_old(path: Path) -> tuple[Any, dict[str, Any], pl.DataFrame | None]:

@@ -153,3 +153,40 @@ def test_a_later_variant_with_a_new_column_is_refused(tmp_path: Path) -> None:
         merge.add("a", frame(3, 1).drop("move"), None)
         merge.add("b", frame(3, 2, exact=True).drop("move"), None)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_rebuild_decodes_only_the_old_rows_it_keeps(tmp_path: Path, monkeypatch) -> None:
+    """Issue 26: the old row groups of a replaced variant are skipped unread (their statistics
+    name their one variant), and reading stops at the first group after the variant added; so a
+    rebuild of every variant decodes no old row, and its memory is a fresh build's."""
+    monkeypatch.setattr(merging, "SLICE_ROWS", 8)
+    write(tmp_path, {"a": frame(20, 1), "b": frame(30, 2), "c": frame(5, 3), "d": frame(9, 4)})
+    read: list[int] = []
+    real = pq.ParquetFile.iter_batches
+
+    def recording(self, *args, row_groups=None, **kwargs):  # type: ignore[no-untyped-def]
+        read.extend(row_groups or [])
+        return real(self, *args, row_groups=row_groups, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recording)
+    write(tmp_path, {"a": frame(4, 5), "b": frame(6, 6), "c": frame(7, 7), "d": frame(8, 8)})
+    assert read == []  # every variant replaced: not one old group decoded
+    groups = row_groups(tmp_path / "policy.parquet")  # the groups the next write reads from
+    write(tmp_path, {"b": frame(3, 9)})
+    assert [groups[i][0] for i in read] == ["a", "c", "d"]  # b's old group never read
+    want = oracle(
+        [
+            {"a": frame(4, 5), "b": frame(6, 6), "c": frame(7, 7), "d": frame(8, 8)},
+            {"b": frame(3, 9)},
+        ]
+    )
+    assert pl.read_parquet(tmp_path / "policy.parquet").select(want.columns).equals(want)
+
+
+def test_an_old_file_without_statistics_is_read_slice_by_slice(tmp_path: Path) -> None:
+    """A table written elsewhere (no statistics, row groups spanning variants) still merges."""
+    old = oracle([{"a": frame(20, 1), "b": frame(30, 2), "c": frame(5, 3)}])
+    old.write_parquet(tmp_path / "policy.parquet", statistics=False, row_group_size=16)
+    write(tmp_path, {"b": frame(3, 9)})
+    want = oracle([{"a": frame(20, 1), "b": frame(3, 9), "c": frame(5, 3)}])
+    assert pl.read_parquet(tmp_path / "policy.parquet").select(want.columns).equals(want)
