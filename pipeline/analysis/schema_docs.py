@@ -113,8 +113,10 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "value": "value after the best move (the final value when stuck)",
             "n_optimal": "number of legal moves that tie for best (within 1e-12, relative)",
             "n_moves": "number of legal moves",
-            "kind": "what the row is, never null: `move` (a move is made), `end` (no legal move: "
-            "the game ends) or `pass` (no legal move: the other player's turn, two-player)",
+            "kind": "what the row is: `move` (a move is made), `end` (no legal move: the game "
+            "ends) or `pass` (no legal move: the other player's turn, two-player); null in the "
+            f"files of boxes of {BIG}, where it is `end` when `best_move_mask` is null and `move` "
+            "otherwise (readers here fill it in, so it is never null to them)",
         },
     ),
     "moves": (
