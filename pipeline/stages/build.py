@@ -372,6 +372,9 @@ def run(
     or missing) would lose the rows of every variant it held that this run does not rebuild:
     the run refuses, naming them, or with ``repair`` (`build --force`) rebuilds them too.
     """
+    if exact:  # before any work: a refusal after minutes of solving helps nobody
+        for variant in variants:
+            _check_exact(variant, None if variant.separate else variant.make())
     tables.ensure_writable(data_dir)
     variants = _cover_changed_tables(variants, data_dir, repair)
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
@@ -386,6 +389,21 @@ def run(
             build.write()
     order = {v.name: i for i, v in enumerate(variants)}
     return sorted(build.reports, key=lambda r: order[r.variant])
+
+
+def _check_exact(variant: Variant, game: Game | None) -> None:
+    """UsageError when ``--exact`` cannot apply to ``variant`` (``game``: its game, None for a
+    variant built without a graph, which is not even made for this)."""
+    if variant.separate or game is None:
+        raise UsageError(
+            f"--exact does not apply to {variant.name}: it is too big for exact fractions "
+            "(it is built without a graph); build it without --exact"
+        )
+    if game.cyclic:
+        raise UsageError(
+            f"--exact does not apply to {variant.name}: its positions can come back, so it is "
+            "solved by value iteration, not in exact fractions; build it without --exact"
+        )
 
 
 def _cover_changed_tables(
@@ -462,16 +480,8 @@ class _Build:
         """Compute one variant's rows (or skip it when unchanged, or stream it to its files)."""
         t0 = time.perf_counter()
         game = variant.make()
-        if self.exact and variant.separate:
-            raise UsageError(
-                f"--exact does not apply to {variant.name}: it is too big for exact fractions "
-                "(it is built without a graph); build it without --exact"
-            )
-        if self.exact and game.cyclic:
-            raise UsageError(
-                f"--exact does not apply to {variant.name}: its positions can come back, so it is "
-                "solved by value iteration, not in exact fractions; build it without --exact"
-            )
+        if self.exact:
+            _check_exact(variant, game)
         options = {"exact": self.exact}
         rules = game.rules()
         record = manifest.up_to_date(
