@@ -28,7 +28,8 @@ from typing import TypeVar
 import numpy as np
 
 from pipeline.errors import PipelineError, UsageError, exit_with
-from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
+from pipeline.games.nplayer.game import NPlayer as TwoPlayer
+from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
 
 T = TypeVar("T")
 

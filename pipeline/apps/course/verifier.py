@@ -20,19 +20,20 @@ import polars as pl
 
 from pipeline.analysis import sql
 from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE  # noqa: F401
-from pipeline.stages import build as stages
 from pipeline.errors import UsageError
+from pipeline.games.nplayer.game import NPlayer as TwoPlayer
+from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
 from pipeline.games.registry import Variant, get_variant
 from pipeline.games.tiles import parse_tiles
-from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
 from pipeline.graph import group_starts
+from pipeline.stages import build as stages
 from pipeline.store import tables
 
 
 def two_player_game(variant: Variant) -> TwoPlayer:
     """The variant's game, which must be a two-player one."""
     game = variant.make()
-    if not isinstance(game, TwoPlayer):
+    if not isinstance(game, TwoPlayer) or game.n != 2:
         raise UsageError(f"variant {variant.name} is not a two-player game: no verifier format")
     return game
 

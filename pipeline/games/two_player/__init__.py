@@ -1,1 +1,0 @@
-"""The two-player game of seed 002: scores carried between turns, the mover's expected wins."""
