@@ -33,9 +33,9 @@ def solve_block(
     """Fill ``out[mask]`` (payoff vectors) for every mask of a block.
 
     ``mover``: the entry the mover maximises. ``alive[mask]``: the mover still rolls there;
-    otherwise the mask is terminal and worth ``terminal[term_row[mask]]``. ``ch_start``: each mask's chance rows
-    (grouped by choice); ``mv_start``: each node's moves (``mv_dst`` the mask left, label -1 for
-    the pass of a stuck roll, worth ``pass_vec[pass_row[mask]]``).
+    otherwise the mask is terminal and worth ``terminal[term_row[mask]]``. ``ch_start``: each
+    mask's chance rows (grouped by choice); ``mv_start``: each node's moves (``mv_dst`` the
+    mask left, label -1 for the pass of a stuck roll, worth ``pass_vec[pass_row[mask]]``).
 
     Ties, for the mover, within the shared tolerance (1e-12 relative): between moves, the largest
     label (the move holding the highest tile where two differ); between choices, the largest
@@ -90,10 +90,8 @@ def solve_block(
                 take = True
             else:
                 tol = TIE_TOLERANCE * max(1.0, abs(max(value, best_val)))
-                if abs(value - best_val) <= tol:
-                    take = choice > best_choice
-                else:
-                    take = value > best_val
+                near = abs(value - best_val) <= tol
+                take = choice > best_choice if near else value > best_val
             if take:
                 have = True
                 best_val = value
