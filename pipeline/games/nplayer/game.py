@@ -330,11 +330,13 @@ class NPlayer(Game):
         assert out is not None
         return numbers, out
 
-    def outcomes(self) -> dict[str, list[float]]:
+    def outcomes(self, chaser: int = 0) -> dict[str, list[float]]:
         """Probabilities of how the game ends under optimal play, from player 1's full box:
         ``shut`` and ``points`` (one per seat: that player shuts, or wins alone on points) and
-        ``tie`` (the lowest score shared), with every seat's expected ``payoff``."""
-        _, _, start = self._solve(ext=True)
+        ``tie`` (the lowest score shared), with every seat's expected ``payoff``. With
+        ``chaser`` k, player k maximises their chance of shutting the box instead (the others
+        play for their payoff, knowing it)."""
+        _, _, start = self._solve(ext=True, chaser=chaser)
         at = self.outcome_index()
         n = self.n
         return {
@@ -344,7 +346,9 @@ class NPlayer(Game):
             "tie": [float(start[at["tie"]])],
         }
 
-    def _solve(self, ext: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    def _solve(
+        self, ext: bool, chaser: int = 0
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Solve every block, last seat first: (block numbers, vectors of every block (None with
         ``ext``: only the starts are kept), player 1's start vector)."""
         from pipeline.games.nplayer import kernels  # numba loads only to solve
@@ -365,8 +369,11 @@ class NPlayer(Game):
                 target = (
                     scratch if out is None else out[index[self.block_of(seat, best, max(count, 1))]]
                 )
+                aim = FIRST_SEAT + seat - 1
+                if seat == chaser:  # this player maximises P(shutting the box)
+                    aim = self.outcome_index()["shut"] + seat - 1
                 kernels.solve_block(
-                    FIRST_SEAT + seat - 1,
+                    aim,
                     self.alive(seat, best),
                     terminal,
                     term_row,
@@ -392,6 +399,34 @@ class NPlayer(Game):
         block = np.asarray(state_id, dtype=np.int64) >> self.r.tiles
         where = np.searchsorted(numbers, block)
         return vectors[where, np.asarray(state_id) & self.full]
+
+    def summary(self, graph: Graph, solution: Any) -> pl.DataFrame:
+        """Headline figures: each seat's expected payoff at the start, how the game ends (each
+        seat's shut and win on points, a tie), and what a player who maximises P(shut) instead
+        gets and loses."""
+        import polars as pl
+
+        rows: list[tuple[str, int | None, float]] = []
+        found = self.outcomes()
+        for name, key in (
+            ("expected_payoff", "payoff"),
+            ("p_shut", "shut"),
+            ("p_points", "points"),
+        ):
+            rows += [(name, k + 1, v) for k, v in enumerate(found[key])]
+        rows.append(("p_tie", None, found["tie"][0]))
+        for seat in range(1, self.n + 1):
+            chased = self.outcomes(chaser=seat)["payoff"][seat - 1]
+            rows.append(("payoff_shut_chaser", seat, chased))
+            rows.append(("loss_shut_chaser", seat, found["payoff"][seat - 1] - chased))
+        return pl.DataFrame(
+            {
+                "figure": [r[0] for r in rows],
+                "objective": [self.objective] * len(rows),
+                "parameter": pl.Series([r[1] for r in rows], dtype=pl.Int32),
+                "value": pl.Series([r[2] for r in rows], dtype=pl.Float64),
+            }
+        )
 
     # -- the graph ---------------------------------------------------------------------------
 
