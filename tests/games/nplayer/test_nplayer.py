@@ -86,6 +86,20 @@ def test_two_players_are_the_course_game_state_for_state() -> None:
     assert sol.value[np.searchsorted(g.state_id, 511)] == pytest.approx(0.502810, abs=5e-7)
 
 
+#: sha256 of the two-player variant's float64 values in state-id order, as the separate
+#: two-player solver made them before it became the N = 2 case (commit 015f08e).
+TWO_PLAYER_VALUES_SHA256 = "6acf72d310588227f3aecabfc215a2e605157a59d8e8648ac4f289db9dc3be99"
+
+
+def test_two_players_bit_for_bit_as_before() -> None:
+    """The N = 2 case gives today's two-player values bit for bit (same graph, same solve)."""
+    import hashlib
+
+    g = get_variant("two-player").make().graph()
+    values = solve_rank_order(g).value
+    assert hashlib.sha256(values.tobytes()).hexdigest() == TWO_PLAYER_VALUES_SHA256
+
+
 # cananian's two-player analysis (cananian.livejournal.com, "Shut the Box" for two players for a
 # stake): an optimal first player loses about 2.5 % of the stake; P1 shuts about 9.5 % of games,
 # P2 about 8.2 %, P1 wins on points about 37.3 %, P2 about 43.8 %, ties about 0.9 %.
@@ -152,7 +166,7 @@ def test_state_ids_round_trip() -> None:
     mask, seat, best, count = game.position(ids)
     again = [
         game.block_of(int(k), int(b), int(c)) * 32 + int(m)
-        for m, k, b, c in zip(mask, seat, best, count)
+        for m, k, b, c in zip(mask, seat, best, count, strict=True)
     ]
     assert again == ids.tolist()
     assert game.parse_state(
