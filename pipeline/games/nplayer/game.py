@@ -38,6 +38,7 @@ tile, and a pass goes to a later seat, so every edge goes down in rank.
 from __future__ import annotations
 
 from functools import cached_property
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -270,42 +271,56 @@ class NPlayer(Game):
         ext: bool = False,
     ) -> np.ndarray:
         """Payoffs of seat ``seat`` stuck with each possible score (rows: possible_scores), from
-        the next seat's start vectors ``starts[(best, count)]`` (the last seat: final)."""
-        scores = self.possible_scores.tolist()
-        out = np.zeros((len(scores), self.width(ext)))
+        the next seat's start vectors ``starts[(best, count)]`` (the last seat: final).
+
+        Stuck below the best, the mover becomes its only holder and the earlier holders are
+        beaten; level with it, one more holder; above it, beaten."""
+        scores = self.possible_scores
         me = FIRST_SEAT + seat - 1
         at = self.outcome_index()
-        for i, s in enumerate(scores):
-            below = seat == 1 or s < best
-            tie = not below and s == best
-            if seat == self.n:
-                holders = 1 if below else count + 1 if tie else count
-                vec = self.final_payoff(holders, below or tie, seat, ext)
+        below = np.ones(scores.shape[0], dtype=bool) if seat == 1 else scores < best
+        tie = ~below & (scores == best)
+        if seat == self.n:
+            vb = self.final_payoff(1, True, seat, ext)
+            vb[HOLDER] = vb[BEATEN]
+            vt = self.final_payoff(count + 1, True, seat, ext)
+            va = self.final_payoff(max(count, 1), False, seat, ext)
+            if ext:
+                vb[at["points"] + seat - 1] = vt[at["tie"]] = va[at["held"]] = 1.0
+            rows_below = np.broadcast_to(vb, (scores.shape[0], vb.shape[0]))
+        else:
+            nxt = self._below_rows(starts)
+            rows_below = nxt.copy()
+            rows_below[:, HOLDER] = nxt[:, BEATEN]
+            rows_below[:, me] = nxt[:, HOLDER]
+            if ext:
+                rows_below[:, at["points"] + seat - 1] = nxt[:, at["held"]]
+                rows_below[:, at["held"]] = 0.0
+            vt = va = rows_below[0]
+            if seat > 1:
+                t = starts[(best, count + 1)]
+                vt = t.copy()
+                vt[me] = t[HOLDER]
                 if ext:
-                    vec[at["points"] + seat - 1 if below else at["tie"] if tie else at["held"]] = 1
-            else:
-                nxt = starts[(s, 1) if below else (best, count + 1) if tie else (best, count)]
-                vec = nxt.copy()
-                if below:
-                    vec[HOLDER] = nxt[BEATEN]
-                    vec[me] = nxt[HOLDER]
-                elif tie:
-                    vec[me] = nxt[HOLDER]
-                else:
-                    vec[me] = nxt[BEATEN]
-                if ext and below:
-                    vec[at["points"] + seat - 1] = nxt[at["held"]]
-                    vec[at["held"]] = 0.0
-                elif ext and tie:
-                    vec[at["tie"]] = nxt[at["tie"]] + nxt[at["held"]]
-                    vec[at["held"]] = 0.0
-            if below:  # the earlier holders are beaten too
-                vec[HOLDER] = vec[BEATEN]
-            out[i] = vec
+                    vt[at["tie"]] = t[at["tie"]] + t[at["held"]]
+                    vt[at["held"]] = 0.0
+                a = starts[(best, count)]
+                va = a.copy()
+                va[me] = a[BEATEN]
+        out = np.where(below[:, None], rows_below, np.where(tie[:, None], vt, va))
         out[:, FIRST_SEAT:me] = 0.0
         if seat == 1:
             out[:, HOLDER] = out[:, BEATEN] = 0.0
         return out
+
+    def _below_rows(self, starts: dict[tuple[int, int], np.ndarray]) -> np.ndarray:
+        """The next seat's start vectors facing each possible score held by one player (the
+        mover's own score, once below the best), stacked; kept in ``starts`` under the key
+        (-1, -1) for the seat's other blocks."""
+        if (-1, -1) not in starts:
+            rows = [starts[(s, 1)] for s in self.possible_scores.tolist()]
+            starts[(-1, -1)] = np.stack(rows)
+        return starts[(-1, -1)]
 
     @cached_property
     def _csr(self) -> dict[str, np.ndarray]:
@@ -351,24 +366,42 @@ class NPlayer(Game):
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Solve every block, last seat first: (block numbers, vectors of every block (None with
         ``ext``: only the starts are kept), player 1's start vector)."""
+        blocks = self.blocks()
+        index = {blk: i for i, (blk, *_) in enumerate(blocks)}
+        out = None if ext else np.zeros((len(blocks), self.n_masks, self.width(ext)))
+        target = np.zeros((self.n_masks, self.width(ext)))
+        for _, _, target in self._solve_blocks(ext, chaser, out, index):
+            pass
+        numbers = np.array([blk for blk, *_ in blocks], dtype=np.int64)
+        return numbers, out, target[self.full].copy()
+
+    def _solve_blocks(
+        self,
+        ext: bool,
+        chaser: int = 0,
+        out: np.ndarray | None = None,
+        index: dict[int, int] | None = None,
+        record: dict[str, np.ndarray] | None = None,
+    ) -> Iterator[tuple[int, tuple[int, int, int], np.ndarray]]:
+        """Solve every block, last seat first, yielding (block number, (seat, best, count),
+        payoff vectors of its masks) after each; player 1's block comes last. The vectors go
+        into ``out[index[block]]`` when given (else a scratch array, overwritten by the next
+        block); ``record`` (see :meth:`new_record`) receives each block's choices."""
         from pipeline.games.nplayer import kernels  # numba loads only to solve
 
         csr = self._csr
         scores = self.possible_scores
         row_of = np.searchsorted(scores, self.mask_scores).clip(0, max(len(scores) - 1, 0))
-        blocks = self.blocks()
-        index = {blk: i for i, (blk, *_) in enumerate(blocks)}
-        width = self.width(ext)
-        out = None if ext else np.zeros((len(blocks), self.n_masks, width))
-        scratch = np.zeros((self.n_masks, width))
+        if record is None:
+            record = self.new_record()
+        scratch = np.zeros((self.n_masks, self.width(ext)))
         starts: dict[tuple[int, int], np.ndarray] = {}
         for seat in range(self.n, 0, -1):
             mine: dict[tuple[int, int], np.ndarray] = {}
             terminal, term_row = self.terminal_rows(seat, ext)
             for best, count in self.contexts(seat):
-                target = (
-                    scratch if out is None else out[index[self.block_of(seat, best, max(count, 1))]]
-                )
+                number = self.block_of(seat, best, max(count, 1))
+                target = scratch if out is None or index is None else out[index[number]]
                 aim = FIRST_SEAT + seat - 1
                 if seat == chaser:  # this player maximises P(shutting the box)
                     aim = self.outcome_index()["shut"] + seat - 1
@@ -387,11 +420,26 @@ class NPlayer(Game):
                     row_of,
                     self.pass_vectors(seat, best, count, starts, ext),
                     target,
+                    record["node_pick"],
+                    record["node_value"],
+                    record["node_optimal"],
+                    record["state_choice"],
+                    record["state_choices"],
                 )
                 mine[(best, count)] = target[self.full].copy()
+                yield number, (seat, best, count), target
             starts = mine
-        numbers = np.array([blk for blk, *_ in blocks], dtype=np.int64)
-        return numbers, out, starts[(0, 0)]
+
+    def new_record(self) -> dict[str, np.ndarray]:
+        """Arrays for the compiled solve's choices of one block (by one-player node and mask)."""
+        nodes = self.one_player_graph.node_state.shape[0]
+        return {
+            "node_pick": np.full(nodes, -1, dtype=np.int64),
+            "node_value": np.zeros(nodes),
+            "node_optimal": np.zeros(nodes, dtype=np.int64),
+            "state_choice": np.full(self.n_masks, -1, dtype=np.int64),
+            "state_choices": np.zeros(self.n_masks, dtype=np.int64),
+        }
 
     def shares_of(self, state_id: np.ndarray) -> np.ndarray:
         """Payoff vectors [state, entry] of the given state ids."""
@@ -534,11 +582,16 @@ class NPlayer(Game):
 
     def _starts(self, seat: int) -> dict[tuple[int, int], np.ndarray]:
         """Seat ``seat``'s payoff vectors at the full box, by (best score, tie count)."""
-        _, vectors = self.payoffs
-        return {
-            (b, c): vectors[self._position[self.block_of(seat, b, c)], self.full]
-            for b, c in self.contexts(seat)
-        }
+        cache: dict[int, dict[tuple[int, int], np.ndarray]] = self.__dict__.setdefault(
+            "_starts_cache", {}
+        )
+        if seat not in cache:
+            _, vectors = self.payoffs
+            cache[seat] = {
+                (b, c): vectors[self._position[self.block_of(seat, b, c)], self.full]
+                for b, c in self.contexts(seat)
+            }
+        return cache[seat]
 
     # -- description -------------------------------------------------------------------------
 

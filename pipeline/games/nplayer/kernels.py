@@ -29,6 +29,11 @@ def solve_block(
     pass_row: np.ndarray,
     pass_vec: np.ndarray,
     out: np.ndarray,
+    node_pick: np.ndarray,
+    node_value: np.ndarray,
+    node_optimal: np.ndarray,
+    state_choice: np.ndarray,
+    state_choices: np.ndarray,
 ) -> None:
     """Fill ``out[mask]`` (payoff vectors) for every mask of a block.
 
@@ -36,6 +41,10 @@ def solve_block(
     otherwise the mask is terminal and worth ``terminal[term_row[mask]]``. ``ch_start``: each
     mask's chance rows (grouped by choice); ``mv_start``: each node's moves (``mv_dst`` the
     mask left, label -1 for the pass of a stuck roll, worth ``pass_vec[pass_row[mask]]``).
+
+    Besides ``out``: each node's chosen move row (``node_pick``), its value to the mover and how
+    many moves tie for it; each mask's chosen number of dice and how many it may choose from
+    (arrays of the one-player graph's nodes and masks, filled for the masks where it rolls).
 
     Ties, for the mover, within the shared tolerance (1e-12 relative): between moves, the largest
     label (the move holding the highest tile where two differ); between choices, the largest
@@ -54,8 +63,10 @@ def solve_block(
         have = False
         best_val = 0.0
         best_choice = -1
+        n_choices = 0
         while row < end:
             choice = ch_choice[row]
+            n_choices += 1
             acc[:] = 0.0
             while row < end and ch_choice[row] == choice:
                 node = ch_node[row]
@@ -70,13 +81,19 @@ def solve_block(
                         top = v
                 tol = TIE_TOLERANCE * max(1.0, abs(top))
                 pick = -1
+                ties = 0
                 for m in range(mv_start[node], mv_start[node + 1]):
                     if mv_label[m] < 0:
                         v = pass_vec[pass_row[mask], mover]
                     else:
                         v = out[mv_dst[m], mover]
-                    if abs(v - top) <= tol and (pick < 0 or mv_label[m] > mv_label[pick]):
-                        pick = m
+                    if abs(v - top) <= tol:
+                        ties += 1
+                        if pick < 0 or mv_label[m] > mv_label[pick]:
+                            pick = m
+                node_pick[node] = pick
+                node_value[node] = top
+                node_optimal[node] = ties
                 if mv_label[pick] < 0:
                     for j in range(width):
                         acc[j] += p * pass_vec[pass_row[mask], j]
@@ -98,3 +115,5 @@ def solve_block(
                 best_choice = choice
                 best_vec[:] = acc
         out[mask, :] = best_vec
+        state_choice[mask] = best_choice
+        state_choices[mask] = n_choices
