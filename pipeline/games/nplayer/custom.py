@@ -54,7 +54,7 @@ def custom_variant(rules: Any, name: str | None = None) -> Variant:
 
         return NPlayer(rules)
 
-    return Variant(label, "custom N-player rule set", make, False, family="nplayer")
+    return Variant(label, "custom N-player rule set", make, False, family="nplayer", separate=True)
 
 
 def variant_from_rules(name: str, rules: dict[str, Any]) -> Variant:

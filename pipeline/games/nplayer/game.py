@@ -37,14 +37,14 @@ tile, and a pass goes to a later seat, so every edge goes down in rank.
 
 from __future__ import annotations
 
-from functools import cached_property
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game
+from pipeline.games.base import Game, Streamed
 from pipeline.games.dice import roll_distribution
 from pipeline.games.nplayer.rules import MAX_PLAYERS, NPlayerRules
 from pipeline.games.shutbox.game import ShutTheBox
@@ -369,11 +369,11 @@ class NPlayer(Game):
         blocks = self.blocks()
         index = {blk: i for i, (blk, *_) in enumerate(blocks)}
         out = None if ext else np.zeros((len(blocks), self.n_masks, self.width(ext)))
-        target = np.zeros((self.n_masks, self.width(ext)))
-        for _, _, target in self._solve_blocks(ext, chaser, out, index):
-            pass
+        last = np.zeros((self.n_masks, self.width(ext)))
+        for _, _, vectors in self._solve_blocks(ext, chaser, out, index):
+            last = vectors  # player 1's block comes last
         numbers = np.array([blk for blk, *_ in blocks], dtype=np.int64)
-        return numbers, out, target[self.full].copy()
+        return numbers, out, last[self.full].copy()
 
     def _solve_blocks(
         self,
@@ -592,6 +592,13 @@ class NPlayer(Game):
                 for b, c in self.contexts(seat)
             }
         return cache[seat]
+
+    def stream(self, tables: Sequence[str]) -> Streamed:
+        """The graph-free build (:mod:`pipeline.games.nplayer.stream`): states, policy and
+        moves, a block at a time, straight from the compiled solve."""
+        from pipeline.games.nplayer import stream
+
+        return stream.streamed(self, tables)
 
     # -- description -------------------------------------------------------------------------
 

@@ -9,8 +9,10 @@ from pipeline.games.nplayer import custom
 from pipeline.games.registry import RULE_READERS, Variant, register
 
 
-def nplayer(name: str, description: str, **rules: Any) -> Variant:
-    """Register an N-player variant with the given NPlayerRules fields."""
+def nplayer(name: str, description: str, separate: bool = True, **rules: Any) -> Variant:
+    """Register an N-player variant with the given NPlayerRules fields; stored in files of its
+    own and built without a graph (:mod:`pipeline.games.nplayer.stream`) unless ``separate``
+    is False."""
 
     def make() -> Any:
         from pipeline.games.nplayer.game import NPlayer
@@ -18,13 +20,15 @@ def nplayer(name: str, description: str, **rules: Any) -> Variant:
 
         return NPlayer(NPlayerRules(**rules))
 
-    return register(Variant(name, description, make, family="nplayer"))
+    return register(Variant(name, description, make, family="nplayer", separate=separate))
 
 
 COURSE = "9 tiles, one die (forced) once the mover's open tiles sum to 6 or less"
 nplayer(
     "two-player",
     f"two players, {COURSE}; value = the mover's expected wins (the course assignment)",
+    # in the shared tables, with edges: the course's verifier export reads them
+    separate=False,
 )
 nplayer(
     "three-player",
