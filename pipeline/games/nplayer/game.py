@@ -46,7 +46,7 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.dice import roll_distribution
-from pipeline.games.nplayer.rules import MAX_PLAYERS, NPlayerRules
+from pipeline.games.nplayer.rules import BEATEN, FIRST_SEAT, HOLDER, MAX_PLAYERS, NPlayerRules
 from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.games.tiles import parse_tiles
 from pipeline.graph import NO_STATE, PASS, Graph
@@ -55,9 +55,6 @@ if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without
     import polars as pl
 
 TIE = 0.5
-HOLDER, BEATEN = 0, 1
-#: Payoff vector entries before the seats' own.
-FIRST_SEAT = 2
 
 
 class NPlayer(Game):
@@ -142,6 +139,19 @@ class NPlayer(Game):
         count = np.where(later, (block // m) % m + 1, 0)
         best = np.where(later, block // (m * m), 0)
         return ids & self.full, seat, best, count
+
+    def next_start(self, state_id: int) -> int | None:
+        """Where play goes when the mover is stuck in ``state_id``: the next player's full box,
+        facing the new best score; None after the last player (the game is over)."""
+        mask, seat, best, count = (int(x[0]) for x in self.position(np.array([state_id])))
+        if seat == self.n:
+            return None
+        score = int(self.mask_scores[mask])
+        if seat == 1 or score < best:
+            best, count = score, 1
+        elif score == best:
+            count += 1
+        return self.block_of(seat + 1, best, count) * self.n_masks + self.full
 
     # -- rules -------------------------------------------------------------------------------
 

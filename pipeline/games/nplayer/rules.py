@@ -15,6 +15,10 @@ from pipeline.games.dice import choice_problem, dice_problems, range_problem
 if TYPE_CHECKING:
     from pipeline.games.shutbox.rules import RuleSet
 
+#: Entries of a payoff vector (see pipeline.games.nplayer.game): each earlier player holding the
+#: best score, each earlier player beaten, then one per seat from FIRST_SEAT on.
+HOLDER, BEATEN, FIRST_SEAT = 0, 1, 2
+
 #: More tiles make 2**tiles masks for every (seat, best score, tie count): 12 tiles and four
 #: players are already 1.9 million states.
 MAX_TILES = 12

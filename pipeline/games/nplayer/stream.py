@@ -11,18 +11,17 @@ of the whole game. Blocks come last seat first (the solve's order).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from pipeline.games.base import Streamed
-from pipeline.games.nplayer.game import BEATEN, FIRST_SEAT, HOLDER
-from pipeline.games.nplayer.rules import MAX_PLAYERS
+from pipeline.games.nplayer.rules import BEATEN, FIRST_SEAT, HOLDER, MAX_PLAYERS
 from pipeline.graph import PASS
 
-if TYPE_CHECKING:
-    from pipeline.games.nplayer.game import NPlayer
+#: The game (a pipeline.games.nplayer.game.NPlayer, which imports this module to build).
+NPlayer = Any
 
 #: The tables this build writes (edges are left out: a graph build, or `--exact`, has them).
 TABLES = ("states", "policy", "moves")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.games.nplayer.game import FIRST_SEAT, NPlayer
-from pipeline.games.nplayer.rules import NPlayerRules
+from pipeline.games.nplayer.game import NPlayer
+from pipeline.games.nplayer.rules import FIRST_SEAT, NPlayerRules
 from pipeline.games.registry import get_variant
 from pipeline.solve.rank_order import solve_rank_order
 from tests.support.nplayer_reference import reference_solver

@@ -141,3 +141,36 @@ def test_bad_positions(cli, small: Path, extra: list[str], message: str) -> None
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0]
     assert sorted(p.name for p in small.rglob("*")) == before
+
+
+@pytest.mark.parametrize("seat", [0, 1, 2, 3])
+def test_play_a_seat_or_watch(small: Path, seat: int) -> None:
+    """`play` against the other players (or watching every seat): games end with a result line,
+    and the start value is the seat's share at the start."""
+    import io
+
+    from rich.console import Console
+
+    from pipeline.apps import teaching_game as play
+    from pipeline.store.manifest import built_variants
+
+    coach = play.Coach(small, built_variants(small)[NAME])
+    assert coach.players == 3
+    for seed in range(5):
+        console = Console(file=io.StringIO(), width=120)
+        record = play.play_game(coach, lambda _q, _n: 1, console, seed=seed, seat=seat)
+        assert record.finished and record.outcome
+        assert "Player" in record.outcome or "player" in record.outcome
+        if seat:
+            assert record.start_value == pytest.approx(coach.start_shares[seat], abs=1e-15)
+        assert record.given_away == pytest.approx(0, abs=1e-12)  # always the best move
+
+
+def test_play_refuses_a_seat_outside_the_game(small: Path) -> None:
+    from pipeline.apps import teaching_game as play
+    from pipeline.errors import UsageError
+    from pipeline.store.manifest import built_variants
+
+    coach = play.Coach(small, built_variants(small)[NAME])
+    with pytest.raises(UsageError, match=r"seats 1\.\.3"):
+        play.play_game(coach, lambda _q, _n: 1, None, seed=1, seat=4)  # type: ignore[arg-type]
