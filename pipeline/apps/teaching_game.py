@@ -467,7 +467,8 @@ def _outcome(
     coach: Coach, info: dict[str, Any], seat: int, stuck: bool, scores: dict[int, int]
 ) -> str:
     """How the game ended, from the player's side."""
-    if coach.players > 2 or (coach.players == 2 and info.get("best_score") is not None):
+    if coach.players > 2 or (coach.players == 2 and not coach.two_player):
+        # players in turn (the two-player course game keeps its own wording, by p1_score)
         return _outcome_in_turn(info, seat, stuck, scores)
     if not coach.two_player:
         if not stuck:
@@ -498,11 +499,10 @@ def _outcome_in_turn(info: dict[str, Any], seat: int, stuck: bool, scores: dict[
     names = " and ".join(f"player {k}" for k in winners)
     listing = ", ".join(f"player {k} {v}" for k, v in sorted(scores.items()))
     if len(winners) > 1:
-        result = f"{names} tie on {low} and share the win"
-    else:
-        result = f"{names} wins on {low}"
-    mine = " (you)" if seat in winners else ""
-    return f"Scores: {listing}. {result[0].upper()}{result[1:]}{mine}."
+        mine = "; you share it" if seat in winners else ""
+        return f"Scores: {listing}. P{names[1:]} tie on {low} and share the win{mine}."
+    you = "you win" if seat in winners else "the solver wins" if seat else "the game is over"
+    return f"Scores: {listing}. P{names[1:]} wins on {low}: {you}."
 
 
 def _choose(
