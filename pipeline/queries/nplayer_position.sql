@@ -5,10 +5,10 @@
 -- output: move, is_best, mover_value (the move's value to the mover), regret, seat, who (holder of the best / beaten / mover / later), players_like_this (how many players that row speaks for), share (each such player's expected share of the win, or winnings)
 -- param: variant variant default two-player
 -- param: player int 1..6 default 2
--- param: best_score int default 11
+-- param: best_score int default 8
 -- param: best_count int 1..5 default 1
--- param: tiles text default 1345
--- param: roll int default 4
+-- param: tiles text default 123456
+-- param: roll int default 7
 -- A later seat's row is that seat's own share. Earlier players: those holding the best score each
 -- get the holder share, those already beaten the beaten share (the tables cannot tell which
 -- seats they are, nor need to: their payoffs are the same).
@@ -16,10 +16,10 @@ with params as (
     select
         coalesce(getvariable('variant'), 'two-player') as variant,
         coalesce(getvariable('player'), 2)::integer as player,
-        coalesce(getvariable('best_score'), 11)::bigint as best_score,
+        coalesce(getvariable('best_score'), 8)::bigint as best_score,
         coalesce(getvariable('best_count'), 1)::integer as best_count,
-        coalesce(getvariable('tiles'), '1345') as tiles,
-        coalesce(getvariable('roll'), 4)::integer as roll
+        coalesce(getvariable('tiles'), '123456') as tiles,
+        coalesce(getvariable('roll'), 7)::integer as roll
 ),
 
 here as (
