@@ -217,7 +217,7 @@ def _players(states: pl.DataFrame) -> int:
     """Players in turn: the ``players`` column of an N-player variant, 2 for a two-player
     table without it, 1 otherwise."""
     if "players" in states.columns and states["players"].is_not_null().any():
-        return int(states["players"].max())
+        return max(int(n) for n in states["players"].drop_nulls().to_list())
     return 2 if _is_two_player(states) else 1
 
 

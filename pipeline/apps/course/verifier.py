@@ -22,7 +22,7 @@ from pipeline.analysis import sql
 from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE  # noqa: F401
 from pipeline.errors import UsageError
 from pipeline.games.nplayer.game import NPlayer as TwoPlayer
-from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
+from pipeline.games.nplayer.rules import course_rules
 from pipeline.games.registry import Variant, get_variant
 from pipeline.games.tiles import parse_tiles
 from pipeline.graph import group_starts
@@ -277,7 +277,7 @@ def pick_two_player(
     given = {k: v for k, v in options.items() if v is not None}
     if not given:
         return get_variant(name), False
-    rules = TwoPlayerRules(**given)
+    rules = course_rules(**given)
     named = get_variant(name)
     game = named.make()
     if isinstance(game, TwoPlayer) and game.rules() == rules.to_dict():

@@ -458,7 +458,7 @@ class NPlayer(Game):
         where = np.searchsorted(numbers, block)
         return vectors[where, np.asarray(state_id) & self.full]
 
-    def summary(self, graph: Graph, solution: Any) -> pl.DataFrame:
+    def summary(self, graph: Graph | None, solution: Any) -> pl.DataFrame:
         """Headline figures: each seat's expected payoff at the start, how the game ends (each
         seat's shut and win on points, a tie), and what a player who maximises P(shut) instead
         gets and loses."""

@@ -166,3 +166,11 @@ class NPlayerRules:
             max_per_move=self.max_per_move,
             scoring=self.scoring,
         )
+
+
+def course_rules(
+    tiles: int = 9, dice: int = 2, sides: int = 6, one_die_sum: int | None = 6
+) -> NPlayerRules:
+    """The two-player rules of the course assignment's command line (``--tiles``, ``--dice``,
+    ``--sides``, ``--one-die-sum``: a forced single die at that open sum or less, 0 never)."""
+    return NPlayerRules(tiles=tiles, dice=dice, sides=sides, one_die_sum=one_die_sum)
