@@ -20,7 +20,11 @@ def nplayer(name: str, description: str, separate: bool = True, **rules: Any) ->
 
         return NPlayer(NPlayerRules(**rules))
 
-    return register(Variant(name, description, make, family="nplayer", separate=separate))
+    # those stored on their own are built by name (as the big Knucklebones boards): `all` keeps
+    # to the shared tables
+    return register(
+        Variant(name, description, make, in_all=not separate, family="nplayer", separate=separate)
+    )
 
 
 COURSE = "9 tiles, one die (forced) once the mover's open tiles sum to 6 or less"
