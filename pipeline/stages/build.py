@@ -21,7 +21,6 @@ import numpy as np
 import polars as pl
 
 from pipeline import progress
-from pipeline.stages import streamed as streamed_build
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.columns import labels
@@ -29,6 +28,7 @@ from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves
+from pipeline.stages import streamed as streamed_build
 from pipeline.store import layout, manifest, schema, tables
 from pipeline.store.background import Background
 
