@@ -51,3 +51,7 @@ bench-stream *ARGS:
 # Start-up cost of the command line (--help, expect, move) beside a bare `python -c pass`
 bench-startup *ARGS:
     python benchmarks/bench_startup.py {{ARGS}}
+
+# N-player builds (four players, six players, 12 tiles) beside the two-player build: seconds, peak memory
+bench-nplayer *ARGS:
+    python benchmarks/bench_nplayer.py {{ARGS}}

@@ -66,17 +66,20 @@ def expect(
     tiles: str | Iterable[int],
     *,
     p1_score: int | None = None,
+    player: int | None = None,
+    best_score: int | None = None,
+    best_count: int | None = None,
     data_dir: str | Path | None = None,
 ) -> float:
     """The value of a state under optimal play, per the variant's objective.
 
     P(shut) for ``classic``, the expected final score for ``classic-score``, ... ``tiles`` are the
     open tiles (``"12345"``, ``"1,2,10"`` or ``[1, 2, 10]``); ``p1_score`` picks player 2's state
-    in the two-player game.
+    in the two-player game, and ``player``, ``best_score``, ``best_count`` a position of a game
+    of N players in turn (the seat to move, the lowest score before it and how many share it).
     """
-    found = answers.expect(
-        _dir(data_dir), _variant(variant), _tiles_text(tiles), **_extra(p1_score)
-    )
+    extra = _extra(p1_score, player, best_score, best_count)
+    found = answers.expect(_dir(data_dir), _variant(variant), _tiles_text(tiles), **extra)
     return float(found.value)
 
 
@@ -86,15 +89,17 @@ def best_move(
     roll: int,
     *,
     p1_score: int | None = None,
+    player: int | None = None,
+    best_score: int | None = None,
+    best_count: int | None = None,
     data_dir: str | Path | None = None,
 ) -> list[int] | None:
     """The tiles to shut after rolling ``roll`` in a state, or None when no move is legal.
 
     Ties between equally good moves go to the move holding the highest tile where they differ.
     """
-    advice = answers.best_move(
-        _dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **_extra(p1_score)
-    )
+    extra = _extra(p1_score, player, best_score, best_count)
+    advice = answers.best_move(_dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **extra)
     return None if advice.best_move is None else [int(t) for t in advice.best_move]
 
 
@@ -104,12 +109,14 @@ def move_values(
     roll: int,
     *,
     p1_score: int | None = None,
+    player: int | None = None,
+    best_score: int | None = None,
+    best_count: int | None = None,
     data_dir: str | Path | None = None,
 ) -> pl.DataFrame:
     """Every legal move after ``roll``: move, next_tiles, value, regret, is_best; best first."""
-    advice = answers.best_move(
-        _dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **_extra(p1_score)
-    )
+    extra = _extra(p1_score, player, best_score, best_count)
+    advice = answers.best_move(_dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **extra)
     return advice.moves
 
 
@@ -120,6 +127,17 @@ def query(
     return sql.run_query(name, _dir(data_dir), variant=variant, **params)
 
 
-def _extra(p1_score: int | None) -> dict[str, Any]:
+def _extra(
+    p1_score: int | None,
+    player: int | None = None,
+    best_score: int | None = None,
+    best_count: int | None = None,
+) -> dict[str, Any]:
     """Game-specific state parts, passed on only when given (one-player games take none)."""
-    return {} if p1_score is None else {"p1_score": p1_score}
+    given = {
+        "p1_score": p1_score,
+        "player": player,
+        "best_score": best_score,
+        "best_count": best_count,
+    }
+    return {k: v for k, v in given.items() if v is not None}

@@ -365,6 +365,43 @@ def two_player_curve(t: Tables) -> Section:
     )
 
 
+def seat_payoffs(t: Tables) -> Section:
+    """Games of several players in turn: each seat's expected payoff at the start, beside an
+    even split, and what maximising P(shut) instead costs (the summary's figures)."""
+    summary = t.need("summary", why=" (stb-pipeline build --variant three-player,four-player)")
+    if "figure" not in summary.columns:
+        raise Skip("summary.parquet has no figure column")
+    wide = (
+        summary.filter(
+            pl.col("figure").is_in(["expected_payoff", "loss_shut_chaser"])
+            & pl.col("parameter").is_not_null()
+        )
+        .pivot("figure", index=["variant", "parameter"], values="value")
+        .sort("variant", "parameter")
+    )
+    if wide.height == 0 or "expected_payoff" not in wide.columns:
+        raise Skip("no per-seat payoffs in summary.parquet (figure expected_payoff)")
+    wide = wide.with_columns(
+        fair=pl.col("expected_payoff").mean().over("variant"),
+    ).with_columns(edge=pl.col("expected_payoff") - pl.col("fair"))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for (variant,), part in wide.group_by("variant", maintain_order=True):
+        ax.plot(part["parameter"], part["edge"], marker="o", label=str(variant))
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set_xlabel("seat (order of play)")
+    ax.set_ylabel("expected payoff - even split")
+    ax.set_title("Players in turn: who is favoured by seat")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    text = (
+        "Each seat's expected share of the win (or winnings, for stakes) under optimal play, "
+        "less an even split; loss_shut_chaser is what that seat gives away by maximising "
+        "P(shut) instead. `stb-pipeline query nplayer_seats` gives the same numbers."
+    )
+    table = _html_table(wide.rename({"parameter": "seat"}))
+    return Section("seat_payoffs", "Players in turn: payoff by seat", text, fig, table)
+
+
 def knucklebones(t: Tables) -> Section:
     """Knucklebones: the strategies' win rates where benchmarked, else the solved variants."""
     states = t.need("states")
@@ -436,6 +473,7 @@ SECTIONS: list[tuple[str, Callable[[Tables], Section]]] = [
     ("Strategy comparison", strategy_comparison),
     ("Double Shutter p(n)", double_shutter_pn),
     ("Two players: player 2's chance", two_player_curve),
+    ("Players in turn: payoff by seat", seat_payoffs),
     ("Knucklebones", knucklebones),
 ]
 

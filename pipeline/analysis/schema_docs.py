@@ -43,14 +43,33 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "tiles, and back tiles whose front tile is down); one die is allowed when <= 6",
             "score": "final score if the game ended here (sum of open tiles, or digital score; "
             "Double Shutter: 2 x standing front tiles + standing back tiles)",
-            "player": "two-player game: whose turn it is, 1 or 2 (null for one-player variants)",
-            "p1_score": "two-player game: player 1's score, which player 2 must get below; the "
-            "state id is p1_score * 2**tiles + bitmask (null for player 1's states)",
+            "player": "N-player games: whose turn it is, the seat 1..N (null for one-player "
+            "variants)",
+            "p1_score": "two players (sum scoring): player 1's score, which player 2 must get "
+            "below; the state id is p1_score * 2**tiles + bitmask (null for player 1's states)",
+            "players": "N-player games: the number of players N (2..6)",
+            "best_score": "N-player games: the best (lowest) score of the players before the "
+            "mover (null for player 1). The state id is block * 2**tiles + bitmask, block "
+            "= (best_score * (N-1) + best_count - 1) * (N-1) + player - 2 (0 for player 1)",
+            "best_count": "N-player games: how many earlier players share best_score",
+            "share_holder": "N-player games: the expected share of the win (payoff stake: "
+            "expected winnings, in stakes) of each earlier player holding best_score, under "
+            "optimal play from here (null for player 1)",
+            "share_beaten": "N-player games: the same for each earlier player already above "
+            "best_score (0 for a share of the win; null when there is none)",
+            **{
+                f"share_{k}": f"N-player games: player {k}'s expected share of the win (payoff "
+                "stake: expected winnings) under optimal play from here; null for seats before "
+                "the mover (see share_holder, share_beaten) and beyond N. The shares of a state "
+                "add up to 1 (stake: 0)"
+                for k in range(1, 7)
+            },
             "terminal": "true when play is over in this state (for Shut the Box: the shut box)",
             "rank": "solve order: every move leads to a state of lower rank",
             "objective": "what `value` measures: shut = P(shut all tiles), score = expected final "
-            "score, target = P(final score <= target), wins = the expected wins of the player to "
-            "move (two-player; a tie counts 1/2)",
+            "score, target = P(final score <= target), wins = the expected share of the win of the "
+            "player to move (N-player; a tie for the lowest score splits it), stake = the "
+            "expected winnings of the player to move, in stakes (N-player, payoff stake)",
             "maximise": "true when the player maximises `value` (false: minimises)",
             "value": "value of the state under optimal play (float64), per `objective`; null "
             "after `enumerate` alone",
@@ -88,7 +107,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "next_tiles": "its open tiles",
             "reward": "value added by the edge: the final value when the game ends, else 0",
             "sign": "factor on the next state's value: edge value = reward + sign * "
-            "value(next_state_id); -1 where the turn passes to the other player (two-player)",
+            "value(next_state_id); -1 where the turn passes to the other player (two players); "
+            "0 where it passes to the next of three or more (reward: the mover's payoff)",
             "kind": "what the row is: `move` (a move is made), `end` (no legal move: the game "
             "ends) or `pass` (no legal move: the other player's turn, two-player); null only in "
             f"the streamed edges of boxes of {BIG} (`build --edges`)",
@@ -142,11 +162,16 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "figure": "what `value` is: min_expected_score (the optimal expected final score), "
             "p_not_zero (P(final score != 0) under the strategy maximising P(score = 0)), "
             "p_above (p(n) = P(final score > n) under the strategy maximising P(score <= n), "
-            "n = `parameter`)",
+            "n = `parameter`). N-player games, for player `parameter` under optimal play: "
+            "expected_payoff, p_shut (shuts the box), p_points (wins alone on points), "
+            "payoff_shut_chaser (the payoff when that player maximises P(shut) instead, the "
+            "others playing for theirs), loss_shut_chaser (what that costs); p_tie (the lowest "
+            "score is shared; no parameter)",
             "objective": "what the strategy behind the figure optimises: score (minimise the "
             "expected score), shut (maximise P(score = 0)), target (maximise P(score <= "
-            "parameter))",
-            "parameter": "the target n of objective target (null otherwise)",
+            "parameter)); N-player games: wins or stake, the variant's objective",
+            "parameter": "the target n of objective target; N-player games: the player (null "
+            "otherwise)",
             "value": "the figure, at the start state (float64)",
         },
     ),

@@ -111,8 +111,21 @@ class Coach:
         self.objective = str(states["objective"][0])
         self.maximise = bool(states["maximise"][0])
         self.two_player = _is_two_player(states)
-        if not self.two_player:
+        #: Players in turn (1 for the one-player games).
+        self.players = _players(states)
+        if self.players == 1:
             states = states.with_columns(player=pl.lit(1), p1_score=pl.lit(None, pl.Int64))
+        if "best_score" not in states.columns:
+            states = states.with_columns(best_score=pl.lit(None, pl.Int64))
+        if "best_count" not in states.columns:
+            states = states.with_columns(best_count=pl.lit(None, pl.Int8))
+        start = states.filter(pl.col("state_id") == game.start_state())
+        #: Each seat's expected payoff at the start (players in turn; empty otherwise).
+        self.start_shares: dict[int, float] = {
+            k: float(start[f"share_{k}"][0])
+            for k in range(1, self.players + 1)
+            if f"share_{k}" in start.columns and start.height and start[f"share_{k}"][0] is not None
+        }
         self.state: dict[int, dict[str, Any]] = {
             r["state_id"]: r for r in states.select(STATE_COLUMNS).iter_rows(named=True)
         }
@@ -127,6 +140,9 @@ class Coach:
     def after_stuck(self, state_id: int) -> int | None:
         """Where play goes when the mover is stuck: player 2's start, or None (the game ends)."""
         info = self.state[state_id]
+        next_start = getattr(self.game, "next_start", None)
+        if next_start is not None and self.players > 1:  # players in turn
+            return next_start(state_id)
         if not self.two_player or info["player"] != 1:
             return None
         return int(info["open_sum"]) * self.n_masks + self.n_masks - 1
@@ -176,6 +192,8 @@ STATE_COLUMNS = (
     "dice",
     "player",
     "p1_score",
+    "best_score",
+    "best_count",
 )
 
 
@@ -193,6 +211,14 @@ def _solved_states(data_dir: Path, name: str) -> pl.DataFrame:
     if states["value"].null_count():
         raise UsageError(f"variant {name} is not solved: run `stb-pipeline build --variant {name}`")
     return states
+
+
+def _players(states: pl.DataFrame) -> int:
+    """Players in turn: the ``players`` column of an N-player variant, 2 for a two-player
+    table without it, 1 otherwise."""
+    if "players" in states.columns and states["players"].is_not_null().any():
+        return max(int(n) for n in states["players"].drop_nulls().to_list())
+    return 2 if _is_two_player(states) else 1
 
 
 def _is_two_player(states: pl.DataFrame) -> bool:
@@ -248,11 +274,18 @@ def play_game(
 ) -> GameRecord:
     """Play one game: roll with a seeded RNG, rank each choice, record the mistakes.
 
-    In the two-player game the player takes seat 1 or 2 and the solver plays the other seat
-    (optimally, by the tables); only the player's own choices are judged.
+    In a game of N players in turn the player takes seat 1..N and the solver plays every other
+    seat (optimally, by the tables); only the player's own choices are judged. Seat 0 watches
+    the solver play every seat.
     """
-    if seat not in (1, 2) or (seat == 2 and not coach.two_player):
-        raise UsageError("--seat 2 needs the two-player game; one-player games have seat 1 only")
+    if coach.players == 1 and seat != 1:
+        raise UsageError(
+            f"--seat {seat} needs a game of several players; one-player games have seat 1 only"
+        )
+    if not 0 <= seat <= coach.players:
+        raise UsageError(
+            f"--seat {seat}: {coach.variant} has seats 1..{coach.players} (0 to watch)"
+        )
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
@@ -281,17 +314,28 @@ class _Session:
     rng: np.random.Generator
     seat: int
     show_values: bool
+    #: Each player's final score once their turn has ended (players in turn).
+    scores: dict[int, int] = field(default_factory=dict)
 
     def open(self, seed: int) -> GameRecord:
         """A new record, announced with the seed and the value of optimal play from the start."""
         coach = self.coach
         what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
-        start_value = coach.state[coach.start]["value"]
-        # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
-        record = GameRecord(
-            coach.variant, seed, start_value if self.seat == 1 else 1.0 - start_value
-        )
-        players = f" (you are player {self.seat}, the solver the other)" if coach.two_player else ""
+        start = coach.state[coach.start]
+        start_value = start["value"]
+        if self.seat > 1 and coach.players == 2 and coach.objective == "wins":
+            # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
+            start_value = 1.0 - start_value
+        elif self.seat > 1:
+            start_value = coach.start_shares[self.seat]
+        record = GameRecord(coach.variant, seed, start_value)
+        players = ""
+        if coach.players == 2 and self.seat:
+            players = f" (you are player {self.seat}, the solver the other)"
+        elif coach.players > 2 and self.seat:
+            players = f" (you are player {self.seat} of {coach.players}, the solver the others)"
+        elif self.seat == 0:
+            players = f" (the solver plays all {coach.players} players; you watch)"
         self.console.print(
             f"[bold]{coach.variant}[/] ({coach.box.r.tiles} tiles){players}: "
             f"seed {seed} (replay with --seed {seed}). "
@@ -342,14 +386,19 @@ class _Session:
         return roll
 
     def stuck(self, record: GameRecord, state: int, info: dict[str, Any], roll: int) -> int | None:
-        """No move after ``roll``: player 2's start in the two-player game, else the end."""
+        """No move after ``roll``: the next player's start in a game of players in turn, else
+        the end."""
         after = self.coach.after_stuck(state)
+        self.scores[int(info["player"])] = int(info["score"])
         if after is None:
             self.finish(record, info, stuck=True, roll=roll)
             return None
+        best = self.coach.state[after]["best_score"]
+        if best is None:
+            best = self.coach.state[after]["p1_score"]
         self.console.print(
-            f"No move shuts tiles adding to {roll}: player 1 ends with "
-            f"{info['open_sum']}. Player 2 must finish below it to win."
+            f"No move shuts tiles adding to {roll}: player {info['player']} ends with "
+            f"{info['score']}. Player {int(info['player']) + 1} must finish below {best} to win."
         )
         return after
 
@@ -377,7 +426,7 @@ class _Session:
         record.shut = not stuck
         record.final_tiles = info["tiles"]
         record.final_score = int(info["score"]) if stuck else 0
-        record.outcome = _outcome(self.coach, info, self.seat, stuck=stuck)
+        record.outcome = _outcome(self.coach, info, self.seat, stuck=stuck, scores=self.scores)
         if stuck:
             self.console.print(f"No move shuts tiles adding to {roll}: the game ends.")
         self.console.print(f"[bold]{record.outcome}[/]")
@@ -404,15 +453,23 @@ class _Session:
 def _turn_header(coach: Coach, info: dict[str, Any], turn: int, human: bool) -> str:
     """The line that opens a roll: whose it is and what is open."""
     tiles = _spaced(info["tiles"])
-    if not coach.two_player:
+    if coach.players == 1:
         return f"\n[bold]Turn {turn}[/]: open tiles {tiles}"
     who = "you" if human else "the solver"
-    target = "" if info["p1_score"] is None else f", to beat {info['p1_score']}"
+    best = info["best_score"] if info["best_score"] is not None else info["p1_score"]
+    target = "" if best is None else f", to beat {best}"
+    if (info["best_count"] or 1) > 1:
+        target += f" (held by {info['best_count']} players)"
     return f"\n[bold]Roll {turn}[/] (player {info['player']}, {who}{target}): open tiles {tiles}"
 
 
-def _outcome(coach: Coach, info: dict[str, Any], seat: int, stuck: bool) -> str:
+def _outcome(
+    coach: Coach, info: dict[str, Any], seat: int, stuck: bool, scores: dict[int, int]
+) -> str:
     """How the game ended, from the player's side."""
+    if coach.players > 2 or (coach.players == 2 and not coach.two_player):
+        # players in turn (the two-player course game keeps its own wording, by p1_score)
+        return _outcome_in_turn(info, seat, stuck, scores)
     if not coach.two_player:
         if not stuck:
             return "You shut the box!"
@@ -427,6 +484,25 @@ def _outcome(coach: Coach, info: dict[str, Any], seat: int, stuck: bool) -> str:
         winner, how = 1, f"wins: player 2 ends on {info['open_sum']}, above {info['p1_score']}"
     you = "you win" if winner == seat else "the solver wins"
     return f"Player {winner} {how}: {you}."
+
+
+def _outcome_in_turn(info: dict[str, Any], seat: int, stuck: bool, scores: dict[int, int]) -> str:
+    """How a game of players in turn ended: a shut box, the last player already below the best
+    score, or the lowest score after every turn (a tie splits the win)."""
+    mover = int(info["player"])
+    if not stuck:
+        how = "shuts the box" if not info["tiles"] else f"gets below {info['best_score']}"
+        you = "you win" if mover == seat else "the solver wins" if seat else "the game is over"
+        return f"Player {mover} {how}: {you}."
+    low = min(scores.values())
+    winners = sorted(k for k, v in scores.items() if v == low)
+    names = " and ".join(f"player {k}" for k in winners)
+    listing = ", ".join(f"player {k} {v}" for k, v in sorted(scores.items()))
+    if len(winners) > 1:
+        mine = "; you share it" if seat in winners else ""
+        return f"Scores: {listing}. P{names[1:]} tie on {low} and share the win{mine}."
+    you = "you win" if seat in winners else "the solver wins" if seat else "the game is over"
+    return f"Scores: {listing}. P{names[1:]} wins on {low}: {you}."
 
 
 def _choose(

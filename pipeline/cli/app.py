@@ -19,17 +19,21 @@ from pipeline.cli.commands import register_all
 from pipeline.cli.options import (
     DEFAULT_DATA_DIR,
     RULE_OPTIONS,
+    BestCount,
+    BestScore,
     DataDir,
     Exact,
     LazyConsole,
     ManyVariants,
     OneVariant,
     P1Score,
+    Player,
     Quiet,
     fitted_table,
     out,
     pick_one,
     pick_variants,
+    position_extra,
     say,
     with_rules,
 )
@@ -217,16 +221,21 @@ def expect_cmd(
     ],
     variant: OneVariant = None,
     p1_score: P1Score = None,
+    player: Player = None,
+    best_score: BestScore = None,
+    best_count: BestCount = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     custom: Variant | None = None,
 ) -> None:
-    """Print the value of a state (P(shut), expected score, ... per the variant's objective).
+    """Print the value of a state (P(shut), expected score, ... per the variant's objective;
+    in N-player games the mover's expected share of the win, or winnings).
 
-    Example: stb-pipeline expect --variant classic 123456789
+    Example: stb-pipeline expect --variant four-player 134 --player 3 --best-score 11
     """
     from pipeline.analysis import answers
 
-    found = answers.expect(data_dir, pick_one(variant, custom, data_dir), tiles, p1_score=p1_score)
+    extra = position_extra(p1_score, player, best_score, best_count)
+    found = answers.expect(data_dir, pick_one(variant, custom, data_dir), tiles, **extra)
     say(f"{found.value!r}")
 
 
@@ -243,6 +252,9 @@ def move_cmd(
     roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
     variant: OneVariant = None,
     p1_score: P1Score = None,
+    player: Player = None,
+    best_score: BestScore = None,
+    best_count: BestCount = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     custom: Variant | None = None,
 ) -> None:
@@ -253,7 +265,8 @@ def move_cmd(
     from pipeline.analysis import answers
 
     chosen = pick_one(variant, custom, data_dir)
-    advice = answers.best_move(data_dir, chosen, tiles, roll, p1_score=p1_score)
+    extra = position_extra(p1_score, player, best_score, best_count)
+    advice = answers.best_move(data_dir, chosen, tiles, roll, **extra)
     if advice.best_move is None:
         ends = "the turn passes" if advice.passes_turn else "the game ends"
         out.print(f"no legal move: {ends}, value {advice.value!r}")

@@ -108,6 +108,33 @@ P1Score = Annotated[
     int | None, typer.Option("--p1-score", help="Player 1's score (two-player game, P2 states).")
 ]
 
+Player = Annotated[
+    int | None,
+    typer.Option("--player", help="N-player games: the seat to move, 1..N (default 1)."),
+]
+BestScore = Annotated[
+    int | None,
+    typer.Option("--best-score", help="N-player games: the best (lowest) score so far."),
+]
+BestCount = Annotated[
+    int | None,
+    typer.Option("--best-count", help="N-player games: how many players share it (default 1)."),
+]
+
+
+def position_extra(
+    p1_score: int | None, player: int | None, best_score: int | None, best_count: int | None
+) -> dict[str, int]:
+    """The game-specific parts of a state given on the command line (only those given)."""
+    given = {
+        "p1_score": p1_score,
+        "player": player,
+        "best_score": best_score,
+        "best_count": best_count,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
 #: Options that describe a custom rule set; added to commands by @with_rules.
 RULE_OPTIONS = CUSTOM_RULE_OPTIONS
 

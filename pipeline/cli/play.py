@@ -33,7 +33,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         seat: Annotated[
             int,
-            typer.Option("--seat", help="Two-player game: play as player 1 or 2 (solver: other)."),
+            typer.Option(
+                "--seat",
+                help="Games of several players (two-player, four-player, ...): your seat 1..N, "
+                "the solver plays the others; 0 watches the solver play every seat.",
+            ),
         ] = 1,
         quiz: Annotated[
             bool,

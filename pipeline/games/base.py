@@ -39,6 +39,8 @@ class Streamed:
     """The build's progress line while the batches are consumed."""
     note: str = "solved layer by layer without a graph"
     """The build's note on the variant (the game may update it as the batches are consumed)."""
+    extra: Callable[[], dict[str, pl.DataFrame]] | None = None
+    """Tables for the shared files (e.g. ``summary``), made once the batches are consumed."""
 
 
 class Named(Protocol):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pipeline.games.tiles import TileCodec
 
 #: Sub-packages of pipeline.games whose ``variants`` module registers named variants.
-FAMILIES: tuple[str, ...] = ("shutbox", "two_player", "double_shutter", "knucklebones")
+FAMILIES: tuple[str, ...] = ("shutbox", "nplayer", "double_shutter", "knucklebones")
 
 
 @dataclass(frozen=True)

@@ -54,10 +54,26 @@ def _short(text: str) -> str:
     return repr(text) if len(text) <= 30 else repr(text[:27] + "...")
 
 
-def parse_open_tiles(text: str, n_tiles: int, **extra: Any) -> int:
-    """State id of a one-player box; refuses the two-player game's extra state parts."""
+#: The state parts only the N-player games take, as the command line names them.
+POSITION_OPTIONS = {
+    "player": "--player",
+    "best_score": "--best-score",
+    "best_count": "--best-count",
+}
+
+
+def refuse_position(extra: dict[str, Any]) -> None:
+    """UsageError when a one-player game is given another game's state parts."""
     if extra.get("p1_score") is not None:
         raise UsageError("--p1-score applies only to the two-player game")
+    for key, option in POSITION_OPTIONS.items():
+        if extra.get(key) is not None:
+            raise UsageError(f"{option} applies only to the N-player games (two-player, ...)")
+
+
+def parse_open_tiles(text: str, n_tiles: int, **extra: Any) -> int:
+    """State id of a one-player box; refuses the N-player games' extra state parts."""
+    refuse_position(extra)
     return parse_tiles(text, n_tiles)
 
 

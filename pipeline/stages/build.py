@@ -497,6 +497,11 @@ class _Build:
             with progress.task(f"{variant.name}: {streamed.what}"):
                 report = _run_streamed(variant, game, streamed, self.stages, self.data_dir, self)
             self.reports.append(report)
+            if streamed.extra is not None and set(STAGES) <= set(self.stages):
+                # the game's shared tables (its summary), merged with the other variants' rows
+                self.rules[variant.name] = rules
+                for name, frame in streamed.extra().items():
+                    self._hand_over(name, variant.name, frame)
             return
         with progress.task(f"{variant.name}: graph"):
             s = Solved(variant, game, game.graph(), exact=self.exact)

@@ -66,11 +66,11 @@ def add_synthetic_tables(data: Path) -> None:
     tables.write_atomic(data / "benchmarks.parquet", bench.to_arrow())
     summary = pl.DataFrame(
         {
-            "variant": ["double-shutter"] * 21,
-            "figure": ["p_above"] * 21,
-            "objective": ["target"] * 21,
-            "parameter": list(range(21)),
-            "value": [0.9**n for n in range(21)],
+            "variant": ["double-shutter"] * 21 + ["three-player"] * 6,
+            "figure": ["p_above"] * 21 + ["expected_payoff"] * 3 + ["loss_shut_chaser"] * 3,
+            "objective": ["target"] * 21 + ["wins"] * 6,
+            "parameter": [*range(21), 1, 2, 3, 1, 2, 3],
+            "value": [*(0.9**n for n in range(21)), 0.34, 0.33, 0.33, 0.001, 0.002, 0.01],
         }
     )
     tables.write_atomic(data / "summary.parquet", summary.to_arrow())
@@ -110,6 +110,7 @@ def test_every_chart_is_a_real_png(full_report) -> None:
             "strategies.png",
             "double_shutter_pn.png",
             "two_player_p2.png",
+            "seat_payoffs.png",
             "knucklebones.png",
         ]
     ), report.skipped

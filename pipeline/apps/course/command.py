@@ -28,7 +28,9 @@ from typing import TypeVar
 import numpy as np
 
 from pipeline.errors import PipelineError, UsageError, exit_with
-from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
+from pipeline.games.nplayer.game import NPlayer as TwoPlayer
+from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
+from pipeline.games.nplayer.rules import course_rules
 
 T = TypeVar("T")
 
@@ -99,7 +101,7 @@ def parse_args(argv: list[str]) -> Query:
         values["TILES"],
         to_int(values["P1SCORE"], "P1SCORE") if "P1SCORE" in values else None,
         to_int(values["ROLL"], "ROLL") if "ROLL" in values else None,
-        TwoPlayerRules(**rules),
+        course_rules(**rules),
     )
 
 

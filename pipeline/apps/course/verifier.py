@@ -22,9 +22,10 @@ import polars as pl
 from pipeline.analysis import sql
 from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE  # noqa: F401
 from pipeline.errors import UsageError
+from pipeline.games.nplayer.game import NPlayer as TwoPlayer
+from pipeline.games.nplayer.rules import course_rules
 from pipeline.games.registry import Variant, get_variant
 from pipeline.games.tiles import parse_tiles
-from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
 from pipeline.graph import group_starts
 from pipeline.stages import build as stages
 from pipeline.store import tables
@@ -33,7 +34,7 @@ from pipeline.store import tables
 def two_player_game(variant: Variant) -> TwoPlayer:
     """The variant's game, which must be a two-player one."""
     game = variant.make()
-    if not isinstance(game, TwoPlayer):
+    if not isinstance(game, TwoPlayer) or game.n != 2:
         raise UsageError(f"variant {variant.name} is not a two-player game: no verifier format")
     return game
 
@@ -277,7 +278,7 @@ def pick_two_player(
     given = {k: v for k, v in options.items() if v is not None}
     if not given:
         return get_variant(name), False
-    rules = TwoPlayerRules(**given)
+    rules = course_rules(**given)
     named = get_variant(name)
     game = named.make()
     if isinstance(game, TwoPlayer) and game.rules() == rules.to_dict():

@@ -35,6 +35,7 @@ from pipeline.games.base import Game
 from pipeline.games.columns import describe_distinct
 from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
 from pipeline.games.shutbox.hooks import TileStrategyHooks
+from pipeline.games.tiles import refuse_position
 from pipeline.graph import NO_STATE, PASS, Graph
 from pipeline.solve.batch import BatchSolution, solve_rank_order_batch
 from pipeline.solve.rank_order import Solution
@@ -370,8 +371,7 @@ class DoubleShutter(TileStrategyHooks, Game):
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of a state written as its digit string ("000000000", column 1 first) or as
         the tiles standing ("front=123456789 back=123456789", "-" for none)."""
-        if extra.get("p1_score") is not None:
-            raise UsageError("--p1-score applies only to the two-player game")
+        refuse_position(extra)
         raw = text.strip()
         n, rows = self.r.columns, self.r.rows
         if raw.isdigit() and raw.isascii():

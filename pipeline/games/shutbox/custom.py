@@ -21,9 +21,15 @@ CUSTOM_RULE_OPTIONS: dict[str, tuple[type, str]] = {
     "target": (int, "Custom rules: for objective target, maximise P(score <= target)."),
     "max_per_move": (int, "Custom rules: at most this many tiles shut per roll."),
     "scoring": (str, "Custom rules: sum (of open tiles) or digital (tiles read as a number)."),
+    "players": (int, "Custom rules: players in turn, 2..6 (the N-player game; default one)."),
+    "payoff": (str, "Custom rules, with --players: share (of the win) or stake (winnings)."),
+    "shut_multiplier": (int, "Custom rules, with --payoff stake: stakes paid for a shut."),
     "name": (str, "Custom rules: the variant name to store them under."),
 }
 
+
+#: The options that make a custom rule set an N-player game (pipeline.games.nplayer).
+NPLAYER_OPTIONS = ("players", "payoff", "shut_multiplier")
 
 #: Custom boxes of this many tiles or more (8,192 states and up) are built without a graph and
 #: stored in files of their own, so that a big custom build never rewrites the shared tables'
@@ -48,8 +54,6 @@ def rules_from_options(values: dict[str, Any]) -> Variant | None:
         if values.get("name"):
             raise UsageError("--name needs rule options such as --tiles")
         return None
-    from pipeline.games.shutbox.game import RuleSet  # numpy: only when rules are given
-
     if "one_die_shut" in given:
         text = str(given["one_die_shut"]).replace(",", " ")
         tokens = text.split() if " " in text.strip() else list(text.strip())
@@ -66,6 +70,14 @@ def rules_from_options(values: dict[str, Any]) -> Variant | None:
         given["one_die_shut"] = tuple(shut)
     if "one_die" not in given and ("one_die_sum" in given or "one_die_shut" in given):
         given["one_die"] = "optional"
+    if any(key in given for key in NPLAYER_OPTIONS):
+        if "players" not in given:
+            raise UsageError("--payoff and --shut-multiplier go with --players N")
+        from pipeline.games.nplayer.custom import rules_from_values
+
+        return rules_from_values(given, values.get("name"))
+    from pipeline.games.shutbox.game import RuleSet  # numpy: only when rules are given
+
     return custom_variant(RuleSet(**given), values.get("name"))
 
 

@@ -131,7 +131,8 @@ def test_damaged_tables_fall_back_to_solving(built: Path, tmp_path: Path, monkey
 
 def test_generalised_rules_match_the_game_module() -> None:
     """--tiles/--dice/--sides/--one-die-sum reach the same rules as TwoPlayerRules."""
-    from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules
+    from pipeline.games.nplayer.game import NPlayer as TwoPlayer
+    from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
     from pipeline.solve.rank_order import solve_rank_order
 
     game = TwoPlayer(TwoPlayerRules(tiles=5, dice=3, sides=4, one_die_sum=4))

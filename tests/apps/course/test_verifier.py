@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.apps.course.verifier import EXIT_BAD_FILE, check_lines
-from pipeline.games.two_player.game import TwoPlayer
+from pipeline.games.nplayer.game import NPlayer as TwoPlayer
 from pipeline.store import tables
 
 SEED = "002_966add8e0a53f14d.txt"

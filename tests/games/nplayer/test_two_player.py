@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
-from pipeline.games.two_player.game import TwoPlayer, TwoPlayerRules, ranges_text
+from pipeline.games.nplayer.game import NPlayer as TwoPlayer
+from pipeline.games.nplayer.game import ranges_text
+from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves, solve_rank_order
 from tests.support.two_player_reference import reference_solver

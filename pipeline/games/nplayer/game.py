@@ -1,0 +1,730 @@
+"""Shut the Box for N players in turn: each plays a whole turn from a full box, lowest score wins.
+
+Rules. Players 1..N play in turn, each rolling until stuck under the one-player dice rules
+(:class:`~pipeline.games.nplayer.rules.NPlayerRules`). A player who shuts every tile wins at once
+and the game ends. Otherwise the player's score is the sum of their open tiles (or the digital
+score); after all N have played, the lowest score wins, and a tie for the lowest splits the win
+equally (payoff ``share``). Payoff ``stake``: every player stakes 1 and the winners share the
+pot (net ``N * share - 1``); a player who shuts is paid ``shut_multiplier`` stakes by everyone
+else. With two players: the lower score wins the stake, a tie returns it, a shut wins double.
+
+States. The mover's seat k, their open tiles, and what matters of the earlier players' scores:
+the best (lowest) so far and how many players share it. The canonical id is
+``block * 2**tiles + mask`` (``mask``: bit i-1 set when tile i is open), with ``block`` 0 for
+seat 1 and ``(best * (N-1) + count - 1) * (N-1) + k - 2`` for seat k >= 2: with two players
+``block`` is player 1's score, the ids of the two-player course game. The graph holds, for every
+seat k >= 2, every mask for every *possible* best score (a score some turn can end with) and
+every count 1..k-1. With the share payoff, a last player whose score is already below the best
+has won (a terminal state).
+
+Values. The graph's value of a state is the mover's expected payoff: the generic solver picks
+the moves. Every player's payoff under that play comes from the compiled solve of
+:mod:`pipeline.games.nplayer.kernels`, one vector per state with entries ``[holder, beaten,
+seat 1, ..., seat N]``: each earlier player holding the best score gets ``holder``, each earlier
+player already beaten gets ``beaten``, and seats k..N their own entry (entries of seats before
+the mover are unused). A stuck seat k < N passes to seat k+1's full box with the new best: with
+two players the pass is worth ``total - V(next)`` (the payoffs sum to 1, or 0 for stakes, as the
+course's tables always had it); with more, a fixed payoff (the compiled solve's entry for the
+mover) to the next player's start. The last player's pass is the final payoff.
+
+Tie rule. When moves give the mover the same payoff (within 1e-12, relative), the move holding
+the highest tile where two differ is played (the largest tile bitmask); between numbers of dice,
+the larger. Others' payoffs follow that move; the rule is shared with every other game.
+
+Ranks. Seat k's states have rank ``(N - k) * (tiles + 1) + popcount(mask)``: every move shuts a
+tile, and a pass goes to a later seat, so every edge goes down in rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipeline.errors import UsageError
+from pipeline.games.base import Game, Streamed
+from pipeline.games.dice import roll_distribution
+from pipeline.games.nplayer.rules import BEATEN, FIRST_SEAT, HOLDER, MAX_PLAYERS, NPlayerRules
+from pipeline.games.shutbox.game import ShutTheBox
+from pipeline.games.tiles import parse_tiles
+from pipeline.graph import NO_STATE, PASS, Graph
+
+if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
+    import polars as pl
+
+TIE = 0.5
+
+
+class NPlayer(Game):
+    """The N-player game for a :class:`NPlayerRules`; values are the mover's expected payoff."""
+
+    def __init__(self, rules: NPlayerRules | None = None) -> None:
+        self.r = rules or NPlayerRules()
+        self.base = ShutTheBox(self.r.one_player(), rank_order=False)
+        self.objective = "wins" if self.r.payoff == "share" else "stake"
+        self.n = self.r.players
+
+    def rules(self) -> dict[str, Any]:
+        """The rule set as plain data."""
+        return self.r.to_dict()
+
+    @property
+    def n_masks(self) -> int:
+        """Number of tile masks, 2**tiles."""
+        return 1 << self.r.tiles
+
+    @property
+    def full(self) -> int:
+        """Mask of the box with every tile open."""
+        return self.n_masks - 1
+
+    def width(self, ext: bool = False) -> int:
+        """Length of a payoff vector: holder, beaten, one entry per seat; with ``ext`` the
+        outcome probabilities too (each seat's shut, each seat's win on points, the earlier
+        holders' win as they stand, a tie)."""
+        return FIRST_SEAT + (3 * self.n + 2 if ext else self.n)
+
+    def outcome_index(self) -> dict[str, int]:
+        """Where the outcome probabilities sit in an extended vector."""
+        shut = FIRST_SEAT + self.n
+        return {
+            "shut": shut,
+            "points": shut + self.n,
+            "held": shut + 2 * self.n,
+            "tie": shut + 2 * self.n + 1,
+        }
+
+    @property
+    def total(self) -> float:
+        """What the payoffs of a game sum to: 1 (the win) or 0 (stakes change hands)."""
+        return 1.0 if self.r.payoff == "share" else 0.0
+
+    def start_state(self) -> int:
+        """Player 1 with every tile open."""
+        return self.full
+
+    def block_of(self, seat: int, best: int = 0, count: int = 1) -> int:
+        """The id block of ``seat`` facing the best score ``best`` held by ``count`` players."""
+        if seat == 1:
+            return 0
+        m = self.n - 1
+        return (best * m + count - 1) * m + seat - 2
+
+    def state_id(
+        self, mask: int, p1_score: int = 0, seat: int | None = None, count: int = 1
+    ) -> int:
+        """Canonical id of a state: player 1's (no score) or a later seat's with the best score
+        (two players: the second player's, facing player 1's score)."""
+        if seat is None:
+            seat = 1 if p1_score == 0 else 2
+        return self.block_of(seat, p1_score, count) * self.n_masks + mask
+
+    def split_ids(self, state_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mask, best score so far) of each state id; 0 for player 1 (two players: the mask
+        and player 1's score, as the course's tables number them)."""
+        mask, _, best, _ = self.position(state_id)
+        return mask, best
+
+    def position(
+        self, state_id: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(mask, seat, best score, tie count) of each state id; best and count 0 for seat 1."""
+        ids = np.asarray(state_id, dtype=np.int64)
+        block = ids >> self.r.tiles
+        m = self.n - 1
+        later = block > 0
+        seat = np.where(later, block % m + 2, 1)
+        count = np.where(later, (block // m) % m + 1, 0)
+        best = np.where(later, block // (m * m), 0)
+        return ids & self.full, seat, best, count
+
+    def next_start(self, state_id: int) -> int | None:
+        """Where play goes when the mover is stuck in ``state_id``: the next player's full box,
+        facing the new best score; None after the last player (the game is over)."""
+        mask, seat, best, count = (int(x[0]) for x in self.position(np.array([state_id])))
+        if seat == self.n:
+            return None
+        score = int(self.mask_scores[mask])
+        if seat == 1 or score < best:
+            best, count = score, 1
+        elif score == best:
+            count += 1
+        return self.block_of(seat + 1, best, count) * self.n_masks + self.full
+
+    # -- rules -------------------------------------------------------------------------------
+
+    @cached_property
+    def one_player_graph(self) -> Graph:
+        """Rolls and moves of every mask, shared by every player (state index = mask)."""
+        return self.base.graph()
+
+    @cached_property
+    def mask_scores(self) -> np.ndarray:
+        """The score of every mask (its open sum, or its digital score)."""
+        return self.base.scores(np.arange(self.n_masks, dtype=np.int64))
+
+    @cached_property
+    def possible_scores(self) -> np.ndarray:
+        """Sorted scores a turn can end with: scores of masks with a roll and no move.
+
+        Worked out from subset sums rather than from the graph, so that checking a user's
+        best score (a lookup reading tables) needs no graph build.
+        """
+        masks = np.arange(self.n_masks, dtype=np.int64)
+        cap = self.base.r.max_per_move or self.r.tiles
+        # makeable[m] bit k: some subset of m of at most `cap` tiles sums to k
+        sizes = [[1] + [0] * cap for _ in range(self.n_masks)]
+        for m in range(1, self.n_masks):
+            low = m & -m
+            rest = sizes[m ^ low]
+            bit = low.bit_length()
+            sizes[m] = [rest[0]] + [rest[j] | (rest[j - 1] << bit) for j in range(1, cap + 1)]
+        makeable = [_or(row[1:]) for row in sizes]
+        stuck = np.zeros(self.n_masks, dtype=bool)
+        for dice, ok in self.base.dice_available(masks).items():
+            for total, _, _ in roll_distribution(dice, self.r.sides):
+                blocked = np.array([not (b >> total) & 1 for b in makeable])
+                stuck |= ok & blocked
+        scores = self.mask_scores[stuck & (masks != 0)]
+        return np.unique(scores)
+
+    @cached_property
+    def _possible_set(self) -> frozenset[int]:
+        return frozenset(self.possible_scores.tolist())
+
+    def scores_from_start(self) -> np.ndarray:
+        """Sorted scores reachable from the full box (for comparison with possible_scores)."""
+        b = self.one_player_graph
+        reach = np.zeros(self.n_masks, dtype=bool)
+        reach[self.full] = True
+        src = b.node_state[b.mv_node]
+        count = np.bitwise_count(src.astype(np.uint64))
+        real = b.mv_label != PASS
+        for layer in range(self.r.tiles, 0, -1):  # moves only go to fewer open tiles
+            hit = real & (count == layer) & reach[src]
+            reach[b.mv_dst[hit]] = True
+        stuck = b.node_state[b.mv_node[~real]]
+        stuck = stuck[reach[stuck] & (stuck != 0)]
+        return np.unique(self.mask_scores[stuck])
+
+    def contexts(self, seat: int) -> list[tuple[int, int]]:
+        """(best score, tie count) pairs seat ``seat`` can face; (0, 0) for seat 1."""
+        if seat == 1:
+            return [(0, 0)]
+        return [(b, c) for b in self.possible_scores.tolist() for c in range(1, seat)]
+
+    def blocks(self) -> list[tuple[int, int, int, int]]:
+        """Every (block number, seat, best, count), in block order (so state ids ascend)."""
+        out = [
+            (self.block_of(k, b, max(c, 1)), k, b, c)
+            for k in range(1, self.n + 1)
+            for b, c in self.contexts(k)
+        ]
+        return sorted(out)
+
+    # -- the compiled solve of every player's payoff ---------------------------------------------
+
+    def alive(self, seat: int, best: int) -> np.ndarray:
+        """Masks where the mover still rolls: not shut, and (share payoff, last seat) not
+        already below the best score (that player has won)."""
+        alive = np.arange(self.n_masks) != 0
+        if seat == self.n and seat > 1 and self.r.payoff == "share":
+            alive &= self.mask_scores >= best
+        return alive
+
+    def terminal_vector(self, seat: int, ext: bool = False, shut: bool = True) -> np.ndarray:
+        """Payoffs where seat ``seat``'s turn is over at once: a shut, or (share payoff, last
+        player, ``shut`` False) a score already below the best: a win all the same."""
+        vec = np.zeros(self.width(ext))
+        me = FIRST_SEAT + seat - 1
+        if self.r.payoff == "share":
+            vec[me] = 1.0
+        else:
+            mult = float(self.r.shut_multiplier)
+            vec[: FIRST_SEAT + self.n] = -mult
+            vec[me] = mult * (self.n - 1)
+            vec[FIRST_SEAT:me] = 0.0  # unused entries
+        if ext:
+            at = self.outcome_index()
+            vec[(at["shut"] if shut else at["points"]) + seat - 1] = 1.0
+        return vec
+
+    def terminal_rows(self, seat: int, ext: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(terminal vectors, each mask's row among them): the shut box, the rest."""
+        rows = np.stack([self.terminal_vector(seat, ext), self.terminal_vector(seat, ext, False)])
+        which = (np.arange(self.n_masks) != 0).astype(np.int64)
+        return rows, which
+
+    def final_payoff(
+        self, holders: int, mover_holds: bool, seat: int, ext: bool = False
+    ) -> np.ndarray:
+        """Payoffs once every player has played: ``holders`` players share the lowest score."""
+        vec = np.zeros(self.width(ext))
+        share = 1.0 / holders
+        if self.r.payoff == "share":
+            vec[HOLDER] = share
+        else:
+            vec[: FIRST_SEAT + self.n] = -1.0
+            vec[HOLDER] = self.n * share - 1.0
+            vec[FIRST_SEAT : FIRST_SEAT + seat - 1] = 0.0
+        vec[FIRST_SEAT + seat - 1] = vec[HOLDER] if mover_holds else vec[BEATEN]
+        return vec
+
+    def pass_vectors(
+        self,
+        seat: int,
+        best: int,
+        count: int,
+        starts: dict[tuple[int, int], np.ndarray],
+        ext: bool = False,
+    ) -> np.ndarray:
+        """Payoffs of seat ``seat`` stuck with each possible score (rows: possible_scores), from
+        the next seat's start vectors ``starts[(best, count)]`` (the last seat: final).
+
+        Stuck below the best, the mover becomes its only holder and the earlier holders are
+        beaten; level with it, one more holder; above it, beaten."""
+        scores = self.possible_scores
+        me = FIRST_SEAT + seat - 1
+        at = self.outcome_index()
+        below = np.ones(scores.shape[0], dtype=bool) if seat == 1 else scores < best
+        tie = ~below & (scores == best)
+        if seat == self.n:
+            vb = self.final_payoff(1, True, seat, ext)
+            vb[HOLDER] = vb[BEATEN]
+            vt = self.final_payoff(count + 1, True, seat, ext)
+            va = self.final_payoff(max(count, 1), False, seat, ext)
+            if ext:
+                vb[at["points"] + seat - 1] = vt[at["tie"]] = va[at["held"]] = 1.0
+            rows_below = np.broadcast_to(vb, (scores.shape[0], vb.shape[0]))
+        else:
+            nxt = self._below_rows(starts)
+            rows_below = nxt.copy()
+            rows_below[:, HOLDER] = nxt[:, BEATEN]
+            rows_below[:, me] = nxt[:, HOLDER]
+            if ext:
+                rows_below[:, at["points"] + seat - 1] = nxt[:, at["held"]]
+                rows_below[:, at["held"]] = 0.0
+            vt = va = rows_below[0]
+            if seat > 1:
+                t = starts[(best, count + 1)]
+                vt = t.copy()
+                vt[me] = t[HOLDER]
+                if ext:
+                    vt[at["tie"]] = t[at["tie"]] + t[at["held"]]
+                    vt[at["held"]] = 0.0
+                a = starts[(best, count)]
+                va = a.copy()
+                va[me] = a[BEATEN]
+        out = np.where(below[:, None], rows_below, np.where(tie[:, None], vt, va))
+        out[:, FIRST_SEAT:me] = 0.0
+        if seat == 1:
+            out[:, HOLDER] = out[:, BEATEN] = 0.0
+        return out
+
+    def _below_rows(self, starts: dict[tuple[int, int], np.ndarray]) -> np.ndarray:
+        """The next seat's start vectors facing each possible score held by one player (the
+        mover's own score, once below the best), stacked; kept in ``starts`` under the key
+        (-1, -1) for the seat's other blocks."""
+        if (-1, -1) not in starts:
+            rows = [starts[(s, 1)] for s in self.possible_scores.tolist()]
+            starts[(-1, -1)] = np.stack(rows)
+        return starts[(-1, -1)]
+
+    @cached_property
+    def _csr(self) -> dict[str, np.ndarray]:
+        """The one-player graph as per-mask arrays for the compiled solve."""
+        b = self.one_player_graph
+        ch_start = np.searchsorted(b.ch_state, np.arange(self.n_masks + 1)).astype(np.int64)
+        return {
+            "ch_start": ch_start,
+            "ch_choice": b.ch_choice.astype(np.int64),
+            "ch_prob": b.ch_prob.astype(np.float64),
+            "ch_node": b.ch_node.astype(np.int64),
+            "mv_start": b.move_starts(),
+            "mv_dst": b.mv_dst.astype(np.int64),
+            "mv_label": b.mv_label.astype(np.int64),
+        }
+
+    @cached_property
+    def payoffs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(block numbers, payoff vectors [block, mask, entry]) of every state, solved seat by
+        seat from the last."""
+        numbers, out, _ = self._solve(ext=False)
+        assert out is not None
+        return numbers, out
+
+    def outcomes(self, chaser: int = 0) -> dict[str, list[float]]:
+        """Probabilities of how the game ends under optimal play, from player 1's full box:
+        ``shut`` and ``points`` (one per seat: that player shuts, or wins alone on points) and
+        ``tie`` (the lowest score shared), with every seat's expected ``payoff``. With
+        ``chaser`` k, player k maximises their chance of shutting the box instead (the others
+        play for their payoff, knowing it)."""
+        _, _, start = self._solve(ext=True, chaser=chaser)
+        at = self.outcome_index()
+        n = self.n
+        return {
+            "payoff": start[FIRST_SEAT : FIRST_SEAT + n].tolist(),
+            "shut": start[at["shut"] : at["shut"] + n].tolist(),
+            "points": start[at["points"] : at["points"] + n].tolist(),
+            "tie": [float(start[at["tie"]])],
+        }
+
+    def _solve(
+        self, ext: bool, chaser: int = 0
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Solve every block, last seat first: (block numbers, vectors of every block (None with
+        ``ext``: only the starts are kept), player 1's start vector)."""
+        blocks = self.blocks()
+        index = {blk: i for i, (blk, *_) in enumerate(blocks)}
+        out = None if ext else np.zeros((len(blocks), self.n_masks, self.width(ext)))
+        last = np.zeros((self.n_masks, self.width(ext)))
+        for _, _, vectors in self._solve_blocks(ext, chaser, out, index):
+            last = vectors  # player 1's block comes last
+        numbers = np.array([blk for blk, *_ in blocks], dtype=np.int64)
+        return numbers, out, last[self.full].copy()
+
+    def _solve_blocks(
+        self,
+        ext: bool,
+        chaser: int = 0,
+        out: np.ndarray | None = None,
+        index: dict[int, int] | None = None,
+        record: dict[str, np.ndarray] | None = None,
+    ) -> Iterator[tuple[int, tuple[int, int, int], np.ndarray]]:
+        """Solve every block, last seat first, yielding (block number, (seat, best, count),
+        payoff vectors of its masks) after each; player 1's block comes last. The vectors go
+        into ``out[index[block]]`` when given (else a scratch array, overwritten by the next
+        block); ``record`` (see :meth:`new_record`) receives each block's choices."""
+        from pipeline.games.nplayer import kernels  # numba loads only to solve
+
+        csr = self._csr
+        scores = self.possible_scores
+        row_of = np.searchsorted(scores, self.mask_scores).clip(0, max(len(scores) - 1, 0))
+        if record is None:
+            record = self.new_record()
+        scratch = np.zeros((self.n_masks, self.width(ext)))
+        starts: dict[tuple[int, int], np.ndarray] = {}
+        for seat in range(self.n, 0, -1):
+            mine: dict[tuple[int, int], np.ndarray] = {}
+            terminal, term_row = self.terminal_rows(seat, ext)
+            for best, count in self.contexts(seat):
+                number = self.block_of(seat, best, max(count, 1))
+                target = scratch if out is None or index is None else out[index[number]]
+                aim = FIRST_SEAT + seat - 1
+                if seat == chaser:  # this player maximises P(shutting the box)
+                    aim = self.outcome_index()["shut"] + seat - 1
+                kernels.solve_block(
+                    aim,
+                    self.alive(seat, best),
+                    terminal,
+                    term_row,
+                    csr["ch_start"],
+                    csr["ch_choice"],
+                    csr["ch_prob"],
+                    csr["ch_node"],
+                    csr["mv_start"],
+                    csr["mv_dst"],
+                    csr["mv_label"],
+                    row_of,
+                    self.pass_vectors(seat, best, count, starts, ext),
+                    target,
+                    record["node_pick"],
+                    record["node_value"],
+                    record["node_optimal"],
+                    record["state_choice"],
+                    record["state_choices"],
+                )
+                mine[(best, count)] = target[self.full].copy()
+                yield number, (seat, best, count), target
+            starts = mine
+
+    def new_record(self) -> dict[str, np.ndarray]:
+        """Arrays for the compiled solve's choices of one block (by one-player node and mask)."""
+        nodes = self.one_player_graph.node_state.shape[0]
+        return {
+            "node_pick": np.full(nodes, -1, dtype=np.int64),
+            "node_value": np.zeros(nodes),
+            "node_optimal": np.zeros(nodes, dtype=np.int64),
+            "state_choice": np.full(self.n_masks, -1, dtype=np.int64),
+            "state_choices": np.zeros(self.n_masks, dtype=np.int64),
+        }
+
+    def shares_of(self, state_id: np.ndarray) -> np.ndarray:
+        """Payoff vectors [state, entry] of the given state ids."""
+        numbers, vectors = self.payoffs
+        block = np.asarray(state_id, dtype=np.int64) >> self.r.tiles
+        where = np.searchsorted(numbers, block)
+        return vectors[where, np.asarray(state_id) & self.full]
+
+    def summary(self, graph: Graph | None, solution: Any) -> pl.DataFrame:
+        """Headline figures: each seat's expected payoff at the start, how the game ends (each
+        seat's shut and win on points, a tie), and what a player who maximises P(shut) instead
+        gets and loses."""
+        import polars as pl
+
+        rows: list[tuple[str, int | None, float]] = []
+        found = self.outcomes()
+        for name, key in (
+            ("expected_payoff", "payoff"),
+            ("p_shut", "shut"),
+            ("p_points", "points"),
+        ):
+            rows += [(name, k + 1, v) for k, v in enumerate(found[key])]
+        rows.append(("p_tie", None, found["tie"][0]))
+        for seat in range(1, self.n + 1):
+            chased = self.outcomes(chaser=seat)["payoff"][seat - 1]
+            rows.append(("payoff_shut_chaser", seat, chased))
+            rows.append(("loss_shut_chaser", seat, found["payoff"][seat - 1] - chased))
+        return pl.DataFrame(
+            {
+                "figure": [r[0] for r in rows],
+                "objective": [self.objective] * len(rows),
+                "parameter": pl.Series([r[1] for r in rows], dtype=pl.Int32),
+                "value": pl.Series([r[2] for r in rows], dtype=pl.Float64),
+            }
+        )
+
+    # -- the graph ---------------------------------------------------------------------------
+
+    def graph(self) -> Graph:
+        """One block of masks per (seat, best score, tie count), in id order."""
+        parts: dict[str, list[np.ndarray]] = {}
+        n_nodes = 0
+        for block, seat, best, count in self.blocks():
+            arrays = self._block(block, seat, best, count, n_nodes)
+            for key, arr in arrays.items():
+                parts.setdefault(key, []).append(arr)
+            n_nodes += arrays["node_state"].shape[0]
+
+        def joined(key: str) -> np.ndarray:
+            return np.concatenate(parts[key])
+
+        return Graph(
+            state_id=joined("state_id"),
+            rank=joined("rank"),
+            terminal=joined("terminal"),
+            ch_state=joined("ch_state"),
+            ch_choice=joined("ch_choice"),
+            ch_count=joined("ch_count"),
+            ch_denom=joined("ch_denom"),
+            ch_node=joined("ch_node"),
+            node_state=joined("node_state"),
+            node_roll=joined("node_roll"),
+            mv_node=joined("mv_node"),
+            mv_dst=joined("mv_dst"),
+            mv_scale=joined("mv_scale"),
+            mv_offset=joined("mv_offset"),
+            mv_label=joined("mv_label"),
+            maximise=True,
+            meta={"possible_scores": self.possible_scores.tolist()},
+        )
+
+    def _block(
+        self, block: int, seat: int, best: int, count: int, first_node: int
+    ) -> dict[str, np.ndarray]:
+        """Graph arrays of one block, whose states are ``block * 2**tiles + mask`` (graph
+        indices from ``block``'s position) and whose nodes are numbered from ``first_node``."""
+        b, f = self.one_player_graph, self.n_masks
+        position = self._position[block]
+        masks = np.arange(f, dtype=np.int64)
+        scores = self.mask_scores
+        alive = self.alive(seat, best)
+        keep_node = alive[b.node_state]
+        node_map = np.where(keep_node, np.cumsum(keep_node) - 1 + first_node, -1)
+        keep_ch = alive[b.ch_state]
+        keep_mv = keep_node[b.mv_node]
+        mv_pass = b.mv_label[keep_mv] == PASS
+        mv_score = scores[b.node_state[b.mv_node[keep_mv]]]
+        dst = np.where(mv_pass, NO_STATE, position * f + b.mv_dst[keep_mv])
+        scale = np.where(mv_pass, 0.0, 1.0)
+        offset = np.zeros(mv_pass.shape[0])
+        if seat < self.n:  # stuck: the next seat plays from the full box
+            below = mv_score < best if seat > 1 else np.ones(mv_pass.shape[0], dtype=bool)
+            tie = ~below & (mv_score == best)
+            nxt_best = np.where(below, mv_score, best)
+            nxt_count = np.where(below, 1, np.where(tie, count + 1, count))
+            nxt_block = (nxt_best * (self.n - 1) + nxt_count - 1) * (self.n - 1) + seat - 1
+            nxt_pos = self._positions(nxt_block)
+            dst = np.where(mv_pass, nxt_pos * f + self.full, dst)
+            if self.n == 2:  # constant sum: the mover gets what the other does not
+                scale = np.where(mv_pass, -1.0, scale)
+                offset = np.where(mv_pass, self.total, 0.0)
+            else:
+                vec = self.pass_vectors(seat, best, count, self._starts(seat + 1))
+                row = np.searchsorted(self.possible_scores, mv_score)
+                row = row.clip(0, max(len(self.possible_scores) - 1, 0))
+                offset = np.where(mv_pass, vec[row, FIRST_SEAT + seat - 1], 0.0)
+        else:  # the last player stuck: the final payoff
+            vec = self.pass_vectors(seat, best, count, {})
+            row = np.searchsorted(self.possible_scores, mv_score)
+            row = row.clip(0, max(len(self.possible_scores) - 1, 0))
+            offset = np.where(mv_pass, vec[row, FIRST_SEAT + seat - 1], 0.0)
+        terminal = np.where(alive, np.nan, self.terminal_vector(seat)[FIRST_SEAT + seat - 1])
+        return {
+            "state_id": block * f + masks,
+            "rank": np.bitwise_count(masks.astype(np.uint64)).astype(np.int64)
+            + (self.n - seat) * (self.r.tiles + 1),
+            "terminal": terminal,
+            "ch_state": position * f + b.ch_state[keep_ch],
+            "ch_choice": b.ch_choice[keep_ch],
+            "ch_count": b.ch_count[keep_ch],
+            "ch_denom": b.ch_denom[keep_ch],
+            "ch_node": node_map[b.ch_node[keep_ch]],
+            "node_state": position * f + b.node_state[keep_node],
+            "node_roll": b.node_roll[keep_node],
+            "mv_node": node_map[b.mv_node[keep_mv]],
+            "mv_dst": dst,
+            "mv_scale": scale,
+            "mv_offset": offset,
+            "mv_label": b.mv_label[keep_mv],
+        }
+
+    @cached_property
+    def _position(self) -> dict[int, int]:
+        """Block number -> its position among the blocks (graph index / 2**tiles)."""
+        return {blk: i for i, (blk, *_) in enumerate(self.blocks())}
+
+    def _positions(self, blocks: np.ndarray) -> np.ndarray:
+        numbers = np.array(sorted(self._position), dtype=np.int64)
+        return np.searchsorted(numbers, blocks)
+
+    def _starts(self, seat: int) -> dict[tuple[int, int], np.ndarray]:
+        """Seat ``seat``'s payoff vectors at the full box, by (best score, tie count)."""
+        cache: dict[int, dict[tuple[int, int], np.ndarray]] = self.__dict__.setdefault(
+            "_starts_cache", {}
+        )
+        if seat not in cache:
+            _, vectors = self.payoffs
+            cache[seat] = {
+                (b, c): vectors[self._position[self.block_of(seat, b, c)], self.full]
+                for b, c in self.contexts(seat)
+            }
+        return cache[seat]
+
+    def stream(self, tables: Sequence[str]) -> Streamed:
+        """The graph-free build (:mod:`pipeline.games.nplayer.stream`): states, policy and
+        moves, a block at a time, straight from the compiled solve."""
+        from pipeline.games.nplayer import stream
+
+        return stream.streamed(self, tables)
+
+    # -- description -------------------------------------------------------------------------
+
+    def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
+        """Columns tiles, open_tiles, player, players, p1_score (two players), best_score,
+        best_count, n_open, open_sum, score, and every player's payoff (share_*)."""
+        import polars as pl
+
+        mask, seat, best, count = self.position(state_id)
+        vec = self.shares_of(state_id)
+        later = seat > 1
+        # p1_score (Int16) is the course's column: two players with sum scoring
+        p1 = best if self.n == 2 and self.r.scoring == "sum" else np.zeros_like(best)
+        shares: dict[str, pl.Series] = {
+            "share_holder": pl.Series(np.where(later, vec[:, HOLDER], np.nan)).fill_nan(None),
+            "share_beaten": pl.Series(
+                np.where(later & (seat > count + 1), vec[:, BEATEN], np.nan)
+            ).fill_nan(None),
+        }
+        for k in range(1, MAX_PLAYERS + 1):
+            col = vec[:, FIRST_SEAT + k - 1] if k <= self.n else np.full(len(seat), np.nan)
+            shares[f"share_{k}"] = pl.Series(np.where(seat <= k, col, np.nan)).fill_nan(None)
+        return self.base._tile_columns(mask).with_columns(
+            player=pl.Series(seat, dtype=pl.Int8),
+            players=pl.lit(self.n, dtype=pl.Int8),
+            p1_score=pl.Series(p1, dtype=pl.Int16).replace(0, None),
+            best_score=pl.Series(best, dtype=pl.Int64).replace(0, None),
+            best_count=pl.Series(count, dtype=pl.Int8).replace(0, None),
+            n_open=pl.Series(np.bitwise_count(mask.astype(np.uint64)).astype(np.int16)),
+            open_sum=pl.Series(self.base.open_sums(mask).astype(np.int32)),
+            score=pl.Series(self.mask_scores[mask]),
+            **shares,
+        )
+
+    def describe_moves(self, label: np.ndarray) -> pl.Series:
+        """Each move label as the list of tiles it shuts (null for a pass)."""
+        return self.base.describe_moves(label)
+
+    def parse_state(self, text: str, **extra: Any) -> int:
+        """State id of open tiles ("1245") for player ``player`` facing the best score
+        ``best_score`` held by ``best_count`` players (two players: ``p1_score``)."""
+        mask = parse_tiles(text, self.r.tiles)
+        seat, best, count = self.check_position(
+            extra.get("player"),
+            extra.get("best_score"),
+            extra.get("best_count"),
+            extra.get("p1_score"),
+        )
+        return self.block_of(seat, best, count) * self.n_masks + mask
+
+    def check_position(
+        self, player: int | None, best: int | None, count: int | None, p1_score: int | None
+    ) -> tuple[int, int, int]:
+        """(seat, best score, tie count) of a position as the user gives it; UsageError if it
+        cannot happen."""
+        if p1_score is not None:
+            if self.n != 2:
+                raise UsageError(
+                    f"--p1-score is for two players; with {self.n} give --player, --best-score "
+                    "and --best-count"
+                )
+            if best is not None and best != p1_score:
+                raise UsageError("give --p1-score or --best-score, not both")
+            best = p1_score
+            player = 2 if player is None else player
+        seat = 1 if player is None else int(player)
+        if not 1 <= seat <= self.n:
+            raise UsageError(
+                f"player {seat} is not a seat of this {self.n}-player game (1..{self.n})"
+            )
+        if seat == 1:
+            if best is not None or count is not None:
+                raise UsageError("player 1 plays first: there is no best score yet")
+            return 1, 0, 0
+        if best is None:
+            raise UsageError(f"player {seat} needs the best score so far (--best-score)")
+        self.check_p1_score(int(best))
+        count = 1 if count is None else int(count)
+        if not 1 <= count <= seat - 1:
+            raise UsageError(
+                f"the best score cannot be shared by {count} players: player {seat} has "
+                f"{seat - 1} before them"
+            )
+        return seat, int(best), count
+
+    def check_p1_score(self, score: int) -> None:
+        """UsageError unless an earlier player can finish a turn with ``score``."""
+        who = "player 1" if self.n == 2 else "an earlier player"
+        if score <= 0:
+            what = "player 1's score" if self.n == 2 else "the best score so far"
+            raise UsageError(
+                f"{what} must be positive, not {score} (at 0 {who} has shut the box and won)"
+            )
+        if score not in self._possible_set:
+            raise UsageError(
+                f"{who} cannot finish a turn with score {score}; possible scores: "
+                f"{ranges_text(self.possible_scores.tolist())}"
+            )
+
+
+def _or(values: list[int]) -> int:
+    out = 0
+    for v in values:
+        out |= v
+    return out
+
+
+def ranges_text(values: list[int]) -> str:
+    """Sorted integers as compact ranges: [1, 2, 3, 5] -> "1..3, 5"."""
+    out: list[str] = []
+    start = prev = None
+    for v in [*values, None]:
+        if v is not None and prev is not None and v == prev + 1:
+            prev = v
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}..{prev}")
+        start = prev = v
+    return ", ".join(out)
