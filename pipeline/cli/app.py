@@ -32,7 +32,7 @@ from pipeline.cli.options import (
     say,
     with_rules,
 )
-from pipeline.errors import PipelineError, exit_with
+from pipeline.errors import PipelineError, UsageError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
 
 if TYPE_CHECKING:
@@ -86,15 +86,20 @@ def _run_stages(
     exact: bool,
     skip_unchanged: bool = False,
     extra: list[str] | None = None,
+    device: str = "cpu",
 ) -> None:
     """Run the stages for the chosen variants and print the summary (``extra``: the optional
-    tables of the boards built without a graph, `moves` and `edges`)."""
+    tables of the boards built without a graph, `moves` and `edges`; ``device``: where those
+    boards are solved)."""
     from pipeline.stages import build as stages
 
     chosen = pick_variants(names, custom, data_dir)
+    if device not in ("cpu", "cuda"):
+        raise UsageError(f"--device must be cpu or cuda, not {device!r}")
     reports = stages.run(
-        chosen, stage_list, data_dir, exact, skip_unchanged=skip_unchanged, extra_tables=extra or ()
-    )
+        chosen, stage_list, data_dir, exact, skip_unchanged=skip_unchanged,
+        extra_tables=extra or (), device=device,
+    )  # fmt: skip
     print_reports(reports, data_dir)
 
 
@@ -169,6 +174,14 @@ def build_cmd(
             "Knucklebones boards): also write the edges table.",
         ),
     ] = False,
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device",
+            help="Where the boards built without a graph are solved: cpu, or cuda (one NVIDIA "
+            "GPU, pip install '.[gpu]'; the opt-in Knucklebones boards, the full game included).",
+        ),
+    ] = "cpu",
     quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
@@ -181,7 +194,10 @@ def build_cmd(
     """
     extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
     stage_list = ("enumerate", "edges", "solve", "policy")
-    _run_stages(variant, custom, stage_list, data_dir, exact, skip_unchanged=not force, extra=extra)
+    _run_stages(
+        variant, custom, stage_list, data_dir, exact, skip_unchanged=not force, extra=extra,
+        device=device,
+    )  # fmt: skip
 
 
 @app.command("expect")

@@ -229,17 +229,34 @@ def solve_exact_cmd(
     ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a checkpoint.")] = False,
     tolerance: Annotated[float, typer.Option(help="Bound on every value's error.")] = 1e-11,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="cpu, or cuda: one NVIDIA GPU (pip install '.[gpu]'); float64 bounds where they "
+            "fit in its memory, else float32 (then --tolerance 1e-6 or more)."
+        ),
+    ] = "cpu",
 ) -> None:
     """Solve a whole board exactly by value iteration (no move graph); print the start value.
 
+    Every value is within --tolerance of the exact one: the solver keeps a lower and an upper
+    bound of each and stops when they are that close. --device cuda solves the full game
+    (--rows 3) on one 80 GB GPU in about a minute (docs/knucklebones-full-game.md).
+
     Example: stb-pipeline knucklebones solve-exact --columns 3 --rows 2 --workers 2
     """
+    import numpy as np
+
     from pipeline.games.knucklebones import distributed as knucklebones_dist
     from pipeline.games.knucklebones import exact as knucklebones_vi
+    from pipeline.games.knucklebones import gpu
     from pipeline.games.knucklebones.game import KnuckleRules
 
+    gpu.check_device(device)
     rules = KnuckleRules(columns, rows, faces, objective)
     distributed = workers > 0 or address is not None
+    if device == "cuda" and distributed:
+        raise UsageError("--device cuda runs in this process: leave out --workers and --address")
     if not distributed and (checkpoint_dir or resume):
         raise UsageError("--checkpoint-dir and --resume need --workers N or --address")
     if resume and not checkpoint_dir:
@@ -249,6 +266,17 @@ def solve_exact_cmd(
         """One line per sweep."""
         out.print(f"sweep {sweep}: change {residual:.3g}, bound {bound:.3g}, {rate:,.0f} pos/s")
 
+    if device == "cuda":
+        found = gpu.solve(rules, tol=tolerance, progress=progress)
+        out.print(
+            f"start value {found.value(0):.10f} ({objective}), {found.n_states:,} positions, "
+            f"{np.dtype(found.dtype).name} bounds on the GPU"
+        )
+        out.print(
+            f"{found.sweeps} sweeps, every value within {found.bound:.3g}, "
+            f"{found.sweep_seconds:.1f} s of sweeps, {found.seconds:.1f} s in all"
+        )
+        return
     if distributed:
         sol = knucklebones_dist.solve_distributed(
             rules, workers=workers, address=address, shards=shards,

@@ -1,0 +1,132 @@
+"""The GPU solver (issue 23): its kernels under numba's CUDA simulator against the CPU solver,
+the lean full-game table on a small board, and the one-line refusals.
+
+The simulator must be switched on before numba is imported, so the kernels run in a process of
+their own (tests/support/knucklebones_gpu_sim.py: every simulated check in one run, about half a
+minute). A real GPU is needed only by the last test, which skips without one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pipeline.games.knucklebones import gpu
+from tests.conftest import REPO, invoke
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The findings of tests/support/knucklebones_gpu_sim.py under the CUDA simulator."""
+    out = tmp_path_factory.mktemp("gpu-sim")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(REPO)}
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.support.knucklebones_gpu_sim", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "board", ["2x2-d2-wins-float64", "2x2-d3-score-float64", "2x2-d3-wins-float32"]
+)
+def test_kernels_equal_the_cpu_solver_on_every_state(sim: dict[str, Any], board: str) -> None:
+    # both solvers prove every value within the tolerance of the exact one, so they differ by
+    # at most twice that (float32: plus its rounding, below 1e-7 for values in [0, 1])
+    found = sim[board]
+    assert sim["simulated"] and found["bound"] <= found["tolerance"]
+    assert found["max_diff"] <= 2 * found["tolerance"] + (1e-7 if "float32" in board else 0)
+
+
+def test_lean_table_is_sorted_float32_and_derives_the_rest(sim: dict[str, Any]) -> None:
+    lean = sim["lean"]
+    assert lean["tables"] == ["states"]  # no policy: moves are ranked from the values
+    assert lean["rows"] == 1540 and lean["sorted"] and lean["tiles_null"] and lean["float32"]
+    assert lean["ranges"][0][0] == 0 and lean["ranges"][-1][1] == 1539  # row group statistics
+    assert lean["max_diff"] <= lean["residual"] / 2
+    assert abs(lean["start_value"] - lean["start_cpu"]) <= lean["residual"] / 2
+
+
+def test_no_numba_cuda_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu, "_has_numba_cuda", lambda: False)
+    r = invoke(["knucklebones", "solve-exact", "--rows", "2", "--columns", "2", "--device", "cuda"])
+    assert r.code == 2 and "pip install '.[gpu]'" in r.stderr and "--device cpu" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_no_gpu_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu, "_gpu_available", lambda cuda: False)
+    r = invoke(["knucklebones", "solve-exact", "--rows", "2", "--columns", "2", "--device", "cuda"])
+    assert r.code == 2 and "no CUDA GPU" in r.stderr and "--device cpu" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("free_gb", "tol", "dtype", "says"),
+    [
+        (100.0, 1e-11, np.float64, None),
+        (60.0, 1e-6, np.float32, None),
+        (60.0, 1e-11, None, "pass --tolerance 1e-06"),
+        (30.0, 1e-6, None, "need 77.5 GB of float64 bounds or 39.0 GB of float32"),
+    ],
+)
+def test_full_game_memory_picks_float64_float32_or_refuses(
+    free_gb: float, tol: float, dtype: type | None, says: str | None
+) -> None:
+    from pipeline.errors import UsageError
+
+    n = 4_812_987_894  # the full game's positions (C(3,069, 3))
+    if says is None:
+        assert gpu.pick_dtype(n, tol, free_gb * 1e9) == dtype
+    else:
+        with pytest.raises(UsageError, match=says.replace(".", r"\.").replace("(", r"\(")):
+            gpu.pick_dtype(n, tol, free_gb * 1e9)
+
+
+def test_too_small_gpu_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = type("FakeCuda", (), {})()
+    monkeypatch.setattr(gpu, "cuda_module", lambda: fake)
+    monkeypatch.setattr(gpu, "free_memory", lambda cuda: 1e6)
+    monkeypatch.setattr(gpu, "kernels", lambda c, f: pytest.fail("no kernel may be compiled"))
+    r = invoke(["knucklebones", "solve-exact", "--rows", "2", "--columns", "2", "--device", "cuda"])
+    assert r.code == 2 and "GB free" in r.stderr and "GB of float64" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_build_device_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    graph = invoke(["build", "--variant", "knucklebones-2x2", "--device", "cuda", "-d", data])
+    assert graph.code == 2 and "built on the CPU" in graph.stderr
+    bad = invoke(["build", "--variant", "knucklebones-2x3", "--device", "tpu", "-d", data])
+    assert bad.code == 2 and "--device must be" in bad.stderr
+    cpu_full = invoke(["build", "--variant", "knucklebones", "-d", data])
+    assert cpu_full.code == 2 and "--device cuda" in cpu_full.stderr
+    monkeypatch.setattr(gpu, "_has_numba_cuda", lambda: False)
+    full = invoke(["build", "--variant", "knucklebones", "--device", "cuda", "-d", data])
+    assert full.code == 2 and "pip install" in full.stderr
+    assert not list(data.glob("variants/*")) if data.exists() else True
+
+
+def test_real_gpu_equals_the_cpu_on_2x2() -> None:
+    if gpu.simulated() or not gpu._has_numba_cuda():
+        pytest.skip("needs numba-cuda and a CUDA GPU (the simulator tests cover the kernels)")
+    from numba import cuda
+
+    if not gpu._gpu_available(cuda):
+        pytest.skip("needs a CUDA GPU: none on this machine")
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    for objective in ("wins", "score"):
+        rules = KnuckleRules(2, 2, 6, objective)
+        g = gpu.solve(rules, tol=1e-11)
+        c = exact.solve(rules, tol=1e-11)
+        assert np.abs(g.values(0, g.n_states) - c.value).max() <= 2e-11
