@@ -141,15 +141,19 @@ def play_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the dice.")] = 0,
     depth: Annotated[int, typer.Option(help=f"The solver's depth (1..{MAX_DEPTH}).")] = 4,
     second: Annotated[bool, typer.Option("--second", help="Let the solver move first.")] = False,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
     """Play a game against the solver in the terminal (type a column number for each die).
+
+    With the full game's tables in --data-dir (`build --variant knucklebones --variant
+    knucklebones-score --device cuda`) the solver plays perfectly; otherwise it searches.
 
     Example: stb-pipeline knucklebones play --seed 7 --depth 4
     """
     from pipeline.apps.knucklebones.position import play
 
-    play(_read_line, out.print, seed=seed, depth=depth, human_first=not second)
+    play(_read_line, out.print, seed=seed, depth=depth, human_first=not second, data_dir=data_dir)
 
 
 @kb.command("benchmark")

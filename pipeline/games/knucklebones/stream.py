@@ -197,7 +197,7 @@ def lean_states_options() -> dict[str, object]:
     }
 
 
-def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS) -> Streamed:
+def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda") -> Streamed:
     """The full game's build on the GPU: the ``states`` table only, lean.
 
     One row per position, sorted by state id, with ``state_id`` and ``value`` (the bounds'
@@ -207,16 +207,19 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS) -> Streamed:
     pair tables) and is left null, derived on read. No policy: 29 billion (position, die) rows
     cannot pay for themselves when a move's value is one lookup of its successor's value
     (:mod:`pipeline.apps.knucklebones.known`). The values stream from the GPU in id ranges of
-    ``rows``: host memory holds one range, not the table.
+    ``rows``: host memory holds one range, not the table. ``device="cpu"`` writes the same
+    table from the CPU solver (small boards: the lookups' tests).
     """
     from pipeline.games.knucklebones import gpu
 
     tb = exact.tables(game.r)
     # float32 rounding: half an ulp of the largest |value|
     rounding = float(max(abs(tb.low), abs(tb.high))) * 2.0**-24
-    cuda = gpu.cuda_module()
-    # refused here, before any work, when neither float64 nor float32 bounds fit
-    dtype = gpu.pick_dtype(game.n_states, gpu.FLOAT32_TOLERANCE, gpu.free_memory(cuda))
+    dtype: type = np.float64
+    if device == "cuda":
+        cuda = gpu.cuda_module()
+        # refused here, before any work, when neither float64 nor float32 bounds fit
+        dtype = gpu.pick_dtype(game.n_states, gpu.FLOAT32_TOLERANCE, gpu.free_memory(cuda))
     tol = LEAN_TOLERANCE if dtype == np.float64 else gpu.FLOAT32_TOLERANCE
     found: dict[str, Any] = {}
     out = Streamed(
@@ -242,10 +245,14 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS) -> Streamed:
             def report(sweep: int, residual: float, bound: float, rate: float) -> None:
                 job.update(sweep, note=f"every value within {bound:.1e}")
 
-            sol = gpu.solve(game.r, tol=tol, progress=report, dtype=dtype)
+            sol: Any = (
+                gpu.solve(game.r, tol=tol, progress=report, dtype=dtype)
+                if device == "cuda"
+                else _HostValues(exact.solve(game.r, tol=tol, progress=report))
+            )
         found["solution"] = sol
         out.note = (
-            f"solved on the GPU: {sol.sweeps} sweeps ({np.dtype(dtype).name} bounds), every "
+            f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps ({np.dtype(dtype).name} bounds), every "
             f"value within {sol.bound:.1e}, stored as float32; states only (lean)"
         )
         with progress.task("tables", total=game.n_states, unit="states") as job:
@@ -257,6 +264,19 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS) -> Streamed:
 
     out.batches = batches()
     return out
+
+
+class _HostValues:
+    """The CPU solver's solution with the GPU solution's ``values(a, b)`` and ``value(i)``."""
+
+    def __init__(self, sol: exact.ViSolution) -> None:
+        self.sol, self.sweeps, self.bound = sol, sol.sweeps, sol.bound
+
+    def values(self, a: int, b: int) -> np.ndarray:
+        return self.sol.value[a:b]
+
+    def value(self, state_id: int) -> float:
+        return float(self.sol.value[state_id])
 
 
 #: Columns of an edges row that a moves row has too (the others are constants).

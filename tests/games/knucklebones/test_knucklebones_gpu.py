@@ -130,3 +130,54 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
         g = gpu.solve(rules, tol=1e-11)
         c = exact.solve(rules, tol=1e-11)
         assert np.abs(g.values(0, g.n_states) - c.value).max() <= 2e-11
+
+
+def _write_lean(data: Path, name: str, rules: Any) -> None:
+    """The lean states table of ``rules`` (the full game's layout), from the CPU solver, as
+    ``build --device cuda`` commits it: variants/<name>/states.parquet."""
+    from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
+    from pipeline.games.registry import Variant
+    from pipeline.stages import streamed as streamed_build
+    from pipeline.store import layout
+
+    game = StreamedKnucklebones(rules)
+    variant = Variant(name, "test", lambda: game, False, family="knucklebones", separate=True)
+    staged, _ = streamed_build.write_streamed(
+        variant, game, lean_stream(game, rows=1 << 14, device="cpu"), data
+    )
+    (table,) = staged.values()
+    Path(table.path).rename(layout.table_path(data, layout.own_key(name, "states")))
+
+
+def test_lookups_in_the_lean_tables_are_the_solvers_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.apps.knucklebones import position
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+    data = tmp_path / "data"
+    for objective in ("wins", "score"):
+        _write_lean(data, f"kb-lean-{objective}", KnuckleRules(2, 2, 6, objective))
+    # the 2x2 board stands in for the full game: looked up, not loaded
+    monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
+    a = position.analyse("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
+    assert a.tables == ("kb-lean-wins", "kb-lean-score")
+    assert all(cv.value.exact and cv.value.from_tables for cv in a.columns)
+    game = Knucklebones(KnuckleRules(2, 2, 6))
+    pairs = position.position_pairs(game, "4_/__", "1_/__")
+    wins = exact.solve(KnuckleRules(2, 2, 6, "wins")).value
+    score = exact.solve(KnuckleRules(2, 2, 6, "score")).value
+    for cv in a.columns:
+        after = pairs.copy()
+        after[cv.column - 1] = game.t.place[after[cv.column - 1], 2]
+        nxt = int(game.canonical(game.t.swap[after][None, :])[0])
+        assert abs(cv.value.win - (1 - wins[nxt])) <= 1e-7  # float32 storage
+        assert abs(cv.value.diff + score[nxt]) <= 1e-5
+    assert a.best.column == max(a.columns, key=lambda c: (c.value.win, c.value.diff)).column
+    shown = invoke(
+        ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2", "-d", data]
+    )
+    assert (
+        shown.code == 0 and "kb-lean-wins" in shown.stdout and "yes (from tables)" in shown.stdout
+    )
