@@ -252,8 +252,9 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
             )
         found["solution"] = sol
         out.note = (
-            f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps ({np.dtype(dtype).name} bounds), every "
-            f"value within {sol.bound:.1e}, stored as float32; states only (lean)"
+            f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps "
+            f"({np.dtype(dtype).name} bounds), every value within {sol.bound:.1e}, stored as "
+            "float32; states only (lean)"
         )
         with progress.task("tables", total=game.n_states, unit="states") as job:
             for a in range(0, game.n_states, rows):
