@@ -111,8 +111,9 @@ def main() -> None:
             a, b = np.load(gpu["save"]), np.load(cpu["save"])
             diff = f"{np.abs(a - b).max():.1e}"
         rows.append((board, gpu, cpu, diff))
-    head = ["board", "positions", "GPU sweeps", "GPU sweep s", "GPU s", "bounds", "CPU sweeps",
-            "CPU s", "ratio CPU/GPU", "max |GPU - CPU|", "start value"]  # fmt: skip
+    head = ["board", "positions", "GPU sweeps", "GPU sweep s", "GPU s", "bounds", "host peak MB",
+            "CPU sweeps", "CPU s", "CPU peak MB", "ratio CPU/GPU", "max |GPU - CPU|",
+            "start value"]  # fmt: skip
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
     for board, g, c, diff in rows:
