@@ -157,3 +157,92 @@ def open_lookup(data_dir: Path, rules: KnuckleRules) -> TableLookup | None:
     either is not built. For the boards too big for :func:`load_known` (the full game)."""
     found = _variant_files(data_dir, rules)
     return None if found is None else TableLookup(found)
+
+
+@dataclass(frozen=True)
+class SampleCheck:
+    """The Bellman equation checked on a seeded sample of one built board's positions."""
+
+    variants: tuple[str, str]
+    samples: int
+    seed: int
+    live: tuple[int, int]
+    """Sampled positions where the game goes on (the others are checked against their final
+    value), per objective."""
+    max_residual: tuple[float, float]
+    """Largest |value - its Bellman recomputation from the successors' values|, per objective."""
+    allowed: tuple[float, float]
+    """The tables' ``residual`` plus the float32 rounding of the values read: what may be."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether every sampled position meets its allowance."""
+        return all(m <= a for m, a in zip(self.max_residual, self.allowed, strict=True))
+
+
+def check_sample(data_dir: Path, rules: KnuckleRules, samples: int, seed: int) -> SampleCheck:
+    """The Bellman residual of ``samples`` positions drawn uniformly (``seed``) from the built
+    tables of ``rules``' board, both objectives: a position's value must equal the mean over the
+    die of its best move's value (``1 - V(next)`` for wins, ``-V(next)`` for score), or its
+    final value once a board is full, within the table's residual. Reads one row group per
+    position looked up (the sample and its successors): for the full game about a minute per
+    hundred samples. TablesMissingError-like UsageError when either objective is not built."""
+    from pipeline.errors import UsageError
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import Knucklebones
+
+    found = _variant_files(data_dir, rules)
+    if found is None:
+        raise UsageError(
+            f"no built wins and score tables of the {rules.columns}x{rules.rows} d{rules.faces} "
+            f"board in {data_dir}"
+        )
+    lookup = TableLookup(found)
+    game = Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces))
+    n = game.n_states
+    ids = np.unique(np.random.default_rng(seed).integers(0, n, size=samples))
+    pos = exact.pairs_of(game.r, ids)
+    over = game.terminal_mask(pos)
+    succ = exact.successor_ids(game.r, ids)
+    succ[over] = -1
+    wanted = np.unique(np.concatenate([ids, succ[succ >= 0]]))
+    got = lookup.values(wanted)
+    at = {int(s): k for k, s in enumerate(wanted)}
+    residual_col = [_residual(path) for _, path in found]
+    worst, live = [0.0, 0.0], [0, 0]
+    for k, objective in enumerate(("wins", "score")):
+        offset = 1.0 if objective == "wins" else 0.0
+        final = Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces, objective))
+        finals = final.final_values(pos)
+        for i, s in enumerate(ids):
+            value = got[at[int(s)], k]
+            if over[i]:
+                recomputed = finals[i]
+            else:
+                live[k] += 1
+                moves = succ[i].reshape(rules.faces, rules.columns)
+                recomputed = float(
+                    np.mean(
+                        [max(offset - got[at[int(r)], k] for r in row if r >= 0) for row in moves]
+                    )
+                )
+            worst[k] = max(worst[k], abs(value - recomputed))
+    # the values read are float32: each is within half an ulp of the stored bound's midpoint
+    scale = (1.0, float(game.r.slots * game.r.faces * game.r.rows))
+    allowed = tuple(residual_col[k] + 4 * scale[k] * 2.0**-24 for k in range(2))
+    return SampleCheck(
+        lookup.variants, int(ids.shape[0]), seed, (live[0], live[1]), (worst[0], worst[1]),
+        (allowed[0], allowed[1]),
+    )  # fmt: skip
+
+
+def _residual(path: Path) -> float:
+    """The ``residual`` of a states file (the first row's: the lean tables write one constant;
+    0 when null)."""
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    if "residual" not in f.schema_arrow.names or f.metadata.num_row_groups == 0:
+        return 0.0
+    first = f.read_row_group(0, columns=["residual"]).column(0)[0].as_py()
+    return float(first or 0.0)

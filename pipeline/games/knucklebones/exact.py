@@ -712,3 +712,26 @@ def pairs_of(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
     out = np.empty((ids.shape[0], tb.columns), dtype=np.int64)
     _pairs_of(ids, tb.columns, tb.n_pairs, tb.binom, max(1, min(ids.shape[0], _blocks())), out)
     return out
+
+
+@njit(cache=True)
+def _successor_ids(ids, c, f, n_pairs, moved, swap, binom, out):
+    """out[i, v * c + j]: the successor id of move (face v + 1, column j) of state ids[i]
+    (-1: no such move; every entry -1 for a finished game)."""
+    p = np.empty((1, c), dtype=np.int64)
+    sw = np.empty(c, dtype=np.int64)
+    q = np.empty(c, dtype=np.int64)
+    for i in range(ids.shape[0]):
+        _unrank(ids[i], c, n_pairs, binom, p[0])
+        _successors(p, 0, c, f, moved, swap, binom, sw, q, out, i)
+
+
+def successor_ids(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
+    """[len(ids), faces * columns] int64: each state's successor id by (face, column label),
+    -1 where there is no such move (a full column, a pair equal to the one before). A finished
+    game's rows are meaningless: check :func:`pairs_of` and the dice first."""
+    tb = tables(rules)
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    out = np.empty((ids.shape[0], tb.faces * tb.columns), dtype=np.int64)
+    _successor_ids(ids, tb.columns, tb.faces, tb.n_pairs, tb.moved, tb.swap, tb.binom, out)
+    return out

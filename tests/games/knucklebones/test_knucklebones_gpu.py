@@ -181,3 +181,32 @@ def test_lookups_in_the_lean_tables_are_the_solvers_values(
     assert (
         shown.code == 0 and "kb-lean-wins" in shown.stdout and "yes (from tables)" in shown.stdout
     )
+
+
+def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.store import layout
+
+    data = tmp_path / "data"
+    for objective in ("wins", "score"):
+        suffix = "-score" if objective == "score" else ""
+        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    args = ["knucklebones", "check-tables", "--columns", "2", "--rows", "2", "-d", data]
+    good = invoke([*args, "--samples", "300", "--seed", "3"])
+    assert good.code == 0, good.stderr
+    assert "kb-lean: " in good.stdout and "(seed 3," in good.stdout and "ok:" in good.stdout
+    # one wrong value among the sampled positions' successors breaks it
+    path = layout.table_path(data, layout.own_key("kb-lean", "states"))
+    table = pq.read_table(path)
+    meta = table.schema.metadata
+    value = table["value"].to_numpy().copy()
+    value[:] = np.round(value, 1)  # every value off by up to 0.05
+    table = table.set_column(table.schema.get_field_index("value"), "value", pa.array(value))
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    bad = invoke([*args, "--samples", "300", "--seed", "3"])
+    assert bad.code != 0 and "Bellman equation fails" in bad.stderr
+    none = invoke(["knucklebones", "check-tables", "-d", tmp_path / "empty"])
+    assert none.code == 2 and "no built wins and score tables" in none.stderr
