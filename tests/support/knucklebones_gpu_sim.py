@@ -19,8 +19,6 @@ def main(out_dir: Path) -> dict:
 
     from pipeline.games.knucklebones import exact, gpu, stream
     from pipeline.games.knucklebones.game import KnuckleRules
-    from pipeline.games.registry import Variant
-    from pipeline.stages import streamed as streamed_build
 
     found: dict = {"simulated": gpu.simulated()}
     tol = 1e-8
@@ -39,21 +37,29 @@ def main(out_dir: Path) -> dict:
             "max_diff": float(np.abs(g.values(0, g.n_states) - c.value).max()),
             "tolerance": t,
         }
-    # the lean table of the full game, on a small board: the same code path
-    game = stream.StreamedKnucklebones(KnuckleRules(2, 2, 3, "wins"))
-    stream.MAX_STREAM_STATES = 0
-    via_build = stream.stream(game, ("states", "policy"), device="cuda")  # not consumed
-    s = stream.lean_stream(game, rows=400)
-    variant = Variant("kb-lean", "test", lambda: game, False, family="knucklebones", separate=True)
-    staged, summary = streamed_build.write_streamed(variant, game, s, out_dir)
-    (table,) = staged.values()
-    path = Path(table.path)
+    # the full game's build (`build --device cuda`, lean states tables, both objectives) on a
+    # small board: the same code path from the command line to the committed files
+    from pipeline.games.knucklebones.variants import knucklebones
+    from tests.conftest import invoke
+
+    for objective, suffix in (("wins", ""), ("score", "-score")):
+        knucklebones(f"kb-sim-2x2-d3{suffix}", "test", False, columns=2, rows=2, faces=3,
+                     objective=objective)  # fmt: skip
+    stream.MAX_STREAM_STATES = 0  # every board takes the full game's path
+    data = out_dir / "data"
+    args = ["build", "--variant", "kb-sim-2x2-d3", "--variant", "kb-sim-2x2-d3-score"]
+    built = invoke([*args, "--device", "cuda", "-d", data])
+    assert built.code == 0, built.stderr
+    path = data / "variants" / "kb-sim-2x2-d3" / "states.parquet"
     meta = pq.ParquetFile(path).metadata
     frame = pq.read_table(path)
     ids, value = frame["state_id"].to_numpy(), frame["value"].to_numpy()
-    cpu = exact.solve(game.r, tol=1e-12, threads=1).value
+    cpu = exact.solve(KnuckleRules(2, 2, 3), tol=1e-12, threads=1).value
+    first = invoke(["query", "knucklebones_first_player", "--format", "csv", "-d", data])
+    checked = invoke(["knucklebones", "check-tables", "--columns", "2", "--rows", "2",
+                      "--faces", "3", "--samples", "200", "-d", data])  # fmt: skip
     found["lean"] = {
-        "tables": list(via_build.tables),
+        "files": sorted(p.name for p in (data / "variants").iterdir()),
         "rows": int(meta.num_rows),
         "row_groups": int(meta.num_row_groups),
         "ranges": [
@@ -65,8 +71,10 @@ def main(out_dir: Path) -> dict:
         "float32": bool((value.astype(np.float32) == value).all()),
         "tiles_null": frame["tiles"].null_count == frame.num_rows,
         "residual": float(frame["residual"][0].as_py()),
-        "start_value": summary["start_value"],
         "start_cpu": float(cpu[0]),
+        "first_player": first.stdout,
+        "check_tables": [checked.code, checked.stdout],
+        "build_stdout": built.stdout,
     }
     return found
 
