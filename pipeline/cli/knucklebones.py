@@ -327,6 +327,52 @@ def check_tables_cmd(
     out.print("ok: every sampled value equals its Bellman recomputation within the allowance")
 
 
+@kb.command("loss")
+def loss_cmd(
+    players: Annotated[
+        str, typer.Option(help="Players, comma-separated: greedy, random, seed-dN, ours-dN.")
+    ] = "greedy,seed-d4,ours-d2",
+    games: Annotated[
+        int, typer.Option(help="Random-vs-random games whose decisions are the sample.")
+    ] = 100,
+    seed: Annotated[int, typer.Option(help="Seed of the sample (and of the players' ties).")] = 0,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
+) -> None:
+    """What each player loses against perfect play on the full game's exact tables: its regret
+    (win probability and points) at every decision of a fixed, seeded sample of positions.
+
+    Needs `build --variant knucklebones --variant knucklebones-score --device cuda` in
+    --data-dir. seed-d4 is the Rust solver's depth-4 heuristic, ours-dN our search.
+
+    Example: stb-pipeline knucklebones loss --players greedy,seed-d4,ours-d2 --games 100
+    """
+    from rich.table import Table
+
+    from pipeline.apps.knucklebones.loss import losses
+    from pipeline.apps.knucklebones.match import check_player
+    from pipeline.games.registry import split_names
+
+    names = split_names([players], "--players")
+    for name in names:
+        check_player(name)
+    if not 1 <= games <= 100_000:
+        raise UsageError(f"--games must be between 1 and 100,000, not {games}")
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    with progress.task("knucklebones loss: pricing the sampled decisions"):
+        found = losses(data_dir, names, games, seed)
+    table = Table("player", "decisions", "suboptimal", "mean win lost", "max win lost",
+                  "mean points lost")  # fmt: skip
+    for r in found:
+        table.add_row(
+            r.player, f"{r.decisions:,}", f"{r.share_suboptimal:.3f}",
+            f"{r.mean_win_regret:.5f}", f"{r.max_win_regret:.4f}", f"{r.mean_score_regret:.3f}",
+        )  # fmt: skip
+    out.print(table)
+    out.print(f"sample: the decisions of {games} random-vs-random games, seed {seed}")
+
+
 #: Largest --games per pair (a day of depth-1 games) and --seed (the seeds must fit int64).
 MAX_GAMES = 10_000_000
 MAX_SEED = 2**62

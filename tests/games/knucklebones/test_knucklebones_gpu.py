@@ -214,3 +214,25 @@ def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
     assert bad.code != 0 and "Bellman equation fails" in bad.stderr
     none = invoke(["knucklebones", "check-tables", "-d", tmp_path / "empty"])
     assert none.code == 2 and "no built wins and score tables" in none.stderr
+
+
+def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
+    from pipeline.apps.knucklebones.loss import losses
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    data = tmp_path / "data"
+    for objective in ("wins", "score"):
+        suffix = "-score" if objective == "score" else ""
+        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    found = losses(data, ["random", "greedy", "ours-d4"], 20, 7, KnuckleRules(2, 2, 6))
+    by = {r.player: r for r in found}
+    assert {r.decisions for r in found} == {by["random"].decisions} and by["random"].decisions > 0
+    assert all(0 <= r.mean_win_regret <= r.max_win_regret <= 1 for r in found)
+    # a random column is the costliest; the searches lose little (removals make games longer
+    # than four placements, so even a depth-4 search is not perfect here)
+    assert by["random"].mean_win_regret > max(by["greedy"].mean_win_regret, 0)
+    assert by["random"].mean_win_regret > by["ours-d4"].mean_win_regret
+    again = losses(data, ["greedy"], 20, 7, KnuckleRules(2, 2, 6))
+    assert again[0] == by["greedy"]  # the sample and the ties are seeded
+    none = invoke(["knucklebones", "loss", "-d", tmp_path / "empty"])
+    assert none.code == 2 and "build them first" in none.stderr
