@@ -101,7 +101,11 @@ def _gpu_available(cuda: Any) -> bool:
 
 def free_memory(cuda: Any) -> float:
     """Free bytes on the current GPU (infinite under the simulator; a seam the tests replace)."""
-    free, _total = cuda.current_context().get_memory_info()
+    ctx = cuda.current_context()
+    pending = getattr(ctx, "deallocations", None)
+    if pending is not None:  # numba frees device arrays lazily: count a dropped solve as free
+        pending.clear()
+    free, _total = ctx.get_memory_info()
     return float(free)
 
 

@@ -234,7 +234,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
         },
         options={"states": lean_states_options()},
         n_states=game.n_states,
-        start_value=lambda: float(found["solution"].value(game.start_state())),
+        start_value=lambda: float(found["start"]),
         counts=lambda: (0, 0),
         what="value iteration on the GPU",
     )
@@ -262,6 +262,10 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
                 value = sol.values(a, b).astype(np.float32).astype(np.float64)
                 yield {"states": {"state_id": np.arange(a, b, dtype=np.int64), "value": value}}
                 job.advance(b - a)
+        # the next objective's solve needs the GPU's memory: drop these bounds now
+        found["start"] = sol.value(game.start_state())
+        del sol
+        found.pop("solution")
 
     out.batches = batches()
     return out
