@@ -162,7 +162,11 @@ def benchmark_cmd(
     seed: Annotated[int, typer.Option(help="Base seed (each row records its own).")] = 1,
     depths: Annotated[str, typer.Option(help="Our search depths, comma-separated.")] = "1,2,3,4",
     opponents: Annotated[
-        str, typer.Option(help=f"Opponents, comma-separated: {', '.join(OPPONENTS)}, ours-dN.")
+        str,
+        typer.Option(
+            help=f"Opponents, comma-separated: {', '.join(OPPONENTS)}, ours-dN, perfect (exact "
+            "play from the full game's tables in --data-dir, built with --device cuda)."
+        ),
     ] = ",".join(OPPONENTS),
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
@@ -174,6 +178,7 @@ def benchmark_cmd(
     from pipeline.apps.knucklebones.match import (
         benchmark_frame,
         check_player,
+        make_player,
         write_benchmark_rows,
     )
     from pipeline.apps.knucklebones.position import check_depth
@@ -196,9 +201,15 @@ def benchmark_cmd(
 
     ensure_writable(data_dir)  # fail before the games are played, not after
     game = Knucklebones(KnuckleRules())
+    lookup = None
+    if "perfect" in opp_list:
+        from pipeline.apps.knucklebones.position import big_board_lookup
+
+        lookup = big_board_lookup(data_dir, game)
+        make_player(game, "perfect", lookup)  # says what to build when the tables are missing
     total = games * len(depth_list) * len(opp_list)
     with progress.task("knucklebones benchmark", total=total, unit="games") as job:
-        frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance)
+        frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance, lookup)
     path = write_benchmark_rows(data_dir, frame, game)
     table = Table("ours", "opponent", "wins", "draws", "losses", "win rate (95% CI)", "median ms")
     for r in frame.iter_rows(named=True):

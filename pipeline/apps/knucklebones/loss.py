@@ -75,7 +75,7 @@ def losses(
             f"d{game.r.faces} board in {data_dir}: build them first (the full game: `stb-pipeline "
             "build --variant knucklebones --variant knucklebones-score --device cuda`)"
         )
-    made = {name: make_player(game, name) for name in players}
+    made = {name: make_player(game, name, lookup) for name in players}
     # each player's tie-breaks from its own generator (seed and name): a player's regret does
     # not depend on which other players were asked
     rngs = {name: np.random.default_rng([seed, zlib.crc32(name.encode())]) for name in players}

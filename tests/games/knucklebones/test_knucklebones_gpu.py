@@ -224,7 +224,7 @@ def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
     for objective in ("wins", "score"):
         suffix = "-score" if objective == "score" else ""
         _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
-    found = losses(data, ["random", "greedy", "ours-d4"], 20, 7, KnuckleRules(2, 2, 6))
+    found = losses(data, ["random", "greedy", "ours-d4", "perfect"], 20, 7, KnuckleRules(2, 2, 6))
     by = {r.player: r for r in found}
     assert {r.decisions for r in found} == {by["random"].decisions} and by["random"].decisions > 0
     assert all(0 <= r.mean_win_regret <= r.max_win_regret <= 1 for r in found)
@@ -232,7 +232,11 @@ def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
     # than four placements, so even a depth-4 search is not perfect here)
     assert by["random"].mean_win_regret > max(by["greedy"].mean_win_regret, 0)
     assert by["random"].mean_win_regret > by["ours-d4"].mean_win_regret
+    assert by["perfect"].max_win_regret == 0  # the tables' best column, by definition
     again = losses(data, ["greedy"], 20, 7, KnuckleRules(2, 2, 6))
     assert again[0] == by["greedy"]  # the sample and the ties are seeded
     none = invoke(["knucklebones", "loss", "-d", tmp_path / "empty"])
     assert none.code == 2 and "build them first" in none.stderr
+    args = ["knucklebones", "benchmark", "--games", "1", "--depths", "1", "--opponents", "perfect"]
+    match = invoke([*args, "-d", tmp_path / "empty"])
+    assert match.code == 2 and "needs the full game's exact tables" in match.stderr
