@@ -240,3 +240,49 @@ def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
     args = ["knucklebones", "benchmark", "--games", "1", "--depths", "1", "--opponents", "perfect"]
     match = invoke([*args, "-d", tmp_path / "empty"])
     assert match.code == 2 and "needs the full game's exact tables" in match.stderr
+
+
+def test_build_device_cuda_small_board_writes_the_full_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A board under the full game's size built with --device cuda gets the CPU build's tables
+    (states with every column, policy), its values from the GPU solve: here a stand-in that
+    returns the CPU solver's bounds, so that the plumbing is checked without the simulator."""
+    import pyarrow.parquet as pq
+
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.games.knucklebones.stream import StreamedKnucklebones
+    from pipeline.games.registry import REGISTRY, Variant
+
+    rules = KnuckleRules(2, 2, 3)
+    name = "kb-test-2x2-d3"
+    variant = Variant(
+        name, "test", lambda: StreamedKnucklebones(rules), False, family="knucklebones",
+        separate=True,
+    )  # fmt: skip
+    REGISTRY._load()
+    monkeypatch.setitem(REGISTRY._items, name, variant)
+    calls: list[float] = []
+
+    def fake_solve(r: KnuckleRules, tol: float, progress: Any = None) -> Any:
+        calls.append(tol)
+        sol = exact.solve(r, tol=tol)
+        bounds = np.stack([sol.value - sol.bound, sol.value + sol.bound], axis=1)
+        host = type("Host", (), {"copy_to_host": lambda self: bounds})()
+        sliced = type("Bounds", (), {"__getitem__": lambda self, s: host, "shape": bounds.shape})
+        return gpu.GpuSolution(r, sliced(), np.float64, sol.bound, 0.0, sol.sweeps, 0.0, 0.0)
+
+    monkeypatch.setattr(gpu, "cuda_module", lambda: object())
+    monkeypatch.setattr(gpu, "solve", fake_solve)
+    data = tmp_path / "data"
+    r = invoke(["build", "--variant", name, "--device", "cuda", "-d", data])
+    assert r.code == 0, r.stderr
+    assert calls == [1e-13]  # the build's tolerance, on the GPU path
+    states = pq.read_table(data / "variants" / name / "states.parquet")
+    assert states.num_rows == 1540 and states["tiles"].null_count == 0
+    assert (data / "variants" / name / "policy.parquet").exists()
+    expected = exact.solve(rules, tol=1e-13).value
+    assert (
+        np.abs(states["value"].to_numpy() - expected[states["state_id"].to_numpy()]).max() < 1e-12
+    )
