@@ -113,8 +113,12 @@ def tree_cmd(
     board2: Board2,
     die: Die,
     depth: Annotated[int, typer.Option(help="Placements to print (1..3).")] = 2,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
 ) -> None:
     """Print the search tree: each column, each reply roll, each reply (values: first player's).
+
+    With the full game's tables in --data-dir (built with --device cuda) every value is looked
+    up and exact; otherwise searched.
 
     Example: stb-pipeline knucklebones tree 44/1/_ 2/_/_ 4 --depth 2
     """
@@ -123,7 +127,7 @@ def tree_cmd(
 
     from pipeline.apps.knucklebones.position import search_tree
 
-    root = search_tree(board1, board2, die, depth)
+    root = search_tree(board1, board2, die, depth, data_dir)
     tree = Tree(root.label)
     _tree(root, tree)
     # wide enough for depth-3 labels: a pipe's default 80 columns would cut them off

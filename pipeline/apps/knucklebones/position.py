@@ -169,17 +169,21 @@ class TreeNode:
     children: list[TreeNode]
 
 
-def search_tree(board1: str, board2: str, die: int, depth: int = 2) -> TreeNode:
-    """The search tree of `solve` to ``depth`` placements, values from the root mover's view."""
+def search_tree(
+    board1: str, board2: str, die: int, depth: int = 2, data_dir: Path | None = None
+) -> TreeNode:
+    """The search tree of `solve` to ``depth`` placements, values from the root mover's view;
+    with the full game's tables in ``data_dir`` every value is looked up (exact)."""
     game = Knucklebones(KnuckleRules())
     check_die(game, die)
     check_depth(depth)
     if depth > 3:
         raise UsageError("tree prints every line: use --depth 3 or less (solve searches deeper)")
     searcher = Searcher(game)
+    lookup = None if data_dir is None else big_board_lookup(data_dir, game)
     pairs = position_pairs(game, board1, board2)
     root = TreeNode(f"die {die}", None, [])
-    _grow(game, searcher, root, pairs, die, depth, mover_is_root=True)
+    _grow(game, searcher, root, pairs, die, depth, mover_is_root=True, lookup=lookup)
     return root
 
 
@@ -191,10 +195,15 @@ def _grow(
     die: int,
     depth: int,
     mover_is_root: bool,
+    lookup: TableLookup | None = None,
 ) -> None:
     """Add the moves of (pairs, die) under ``node`` and, below each, every roll of the reply."""
     who = "we" if mover_is_root else "they"
-    values = column_values(searcher, pairs, die, depth)
+    values = (
+        table_column_values(game, lookup, pairs, die)
+        if lookup is not None
+        else column_values(searcher, pairs, die, depth)
+    )
     best = pick(values).column
     for cv in values:
         v = cv.value
@@ -210,7 +219,7 @@ def _grow(
         for face in range(1, game.r.faces + 1):
             roll = TreeNode(f"{'they' if mover_is_root else 'we'} roll {face}", None, [])
             child.children.append(roll)
-            _grow(game, searcher, roll, seen, face, depth - 1, not mover_is_root)
+            _grow(game, searcher, roll, seen, face, depth - 1, not mover_is_root, lookup)
 
 
 def board_rows(game: Knucklebones, pairs: np.ndarray, mover: bool) -> list[str]:

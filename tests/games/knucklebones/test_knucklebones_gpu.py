@@ -286,3 +286,31 @@ def test_build_device_cuda_small_board_writes_the_full_tables(
     assert (
         np.abs(states["value"].to_numpy() - expected[states["state_id"].to_numpy()]).max() < 1e-12
     )
+
+
+def test_tree_and_play_use_the_full_game_tables_when_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in for the full game's tables (every position worth P(win) 0.25 and a score
+    difference of -2 to its mover): tree prints the looked-up values, exact, at every line."""
+    import io
+
+    from pipeline.apps.knucklebones import position
+
+    class Fake:
+        variants = ("knucklebones", "knucklebones-score")
+
+        def values(self, ids: np.ndarray) -> np.ndarray:
+            return np.tile([0.25, -2.0], (len(ids), 1))
+
+    monkeypatch.setattr(position, "big_board_lookup", lambda data_dir, game: Fake())
+    root = position.search_tree("44/1/_", "2/_/_", 4, depth=2, data_dir=tmp_path)
+    ours = list(root.children)
+    assert ours and all(c.value is not None and c.value.from_tables for c in ours)
+    assert all(abs(c.value.win - 0.75) < 1e-12 and abs(c.value.diff - 2) < 1e-12 for c in ours)
+    replies = [r for c in ours for roll in c.children for r in roll.children]
+    # their moves, shown from the root's view: 1 - 0.75, -(+2)
+    assert replies and all(abs(r.value.win - 0.25) < 1e-12 for r in replies if r.value)
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n3\n" * 30))
+    shown = invoke(["knucklebones", "play", "--seed", "5", "-d", tmp_path])
+    assert shown.code == 0 and "exact: from the tables" in shown.stdout
