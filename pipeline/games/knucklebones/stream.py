@@ -256,14 +256,11 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
             f"({np.dtype(dtype).name} bounds), every value within {sol.bound:.1e}, stored as "
             "float32; states only (lean)"
         )
-        nulls = _null_columns(out.constants["states"], ("state_id", "value"))
         with progress.task("tables", total=game.n_states, unit="states") as job:
             for a in range(0, game.n_states, rows):
                 b = min(a + rows, game.n_states)
                 value = sol.values(a, b).astype(np.float32).astype(np.float64)
-                cols = {k: v.slice(0, b - a) for k, v in nulls(b - a).items()}
-                cols.update(state_id=np.arange(a, b, dtype=np.int64), value=value)
-                yield {"states": cols}
+                yield {"states": {"state_id": np.arange(a, b, dtype=np.int64), "value": value}}
                 job.advance(b - a)
         # the next objective's solve needs the GPU's memory: drop these bounds now
         found["start"] = sol.value(game.start_state())
@@ -272,24 +269,6 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
 
     out.batches = batches()
     return out
-
-
-def _null_columns(constants: dict[str, Any], given: tuple[str, ...]) -> Any:
-    """``nulls(n)``: every column of ``states`` that is neither in ``given`` nor a constant, as
-    an all-null Arrow array of at least ``n`` rows, built once and reused (building 20 null
-    columns per batch took as long as encoding the batch)."""
-    from pipeline.store import schema
-
-    skip = {*given, *constants, "variant"}  # the writer fills in the variant
-    fields = [(name, typ) for name, typ in schema.arrow_fields("states") if name not in skip]
-    made: dict[str, pa.Array] = {}
-
-    def nulls(n: int) -> dict[str, pa.Array]:
-        if not made or len(next(iter(made.values()))) < n:
-            made.update({name: pa.nulls(n, type=typ) for name, typ in fields})
-        return made
-
-    return nulls
 
 
 class _HostValues:
