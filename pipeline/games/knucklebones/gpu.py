@@ -156,7 +156,7 @@ class GpuSolution:
     residual: float  # largest change of a bound in the last sweep
     sweeps: int
     seconds: float  # the whole solve, start to finish
-    sweep_seconds: float  # the sweeps alone
+    sweep_seconds: float  # the sweeps alone (the first includes compiling the sweep kernel)
 
     @property
     def n_states(self) -> int:
