@@ -36,6 +36,10 @@ bench-knucklebones:
 bench-knucklebones-vi *ARGS:
     python benchmarks/bench_knucklebones_vi.py {{ARGS}}
 
+# Knucklebones exact solver on one GPU against the CPU solver (3x2, 3x3-d5, the full game); without a GPU: a simulator check
+bench-knucklebones-gpu *ARGS:
+    python benchmarks/bench_knucklebones_gpu.py {{ARGS}}
+
 # Knucklebones boards through `build`: the graph-free build against the graph build (minutes, 7 GB)
 bench-knucklebones-build *ARGS:
     python benchmarks/bench_knucklebones_build.py {{ARGS}}

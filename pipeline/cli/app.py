@@ -37,7 +37,7 @@ from pipeline.cli.options import (
     say,
     with_rules,
 )
-from pipeline.errors import PipelineError, exit_with
+from pipeline.errors import PipelineError, UsageError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
 
 if TYPE_CHECKING:
@@ -92,12 +92,16 @@ def _run_stages(
     skip_unchanged: bool = False,
     extra: list[str] | None = None,
     repair: bool = False,
+    device: str = "cpu",
 ) -> None:
     """Run the stages for the chosen variants and print the summary (``extra``: the optional
-    tables of the boards built without a graph, `moves` and `edges`)."""
+    tables of the boards built without a graph, `moves` and `edges`; ``device``: where those
+    boards are solved)."""
     from pipeline.stages import build as stages
 
     chosen = pick_variants(names, custom, data_dir)
+    if device not in ("cpu", "cuda"):
+        raise UsageError(f"--device must be cpu or cuda, not {device!r}")
     reports = stages.run(
         chosen,
         stage_list,
@@ -106,6 +110,7 @@ def _run_stages(
         skip_unchanged=skip_unchanged,
         extra_tables=extra or (),
         repair=repair,
+        device=device,
     )
     print_reports(reports, data_dir)
 
@@ -185,6 +190,14 @@ def build_cmd(
             "Knucklebones boards): also write the edges table.",
         ),
     ] = False,
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device",
+            help="Where the boards built without a graph are solved: cpu, or cuda (one NVIDIA "
+            "GPU, pip install '.[gpu]'; the opt-in Knucklebones boards, the full game included).",
+        ),
+    ] = "cpu",
     quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
@@ -206,6 +219,7 @@ def build_cmd(
         skip_unchanged=not force,
         extra=extra,
         repair=force,
+        device=device,
     )
 
 

@@ -115,8 +115,12 @@ def tree_cmd(
     board2: Board2,
     die: Die,
     depth: Annotated[int, typer.Option(help="Placements to print (1..3).")] = 2,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
 ) -> None:
     """Print the search tree: each column, each reply roll, each reply (values: first player's).
+
+    With the full game's tables in --data-dir (built with --device cuda) every value is looked
+    up and exact; otherwise searched.
 
     Example: stb-pipeline knucklebones tree 44/1/_ 2/_/_ 4 --depth 2
     """
@@ -125,7 +129,7 @@ def tree_cmd(
 
     from pipeline.apps.knucklebones.position import search_tree
 
-    root = search_tree(board1, board2, die, depth)
+    root = search_tree(board1, board2, die, depth, data_dir)
     tree = Tree(root.label)
     _tree(root, tree)
     # wide enough for depth-3 labels: a pipe's default 80 columns would cut them off
@@ -143,15 +147,19 @@ def play_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the dice.")] = 0,
     depth: Annotated[int, typer.Option(help=f"The solver's depth (1..{MAX_DEPTH}).")] = 4,
     second: Annotated[bool, typer.Option("--second", help="Let the solver move first.")] = False,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
     """Play a game against the solver in the terminal (type a column number for each die).
+
+    With the full game's tables in --data-dir (`build --variant knucklebones --variant
+    knucklebones-score --device cuda`) the solver plays perfectly; otherwise it searches.
 
     Example: stb-pipeline knucklebones play --seed 7 --depth 4
     """
     from pipeline.apps.knucklebones.position import play
 
-    play(_read_line, out.print, seed=seed, depth=depth, human_first=not second)
+    play(_read_line, out.print, seed=seed, depth=depth, human_first=not second, data_dir=data_dir)
 
 
 @kb.command("benchmark")
@@ -160,7 +168,11 @@ def benchmark_cmd(
     seed: Annotated[int, typer.Option(help="Base seed (each row records its own).")] = 1,
     depths: Annotated[str, typer.Option(help="Our search depths, comma-separated.")] = "1,2,3,4",
     opponents: Annotated[
-        str, typer.Option(help=f"Opponents, comma-separated: {', '.join(OPPONENTS)}, ours-dN.")
+        str,
+        typer.Option(
+            help=f"Opponents, comma-separated: {', '.join(OPPONENTS)}, ours-dN, perfect (exact "
+            "play from the full game's tables in --data-dir, built with --device cuda)."
+        ),
     ] = ",".join(OPPONENTS),
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
@@ -173,6 +185,7 @@ def benchmark_cmd(
     from pipeline.apps.knucklebones.match import (
         benchmark_frame,
         check_player,
+        make_player,
         write_benchmark_rows,
     )
     from pipeline.apps.knucklebones.position import check_depth
@@ -195,9 +208,15 @@ def benchmark_cmd(
 
     ensure_writable(data_dir)  # fail before the games are played, not after
     game = Knucklebones(KnuckleRules())
+    lookup = None
+    if "perfect" in opp_list:
+        from pipeline.apps.knucklebones.position import big_board_lookup
+
+        lookup = big_board_lookup(data_dir, game)
+        make_player(game, "perfect", lookup)  # says what to build when the tables are missing
     total = games * len(depth_list) * len(opp_list)
     with progress.task("knucklebones benchmark", total=total, unit="games") as job:
-        frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance)
+        frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance, lookup)
     path = write_benchmark_rows(data_dir, frame, game)
     table = Table("ours", "opponent", "wins", "draws", "losses", "win rate (95% CI)", "median ms")
     for r in frame.iter_rows(named=True):
@@ -232,17 +251,34 @@ def solve_exact_cmd(
     ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a checkpoint.")] = False,
     tolerance: Annotated[float, typer.Option(help="Bound on every value's error.")] = 1e-11,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="cpu, or cuda: one NVIDIA GPU (pip install '.[gpu]'); float64 bounds where they "
+            "fit in its memory, else float32 (then --tolerance 1e-6 or more)."
+        ),
+    ] = "cpu",
 ) -> None:
     """Solve a whole board exactly by value iteration (no move graph); print the start value.
 
+    Every value is within --tolerance of the exact one: the solver keeps a lower and an upper
+    bound of each and stops when they are that close. --device cuda solves the full game
+    (--rows 3) on one 80 GB GPU in about a minute (docs/knucklebones-full-game.md).
+
     Example: stb-pipeline knucklebones solve-exact --columns 3 --rows 2 --workers 2
     """
+    import numpy as np
+
     from pipeline.games.knucklebones import distributed as knucklebones_dist
     from pipeline.games.knucklebones import exact as knucklebones_vi
+    from pipeline.games.knucklebones import gpu
     from pipeline.games.knucklebones.game import KnuckleRules
 
+    gpu.check_device(device)
     rules = KnuckleRules(columns, rows, faces, objective)
     distributed = workers > 0 or address is not None
+    if device == "cuda" and distributed:
+        raise UsageError("--device cuda runs in this process: leave out --workers and --address")
     if not distributed and (checkpoint_dir or resume):
         raise UsageError("--checkpoint-dir and --resume need --workers N or --address")
     if resume and not checkpoint_dir:
@@ -252,6 +288,17 @@ def solve_exact_cmd(
         """One line per sweep."""
         out.print(f"sweep {sweep}: change {residual:.3g}, bound {bound:.3g}, {rate:,.0f} pos/s")
 
+    if device == "cuda":
+        found = gpu.solve(rules, tol=tolerance, progress=progress)
+        out.print(
+            f"start value {found.value(0):.10f} ({objective}), {found.n_states:,} positions, "
+            f"{np.dtype(found.dtype).name} bounds on the GPU"
+        )
+        out.print(
+            f"{found.sweeps} sweeps, every value within {found.bound:.3g}, "
+            f"{found.sweep_seconds:.1f} s of sweeps, {found.seconds:.1f} s in all"
+        )
+        return
     if distributed:
         sol = knucklebones_dist.solve_distributed(
             rules, workers=workers, address=address, shards=shards,
@@ -261,6 +308,87 @@ def solve_exact_cmd(
         sol = knucklebones_vi.solve(rules, tol=tolerance, progress=progress)
     out.print(f"start value {sol.value[0]:.10f} ({objective}), {sol.value.shape[0]:,} positions")
     out.print(f"{sol.sweeps} sweeps, every value within {sol.bound:.3g}, {sol.seconds:.1f} s")
+
+
+@kb.command("check-tables")
+def check_tables_cmd(
+    columns: Annotated[int, typer.Option(help="Columns per board.")] = 3,
+    rows: Annotated[int, typer.Option(help="Slots per column.")] = 3,
+    faces: Annotated[int, typer.Option(help="Faces of the die.")] = 6,
+    samples: Annotated[int, typer.Option(help="Positions drawn (uniformly, by state id).")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 1,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+) -> None:
+    """Check the Bellman equation on a seeded sample of a built board's positions (both
+    objectives): the way to verify the full game's 4.8 billion rows without reading them all.
+
+    Example: stb-pipeline knucklebones check-tables --samples 100 --seed 7
+    """
+    from pipeline.apps.knucklebones.known import check_sample
+    from pipeline.errors import ContractError
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    if not 1 <= samples <= 100_000:
+        raise UsageError(f"--samples must be between 1 and 100,000, not {samples}")
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    rules = KnuckleRules(columns, rows, faces)
+    with progress.task("knucklebones check-tables: looking up the sample and its successors"):
+        found = check_sample(data_dir, rules, samples, seed)
+    for k, name in enumerate(found.variants):
+        out.print(
+            f"{name}: {found.samples} positions (seed {found.seed}, {found.live[k]} in play), "
+            f"largest Bellman residual {found.max_residual[k]:.3g}, allowed {found.allowed[k]:.3g}"
+        )
+    if not found.ok:
+        raise ContractError("the Bellman equation fails on the sample: rebuild the tables")
+    out.print("ok: every sampled value equals its Bellman recomputation within the allowance")
+
+
+@kb.command("loss")
+def loss_cmd(
+    players: Annotated[
+        str, typer.Option(help="Players, comma-separated: greedy, random, seed-dN, ours-dN.")
+    ] = "greedy,seed-d4,ours-d2",
+    games: Annotated[
+        int, typer.Option(help="Random-vs-random games whose decisions are the sample.")
+    ] = 100,
+    seed: Annotated[int, typer.Option(help="Seed of the sample (and of the players' ties).")] = 1,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
+) -> None:
+    """What each player loses against perfect play on the full game's exact tables: its regret
+    (win probability and points) at every decision of a fixed, seeded sample of positions.
+
+    Needs `build --variant knucklebones --variant knucklebones-score --device cuda` in
+    --data-dir. seed-d4 is the Rust solver's depth-4 heuristic, ours-dN our search.
+
+    Example: stb-pipeline knucklebones loss --players greedy,seed-d4,ours-d2 --games 100
+    """
+    from rich.table import Table
+
+    from pipeline.apps.knucklebones.loss import losses
+    from pipeline.apps.knucklebones.match import check_player
+    from pipeline.games.registry import split_names
+
+    names = split_names([players], "--players")
+    for name in names:
+        check_player(name)
+    if not 1 <= games <= 100_000:
+        raise UsageError(f"--games must be between 1 and 100,000, not {games}")
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    with progress.task("knucklebones loss: pricing the sampled decisions"):
+        found = losses(data_dir, names, games, seed)
+    table = Table("player", "decisions", "suboptimal", "mean win lost", "max win lost",
+                  "mean points lost")  # fmt: skip
+    for r in found:
+        table.add_row(
+            r.player, f"{r.decisions:,}", f"{r.share_suboptimal:.3f}",
+            f"{r.mean_win_regret:.5f}", f"{r.max_win_regret:.4f}", f"{r.mean_score_regret:.3f}",
+        )  # fmt: skip
+    out.print(table)
+    out.print(f"sample: the decisions of {games} random-vs-random games, seed {seed}")
 
 
 #: Largest --games per pair (a day of depth-1 games) and --seed (the seeds must fit int64).

@@ -148,6 +148,10 @@ class Game(ABC):
         """Monte Carlo benchmark of the game's strategies: (results, `benchmarks` rows)."""
         raise UsageError(f"variant {solved.variant.name!r} has no strategies to benchmark")
 
+    #: Where :meth:`stream` can solve (``build --device``): the CPU, and ``cuda`` for a game
+    #: whose stream takes a ``device`` keyword (the large Knucklebones boards).
+    devices: tuple[str, ...] = ("cpu",)
+
     def stream(self, tables: Sequence[str]) -> Streamed | None:
         """A graph-free build of ``tables`` (some of states, policy, moves and edges; the solve
         runs whichever are asked), for games too big to hold as a graph; None: build from

@@ -351,6 +351,7 @@ def run(
     skip_unchanged: bool = False,
     extra_tables: Sequence[str] = (),
     repair: bool = False,
+    device: str = "cpu",
 ) -> list[StageReport]:
     """Run ``stages`` for each variant and write their tables into ``data_dir``.
 
@@ -371,14 +372,18 @@ def run(
     A shared table that is no longer the file ``manifest.json`` records (emptied, cut, replaced
     or missing) would lose the rows of every variant it held that this run does not rebuild:
     the run refuses, naming them, or with ``repair`` (`build --force`) rebuilds them too.
+    ``device`` other than ``cpu`` (``cuda``) solves the streamed variants there; UsageError
+    before any work for a variant whose game cannot (see :attr:`pipeline.games.base.Game.devices`).
     """
     if exact:  # before any work: a refusal after minutes of solving helps nobody
         for variant in variants:
             _check_exact(variant, None if variant.separate else variant.make())
+    if device != "cpu":
+        _check_device(variants, device, exact, stages)
     tables.ensure_writable(data_dir)
     variants = _cover_changed_tables(variants, data_dir, repair)
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
-    build = _Build(list(stages), data_dir, exact, extra_tables)
+    build = _Build(list(stages), data_dir, exact, extra_tables, device)
     with build, progress.task("build", total=len(variants), unit="variants") as job:
         for variant in sorted(variants, key=lambda v: v.name):
             job.update(note=variant.name)
@@ -445,6 +450,7 @@ class _Build:
     data_dir: Path
     exact: bool
     extra_tables: Sequence[str]
+    device: str = "cpu"
     #: Tables written a variant at a time (those with one fixed schema), by table key.
     merges: dict[str, tables.TableMerge] = field(default_factory=dict)
     #: Small tables without a fixed schema, or replaced by row key: merged whole at the end.
@@ -492,7 +498,9 @@ class _Build:
             return
         if variant.separate:
             self._drop_shared_rows(variant.name)
-        streamed = _streamed_build(variant, game, self.stages, self.extra_tables, self.exact)
+        streamed = _streamed_build(
+            variant, game, self.stages, self.extra_tables, self.exact, self.device
+        )
         if streamed is not None:
             with progress.task(f"{variant.name}: {streamed.what}"):
                 report = _run_streamed(variant, game, streamed, self.stages, self.data_dir, self)
@@ -614,15 +622,38 @@ def table_key(variant: Variant, table: str) -> str:
     return table
 
 
+def _check_device(
+    variants: Sequence[Variant], device: str, exact: bool, stages: Sequence[str]
+) -> None:
+    """UsageError unless every variant is built without a graph by a game that runs on
+    ``device``: the graph build runs on the CPU only."""
+    if exact:
+        raise UsageError(f"--exact builds on the CPU: leave out --device {device}")
+    if not {"solve", "policy"} & set(stages):
+        raise UsageError(f"--device {device} is for the stages that solve (build, solve, policy)")
+    for v in variants:
+        if not v.separate or device not in v.make().devices:
+            raise UsageError(
+                f"{v.name} is built on the CPU; --device {device} builds only the boards solved "
+                "without a graph that support it (the opt-in Knucklebones boards)"
+            )
+
+
 def _streamed_build(
-    variant: Variant, game: Game, stages: Sequence[str], extra: Sequence[str], exact: bool
+    variant: Variant,
+    game: Game,
+    stages: Sequence[str],
+    extra: Sequence[str],
+    exact: bool,
+    device: str = "cpu",
 ) -> Streamed | None:
     """The game's graph-free build, for a variant stored on its own (None: use the graph)."""
     if not variant.separate or exact or not {"solve", "policy", "edges"} & set(stages):
         return None
+    on = {} if device == "cpu" else {"device": device}
     if list(stages) == ["edges"]:
-        return game.stream(("edges",))
-    return game.stream(("states", "policy", *(t for t in ("moves", "edges") if t in extra)))
+        return game.stream(("edges",), **on)
+    return game.stream(("states", "policy", *(t for t in ("moves", "edges") if t in extra)), **on)
 
 
 def _run_streamed(

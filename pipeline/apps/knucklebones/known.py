@@ -7,6 +7,11 @@ probability, its ``-score`` twin the expected final score difference. A search o
 these boards reads both and returns them wherever it meets a position, so its answers are
 exact. The variants are found by their rules (the ``stb.rules`` metadata of ``states``), so
 custom builds with the same board and die serve too.
+
+The full game (``knucklebones`` and ``knucklebones-score``, built on a GPU by ``build --device
+cuda``) has 4.8 billion positions: it is not loaded but looked up, a row group at a time
+(:class:`TableLookup`); a move's value is its successor's, so the best column for a die needs at
+most ``columns`` lookups.
 """
 
 from __future__ import annotations
@@ -90,3 +95,154 @@ def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValue
     if np.isnan(out).any():
         raise TableError(f"{found[0][0]} or {found[1][0]} has states without a value")
     return KnownValues(out, (found[0][0], found[1][0]))
+
+
+class TableLookup:
+    """Point lookups of both objectives' values in the states tables of a board too big to load
+    (the full game, built by ``build --device cuda``: one lean row per position, sorted by
+    state id, in row groups whose ``state_id`` statistics say their id range).
+
+    A lookup reads the row group holding the id from each of the two files (one each, about
+    5 MB): the files' footers are read once, on opening.
+    """
+
+    def __init__(self, found: list[tuple[str, Path]]) -> None:
+        import pyarrow.parquet as pq
+
+        self.variants = (found[0][0], found[1][0])
+        self.files = [pq.ParquetFile(path) for _, path in found]
+        self.starts: list[np.ndarray] = []
+        self.value_col: list[int] = []
+        for f, (name, path) in zip(self.files, found, strict=True):
+            names = f.schema_arrow.names
+            sid, self_value = names.index("state_id"), names.index("value")
+            meta = f.metadata
+            starts = []
+            for g in range(meta.num_row_groups):
+                stats = meta.row_group(g).column(sid).statistics
+                if stats is None or not stats.has_min_max:
+                    raise TableError(f"{path}: row group {g} has no state_id statistics")
+                starts.append(stats.min)
+            self.starts.append(np.asarray(starts, dtype=np.int64))
+            self.value_col.append(self_value)
+            if meta.num_rows and not np.all(np.diff(self.starts[-1]) > 0):
+                raise TableError(f"{path}: {name} is not sorted by state id; rebuild it")
+        self._cache: dict[tuple[int, int], np.ndarray] = {}
+
+    def values(self, ids: np.ndarray) -> np.ndarray:
+        """[len(ids), 2]: (P(win), E[difference]) of each state id, from the tables."""
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.empty((ids.shape[0], 2))
+        for k in range(2):
+            group = np.searchsorted(self.starts[k], ids, side="right") - 1
+            for g in np.unique(group):
+                col = self._group(k, int(g))
+                at = ids[group == g] - self.starts[k][g]
+                out[group == g, k] = col[at]
+        return out
+
+    def _group(self, k: int, g: int) -> np.ndarray:
+        """The ``value`` column of row group ``g`` of file ``k`` (the last few are kept)."""
+        key = (k, g)
+        if key not in self._cache:
+            if len(self._cache) >= 64:
+                self._cache.pop(next(iter(self._cache)))
+            table = self.files[k].read_row_group(g, columns=["value"])
+            self._cache[key] = table.column(0).to_numpy()
+        return self._cache[key]
+
+
+def open_lookup(data_dir: Path, rules: KnuckleRules) -> TableLookup | None:
+    """Point lookups in the built (wins, score) states tables of ``rules``' board, or None when
+    either is not built. For the boards too big for :func:`load_known` (the full game)."""
+    found = _variant_files(data_dir, rules)
+    return None if found is None else TableLookup(found)
+
+
+@dataclass(frozen=True)
+class SampleCheck:
+    """The Bellman equation checked on a seeded sample of one built board's positions."""
+
+    variants: tuple[str, str]
+    samples: int
+    seed: int
+    live: tuple[int, int]
+    """Sampled positions where the game goes on (the others are checked against their final
+    value), per objective."""
+    max_residual: tuple[float, float]
+    """Largest |value - its Bellman recomputation from the successors' values|, per objective."""
+    allowed: tuple[float, float]
+    """The tables' ``residual`` plus the float32 rounding of the values read: what may be."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether every sampled position meets its allowance."""
+        return all(m <= a for m, a in zip(self.max_residual, self.allowed, strict=True))
+
+
+def check_sample(data_dir: Path, rules: KnuckleRules, samples: int, seed: int) -> SampleCheck:
+    """The Bellman residual of ``samples`` positions drawn uniformly (``seed``) from the built
+    tables of ``rules``' board, both objectives: a position's value must equal the mean over the
+    die of its best move's value (``1 - V(next)`` for wins, ``-V(next)`` for score), or its
+    final value once a board is full, within the table's residual. Reads one row group per
+    position looked up (the sample and its successors): for the full game about a minute per
+    hundred samples. TablesMissingError-like UsageError when either objective is not built."""
+    from pipeline.errors import UsageError
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import Knucklebones
+
+    found = _variant_files(data_dir, rules)
+    if found is None:
+        raise UsageError(
+            f"no built wins and score tables of the {rules.columns}x{rules.rows} d{rules.faces} "
+            f"board in {data_dir}"
+        )
+    lookup = TableLookup(found)
+    game = Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces))
+    n = game.n_states
+    ids = np.unique(np.random.default_rng(seed).integers(0, n, size=samples))
+    pos = exact.pairs_of(game.r, ids)
+    over = game.terminal_mask(pos)
+    succ = exact.successor_ids(game.r, ids)
+    succ[over] = -1
+    wanted = np.unique(np.concatenate([ids, succ[succ >= 0]]))
+    got = lookup.values(wanted)
+    at = {int(s): k for k, s in enumerate(wanted)}
+    residual_col = [_residual(path) for _, path in found]
+    worst, live = [0.0, 0.0], [0, 0]
+    for k, objective in enumerate(("wins", "score")):
+        offset = 1.0 if objective == "wins" else 0.0
+        final = Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces, objective))
+        finals = final.final_values(pos)
+        for i, s in enumerate(ids):
+            value = got[at[int(s)], k]
+            if over[i]:
+                recomputed = finals[i]
+            else:
+                live[k] += 1
+                moves = succ[i].reshape(rules.faces, rules.columns)
+                recomputed = float(
+                    np.mean(
+                        [max(offset - got[at[int(r)], k] for r in row if r >= 0) for row in moves]
+                    )
+                )
+            worst[k] = max(worst[k], abs(value - recomputed))
+    # the values read are float32: each is within half an ulp of the stored bound's midpoint
+    scale = (1.0, float(game.r.slots * game.r.faces * game.r.rows))
+    allowed = tuple(residual_col[k] + 4 * scale[k] * 2.0**-24 for k in range(2))
+    return SampleCheck(
+        lookup.variants, int(ids.shape[0]), seed, (live[0], live[1]), (worst[0], worst[1]),
+        (allowed[0], allowed[1]),
+    )  # fmt: skip
+
+
+def _residual(path: Path) -> float:
+    """The ``residual`` of a states file (the first row's: the lean tables write one constant;
+    0 when null)."""
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    if "residual" not in f.schema_arrow.names or f.metadata.num_row_groups == 0:
+        return 0.0
+    first = f.read_row_group(0, columns=["residual"]).column(0)[0].as_py()
+    return float(first or 0.0)

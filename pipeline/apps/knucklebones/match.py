@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -21,6 +22,9 @@ from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.search import OURS, SEED, Searcher, greedy_gain
 from pipeline.store import tables
+
+if TYPE_CHECKING:
+    from pipeline.apps.knucklebones.known import TableLookup
 
 #: A player: (pairs from the mover's view, die face, rng) -> column index.
 Player = Callable[[np.ndarray, int, np.random.Generator], int]
@@ -63,8 +67,27 @@ def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
     return play
 
 
-def make_player(game: Knucklebones, name: str) -> Player:
-    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic) or ours-dN."""
+def perfect_player(game: Knucklebones, lookup: TableLookup) -> Player:
+    """Perfect play: the column whose exact value (from the tables) is best, win probability
+    first, then the expected score difference, then the lowest column."""
+    from pipeline.apps.knucklebones.position import pick, table_column_values
+
+    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        return pick(table_column_values(game, lookup, pairs, face)).column - 1
+
+    return play
+
+
+def make_player(game: Knucklebones, name: str, lookup: TableLookup | None = None) -> Player:
+    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN, or perfect
+    (looked up in the exact tables ``lookup``)."""
+    if name == "perfect":
+        if lookup is None:
+            raise UsageError(
+                "player 'perfect' needs the full game's exact tables: `stb-pipeline build "
+                "--variant knucklebones --variant knucklebones-score --device cuda` (a GPU)"
+            )
+        return perfect_player(game, lookup)
     if name == "random":
         return random_player(game)
     if name == "greedy":
@@ -72,13 +95,13 @@ def make_player(game: Knucklebones, name: str) -> Player:
     for prefix, kind in (("seed-d", SEED), ("ours-d", OURS)):
         if name.startswith(prefix) and name[len(prefix) :].isdigit():
             return search_player(game, check_player(name), kind)
-    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN or ours-dN")
+    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN or perfect")
 
 
 def check_player(name: str) -> int:
     """The search depth of a player name (0 for random and greedy); UsageError when the name is
     not a player or its depth is outside 1..MAX_DEPTH (depth 0 would search nothing)."""
-    if name in ("random", "greedy"):
+    if name in ("random", "greedy", "perfect"):
         return 0
     for prefix in ("seed-d", "ours-d"):
         digits = name[len(prefix) :]
@@ -87,7 +110,7 @@ def check_player(name: str) -> int:
             if not 1 <= depth <= MAX_DEPTH:
                 raise UsageError(f"player {name!r}: the depth must be 1 to {MAX_DEPTH}")
             return depth
-    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN or ours-dN")
+    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN or perfect")
 
 
 @dataclass
@@ -143,10 +166,12 @@ def match(
     games: int,
     seed: int,
     tick: Callable[[], None] | None = None,
+    lookup: TableLookup | None = None,
 ) -> dict:
-    """Play ``games`` games of ``ours`` against ``opponent``, seats alternated; one result row."""
+    """Play ``games`` games of ``ours`` against ``opponent``, seats alternated; one result row
+    (``lookup``: the exact tables, for the ``perfect`` player)."""
     rng = np.random.default_rng(seed)
-    a, b = make_player(game, ours), make_player(game, opponent)
+    a, b = make_player(game, ours, lookup), make_player(game, opponent, lookup)
     diffs: list[int] = []
     times: list[float] = []
     t0 = time.perf_counter()
@@ -189,10 +214,12 @@ def benchmark_frame(
     games: int,
     seed: int,
     tick: Callable[[], None] | None = None,
+    lookup: TableLookup | None = None,
 ) -> pl.DataFrame:
-    """One row per (our depth, opponent): the benchmark table rows (without ``variant``)."""
+    """One row per (our depth, opponent): the benchmark table rows (without ``variant``);
+    ``lookup``: the full game's exact tables, for the ``perfect`` opponent."""
     rows = [
-        match(game, f"ours-d{d}", opp, games, seed + 1000 * d + i, tick)
+        match(game, f"ours-d{d}", opp, games, seed + 1000 * d + i, tick, lookup)
         for d in depths
         for i, opp in enumerate(opponents)
     ]

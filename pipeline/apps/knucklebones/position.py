@@ -15,9 +15,15 @@ import numpy as np
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH
-from pipeline.apps.knucklebones.known import load_known
+from pipeline.apps.knucklebones.known import TableLookup, load_known, open_lookup
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones, KnuckleRules, read_board
+from pipeline.games.knucklebones.game import (
+    EMPTY_COLUMN,
+    MAX_GRAPH_STATES,
+    Knucklebones,
+    KnuckleRules,
+    read_board,
+)
 from pipeline.games.knucklebones.search import OURS, Eval, Searcher
 from pipeline.games.registry import get_variant
 
@@ -98,12 +104,49 @@ def analyse(
     check_die(game, die)
     check_depth(depth)
     pairs = position_pairs(game, board1, board2)
+    lookup = None if data_dir is None else big_board_lookup(data_dir, game)
+    if lookup is not None:  # the full game built on a GPU: every column's value looked up
+        values = table_column_values(game, lookup, pairs, die)
+        mine, theirs = game.scores(pairs[None, :])
+        return Analysis(
+            die, depth, int(mine[0]), int(theirs[0]), pick(values), values, lookup.variants
+        )
     known = None if data_dir is None else load_known(data_dir, game.r, game.n_states)
     searcher = Searcher(game, known=None if known is None else known.values)
     values = column_values(searcher, pairs, die, depth)
     mine, theirs = game.scores(pairs[None, :])
     used = known.variants if known is not None else ()
     return Analysis(die, depth, int(mine[0]), int(theirs[0]), pick(values), values, used)
+
+
+def big_board_lookup(data_dir: Path, game: Knucklebones) -> TableLookup | None:
+    """Point lookups in the built tables of a board too big to load whole (the full game,
+    built by ``build --device cuda``); None for smaller boards or when not built."""
+    if game.n_states <= MAX_GRAPH_STATES or not Path(data_dir).is_dir():
+        return None
+    return open_lookup(data_dir, game.r)
+
+
+def table_column_values(
+    game: Knucklebones, lookup: TableLookup, pairs: np.ndarray, die: int
+) -> list[ColumnValue]:
+    """Every legal column for ``die`` (the user's order) valued from the tables: a move is worth
+    its successor's value seen from the other side (1 - P(win), -E[difference]), exactly."""
+    cols, after = [], []
+    for i, p in enumerate(pairs):
+        q = game.t.place[p, die - 1]
+        if q >= 0:
+            nxt = pairs.copy()
+            nxt[i] = q
+            cols.append(i + 1)
+            after.append(game.t.swap[nxt])
+    if not cols:
+        return []
+    found = lookup.values(game.canonical(np.array(after)))
+    return [
+        ColumnValue(c, Eval(1.0 - float(w), -float(d), True, True))
+        for c, (w, d) in zip(cols, found, strict=True)
+    ]
 
 
 def knucklebones_game(variant: str | None) -> Knucklebones:
@@ -126,17 +169,21 @@ class TreeNode:
     children: list[TreeNode]
 
 
-def search_tree(board1: str, board2: str, die: int, depth: int = 2) -> TreeNode:
-    """The search tree of `solve` to ``depth`` placements, values from the root mover's view."""
+def search_tree(
+    board1: str, board2: str, die: int, depth: int = 2, data_dir: Path | None = None
+) -> TreeNode:
+    """The search tree of `solve` to ``depth`` placements, values from the root mover's view;
+    with the full game's tables in ``data_dir`` every value is looked up (exact)."""
     game = Knucklebones(KnuckleRules())
     check_die(game, die)
     check_depth(depth)
     if depth > 3:
         raise UsageError("tree prints every line: use --depth 3 or less (solve searches deeper)")
     searcher = Searcher(game)
+    lookup = None if data_dir is None else big_board_lookup(data_dir, game)
     pairs = position_pairs(game, board1, board2)
     root = TreeNode(f"die {die}", None, [])
-    _grow(game, searcher, root, pairs, die, depth, mover_is_root=True)
+    _grow(game, searcher, root, pairs, die, depth, mover_is_root=True, lookup=lookup)
     return root
 
 
@@ -148,10 +195,15 @@ def _grow(
     die: int,
     depth: int,
     mover_is_root: bool,
+    lookup: TableLookup | None = None,
 ) -> None:
     """Add the moves of (pairs, die) under ``node`` and, below each, every roll of the reply."""
     who = "we" if mover_is_root else "they"
-    values = column_values(searcher, pairs, die, depth)
+    values = (
+        table_column_values(game, lookup, pairs, die)
+        if lookup is not None
+        else column_values(searcher, pairs, die, depth)
+    )
     best = pick(values).column
     for cv in values:
         v = cv.value
@@ -167,7 +219,7 @@ def _grow(
         for face in range(1, game.r.faces + 1):
             roll = TreeNode(f"{'they' if mover_is_root else 'we'} roll {face}", None, [])
             child.children.append(roll)
-            _grow(game, searcher, roll, seen, face, depth - 1, not mover_is_root)
+            _grow(game, searcher, roll, seen, face, depth - 1, not mover_is_root, lookup)
 
 
 def board_rows(game: Knucklebones, pairs: np.ndarray, mover: bool) -> list[str]:
@@ -183,22 +235,27 @@ def play(
     seed: int = 0,
     depth: int = 4,
     human_first: bool = True,
+    data_dir: Path | None = None,
 ) -> int:
     """Play one game in the terminal against the solver; return the human's score difference
     when it ends (or when the input does).
 
     ``read_line(prompt)`` returns the next line typed (None at the end of input); ``write``
-    prints one line. Dice come from a generator seeded with ``seed``.
+    prints one line. Dice come from a generator seeded with ``seed``. With ``data_dir`` holding
+    the full game's tables (``build --device cuda``) the solver plays perfectly: every move
+    looked up, none searched.
     """
     check_depth(depth)
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
     game = Knucklebones(KnuckleRules())
     searcher = Searcher(game)
+    lookup = None if data_dir is None else big_board_lookup(data_dir, game)
     rng = np.random.default_rng(seed)
     pairs = np.zeros(game.r.columns, dtype=np.int64)  # always from the human's view
     human_turn = human_first
-    write(f"Knucklebones: you against the solver (depth {depth}), seed {seed}")
+    how = "exact: from the tables" if lookup is not None else f"depth {depth}, exact: no"
+    write(f"Knucklebones: you against the solver ({how}), seed {seed}")
     while not game.terminal_mask(pairs[None, :])[0]:
         face = int(rng.integers(1, game.r.faces + 1))
         if human_turn:
@@ -211,8 +268,11 @@ def play(
             view = pairs
         else:
             view = game.t.swap[pairs]
-            with progress.task(f"solver searching {depth} placements deep"):
-                col, _ = searcher.best_move(view, face, depth, OURS)
+            if lookup is not None:
+                col = pick(table_column_values(game, lookup, view, face)).column - 1
+            else:
+                with progress.task(f"solver searching {depth} placements deep"):
+                    col, _ = searcher.best_move(view, face, depth, OURS)
             write(f"solver rolls {face} and plays column {col + 1}")
         view = view.copy()
         view[col] = game.t.place[view[col], face - 1]

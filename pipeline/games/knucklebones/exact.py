@@ -75,7 +75,15 @@ from numba import njit, prange
 from numba.typed import List as NumbaList
 
 from pipeline.errors import UsageError
+from pipeline.games.knucklebones import rules as move_rules
 from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
+
+# The move rules, shared with the GPU kernels (pipeline/games/knucklebones/rules.py).
+_unrank = move_rules.unrank
+_successors = move_rules.successors
+_dice = move_rules.dice
+_final_value = move_rules.final_value
+_combine = move_rules.combine
 
 #: Default bound on |value - exact value| (the stopping rule: max(U - L) <= 2 * tol).
 DEFAULT_TOLERANCE = 1e-11
@@ -146,87 +154,7 @@ def shard_bounds(n_states: int, shards: int) -> np.ndarray:
     return np.array([i * n_states // shards for i in range(shards + 1)], dtype=np.int64)
 
 
-# -- kernels: positions ---------------------------------------------------------------------
-
-
-@njit(cache=True)
-def _unrank(r, c, n_pairs, binom, out):
-    """The sorted pair indices of colex rank ``r`` (inverse of rank_multisets), into ``out``."""
-    hi = n_pairs - 1
-    for i in range(c - 1, -1, -1):
-        a, b = 0, hi
-        while a < b:  # the largest x <= hi with C(x + i, i + 1) <= r
-            m = (a + b + 1) // 2
-            if binom[m + i, i + 1] <= r:
-                a = m
-            else:
-                b = m - 1
-        out[i] = a
-        r -= binom[a + i, i + 1]
-        hi = a
-
-
-@njit(cache=True)
-def _sort_small(q, c):
-    """Sort q[:c] (c <= 4) by a min/max network: no data-dependent branches to mispredict."""
-    if c == 2:
-        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
-    elif c == 3:
-        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
-        q[1], q[2] = min(q[1], q[2]), max(q[1], q[2])
-        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
-    elif c == 4:
-        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
-        q[2], q[3] = min(q[2], q[3]), max(q[2], q[3])
-        q[0], q[2] = min(q[0], q[2]), max(q[0], q[2])
-        q[1], q[3] = min(q[1], q[3]), max(q[1], q[3])
-        q[1], q[2] = min(q[1], q[2]), max(q[1], q[2])
-
-
-@njit(cache=True)
-def _successors(pairs, row, c, f, moved, swap, binom, sw, q, ids, out):
-    """Ids of every move's successor of the sorted pairs ``pairs[row]`` into ids[out, v * c + j]
-    (-1: no such move): column j takes face v + 1, then the position is seen by the opponent
-    (every pair swapped, re-sorted, ranked). ``moved[pair, v]`` is the swapped pair after
-    placing. Arrays and indices, not row views: a view costs an atomic reference count, which
-    two threads fight over."""
-    for k in range(c):
-        sw[k] = swap[pairs[row, k]]
-    for v in range(f):
-        for j in range(c):
-            m = moved[pairs[row, j], v]
-            if m < 0 or (j > 0 and pairs[row, j] == pairs[row, j - 1]):
-                ids[out, v * c + j] = -1  # full column, or equal pairs: one move (the first)
-                continue
-            for k in range(c):
-                q[k] = sw[k]
-            q[j] = m
-            _sort_small(q, c)
-            r = 0
-            for i in range(c):
-                r += binom[q[i] + i, i + 1]
-            ids[out, v * c + j] = r
-
-
-@njit(cache=True)
-def _dice(p, c, mover_size, opp_size):
-    """Dice on each board of sorted pairs ``p``."""
-    mine, theirs = 0, 0
-    for k in range(c):
-        mine += mover_size[p[k]]
-        theirs += opp_size[p[k]]
-    return mine, theirs
-
-
-@njit(cache=True)
-def _final_value(p, c, mover_score, opp_score, wins):
-    """Value of a finished game for the player to move (a draw is 1/2 for wins)."""
-    diff = 0
-    for k in range(c):
-        diff += mover_score[p[k]] - opp_score[p[k]]
-    if not wins:
-        return float(diff)
-    return 1.0 if diff > 0 else (0.0 if diff < 0 else 0.5)
+# -- kernels: positions (the rules of a move are in rules.py) ------------------------------
 
 
 @njit(cache=True, parallel=True)
@@ -279,22 +207,6 @@ def _lookup(r, lo, hi, local, others, starts):
     k = np.searchsorted(starts, r, side="right") - 1
     a = others[k]
     return a[r - starts[k], 0], a[r - starts[k], 1]
-
-
-@njit(cache=True)
-def _combine(ids, lows, highs, row, c, f, offset):
-    """New (lower, upper) bound of a live state from its successors' bounds: the mean over
-    faces of the best move, a move's bounds being offset - upper(next), offset - lower(next)."""
-    tot_lo, tot_hi = 0.0, 0.0
-    for v in range(f):
-        best_lo, best_hi = -np.inf, -np.inf
-        for m in range(v * c, v * c + c):
-            if ids[row, m] >= 0:
-                best_lo = max(best_lo, offset - highs[row, m])
-                best_hi = max(best_hi, offset - lows[row, m])
-        tot_lo += best_lo
-        tot_hi += best_hi
-    return tot_lo / f, tot_hi / f
 
 
 @njit(cache=True)
@@ -799,4 +711,27 @@ def pairs_of(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     out = np.empty((ids.shape[0], tb.columns), dtype=np.int64)
     _pairs_of(ids, tb.columns, tb.n_pairs, tb.binom, max(1, min(ids.shape[0], _blocks())), out)
+    return out
+
+
+@njit(cache=True)
+def _successor_ids(ids, c, f, n_pairs, moved, swap, binom, out):
+    """out[i, v * c + j]: the successor id of move (face v + 1, column j) of state ids[i]
+    (-1: no such move; every entry -1 for a finished game)."""
+    p = np.empty((1, c), dtype=np.int64)
+    sw = np.empty(c, dtype=np.int64)
+    q = np.empty(c, dtype=np.int64)
+    for i in range(ids.shape[0]):
+        _unrank(ids[i], c, n_pairs, binom, p[0])
+        _successors(p, 0, c, f, moved, swap, binom, sw, q, out, i)
+
+
+def successor_ids(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
+    """[len(ids), faces * columns] int64: each state's successor id by (face, column label),
+    -1 where there is no such move (a full column, a pair equal to the one before). A finished
+    game's rows are meaningless: check :func:`pairs_of` and the dice first."""
+    tb = tables(rules)
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    out = np.empty((ids.shape[0], tb.faces * tb.columns), dtype=np.int64)
+    _successor_ids(ids, tb.columns, tb.faces, tb.n_pairs, tb.moved, tb.swap, tb.binom, out)
     return out

@@ -76,23 +76,34 @@ class StreamedKnucklebones(Knucklebones):
     (the named variants are these; the hook lives here, not in game.py, because this module
     needs the solver, which needs game.py)."""
 
-    def stream(self, tables: Sequence[str]) -> Streamed:
-        """The graph-free build (:func:`stream`). UsageError for the full game."""
-        return stream(self, tables)
+    devices = ("cpu", "cuda")
+
+    def stream(self, tables: Sequence[str], device: str = "cpu") -> Streamed:
+        """The graph-free build (:func:`stream`). UsageError for the full game on the CPU."""
+        return stream(self, tables, device)
 
 
-def stream(game: Knucklebones, tables: Sequence[str]) -> Streamed:
-    """The build of ``game``'s tables by the graph-free solver (see the module docstring).
+def stream(game: Knucklebones, tables: Sequence[str], device: str = "cpu") -> Streamed:
+    """The build of ``game``'s tables by the graph-free solver (see the module docstring),
+    solved on the CPU or, with ``device="cuda"``, on one GPU (:mod:`.gpu`).
 
-    UsageError for a board above :data:`MAX_STREAM_STATES` positions (the full game): it is
-    solved by ``stb-pipeline knucklebones solve-exact`` on a Dask cluster instead.
+    A board above :data:`MAX_STREAM_STATES` positions (the full game) is built on the GPU
+    only, as the lean states table of :func:`lean_stream`; UsageError on the CPU (it is solved
+    there by ``stb-pipeline knucklebones solve-exact`` on a Dask cluster instead).
     """
     n_states = game.n_states
-    if n_states > MAX_STREAM_STATES:
+    if device == "cuda":
+        from pipeline.games.knucklebones import gpu
+
+        gpu.cuda_module()  # no numba-cuda or no GPU: say so before any work
+        if n_states > MAX_STREAM_STATES:
+            return lean_stream(game)
+    elif n_states > MAX_STREAM_STATES:
         raise UsageError(
-            f"{n_states:,} positions are too many to build in one process (the bounds alone take "
-            f"{16 * n_states / 1e9:.0f} GB); solve the board with `stb-pipeline knucklebones "
-            "solve-exact --workers N` (docs/knucklebones-full-game.md)"
+            f"{n_states:,} positions are too many to build on the CPU (the bounds alone take "
+            f"{16 * n_states / 1e9:.0f} GB): build it with --device cuda on one GPU, or solve "
+            "it with `stb-pipeline knucklebones solve-exact --workers N` "
+            "(docs/knucklebones-full-game.md)"
         )
     wanted = tuple(tables)
     found: dict[str, Any] = {"nodes": 0, "moves": 0}
@@ -117,18 +128,32 @@ def stream(game: Knucklebones, tables: Sequence[str]) -> Streamed:
         counts=lambda: (found["nodes"], found["moves"]),
         what="value iteration without a graph",
     )
-    out.batches = _batches(game, out, found)
+    out.batches = _batches(game, out, found, device)
     return out
 
 
-def _batches(game: Knucklebones, out: Streamed, found: dict[str, Any]) -> Iterator[dict]:
-    """Solve, then yield the rows of each block of state ids as {table: columns}."""
+def _solve(game: Knucklebones, device: str, tol: float) -> exact.ViSolution:
+    """Every value of ``game``'s board, within ``tol``, on the CPU or the GPU."""
     with progress.task("sweeps", unit="sweeps") as job:
 
         def report(sweep: int, residual: float, bound: float, rate: float) -> None:
             job.update(sweep, note=f"every value within {bound:.1e}")
 
-        sol = exact.solve(game.r, tol=BUILD_TOLERANCE, progress=report)
+        if device == "cpu":
+            return exact.solve(game.r, tol=tol, progress=report)
+        from pipeline.games.knucklebones import gpu
+
+        g = gpu.solve(game.r, tol=tol, progress=report)
+        return exact.ViSolution(
+            game.r, g.values(0, g.n_states), g.bound, g.residual, g.sweeps, g.seconds
+        )
+
+
+def _batches(
+    game: Knucklebones, out: Streamed, found: dict[str, Any], device: str = "cpu"
+) -> Iterator[dict]:
+    """Solve, then yield the rows of each block of state ids as {table: columns}."""
+    sol = _solve(game, device, BUILD_TOLERANCE)
     found["solution"] = sol
     skipped = [t for t in ("moves", "edges") if t not in out.tables]
     out.note = (
@@ -149,6 +174,114 @@ def _batches(game: Knucklebones, out: Streamed, found: dict[str, Any]) -> Iterat
                 batch.pop("moves", None)
             yield batch
             job.advance(b - a)
+
+
+#: The lean table's bound on |value - exact value| before float32 rounding (float64 bounds on
+#: the GPU; :data:`pipeline.games.knucklebones.gpu.FLOAT32_TOLERANCE` when only float32 fit).
+LEAN_TOLERANCE = 1e-9
+#: States per batch of the lean table: one Parquet row group each (about 5 MB on disk).
+LEAN_ROWS = 1 << 20
+
+
+def lean_states_options() -> dict[str, object]:
+    """ParquetWriter options of the lean states table: ``state_id`` delta-encoded (consecutive
+    ids cost almost nothing), ``value`` split into byte streams (a float32 value held in the
+    float64 column has zero low bytes, which zstd then stores in next to nothing), statistics
+    on ``state_id`` so that a lookup reads one row group."""
+    return {
+        "compression": "zstd",
+        "use_dictionary": ["variant", "objective", "maximise", "residual"],
+        "column_encoding": {"state_id": "DELTA_BINARY_PACKED"},
+        "use_byte_stream_split": ["value"],
+        "write_statistics": ["variant", "state_id"],
+    }
+
+
+def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda") -> Streamed:
+    """The full game's build on the GPU: the ``states`` table only, lean.
+
+    One row per position, sorted by state id, with ``state_id`` and ``value`` (the bounds'
+    midpoint rounded to float32: enough for play, and half the bytes; ``residual`` says the
+    bound, the solver's plus the rounding). Every other column of ``states`` follows from the
+    id (the board text, scores, dice, whether the game is over: :func:`exact.pairs_of` and the
+    pair tables) and is left null, derived on read. No policy: 29 billion (position, die) rows
+    cannot pay for themselves when a move's value is one lookup of its successor's value
+    (:mod:`pipeline.apps.knucklebones.known`). The values stream from the GPU in id ranges of
+    ``rows``: host memory holds one range, not the table. ``device="cpu"`` writes the same
+    table from the CPU solver (small boards: the lookups' tests).
+    """
+    from pipeline.games.knucklebones import gpu
+
+    tb = exact.tables(game.r)
+    # float32 rounding: half an ulp of the largest |value|
+    rounding = float(max(abs(tb.low), abs(tb.high))) * 2.0**-24
+    dtype: type = np.float64
+    if device == "cuda":
+        cuda = gpu.cuda_module()
+        # refused here, before any work, when neither float64 nor float32 bounds fit
+        dtype = gpu.pick_dtype(game.n_states, gpu.FLOAT32_TOLERANCE, gpu.free_memory(cuda))
+    tol = LEAN_TOLERANCE if dtype == np.float64 else gpu.FLOAT32_TOLERANCE
+    found: dict[str, Any] = {}
+    out = Streamed(
+        tables=("states",),
+        batches=iter(()),
+        constants={
+            "states": {
+                "objective": game.objective,
+                "maximise": True,
+                "residual": 2 * (tol + rounding),
+            }
+        },
+        options={"states": lean_states_options()},
+        n_states=game.n_states,
+        start_value=lambda: float(found["start"]),
+        counts=lambda: (0, 0),
+        what="value iteration on the GPU",
+    )
+
+    def batches() -> Iterator[dict]:
+        with progress.task("sweeps", unit="sweeps") as job:
+
+            def report(sweep: int, residual: float, bound: float, rate: float) -> None:
+                job.update(sweep, note=f"every value within {bound:.1e}")
+
+            sol: Any = (
+                gpu.solve(game.r, tol=tol, progress=report, dtype=dtype)
+                if device == "cuda"
+                else _HostValues(exact.solve(game.r, tol=tol, progress=report))
+            )
+        found["solution"] = sol
+        out.note = (
+            f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps "
+            f"({np.dtype(dtype).name} bounds), every value within {sol.bound:.1e}, stored as "
+            "float32; states only (lean)"
+        )
+        with progress.task("tables", total=game.n_states, unit="states") as job:
+            for a in range(0, game.n_states, rows):
+                b = min(a + rows, game.n_states)
+                value = sol.values(a, b).astype(np.float32).astype(np.float64)
+                yield {"states": {"state_id": np.arange(a, b, dtype=np.int64), "value": value}}
+                job.advance(b - a)
+        # the next objective's solve needs the GPU's memory: drop these bounds now
+        found["start"] = sol.value(game.start_state())
+        del sol
+        found.pop("solution")
+
+    out.batches = batches()
+    return out
+
+
+class _HostValues:
+    """The CPU solver's solution with the GPU solution's ``values(a, b)`` and ``value(i)``."""
+
+    def __init__(self, sol: exact.ViSolution) -> None:
+        self.sol, self.sweeps, self.bound = sol, sol.sweeps, sol.bound
+
+    def values(self, a: int, b: int) -> np.ndarray:
+        return self.sol.value[a:b]
+
+    def value(self, state_id: int) -> float:
+        return float(self.sol.value[state_id])
 
 
 #: Columns of an edges row that a moves row has too (the others are constants).

@@ -36,8 +36,8 @@ knucklebones(
 )
 knucklebones(
     "knucklebones",
-    "Knucklebones as in Cult of the Lamb (3x3, six-sided die); too big to build: use "
-    "`stb-pipeline knucklebones solve` and `play`",
+    "Knucklebones as in Cult of the Lamb (3x3, six-sided die), maximise P(win); built only "
+    "with `build --device cuda` on one GPU (else `knucklebones solve` searches)",
     in_all=False,
 )
 for _cols, _rows, _faces in ((2, 3, 6), (3, 2, 6), (3, 3, 4)):
@@ -53,3 +53,10 @@ for _cols, _rows, _faces in ((2, 3, 6), (3, 2, 6), (3, 3, 4)):
             faces=_faces,
             objective=_objective,
         )
+knucklebones(
+    "knucklebones-score",
+    "Knucklebones as in Cult of the Lamb (3x3, six-sided die), maximise the expected score "
+    "difference; built only with `build --device cuda` on one GPU",
+    in_all=False,
+    objective="score",
+)

@@ -15,10 +15,10 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from pipeline.stages import build as stages
 from pipeline.games.knucklebones import stream
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.registry import REGISTRY
+from pipeline.stages import build as stages
 from pipeline.store import stream_writer, tables
 
 TABLES = ("states", "policy", "moves", "edges")

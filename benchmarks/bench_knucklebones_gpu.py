@@ -1,0 +1,139 @@
+"""The GPU exact Knucklebones solver against the CPU solver, in the same run (issue 23).
+
+On a machine with a CUDA GPU and numba-cuda (``pip install '.[gpu]'``) it times
+:func:`pipeline.games.knucklebones.gpu.solve` on 3x2, 3x3 with a five-sided die and the full
+game, and :func:`pipeline.games.knucklebones.exact.solve` (the CPU baseline, every core) on the
+boards the CPU can hold (3x2; the others need 5.6 and 77 GB of bounds and hours). Each
+measurement runs in a fresh child process that prints one JSON line (its peak host memory is its
+own ``resource.getrusage`` maximum), and the GPU's values are compared with the CPU's on every
+state where both ran. Without a GPU it says so, runs the smallest board (2x2 with a three-sided
+die) on numba's CUDA simulator beside the CPU (a check, not a speed), and exits 0.
+
+Usage: python benchmarks/bench_knucklebones_gpu.py [BOARD ...] [--tolerance T] [--objective O]
+       BOARD is CxR or CxRdF (default: 3x2 3x3d5 3x3)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ["3x2", "3x3d5", "3x3"]
+#: Boards the CPU baseline is run on (3x3d5 needs 8 GB and about an hour on 2 cores).
+CPU_MAX_STATES = 50_000_000
+
+
+def parse_board(text: str, objective: str) -> object:
+    """KnuckleRules of "CxR" or "CxRdF"."""
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    size, _, faces = text.partition("d")
+    columns, rows = size.split("x")
+    return KnuckleRules(int(columns), int(rows), int(faces or 6), objective)
+
+
+def child(board: str, objective: str, device: str, tol: float, save: str) -> dict:
+    """Solve once in this process; the measurements as a dict (values saved to ``save``)."""
+    import numpy as np
+
+    from pipeline.games.knucklebones import exact, gpu
+
+    rules = parse_board(board, objective)
+    t0 = time.perf_counter()
+    out: dict = {"positions": exact.tables(rules).n_states}
+    if device == "cpu":
+        sol = exact.solve(rules, tol=tol)
+        out.update(sweeps=sol.sweeps, sweep_s=None, start=float(sol.value[0]))
+        value = sol.value
+    else:
+        g = gpu.solve(rules, tol=tol)
+        out.update(sweeps=g.sweeps, sweep_s=g.sweep_seconds, start=g.value(0))
+        out["dtype"] = np.dtype(g.dtype).name
+        value = g.values(0, g.n_states) if g.n_states <= CPU_MAX_STATES else None
+    out["seconds"] = time.perf_counter() - t0
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if save and value is not None:
+        np.save(save, value)
+    return out
+
+
+def run_child(board: str, objective: str, device: str, tol: float, sim: bool = False) -> dict:
+    """One measurement in a fresh process."""
+    save = f"/tmp/bench_kb_gpu_{board}_{objective}_{device}.npy"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if sim:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    args = [sys.executable, __file__, "--child", board, objective, device, str(tol), save]
+    run = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT)
+    if run.returncode != 0:
+        return {"error": (run.stderr.strip().splitlines() or ["failed"])[-1]}
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    found["save"] = save
+    return found
+
+
+def gpu_present() -> bool:
+    """Whether numba-cuda and a CUDA GPU are here (asked in a child: no simulator leaks in)."""
+    code = "from numba import cuda; print(cuda.is_available())"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return run.returncode == 0 and run.stdout.strip() == "True"
+
+
+def main() -> None:
+    import numpy as np
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("boards", nargs="*", default=DEFAULT)
+    parser.add_argument("--tolerance", type=float, default=1e-11)
+    parser.add_argument("--objective", default="wins")
+    args = parser.parse_args()
+    sim = not gpu_present()
+    boards = args.boards
+    if sim:
+        print("no CUDA GPU here (or no numba-cuda): running 2x2d3 on numba's CUDA simulator")
+        print("beside the CPU, as a check of the kernels; its times say nothing about a GPU.")
+        boards = ["2x2d3"]
+    rows = []
+    for board in boards:
+        gpu = run_child(board, args.objective, "cuda", args.tolerance, sim)
+        cpu = None
+        if "positions" in gpu and gpu["positions"] <= CPU_MAX_STATES:
+            cpu = run_child(board, args.objective, "cpu", args.tolerance)
+        diff = "-"
+        if cpu and "error" not in cpu and "error" not in gpu:
+            a, b = np.load(gpu["save"]), np.load(cpu["save"])
+            diff = f"{np.abs(a - b).max():.1e}"
+        rows.append((board, gpu, cpu, diff))
+    head = ["board", "positions", "GPU sweeps", "GPU sweep s", "GPU s", "bounds", "host peak MB",
+            "CPU sweeps", "CPU s", "CPU peak MB", "ratio CPU/GPU", "max |GPU - CPU|",
+            "start value"]  # fmt: skip
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for board, g, c, diff in rows:
+        if "error" in g:
+            print(f"| {board} | GPU: {g['error']} |")
+            continue
+        cs = c["seconds"] if c and "error" not in c else None
+        cells = [
+            board, f"{g['positions']:,}", str(g["sweeps"]), f"{g['sweep_s']:.2f}",
+            f"{g['seconds']:.1f}", g["dtype"], f"{g['peak_mb']:,.0f}",
+            str(c["sweeps"]) if cs else "-", f"{cs:.1f}" if cs else "-",
+            f"{c['peak_mb']:,.0f}" if cs else "-", f"{cs / g['seconds']:.1f}" if cs else "-", diff,
+            f"{g['start']:.10f}",
+        ]  # fmt: skip
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        board, objective, device, tol, save = sys.argv[2:7]
+        print(json.dumps(child(board, objective, device, float(tol), save)))
+    else:
+        main()

@@ -1,0 +1,236 @@
+"""Exact Knucklebones values on one GPU: the exact solver's bounds, swept by numba-cuda kernels.
+
+The method is :mod:`pipeline.games.knucklebones.exact`'s, on the same state ids: every position
+holds a lower and an upper bound of its value, terminal positions are exact, live ones start at
+the objective's extremes, and a sweep sets ``L <- T(U)``, ``U <- T(L)`` in place. The Bellman
+operator is antitone, so every bound read -- old or new, whatever another thread is writing at
+that moment -- is a valid bound, and every update keeps ``L <= V* <= U``. The run stops when
+``max(U - L) <= 2 * tol`` and the midpoint is within ``tol`` of the exact value: the same proof
+and the same stopping rule as the CPU solver. The rules of a move (unranking, successors,
+ranking, final values, the update) are the functions of :mod:`pipeline.games.knucklebones.rules`,
+compiled here as device functions: one copy of the rules for both targets.
+
+The kernels follow the habits that paid off in a measured full-game sweep on an H100: the board's
+columns and faces are closure constants (the scratch arrays are sized at compile time and stay in
+registers), both bounds of a position are adjacent (one 16-byte read), a grid-stride loop visits
+the ids from the last to the first (pairs are numbered by dice, so a placement's successor has a
+higher id and is usually updated already in this sweep), positions whose bounds have met are
+skipped before any unranking, and the largest change and gap are reduced per block in shared
+memory and combined with one atomic per block. No sweep order, pair array or move list is
+stored: memory is the bounds alone, 16 bytes a position in float64 (8 in float32).
+
+float64 bounds where they fit in the GPU's free memory, else float32 (stored rounded to nearest,
+so the tolerance must be at least :data:`FLOAT32_TOLERANCE`); a board too big for both is refused
+before any work, in one line giving the bytes it needs. Without numba-cuda or without a GPU the
+solver says so in one line (exit 2). Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``,
+set before numba is imported) the same kernels run on the CPU, slowly: tiny boards only, which is
+how the tests check them against the CPU solver.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import UsageError
+from pipeline.games.knucklebones import exact
+from pipeline.games.knucklebones.game import KnuckleRules
+
+#: Threads per block (the simulator runs each thread as a Python thread: keep it small there).
+THREADS = 256
+SIM_THREADS = 4
+#: Blocks per streaming multiprocessor in a launch (a grid-stride loop covers the rest).
+BLOCKS_PER_SM = 32
+#: GPU memory kept free beside the bounds (the CUDA context, the kernels, the tables).
+HEADROOM = 512 * 2**20
+#: The smallest tolerance float32 bounds support (they are rounded to nearest, not outward).
+FLOAT32_TOLERANCE = 1e-6
+INSTALL_HINT = "pip install '.[gpu]' (numba-cuda, numpy<2.5), or use --device cpu"
+
+DEVICES = ("cpu", "cuda")
+
+
+def simulated() -> bool:
+    """Whether numba's CUDA simulator is on (it must be set before numba is imported)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def check_device(device: str) -> None:
+    """UsageError unless ``device`` is one of :data:`DEVICES`."""
+    if device not in DEVICES:
+        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
+
+
+def _has_numba_cuda() -> bool:
+    """Whether the numba-cuda package is installed (a seam the tests replace)."""
+    return importlib.util.find_spec("numba_cuda") is not None
+
+
+def cuda_module() -> Any:
+    """numba.cuda, once it is known to work here; UsageError (one line, exit 2) otherwise."""
+    if not _has_numba_cuda():
+        raise UsageError(f"--device cuda needs numba-cuda, which is not installed: {INSTALL_HINT}")
+    try:
+        from numba import cuda
+    except Exception as e:  # an import that fails for any reason: say which
+        raise UsageError(
+            f"numba-cuda does not import ({e.__class__.__name__}): {INSTALL_HINT}"
+        ) from None
+    if not _gpu_available(cuda):
+        raise UsageError(
+            "--device cuda found no CUDA GPU (or no NVIDIA driver) on this machine: "
+            "run on a machine with one, or use --device cpu"
+        )
+    return cuda
+
+
+def _gpu_available(cuda: Any) -> bool:
+    """Whether a GPU (or the simulator) can run kernels (a seam the tests replace)."""
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # a broken driver is "no GPU" to the user
+        return False
+
+
+def free_memory(cuda: Any) -> float:
+    """Free bytes on the current GPU (infinite under the simulator; a seam the tests replace)."""
+    ctx = cuda.current_context()
+    pending = getattr(ctx, "deallocations", None)
+    if pending is not None:  # numba frees device arrays lazily: count a dropped solve as free
+        pending.clear()
+    free, _total = ctx.get_memory_info()
+    return float(free)
+
+
+def bytes_needed(n_states: int, dtype: type) -> int:
+    """GPU memory for the bounds of ``n_states`` positions in ``dtype``, plus the headroom."""
+    return 2 * np.dtype(dtype).itemsize * n_states + HEADROOM
+
+
+def pick_dtype(n_states: int, tol: float, free: float) -> type:
+    """float64 if its bounds fit in ``free`` bytes, else float32 (UsageError if the tolerance is
+    below :data:`FLOAT32_TOLERANCE` then); UsageError, before any work, if neither fits."""
+    if bytes_needed(n_states, np.float64) <= free:
+        return np.float64
+    need32 = bytes_needed(n_states, np.float32)
+    if need32 > free:
+        raise UsageError(
+            f"the GPU has {free / 1e9:.1f} GB free; {n_states:,} positions need "
+            f"{bytes_needed(n_states, np.float64) / 1e9:.1f} GB of float64 bounds or "
+            f"{need32 / 1e9:.1f} GB of float32: use a GPU with more memory, or --device cpu "
+            "(docs/knucklebones-full-game.md)"
+        )
+    if tol < FLOAT32_TOLERANCE:
+        raise UsageError(
+            f"float64 bounds need {bytes_needed(n_states, np.float64) / 1e9:.1f} GB and the "
+            f"GPU has {free / 1e9:.1f} GB free; float32 bounds fit but hold values to "
+            f"{FLOAT32_TOLERANCE:g}: pass --tolerance {FLOAT32_TOLERANCE:g}"
+        )
+    return np.float32
+
+
+@lru_cache(maxsize=8)
+def kernels(c: int, f: int) -> tuple[Any, Any]:
+    """The (init, sweep) kernels of a board of ``c`` columns and an ``f``-faced die (compiled
+    on first use; see :mod:`pipeline.games.knucklebones.gpu_kernels`)."""
+    from pipeline.games.knucklebones import gpu_kernels
+
+    return gpu_kernels.make(c, f, SIM_THREADS if simulated() else THREADS)
+
+
+@dataclass
+class GpuSolution:
+    """The bounds of every position, on the GPU, and how they were reached."""
+
+    rules: KnuckleRules
+    bounds: Any  # a device array [n_states, 2] (lower, upper), state id order
+    dtype: type
+    bound: float  # every |value - exact| <= bound (half the largest U - L)
+    residual: float  # largest change of a bound in the last sweep
+    sweeps: int
+    seconds: float  # the whole solve, start to finish
+    sweep_seconds: float  # the sweeps alone (the first includes compiling the sweep kernel)
+
+    @property
+    def n_states(self) -> int:
+        """Positions solved."""
+        return int(self.bounds.shape[0])
+
+    def values(self, a: int, b: int) -> np.ndarray:
+        """The values (bound midpoints, float64) of state ids a..b-1, copied to the host."""
+        return exact.midpoint(self.bounds[a:b].copy_to_host())
+
+    def value(self, state_id: int) -> float:
+        """The value of one position."""
+        return float(self.values(state_id, state_id + 1)[0])
+
+
+def launch_shape(cuda: Any, n: int) -> tuple[int, int]:
+    """(blocks, threads) of a grid-stride launch over ``n`` ids."""
+    if simulated():
+        return max(1, min(2, -(-n // SIM_THREADS))), SIM_THREADS
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    return max(1, min(sms * BLOCKS_PER_SM, -(-n // THREADS))), THREADS
+
+
+def solve(
+    rules: KnuckleRules,
+    tol: float = exact.DEFAULT_TOLERANCE,
+    max_sweeps: int = exact.DEFAULT_MAX_SWEEPS,
+    progress: Callable[[int, float, float, float], None] | None = None,
+    dtype: type | None = None,
+) -> GpuSolution:
+    """Solve a Knucklebones board on the GPU (see the module docstring).
+
+    ``dtype`` None picks float64 where the bounds fit in the GPU's free memory, else float32.
+    UsageError (one line) without numba-cuda, without a GPU, for a board too big for the GPU,
+    or when ``max_sweeps`` pass before the tolerance is met. ``progress(sweep, change, bound,
+    positions per second)`` after each sweep, as for the CPU solver.
+    """
+    exact.check_tolerance(tol, max_sweeps)
+    cuda = cuda_module()
+    tb = exact.tables(rules)
+    n = tb.n_states
+    if dtype is None:
+        dtype = pick_dtype(n, tol, free_memory(cuda))
+    elif bytes_needed(n, dtype) > free_memory(cuda):
+        raise UsageError(f"{n:,} positions need {bytes_needed(n, dtype) / 1e9:.1f} GB on the GPU")
+    if dtype == np.float32 and tol < FLOAT32_TOLERANCE:
+        raise UsageError(f"float32 bounds need --tolerance {FLOAT32_TOLERANCE:g} or more")
+    t0 = time.perf_counter()
+    init, sweep = kernels(tb.columns, tb.faces)
+    names = ("binom", "moved", "swap", "mover_size", "opp_size", "mover_score", "opp_score")
+    d = {k: cuda.to_device(getattr(tb, k)) for k in names}
+    bounds = cuda.device_array((n, 2), dtype=dtype)
+    blocks, threads = launch_shape(cuda, n)
+    init[blocks, threads](
+        n, tb.n_pairs, tb.slots, d["binom"], d["mover_size"], d["opp_size"], d["mover_score"],
+        d["opp_score"], tb.wins, tb.low, tb.high, bounds,
+    )  # fmt: skip
+    out = cuda.device_array(2, dtype=np.float64)
+    sweeps, residual, width = 0, np.inf, np.inf
+    swept = 0.0
+    while width > 2 * tol:
+        if sweeps >= max_sweeps:
+            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
+        t1 = time.perf_counter()
+        out.copy_to_device(np.zeros(2))
+        sweep[blocks, threads](
+            n, tb.n_pairs, d["moved"], d["swap"], d["binom"], tb.offset, bounds, out
+        )
+        residual, width = (float(x) for x in out.copy_to_host())  # waits for the kernel
+        dt = time.perf_counter() - t1
+        swept += dt
+        sweeps += 1
+        if progress is not None:
+            progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
+    return GpuSolution(
+        rules, bounds, dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
+    )

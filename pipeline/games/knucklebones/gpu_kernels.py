@@ -1,0 +1,97 @@
+"""The GPU kernels of :mod:`pipeline.games.knucklebones.gpu` (imported only once numba-cuda and a
+GPU, or the simulator, are known to be there).
+
+``cuda`` is a module global here, not a closure variable: numba's CUDA simulator swaps the
+globals of a kernel for its own fake module, and only globals. The rules of a move are the njit
+functions of :mod:`pipeline.games.knucklebones.rules`, called from the kernels: numba-cuda
+compiles them for the GPU as device functions.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from numba import cuda, float64, int64
+
+from pipeline.games.knucklebones import rules
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+    # The simulator hands kernels its own array wrappers, which compiled CPU functions cannot
+    # take: it runs the rules' Python source instead (the same definitions, interpreted).
+    unrank, successors, dice = rules.unrank.py_func, rules.successors.py_func, rules.dice.py_func
+    final_value, combine = rules.final_value.py_func, rules.combine.py_func
+else:  # numba-cuda compiles these njit functions as device functions for the GPU
+    unrank, successors, dice = rules.unrank, rules.successors, rules.dice
+    final_value, combine = rules.final_value, rules.combine
+
+
+def make(c: int, f: int, tpb: int) -> tuple[Any, Any]:
+    """The (init, sweep) kernels of a board of ``c`` columns and an ``f``-faced die: ``c`` and
+    ``f`` are closure constants, so the scratch arrays have compile-time sizes."""
+    n_moves = c * f
+
+    @cuda.jit
+    def init(n, n_pairs, slots, binom, mover_size, opp_size, mover_score, opp_score, wins,
+             low, high, bounds):  # fmt: skip
+        """Bounds of every id: a finished game's value (both bounds), else (low, high)."""
+        p = cuda.local.array(c, int64)
+        for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+            unrank(i, c, n_pairs, binom, p)
+            mine, theirs = dice(p, c, mover_size, opp_size)
+            if mine == slots or theirs == slots:
+                v = final_value(p, c, mover_score, opp_score, wins)
+                bounds[i, 0] = v
+                bounds[i, 1] = v
+            else:
+                bounds[i, 0] = low
+                bounds[i, 1] = high
+
+    @cuda.jit
+    def sweep(n, n_pairs, moved, swap, binom, offset, bounds, out):
+        """One sweep over every open id, in place, last id first; out[0] = max(out[0], largest
+        change), out[1] = max(out[1], largest U - L), one atomic of each per block."""
+        pairs = cuda.local.array((1, c), int64)
+        sw = cuda.local.array(c, int64)
+        q = cuda.local.array(c, int64)
+        ids = cuda.local.array((1, n_moves), int64)
+        lows = cuda.local.array((1, n_moves), float64)
+        highs = cuda.local.array((1, n_moves), float64)
+        ch, gp = 0.0, 0.0
+        for k in range(cuda.grid(1), n, cuda.gridsize(1)):
+            i = n - 1 - k
+            old_lo, old_hi = float(bounds[i, 0]), float(bounds[i, 1])
+            if old_lo == old_hi:  # terminal, or met: exact for good
+                continue
+            unrank(i, c, n_pairs, binom, pairs[0])
+            successors(pairs, 0, c, f, moved, swap, binom, sw, q, ids, 0)
+            for m in range(n_moves):
+                r = ids[0, m]
+                if r >= 0:
+                    lows[0, m] = bounds[r, 0]
+                    highs[0, m] = bounds[r, 1]
+            new_lo, new_hi = combine(ids, lows, highs, 0, c, f, offset)
+            bounds[i, 0] = new_lo
+            bounds[i, 1] = new_hi
+            # the stored (possibly rounded) bounds are what the stopping rule sees
+            new_lo, new_hi = float(bounds[i, 0]), float(bounds[i, 1])
+            ch = max(ch, abs(new_lo - old_lo), abs(new_hi - old_hi))
+            gp = max(gp, new_hi - new_lo)
+        changes = cuda.shared.array(tpb, float64)
+        gaps = cuda.shared.array(tpb, float64)
+        t = cuda.threadIdx.x
+        changes[t] = ch
+        gaps[t] = gp
+        cuda.syncthreads()
+        s = tpb // 2
+        while s > 0:
+            if t < s:
+                changes[t] = max(changes[t], changes[t + s])
+                gaps[t] = max(gaps[t], gaps[t + s])
+            cuda.syncthreads()
+            s //= 2
+        if t == 0:
+            cuda.atomic.max(out, 0, changes[0])
+            cuda.atomic.max(out, 1, gaps[0])
+
+    return init, sweep

@@ -1,0 +1,116 @@
+"""The rules of a Knucklebones move on canonical state ids, written once for both targets.
+
+These are the scalar kernels of the exact solver: unranking a state id into its sorted facing
+pairs, the successor id of every (face, column) move, the dice on each board and the value of a
+finished game. They are plain ``numba.njit`` functions that use nothing but scalar arithmetic,
+loops and caller-provided arrays (no allocation, no NumPy calls), so the same definitions are
+compiled by numba for the CPU (:mod:`pipeline.games.knucklebones.exact`) and, called from a
+``numba.cuda.jit`` kernel, as device functions for the GPU (:mod:`pipeline.games.knucklebones.
+gpu`): numba-cuda compiles an ``njit`` function called from a kernel for the CUDA target. There
+is one copy of the rules, so the two backends cannot drift apart; the tests compare them state by
+state.
+
+Arrays are passed as arrays and row indices rather than row views: on the CPU a view costs an
+atomic reference count that threads fight over, and on the GPU the scratch arrays are the
+kernel's local arrays.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+
+@njit(cache=True)
+def unrank(r, c, n_pairs, binom, out):
+    """The sorted pair indices of colex rank ``r`` (inverse of rank_multisets), into ``out``."""
+    hi = n_pairs - 1
+    for i in range(c - 1, -1, -1):
+        a, b = 0, hi
+        while a < b:  # the largest x <= hi with C(x + i, i + 1) <= r
+            m = (a + b + 1) // 2
+            if binom[m + i, i + 1] <= r:
+                a = m
+            else:
+                b = m - 1
+        out[i] = a
+        r -= binom[a + i, i + 1]
+        hi = a
+
+
+@njit(cache=True)
+def sort_small(q, c):
+    """Sort q[:c] (c <= 4) by a min/max network: no data-dependent branches to mispredict."""
+    if c == 2:
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+    elif c == 3:
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+        q[1], q[2] = min(q[1], q[2]), max(q[1], q[2])
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+    elif c == 4:
+        q[0], q[1] = min(q[0], q[1]), max(q[0], q[1])
+        q[2], q[3] = min(q[2], q[3]), max(q[2], q[3])
+        q[0], q[2] = min(q[0], q[2]), max(q[0], q[2])
+        q[1], q[3] = min(q[1], q[3]), max(q[1], q[3])
+        q[1], q[2] = min(q[1], q[2]), max(q[1], q[2])
+
+
+@njit(cache=True)
+def successors(pairs, row, c, f, moved, swap, binom, sw, q, ids, out):
+    """Ids of every move's successor of the sorted pairs ``pairs[row]`` into ids[out, v * c + j]
+    (-1: no such move): column j takes face v + 1, then the position is seen by the opponent
+    (every pair swapped, re-sorted, ranked). ``moved[pair, v]`` is the swapped pair after
+    placing; ``sw`` and ``q`` are scratch arrays of ``c`` entries."""
+    for k in range(c):
+        sw[k] = swap[pairs[row, k]]
+    for v in range(f):
+        for j in range(c):
+            m = moved[pairs[row, j], v]
+            if m < 0 or (j > 0 and pairs[row, j] == pairs[row, j - 1]):
+                ids[out, v * c + j] = -1  # full column, or equal pairs: one move (the first)
+                continue
+            for k in range(c):
+                q[k] = sw[k]
+            q[j] = m
+            sort_small(q, c)
+            r = 0
+            for i in range(c):
+                r += binom[q[i] + i, i + 1]
+            ids[out, v * c + j] = r
+
+
+@njit(cache=True)
+def dice(p, c, mover_size, opp_size):
+    """Dice on each board of sorted pairs ``p``."""
+    mine, theirs = 0, 0
+    for k in range(c):
+        mine += mover_size[p[k]]
+        theirs += opp_size[p[k]]
+    return mine, theirs
+
+
+@njit(cache=True)
+def final_value(p, c, mover_score, opp_score, wins):
+    """Value of a finished game for the player to move (a draw is 1/2 for wins)."""
+    diff = 0
+    for k in range(c):
+        diff += mover_score[p[k]] - opp_score[p[k]]
+    if not wins:
+        return float(diff)
+    return 1.0 if diff > 0 else (0.0 if diff < 0 else 0.5)
+
+
+@njit(cache=True)
+def combine(ids, lows, highs, row, c, f, offset):
+    """New (lower, upper) bound of a live state from its successors' bounds: the mean over
+    faces of the best move, a move's bounds being offset - upper(next), offset - lower(next).
+    The antitone Bellman operator: the lower bound comes from the successors' upper bounds."""
+    tot_lo, tot_hi = 0.0, 0.0
+    for v in range(f):
+        best_lo, best_hi = -1e300, -1e300  # below any value; every live face has a move
+        for m in range(v * c, v * c + c):
+            if ids[row, m] >= 0:
+                best_lo = max(best_lo, offset - highs[row, m])
+                best_hi = max(best_hi, offset - lows[row, m])
+        tot_lo += best_lo
+        tot_hi += best_hi
+    return tot_lo / f, tot_hi / f

@@ -1,0 +1,316 @@
+"""The GPU solver (issue 23): its kernels under numba's CUDA simulator against the CPU solver,
+the lean full-game table on a small board, and the one-line refusals.
+
+The simulator must be switched on before numba is imported, so the kernels run in a process of
+their own (tests/support/knucklebones_gpu_sim.py: every simulated check in one run, about half a
+minute). A real GPU is needed only by the last test, which skips without one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pipeline.games.knucklebones import gpu
+from tests.conftest import REPO, invoke
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The findings of tests/support/knucklebones_gpu_sim.py under the CUDA simulator."""
+    out = tmp_path_factory.mktemp("gpu-sim")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(REPO)}
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.support.knucklebones_gpu_sim", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "board", ["2x2-d2-wins-float64", "2x2-d3-score-float64", "2x2-d3-wins-float32"]
+)
+def test_kernels_equal_the_cpu_solver_on_every_state(sim: dict[str, Any], board: str) -> None:
+    # both solvers prove every value within the tolerance of the exact one, so they differ by
+    # at most twice that (float32: plus its rounding, below 1e-7 for values in [0, 1])
+    found = sim[board]
+    assert sim["simulated"] and found["bound"] <= found["tolerance"]
+    assert found["max_diff"] <= 2 * found["tolerance"] + (1e-7 if "float32" in board else 0)
+
+
+def test_build_device_cuda_writes_the_lean_tables(sim: dict[str, Any]) -> None:
+    # `build --device cuda` of both objectives through the full game's path, on 2x2 with a d3
+    lean = sim["lean"]
+    assert lean["files"] == ["kb-sim-2x2-d3", "kb-sim-2x2-d3-score"]
+    assert lean["rows"] == 1540 and lean["sorted"] and lean["tiles_null"] and lean["float32"]
+    assert lean["ranges"][0][0] == 0 and lean["ranges"][-1][1] == 1539  # row group statistics
+    assert lean["max_diff"] <= lean["residual"] / 2
+    # the query answers from state 0 of both tables; the sampled Bellman check holds
+    line = next(x for x in lean["first_player"].splitlines() if "kb-sim-2x2-d3," in x)
+    assert abs(float(line.split(",")[5]) - lean["start_cpu"]) <= lean["residual"] / 2
+    assert lean["check_tables"][0] == 0 and "ok:" in lean["check_tables"][1]
+
+
+def test_no_numba_cuda_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu, "_has_numba_cuda", lambda: False)
+    r = invoke(["knucklebones", "solve-exact", "--rows", "2", "--columns", "2", "--device", "cuda"])
+    assert r.code == 2 and "pip install '.[gpu]'" in r.stderr and "--device cpu" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_no_gpu_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu, "_gpu_available", lambda cuda: False)
+    r = invoke(["knucklebones", "solve-exact", "--rows", "2", "--columns", "2", "--device", "cuda"])
+    assert r.code == 2 and "no CUDA GPU" in r.stderr and "--device cpu" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("free_gb", "tol", "dtype", "says"),
+    [
+        (100.0, 1e-11, np.float64, None),
+        (60.0, 1e-6, np.float32, None),
+        (60.0, 1e-11, None, "pass --tolerance 1e-06"),
+        (30.0, 1e-6, None, "need 77.5 GB of float64 bounds or 39.0 GB of float32"),
+    ],
+)
+def test_full_game_memory_picks_float64_float32_or_refuses(
+    free_gb: float, tol: float, dtype: type | None, says: str | None
+) -> None:
+    from pipeline.errors import UsageError
+
+    n = 4_812_987_894  # the full game's positions (C(3,069, 3))
+    if says is None:
+        assert gpu.pick_dtype(n, tol, free_gb * 1e9) == dtype
+    else:
+        with pytest.raises(UsageError, match=says.replace(".", r"\.").replace("(", r"\(")):
+            gpu.pick_dtype(n, tol, free_gb * 1e9)
+
+
+def test_too_small_gpu_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = type("FakeCuda", (), {})()
+    monkeypatch.setattr(gpu, "cuda_module", lambda: fake)
+    monkeypatch.setattr(gpu, "free_memory", lambda cuda: 1e6)
+    monkeypatch.setattr(gpu, "kernels", lambda c, f: pytest.fail("no kernel may be compiled"))
+    r = invoke(["knucklebones", "solve-exact", "--rows", "2", "--columns", "2", "--device", "cuda"])
+    assert r.code == 2 and "GB free" in r.stderr and "GB of float64" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_build_device_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    graph = invoke(["build", "--variant", "knucklebones-2x2", "--device", "cuda", "-d", data])
+    assert graph.code == 2 and "built on the CPU" in graph.stderr
+    bad = invoke(["build", "--variant", "knucklebones-2x3", "--device", "tpu", "-d", data])
+    assert bad.code == 2 and "--device must be" in bad.stderr
+    cpu_full = invoke(["build", "--variant", "knucklebones", "-d", data])
+    assert cpu_full.code == 2 and "--device cuda" in cpu_full.stderr
+    monkeypatch.setattr(gpu, "_has_numba_cuda", lambda: False)
+    full = invoke(["build", "--variant", "knucklebones", "--device", "cuda", "-d", data])
+    assert full.code == 2 and "pip install" in full.stderr
+    assert not list(data.glob("variants/*")) if data.exists() else True
+
+
+def test_real_gpu_equals_the_cpu_on_2x2() -> None:
+    if gpu.simulated() or not gpu._has_numba_cuda():
+        pytest.skip("needs numba-cuda and a CUDA GPU (the simulator tests cover the kernels)")
+    from numba import cuda
+
+    if not gpu._gpu_available(cuda):
+        pytest.skip("needs a CUDA GPU: none on this machine")
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    for objective in ("wins", "score"):
+        rules = KnuckleRules(2, 2, 6, objective)
+        g = gpu.solve(rules, tol=1e-11)
+        c = exact.solve(rules, tol=1e-11)
+        assert np.abs(g.values(0, g.n_states) - c.value).max() <= 2e-11
+
+
+def _write_lean(data: Path, name: str, rules: Any) -> None:
+    """The lean states table of ``rules`` (the full game's layout), from the CPU solver, as
+    ``build --device cuda`` commits it: variants/<name>/states.parquet."""
+    from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
+    from pipeline.games.registry import Variant
+    from pipeline.stages import streamed as streamed_build
+    from pipeline.store import layout
+
+    game = StreamedKnucklebones(rules)
+    variant = Variant(name, "test", lambda: game, False, family="knucklebones", separate=True)
+    staged, _ = streamed_build.write_streamed(
+        variant, game, lean_stream(game, rows=1 << 14, device="cpu"), data
+    )
+    (table,) = staged.values()
+    Path(table.path).rename(layout.table_path(data, layout.own_key(name, "states")))
+
+
+def test_lookups_in_the_lean_tables_are_the_solvers_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.apps.knucklebones import position
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+    data = tmp_path / "data"
+    for objective in ("wins", "score"):
+        _write_lean(data, f"kb-lean-{objective}", KnuckleRules(2, 2, 6, objective))
+    # the 2x2 board stands in for the full game: looked up, not loaded
+    monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
+    a = position.analyse("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
+    assert a.tables == ("kb-lean-wins", "kb-lean-score")
+    assert all(cv.value.exact and cv.value.from_tables for cv in a.columns)
+    game = Knucklebones(KnuckleRules(2, 2, 6))
+    pairs = position.position_pairs(game, "4_/__", "1_/__")
+    wins = exact.solve(KnuckleRules(2, 2, 6, "wins")).value
+    score = exact.solve(KnuckleRules(2, 2, 6, "score")).value
+    for cv in a.columns:
+        after = pairs.copy()
+        after[cv.column - 1] = game.t.place[after[cv.column - 1], 2]
+        nxt = int(game.canonical(game.t.swap[after][None, :])[0])
+        assert abs(cv.value.win - (1 - wins[nxt])) <= 1e-7  # float32 storage
+        assert abs(cv.value.diff + score[nxt]) <= 1e-5
+    assert a.best.column == max(a.columns, key=lambda c: (c.value.win, c.value.diff)).column
+    shown = invoke(
+        ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2", "-d", data]
+    )
+    assert (
+        shown.code == 0 and "kb-lean-wins" in shown.stdout and "yes (from tables)" in shown.stdout
+    )
+
+
+def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.store import layout
+
+    data = tmp_path / "data"
+    for objective in ("wins", "score"):
+        suffix = "-score" if objective == "score" else ""
+        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    args = ["knucklebones", "check-tables", "--columns", "2", "--rows", "2", "-d", data]
+    good = invoke([*args, "--samples", "300", "--seed", "3"])
+    assert good.code == 0, good.stderr
+    assert "kb-lean: " in good.stdout and "(seed 3," in good.stdout and "ok:" in good.stdout
+    # one wrong value among the sampled positions' successors breaks it
+    path = layout.table_path(data, layout.own_key("kb-lean", "states"))
+    table = pq.read_table(path)
+    meta = table.schema.metadata
+    value = table["value"].to_numpy().copy()
+    value[:] = np.round(value, 1)  # every value off by up to 0.05
+    table = table.set_column(table.schema.get_field_index("value"), "value", pa.array(value))
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    bad = invoke([*args, "--samples", "300", "--seed", "3"])
+    assert bad.code != 0 and "Bellman equation fails" in bad.stderr
+    none = invoke(["knucklebones", "check-tables", "-d", tmp_path / "empty"])
+    assert none.code == 2 and "no built wins and score tables" in none.stderr
+
+
+def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
+    from pipeline.apps.knucklebones.loss import losses
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    data = tmp_path / "data"
+    for objective in ("wins", "score"):
+        suffix = "-score" if objective == "score" else ""
+        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    found = losses(data, ["random", "greedy", "ours-d4", "perfect"], 20, 7, KnuckleRules(2, 2, 6))
+    by = {r.player: r for r in found}
+    assert {r.decisions for r in found} == {by["random"].decisions} and by["random"].decisions > 0
+    assert all(0 <= r.mean_win_regret <= r.max_win_regret <= 1 for r in found)
+    # a random column is the costliest; the searches lose little (removals make games longer
+    # than four placements, so even a depth-4 search is not perfect here)
+    assert by["random"].mean_win_regret > max(by["greedy"].mean_win_regret, 0)
+    assert by["random"].mean_win_regret > by["ours-d4"].mean_win_regret
+    assert by["perfect"].max_win_regret == 0  # the tables' best column, by definition
+    again = losses(data, ["greedy"], 20, 7, KnuckleRules(2, 2, 6))
+    assert again[0] == by["greedy"]  # the sample and the ties are seeded
+    none = invoke(["knucklebones", "loss", "-d", tmp_path / "empty"])
+    assert none.code == 2 and "build them first" in none.stderr
+    args = ["knucklebones", "benchmark", "--games", "1", "--depths", "1", "--opponents", "perfect"]
+    match = invoke([*args, "-d", tmp_path / "empty"])
+    assert match.code == 2 and "needs the full game's exact tables" in match.stderr
+
+
+def test_build_device_cuda_small_board_writes_the_full_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A board under the full game's size built with --device cuda gets the CPU build's tables
+    (states with every column, policy), its values from the GPU solve: here a stand-in that
+    returns the CPU solver's bounds, so that the plumbing is checked without the simulator."""
+    import pyarrow.parquet as pq
+
+    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.games.knucklebones.stream import StreamedKnucklebones
+    from pipeline.games.registry import REGISTRY, Variant
+
+    rules = KnuckleRules(2, 2, 3)
+    name = "kb-test-2x2-d3"
+    variant = Variant(
+        name, "test", lambda: StreamedKnucklebones(rules), False, family="knucklebones",
+        separate=True,
+    )  # fmt: skip
+    REGISTRY._load()
+    monkeypatch.setitem(REGISTRY._items, name, variant)
+    calls: list[float] = []
+
+    def fake_solve(r: KnuckleRules, tol: float, progress: Any = None) -> Any:
+        calls.append(tol)
+        sol = exact.solve(r, tol=tol)
+        bounds = np.stack([sol.value - sol.bound, sol.value + sol.bound], axis=1)
+        host = type("Host", (), {"copy_to_host": lambda self: bounds})()
+        sliced = type("Bounds", (), {"__getitem__": lambda self, s: host, "shape": bounds.shape})
+        return gpu.GpuSolution(r, sliced(), np.float64, sol.bound, 0.0, sol.sweeps, 0.0, 0.0)
+
+    monkeypatch.setattr(gpu, "cuda_module", lambda: object())
+    monkeypatch.setattr(gpu, "solve", fake_solve)
+    data = tmp_path / "data"
+    r = invoke(["build", "--variant", name, "--device", "cuda", "-d", data])
+    assert r.code == 0, r.stderr
+    assert calls == [1e-13]  # the build's tolerance, on the GPU path
+    states = pq.read_table(data / "variants" / name / "states.parquet")
+    assert states.num_rows == 1540 and states["tiles"].null_count == 0
+    assert (data / "variants" / name / "policy.parquet").exists()
+    expected = exact.solve(rules, tol=1e-13).value
+    assert (
+        np.abs(states["value"].to_numpy() - expected[states["state_id"].to_numpy()]).max() < 1e-12
+    )
+
+
+def test_tree_and_play_use_the_full_game_tables_when_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in for the full game's tables (every position worth P(win) 0.25 and a score
+    difference of -2 to its mover): tree prints the looked-up values, exact, at every line."""
+    import io
+
+    from pipeline.apps.knucklebones import position
+
+    class Fake:
+        variants = ("knucklebones", "knucklebones-score")
+
+        def values(self, ids: np.ndarray) -> np.ndarray:
+            return np.tile([0.25, -2.0], (len(ids), 1))
+
+    monkeypatch.setattr(position, "big_board_lookup", lambda data_dir, game: Fake())
+    root = position.search_tree("44/1/_", "2/_/_", 4, depth=2, data_dir=tmp_path)
+    ours = list(root.children)
+    assert ours and all(c.value is not None and c.value.from_tables for c in ours)
+    assert all(abs(c.value.win - 0.75) < 1e-12 and abs(c.value.diff - 2) < 1e-12 for c in ours)
+    replies = [r for c in ours for roll in c.children for r in roll.children]
+    # their moves, shown from the root's view: 1 - 0.75, -(+2)
+    assert replies and all(abs(r.value.win - 0.25) < 1e-12 for r in replies if r.value)
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n3\n" * 30))
+    shown = invoke(["knucklebones", "play", "--seed", "5", "-d", tmp_path])
+    assert shown.code == 0 and "exact: from the tables" in shown.stdout

@@ -1,0 +1,83 @@
+"""The GPU solver under numba's CUDA simulator, against the CPU solver, in one process.
+
+Run by tests/games/knucklebones/test_knucklebones_gpu.py as ``NUMBA_ENABLE_CUDASIM=1 python -m
+tests.support.knucklebones_gpu_sim OUT_DIR`` (the simulator must be on before numba is
+imported, so it runs in a process of its own); prints one JSON object of findings.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def main(out_dir: Path) -> dict:
+    import pyarrow.parquet as pq
+
+    from pipeline.games.knucklebones import exact, gpu, stream
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    found: dict = {"simulated": gpu.simulated()}
+    tol = 1e-8
+    for cols, rows, faces, objective, dtype, t in (
+        (2, 2, 2, "wins", np.float64, tol),
+        (2, 2, 3, "score", np.float64, tol),
+        (2, 2, 3, "wins", np.float32, gpu.FLOAT32_TOLERANCE),
+    ):
+        rules = KnuckleRules(cols, rows, faces, objective)
+        g = gpu.solve(rules, tol=t, dtype=dtype)
+        c = exact.solve(rules, tol=t, threads=1)
+        found[f"{cols}x{rows}-d{faces}-{objective}-{np.dtype(dtype).name}"] = {
+            "states": g.n_states,
+            "sweeps": g.sweeps,
+            "bound": g.bound,
+            "max_diff": float(np.abs(g.values(0, g.n_states) - c.value).max()),
+            "tolerance": t,
+        }
+    # the full game's build (`build --device cuda`, lean states tables, both objectives) on a
+    # small board: the same code path from the command line to the committed files
+    from pipeline.games.knucklebones.variants import knucklebones
+    from tests.conftest import invoke
+
+    for objective, suffix in (("wins", ""), ("score", "-score")):
+        knucklebones(f"kb-sim-2x2-d3{suffix}", "test", False, columns=2, rows=2, faces=3,
+                     objective=objective)  # fmt: skip
+    stream.MAX_STREAM_STATES = 0  # every board takes the full game's path
+    data = out_dir / "data"
+    args = ["build", "--variant", "kb-sim-2x2-d3", "--variant", "kb-sim-2x2-d3-score"]
+    built = invoke([*args, "--device", "cuda", "-d", data])
+    assert built.code == 0, built.stderr
+    path = data / "variants" / "kb-sim-2x2-d3" / "states.parquet"
+    meta = pq.ParquetFile(path).metadata
+    frame = pq.read_table(path)
+    ids, value = frame["state_id"].to_numpy(), frame["value"].to_numpy()
+    cpu = exact.solve(KnuckleRules(2, 2, 3), tol=1e-12, threads=1).value
+    first = invoke(["query", "knucklebones_first_player", "--format", "csv", "-d", data])
+    checked = invoke(["knucklebones", "check-tables", "--columns", "2", "--rows", "2",
+                      "--faces", "3", "--samples", "200", "-d", data])  # fmt: skip
+    found["lean"] = {
+        "files": sorted(p.name for p in (data / "variants").iterdir()),
+        "rows": int(meta.num_rows),
+        "row_groups": int(meta.num_row_groups),
+        "ranges": [
+            [meta.row_group(i).column(1).statistics.min, meta.row_group(i).column(1).statistics.max]
+            for i in range(meta.num_row_groups)
+        ],
+        "sorted": bool(ids[0] == 0 and (np.diff(ids) == 1).all()),
+        "max_diff": float(np.abs(value - cpu).max()),
+        "float32": bool((value.astype(np.float32) == value).all()),
+        "tiles_null": frame["tiles"].null_count == frame.num_rows,
+        "residual": float(frame["residual"][0].as_py()),
+        "start_cpu": float(cpu[0]),
+        "first_player": first.stdout,
+        "check_tables": [checked.code, checked.stdout],
+        "build_stdout": built.stdout,
+    }
+    return found
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(Path(sys.argv[1]))))
