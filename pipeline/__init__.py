@@ -1,11 +1,11 @@
 """stb-pipeline: exact solutions of Shut the Box family dice games, as Parquet tables.
 
 The Python API (see README, "Python API"): :func:`load_table`, :func:`expect`, :func:`best_move`,
-:func:`move_values` and :func:`query`, from :mod:`pipeline.api`. They load on first use, so that
+:func:`move_values`, :func:`query` and :func:`knucklebones_column`, from :mod:`pipeline.api`. They load on first use, so that
 importing one layer (say :mod:`pipeline.solve.rank_order`) loads neither polars nor any game.
 
 Layers, each importing only those before it (docs/architecture.md):
-``errors`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``build`` -> ``analysis`` ->
+``errors`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``stages`` -> ``analysis`` ->
 ``apps`` -> ``api`` / ``cli``.
 """
 
@@ -15,10 +15,25 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "best_move", "expect", "load_table", "move_values", "query"]
+__all__ = [
+    "__version__",
+    "best_move",
+    "expect",
+    "knucklebones_column",
+    "load_table",
+    "move_values",
+    "query",
+]
 
 if TYPE_CHECKING:
-    from pipeline.api import best_move, expect, load_table, move_values, query
+    from pipeline.api import (
+        best_move,
+        expect,
+        knucklebones_column,
+        load_table,
+        move_values,
+        query,
+    )
 
 
 def __getattr__(name: str) -> Any:

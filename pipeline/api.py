@@ -27,7 +27,15 @@ from pipeline.analysis import answers, sql
 from pipeline.games.registry import Variant, get_variant
 from pipeline.store import tables
 
-__all__ = ["best_move", "default_data_dir", "expect", "load_table", "move_values", "query"]
+__all__ = [
+    "best_move",
+    "default_data_dir",
+    "expect",
+    "knucklebones_column",
+    "load_table",
+    "move_values",
+    "query",
+]
 
 
 def default_data_dir() -> Path:
@@ -118,6 +126,29 @@ def move_values(
     extra = _extra(p1_score, player, best_score, best_count)
     advice = answers.best_move(_dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **extra)
     return advice.moves
+
+
+def knucklebones_column(
+    board: str,
+    opponent: str,
+    die: int,
+    *,
+    depth: int = 4,
+    variant: str | None = None,
+    data_dir: str | Path | None = None,
+) -> Any:
+    """The best column for ``die`` on ``board`` facing ``opponent`` (boards as `knucklebones
+    solve` reads them, e.g. ``"44_/1__/___"``), with every legal column's value.
+
+    Where the board's exact tables are built under ``data_dir`` (the full game by `build
+    --variant knucklebones --variant knucklebones-score --device cuda`, or a smaller board), the
+    values are looked up and exact (``result.tables`` names the variants read); otherwise they
+    are the search's estimate to ``depth`` placements (``result.tables`` is empty).
+    ``variant`` picks a board other than the full game (e.g. ``"knucklebones-3x2"``).
+    """
+    from pipeline.apps.knucklebones.position import analyse
+
+    return analyse(board, opponent, die, depth, variant, _dir(data_dir))
 
 
 def query(

@@ -59,3 +59,17 @@ def test_errors_are_domain_errors_with_one_line(built: Path, call, error, text) 
 def test_unbuilt_directory_says_build_first(tmp_path: Path) -> None:
     with pytest.raises(TablesMissingError, match="stb-pipeline build"):
         pipeline.expect("classic", "123", data_dir=tmp_path)
+
+
+def test_knucklebones_column_is_exact_where_the_board_is_built(built: Path, tmp_path: Path) -> None:
+    exact = pipeline.knucklebones_column(
+        "4_/__", "2_/__", 4, variant="knucklebones-2x2", data_dir=built
+    )
+    assert exact.tables and all(c.value.exact for c in exact.columns)
+    assert exact.best.value.win == max(c.value.win for c in exact.columns)
+    searched = pipeline.knucklebones_column(
+        "4_/__", "2_/__", 4, variant="knucklebones-2x2", depth=1, data_dir=tmp_path
+    )
+    assert searched.tables == () and [c.column for c in searched.columns] == [1, 2]
+    with pytest.raises(UsageError):
+        pipeline.knucklebones_column("4_/__", "2_/__", 7, variant="knucklebones-2x2")
