@@ -1,5 +1,5 @@
 """`stb-pipeline explore`: the page embeds the tables faithfully, and in a real (headless) browser
-it ranks the moves exactly as `stb-pipeline move` does.
+it ranks the moves exactly as `stb-pipeline move` does, for one player and for N players.
 
 The browser tests need Debian's chromium and chromium-driver and the selenium package (see
 .ci/run, which installs them); without them they are skipped, saying why.
@@ -18,10 +18,13 @@ import polars as pl
 import pytest
 
 from pipeline.analysis import answers
+from pipeline.apps import explorer
 from pipeline.apps.explorer import (
     check_against_tables,
     delayed_progress,
     embedded_data,
+    nplayer_moves,
+    nplayer_states,
     ranked_moves,
     render,
 )
@@ -31,6 +34,9 @@ from pipeline.store import tables
 from tests.conftest import Result, invoke
 
 VARIANTS = ("classic", "lever")
+#: N-player variants: the two-player course game (shared tables, solved on a graph) and four
+#: players (files of its own, solved block by block without a graph)
+NPLAYER = ("two-player", "four-player")
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +55,24 @@ def page(data: Path) -> Path:
     assert result.code == 0, result.stderr
     assert "wrote" in result.stdout and "skipped classic-score: not built" in result.stdout
     return data / "explorer.html"
+
+
+@pytest.fixture(scope="module")
+def ndata(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """two-player and four-player built into a fresh directory."""
+    directory = tmp_path_factory.mktemp("explorer-nplayer")
+    result = invoke(["build", "--variant", ",".join(NPLAYER), "--data-dir", directory])
+    assert result.code == 0, result.stderr
+    return directory
+
+
+@pytest.fixture(scope="module")
+def npage(ndata: Path) -> Path:
+    """The explorer page of the N-player variants (by default: every built one)."""
+    result = invoke(["explore", "--data-dir", ndata])
+    assert result.code == 0, result.stderr
+    assert "skipped three-player: not built" in result.stdout
+    return ndata / "explorer.html"
 
 
 def mask_of(tiles: list[int]) -> int:
@@ -115,9 +139,12 @@ def test_errors(data: Path, tmp_path: Path) -> None:
     not_built = invoke(["explore", "--data-dir", data, "--variant", "twelve-tiles"])
     assert not_built.code == 1
     assert "stb-pipeline build --variant twelve-tiles" in not_built.stderr
-    for bad in ("knucklebones-2x2", "two-player", "no-such-variant"):
+    for bad in ("knucklebones-2x2", "no-such-variant"):
         result = invoke(["explore", "--data-dir", data, "--variant", bad])
         assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+    # an N-player variant is shown once built
+    absent = invoke(["explore", "--data-dir", data, "--variant", "four-player"])
+    assert absent.code == 1 and "stb-pipeline build --variant four-player" in absent.stderr
 
 
 def test_refuses_to_replace_a_file_outside_the_data_dir(data: Path, tmp_path: Path) -> None:
@@ -133,6 +160,95 @@ def test_refuses_to_replace_a_file_outside_the_data_dir(data: Path, tmp_path: Pa
     assert first.code == 0, first.stderr
     again = invoke(["explore", "--data-dir", data, "-v", "lever", "-o", data / "x.html"])
     assert again.code == 0, again.stderr  # inside the data dir: generated, so replaced
+
+
+# -- N players without a browser ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NPLAYER)
+def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) -> None:
+    """Every block's shares are the states table's columns, each mask's moves player 1's (the
+    same in every block), each stuck roll's value the policy's, and the tie rule picks every
+    policy move (no exceptions listed)."""
+    found = {v["name"]: v for v in embedded_data(npage.read_text("utf-8"))["variants"]}[name]
+    assert found["kind"] == "nplayer" and found["players"] == get_variant(name).make().n
+    states = tables.read_table(ndata, "states", name).sort("state_id")
+    f = 1 << found["rules"]["tiles"]
+    for part in states.partition_by("player", "best_score", "best_count"):
+        seat = part["player"][0]
+        key = f"{seat}/{part['best_score'][0] or 0}/{part['best_count'][0] or 0}"
+        block = found["blocks"][key]["shares"]
+        assert block["value"] == part["value"].to_list()
+        if seat > 1:
+            assert block["holder"] == part["share_holder"].to_list()
+        for k in range(seat + 1, found["players"] + 1):
+            assert block[str(k)] == part[f"share_{k}"].to_list()
+        assert len(block["value"]) == f
+    moves = tables.read_table(ndata, "moves", name)
+    for row in moves.filter(pl.col("state_id") < f).iter_rows(named=True):
+        entry = [e for e in found["moves"][row["state_id"]] if e[0] == row["roll"]][0]
+        assert mask_of(row["move"]) in entry[1:]
+    assert sum(len(e) - 1 for m in found["moves"] for e in m) == moves.filter(
+        pl.col("state_id") < f
+    ).height
+    stuck = tables.read_table(ndata, "policy", name).filter(pl.col("stuck"))
+    scores = found["scores"]
+    for state, value in stuck.select("state_id", "value").iter_rows():
+        seat_row = states.row(by_predicate=pl.col("state_id") == state, named=True)
+        key = f"{seat_row['player']}/{seat_row['best_score'] or 0}/{seat_row['best_count'] or 0}"
+        at = found["possible"].index(scores[state % f])
+        assert found["blocks"][key]["end"][at] == value
+    assert found["picks"] == []
+
+
+def test_nplayer_policy_off_the_tie_rule_is_listed(ndata: Path) -> None:
+    """A policy move the tie rule would not pick (here: a tampered table where it is a worse
+    move, its regret zero all the same) is listed for the page, which then marks it as the
+    tables do; a regret that is not the page's formula is refused."""
+    rules = tables.file_rules(tables.variant_file(ndata, "states", "four-player"))["four-player"]
+    states = nplayer_states(ndata, "four-player", rules)
+    moves = tables.read_table(ndata, "moves", "four-player")
+    policy = tables.read_table(ndata, "policy", "four-player").select(
+        "state_id", "roll", "stuck", "value"
+    )
+    cols = ("state_id", "roll", "next_state_id", "value", "regret", "is_best")
+    first, picks = nplayer_moves(states, moves.select(cols), policy, 9)
+    assert picks == [] and first.height == moves.filter(pl.col("state_id") < 512).height
+    # player 1, open 1..9, roll 7: swap the policy's move with the worst one
+    node = moves.filter((pl.col("state_id") == 511) & (pl.col("roll") == 7)).sort("value")
+    worst = node.row(0, named=True)
+    swapped = moves.with_columns(
+        is_best=pl.when((pl.col("state_id") == 511) & (pl.col("roll") == 7))
+        .then(pl.col("next_state_id") == worst["next_state_id"])
+        .otherwise(pl.col("is_best"))
+    )
+    _, picks = nplayer_moves(states, swapped.select(cols), policy, 9)
+    assert picks == [[0, 511, 7, 511 - worst["next_state_id"]]]
+    with pytest.raises(TableError, match="disagree"):
+        tampered = moves.with_columns(regret=pl.col("regret") + 1e-15)
+        nplayer_moves(states, tampered.select(cols), policy, 9)
+
+
+def test_a_variant_too_big_is_listed_not_dropped(
+    ndata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variant over the page's budget is named on the page, with the reason and where to see
+    it instead; asked for alone, it is refused with the same words."""
+    size = explorer.size_of(
+        explorer.payload_of(ndata, "two-player", explorer.built_rules(ndata, "two-player") or {})
+    )
+    monkeypatch.setattr(explorer, "MAX_VARIANT_BYTES", size + 1)  # four-player is bigger
+    out = tmp_path / "page.html"
+    result = invoke(["explore", "--data-dir", ndata, "-v", "two-player,four-player", "-o", out])
+    assert result.code == 0, result.stderr
+    assert "skipped four-player: too big to embed" in result.stdout
+    assert "stb-pipeline serve" in result.stdout
+    found = embedded_data(out.read_text("utf-8"))
+    assert [v["name"] for v in found["variants"]] == ["two-player"]
+    assert [o["name"] for o in found["omitted"]] == ["four-player"]
+    alone = invoke(["explore", "--data-dir", ndata, "-v", "four-player", "-o", out, "--force"])
+    assert alone.code == 2 and "too big to embed" in alone.stderr, alone.stderr
+    assert alone.stderr.count("\n") == 1
 
 
 def test_text_in_the_data_cannot_end_the_script() -> None:
