@@ -427,10 +427,11 @@ def nplayer_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[st
     player, the same in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
     player 1) with ``shares`` (``holder``: each earlier player holding the best score,
     ``beaten``: each earlier player beaten, ``"k"``: player k after the mover, ``value``: the
-    mover's (``states.value``); arrays by mask, the states table's columns) and ``end`` (the mover's value when a roll leaves
-    no move, by the score's place in ``possible``; null where the block is never stuck with
-    that score); ``picks``: ``[block key, mask, roll, move]`` where the policy's move is not the
-    tie rule's (within 1e-12 of the best, the larger tile mask), usually none."""
+    mover's (``states.value``); arrays by mask, the states table's columns) and ``end`` (the
+    mover's value when a roll leaves no move, by the score's place in ``possible``; null where
+    the block is never stuck with that score); ``picks``: ``[block key, mask, roll, move]``
+    where the policy's move is not the tie rule's (within 1e-12 of the best, the larger tile
+    mask), usually none."""
     tiles, n = rules["tiles"], rules["players"]
     full = (1 << tiles) - 1
     states = nplayer_states(data_dir, name, rules)

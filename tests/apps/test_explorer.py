@@ -186,11 +186,12 @@ def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) ->
         assert len(block["value"]) == f
     moves = tables.read_table(ndata, "moves", name)
     for row in moves.filter(pl.col("state_id") < f).iter_rows(named=True):
-        entry = [e for e in found["moves"][row["state_id"]] if e[0] == row["roll"]][0]
+        entry = next(e for e in found["moves"][row["state_id"]] if e[0] == row["roll"])
         assert mask_of(row["move"]) in entry[1:]
-    assert sum(len(e) - 1 for m in found["moves"] for e in m) == moves.filter(
-        pl.col("state_id") < f
-    ).height
+    assert (
+        sum(len(e) - 1 for m in found["moves"] for e in m)
+        == moves.filter(pl.col("state_id") < f).height
+    )
     stuck = tables.read_table(ndata, "policy", name).filter(pl.col("stuck"))
     scores = found["scores"]
     for state, value in stuck.select("state_id", "value").iter_rows():
@@ -327,23 +328,30 @@ def shown_moves(browser: Any) -> list[tuple[list[int], float, float, bool]]:
     ]
 
 
-def cli_moves(data: Path, variant: str, tiles: str, roll: int) -> list[tuple[list[int], float]]:
+def cli_moves(
+    data: Path, variant: str, tiles: str, roll: int, extra: tuple[str, ...] = ()
+) -> list[tuple[list[int], float]]:
     """The moves `stb-pipeline move` prints, in its order (values to 12 digits)."""
-    result: Result = invoke(["move", "--variant", variant, "--data-dir", data, tiles, str(roll)])
+    args = ["move", "--variant", variant, "--data-dir", data, tiles, str(roll), *extra]
+    result: Result = invoke(args)
     assert result.code == 0, result.stderr
     rows = re.findall(r"│\s*(\[[\d, ]+\])\s*│[^│]*│\s*([-\d.e+]+)\s*│", result.stdout)
     return [([int(t) for t in re.findall(r"\d+", move)], float(value)) for move, value in rows]
 
 
-def assert_same_as_move(browser: Any, data: Path, variant: str, tiles: str, roll: int) -> None:
-    """The page's ranked moves are those of `stb-pipeline move`: tiles, order, values."""
+def assert_same_as_move(
+    browser: Any, data: Path, variant: str, tiles: str, roll: int, **seat: Any
+) -> None:
+    """The page's ranked moves are those of `stb-pipeline move`: tiles, order, values (``seat``:
+    player, best_score, best_count of an N-player position)."""
     shown = shown_moves(browser)
-    printed = cli_moves(data, variant, tiles, roll)
+    extra = [(f"--{k.replace('_', '-')}", str(v)) for k, v in seat.items() if v is not None]
+    printed = cli_moves(data, variant, tiles, roll, tuple(x for pair in extra for x in pair))
     assert [m for m, *_ in shown] == [m for m, _ in printed]
     for (_, value, *_), (_, cli_value) in zip(shown, printed, strict=True):
         assert value == pytest.approx(cli_value, abs=1e-9)
     # the full-precision answer behind `move`: values and regrets to the last bit
-    advice = answers.best_move(data, get_variant(variant), tiles, roll)
+    advice = answers.best_move(data, get_variant(variant), tiles, roll, **seat)
     exact = [(r["move"], r["value"], r["regret"]) for r in advice.moves.iter_rows(named=True)]
     assert [(m, v, r) for m, v, r, _ in shown] == exact
     assert [m for m, *_, best in shown if best] == [advice.best_move]
@@ -438,3 +446,120 @@ def test_browser_dice_choice_by_keyboard_and_link(browser: Any, page: Path) -> N
     assert two.get_attribute("aria-checked") == "true"
     assert browser.switch_to.active_element == two
     assert browser.execute_script("return location.hash") == "#lever/123456//2"
+
+
+# -- N players in the browser -------------------------------------------------------------------
+
+
+def seat_kwargs(seat: int, best: int, count: int) -> dict[str, int | None]:
+    """The library's keywords for a seat (player 1 has no best score)."""
+    if seat == 1:
+        return {"player": 1, "best_score": None, "best_count": None}
+    return {"player": seat, "best_score": best, "best_count": count}
+
+
+def assert_same_position(
+    browser: Any, data: Path, variant: str, seat: int, best: int, count: int, tiles: str
+) -> None:
+    """The page's value and every player's share are the library's and the states table's."""
+    kw = seat_kwargs(seat, best, count)
+    value = float(browser.find_element("id", "value").get_attribute("data-value"))
+    assert value == answers.expect(data, get_variant(variant), tiles, **kw).value
+    state = get_variant(variant).parse_state(tiles, **kw)
+    row = tables.read_table(data, "states", variant).row(
+        by_predicate=pl.col("state_id") == state, named=True
+    )
+    shown = {
+        r.get_attribute("data-share"): float(r.get_attribute("data-value"))
+        for r in browser.find_elements("css selector", "#shares tr")
+    }
+    expected = {str(seat): row["value"]}
+    expected |= {str(k): row[f"share_{k}"] for k in range(seat + 1, row["players"] + 1)}
+    if seat > 1:
+        expected["holder"] = row["share_holder"]
+    if seat - 1 > count:
+        expected["beaten"] = row["share_beaten"]
+    assert shown == expected
+    # the shares of a position sum to the game's total (1: the win is shared out)
+    total = sum(
+        v * (count if k == "holder" else seat - 1 - count if k == "beaten" else 1)
+        for k, v in shown.items()
+    )
+    assert total == pytest.approx(1.0, abs=1e-12)
+
+
+def test_browser_nplayer_four_player_as_move_answers(
+    browser: Any, npage: Path, ndata: Path
+) -> None:
+    """The issue's question: player 3, the best score so far 11 held by one player, tiles 1, 3,
+    4 open and a roll of 7: the page answers as `stb-pipeline move --variant four-player 134 7
+    --player 3 --best-score 11 --best-count 1`."""
+    open_page(browser, npage, "#four-player/3/11/1/134/7")
+    assert_same_position(browser, ndata, "four-player", 3, 11, 1, "134")
+    assert_same_as_move(
+        browser, ndata, "four-player", "134", 7, player=3, best_score=11, best_count=1
+    )
+
+
+def test_browser_nplayer_by_clicks(browser: Any, npage: Path, ndata: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    open_page(browser, npage, "#four-player")
+    assert browser.find_element("id", "seat-card").is_displayed()
+    Select(browser.find_element("id", "seat")).select_by_value("4")
+    Select(browser.find_element("id", "best")).select_by_value("10")
+    Select(browser.find_element("id", "count")).select_by_value("2")
+    for tile in (3, 6, 7, 8, 9):
+        click(browser, f'.tile[data-tile="{tile}"]')
+    click(browser, '#rolls [data-roll="8"]')
+    assert browser.execute_script("return location.hash") == "#four-player/4/10/2/1245/8"
+    assert_same_position(browser, ndata, "four-player", 4, 10, 2, "1245")
+    assert_same_as_move(
+        browser, ndata, "four-player", "1245", 8, player=4, best_score=10, best_count=2
+    )
+    # back to player 1: no best score, and the one-player boxes keep their page
+    Select(browser.find_element("id", "seat")).select_by_value("1")
+    assert browser.execute_script("return location.hash") == "#four-player/1/0/0/1245"
+    assert_same_position(browser, ndata, "four-player", 1, 0, 0, "1245")
+
+
+@pytest.mark.parametrize(
+    ("variant", "seat", "best", "count", "tiles", "roll"),
+    [
+        ("four-player", 1, 0, 0, "123456789", 7),
+        ("four-player", 2, 14, 1, "13479", 10),
+        ("four-player", 4, 9, 1, "123456", 6),
+        ("two-player", 1, 0, 0, "12345678", 9),
+        ("two-player", 2, 12, 1, "123456789", 11),  # the course game's second player
+    ],
+)
+def test_browser_nplayer_links(
+    browser: Any,
+    npage: Path,
+    ndata: Path,
+    variant: str,
+    seat: int,
+    best: int,
+    count: int,
+    tiles: str,
+    roll: int,
+) -> None:
+    open_page(browser, npage, f"#{variant}/{seat}/{best}/{count}/{tiles}/{roll}")
+    assert_same_position(browser, ndata, variant, seat, best, count, tiles)
+    assert_same_as_move(browser, ndata, variant, tiles, roll, **seat_kwargs(seat, best, count))
+
+
+def test_browser_nplayer_stuck_and_won(browser: Any, npage: Path, ndata: Path) -> None:
+    """A roll with no move passes the turn, worth what the policy says; a last player already
+    below the best score has won."""
+    open_page(browser, npage, "#four-player/2/11/1/9/4")
+    status = browser.find_element("id", "moves-status")
+    assert status.get_attribute("data-stuck") == "true" and "player 3 plays next" in status.text
+    advice = answers.best_move(
+        ndata, get_variant("four-player"), "9", 4, player=2, best_score=11, best_count=1
+    )
+    assert advice.passes_turn and float(status.get_attribute("data-value")) == advice.value
+    open_page(browser, npage, "#four-player/4/11/3/12")
+    assert "won" in browser.find_element("id", "moves-status").text
+    assert not browser.find_elements("css selector", "#rolls [data-roll]")
+    assert_same_position(browser, ndata, "four-player", 4, 11, 3, "12")
