@@ -55,6 +55,7 @@ from pipeline.games.registry import get_variant
 from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.solve.tolerance import TIE_TOLERANCE
 from pipeline.store import tables
+from pipeline.store.manifest import REBUILD
 from pipeline.store.outputs import make_dir
 
 #: The variants the page offers by default (those built): every registered one-player Shut the
@@ -294,6 +295,19 @@ def variant_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[st
     }
 
 
+def read_columns(data_dir: Path, table: str, name: str, columns: list[str]) -> pl.DataFrame:
+    """Only ``columns`` of ``name``'s rows of ``table`` (base columns, never derived ones): the
+    four-player moves table is 1.5 million rows, whose text and list columns the page never
+    reads. TableError when the file cannot be read."""
+    path = tables.variant_file(data_dir, table, name)
+    try:
+        lazy = pl.scan_parquet(path).filter(pl.col("variant") == name).select(columns)
+        return lazy.collect()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
+
+
 def nplayer_states(data_dir: Path, name: str, rules: dict[str, Any]) -> pl.DataFrame:
     """The N-player ``states`` rows by id, with ``block`` and ``mask``; checked to be whole
     blocks of every mask, solved, each value the mover's share (to the tie tolerance: the
@@ -303,21 +317,26 @@ def nplayer_states(data_dir: Path, name: str, rules: dict[str, Any]) -> pl.DataF
     last player already below the best score)."""
     tiles, n = rules["tiles"], rules["players"]
     shares = [f"share_{k}" for k in range(1, n + 1)]
+    tables.settle(data_dir)  # as every reader: finish an interrupted commit, sweep temporaries
     states = (
-        tables.read_table(data_dir, "states", name)
-        .select(
-            "state_id",
-            "player",
-            "best_score",
-            "best_count",
-            "score",
-            "terminal",
-            "value",
-            "dice",
-            "choice_options",
-            "share_holder",
-            "share_beaten",
-            *shares,
+        read_columns(
+            data_dir,
+            "states",
+            name,
+            [
+                "state_id",
+                "player",
+                "best_score",
+                "best_count",
+                "score",
+                "terminal",
+                "value",
+                "dice",
+                "choice_options",
+                "share_holder",
+                "share_beaten",
+                *shares,
+            ],
         )
         .sort("state_id")
         .with_columns(
@@ -435,12 +454,31 @@ def nplayer_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[st
     tiles, n = rules["tiles"], rules["players"]
     full = (1 << tiles) - 1
     states = nplayer_states(data_dir, name, rules)
-    moves = tables.read_table(data_dir, "moves", name).select(
-        "state_id", "roll", "next_state_id", "value", "regret", "is_best"
+    blocks: dict[str, dict[str, Any]] = {}
+    keys: dict[int, str] = {}
+    for part in states.partition_by("block", maintain_order=True):
+        block, seat = part["block"][0], part["player"][0]
+        best, count = part["best_score"][0] or 0, part["best_count"][0] or 0
+        keys[block] = f"{seat}/{best}/{count}"
+        # the mover's own share is ``value`` (the moves table's values come from it)
+        shares: dict[str, list[float]] = {"value": part["value"].to_list()}
+        if seat > 1:
+            shares["holder"] = part["share_holder"].to_list()
+        if seat - 1 > count:
+            shares["beaten"] = part["share_beaten"].to_list()
+        for k in range(seat + 1, n + 1):
+            shares[str(k)] = part[f"share_{k}"].to_list()
+        blocks[keys[block]] = {"shares": shares}
+    # the shares are most of the data: a variant too big stops here, before its moves are read
+    if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
+        raise TooBig(size)
+    moves = read_columns(
+        data_dir,
+        "moves",
+        name,
+        ["state_id", "roll", "next_state_id", "value", "regret", "is_best"],
     )
-    policy = tables.read_table(data_dir, "policy", name).select(
-        "state_id", "roll", "stuck", "value"
-    )
+    policy = read_columns(data_dir, "policy", name, ["state_id", "roll", "stuck", "value"])
     first, picks = nplayer_moves(states, moves, policy, tiles)
     lists: list[list[list[int]]] = [[] for _ in range(full + 1)]
     for mask, roll, move in first.iter_rows():
@@ -459,24 +497,10 @@ def nplayer_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[st
     )
     if stuck.filter(pl.col("value") != pl.col("high")).height:
         raise TableError(f"{name}: a stuck roll's value is not its score's; rebuild it")
-    ends: dict[int, list[float | None]] = {}
+    for key in blocks.values():
+        key["end"] = [None] * len(possible)
     for block, score, value, _ in stuck.iter_rows():
-        ends.setdefault(block, [None] * len(possible))[place[score]] = value
-    blocks: dict[str, dict[str, Any]] = {}
-    keys: dict[int, str] = {}
-    for part in states.partition_by("block", maintain_order=True):
-        block, seat = part["block"][0], part["player"][0]
-        best, count = part["best_score"][0] or 0, part["best_count"][0] or 0
-        keys[block] = f"{seat}/{best}/{count}"
-        # the mover's own share is ``value`` (the moves table's values come from it)
-        shares: dict[str, list[float]] = {"value": part["value"].to_list()}
-        if seat > 1:
-            shares["holder"] = part["share_holder"].to_list()
-        if seat - 1 > count:
-            shares["beaten"] = part["share_beaten"].to_list()
-        for k in range(seat + 1, n + 1):
-            shares[str(k)] = part[f"share_{k}"].to_list()
-        blocks[keys[block]] = {"shares": shares, "end": ends.get(block, [None] * len(possible))}
+        blocks[keys[block]]["end"][place[score]] = value
     used = sorted(d for d in player1["dice"].drop_nulls().unique().to_list() if d)
     return {
         "name": name,
@@ -497,6 +521,14 @@ def nplayer_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[st
     }
 
 
+class TooBig(Exception):
+    """A variant's data would pass :data:`MAX_VARIANT_BYTES` (``size``: at least this many)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
 def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, Any]:
     """The payload of a one-player or an N-player variant."""
     if rules.get("game") == "shut-the-box-n-player":
@@ -504,7 +536,7 @@ def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, An
     return variant_payload(data_dir, name, rules)
 
 
-def size_of(payload: dict[str, Any]) -> int:
+def size_of(payload: Any) -> int:
     """Bytes of JSON the payload adds to the page."""
     return len(json.dumps(payload, separators=(",", ":"), allow_nan=False))
 
@@ -532,8 +564,11 @@ def collect(
             continue
         if progress is not None:
             progress(f"reading {name}")
-        payload = payload_of(data_dir, name, check_rules(name, rules))
-        size = size_of(payload)
+        try:
+            payload = payload_of(data_dir, name, check_rules(name, rules))
+            size = size_of(payload)
+        except TooBig as big:
+            payload, size = {}, big.size
         if size > MAX_VARIANT_BYTES:
             why = TOO_BIG.format(mb=size / 1e6, limit=MAX_VARIANT_BYTES / 1e6)
             instead = ELSEWHERE.format(name=name)
