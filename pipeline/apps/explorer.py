@@ -83,6 +83,8 @@ DEFAULT_VARIANTS: tuple[str, ...] = ONE_PLAYER_VARIANTS + NPLAYER_VARIANTS
 #: share of each) take about 6 MB; the stake game's digital scores make 395 blocks of long
 #: numbers, which a page should not carry (browse it with `stb-pipeline serve`).
 MAX_VARIANT_BYTES = 8_000_000
+#: Blocks of an N-player variant checked at a time (memory: a few tens of MB each).
+CHECK_BLOCKS = 16
 #: Why a variant is listed but not embedded, and where to see it instead.
 TOO_BIG = "too big to embed ({mb:.1f} MB of data; the page takes {limit:.0f} MB a variant)"
 ELSEWHERE = "browse it with `stb-pipeline serve`, or ask `stb-pipeline move --variant {name}`"
@@ -391,6 +393,38 @@ def nplayer_moves(
         move=(pl.col("state_id") - pl.col("next_state_id")),
     )
     first = moves.filter(pl.col("block") == 0).select("mask", "roll", "move")
+    count_first = first.group_by("mask", "roll").agg(n_first=pl.len())
+    numbers = states["block"].unique().sort().to_list()  # sparse: see NPlayer.block_of
+    bad = [0, 0, 0]
+    picks: list[list[int]] = []
+    # a few blocks at a time: the checks' joins over all of four players' 1.5 million moves
+    # would hold half a gigabyte at once
+    for at in range(0, len(numbers), CHECK_BLOCKS):
+        low, high = numbers[at], numbers[min(at + CHECK_BLOCKS, len(numbers)) - 1]
+        span = pl.col("state_id").is_between(low << tiles, ((high + 1) << tiles) - 1)
+        counts, found = _check_moves(
+            states.filter(span), moves.filter(span), policy.filter(span), first, count_first, tiles
+        )
+        bad = [a + b for a, b in zip(bad, counts, strict=True)]
+        picks += found
+    if any(bad):
+        raise TableError(
+            f"{bad[0]} moves, {bad[1]} rolls and {bad[2]} policy rows disagree with the states "
+            "table; run `stb-pipeline verify` and rebuild"
+        )
+    return first.sort(["mask", "roll", "move"], descending=[False, False, True]), picks
+
+
+def _check_moves(
+    states: pl.DataFrame,
+    moves: pl.DataFrame,
+    policy: pl.DataFrame,
+    first: pl.DataFrame,
+    count_first: pl.DataFrame,
+    tiles: int,
+) -> tuple[list[int], list[list[int]]]:
+    """:func:`nplayer_moves`'s checks on some whole blocks: the number of moves, rolls and
+    policy rows that disagree, and the policy moves off the tie rule."""
     lookup = states.select(next_state_id="state_id", derived="value")
     joined = moves.join(lookup, on="next_state_id", how="left").with_columns(
         best=pl.col("derived").max().over("state_id", "roll")
@@ -405,8 +439,7 @@ def nplayer_moves(
         | ((pl.col("next_state_id") // (1 << tiles)) != pl.col("block"))
         | (pl.col("derived") != pl.col("value"))
         | (pl.col("derived_regret") != pl.col("regret"))
-    )
-    count_first = first.group_by("mask", "roll").agg(n_first=pl.len())
+    ).height
     nodes = joined.group_by("state_id", "block", "mask", "roll").agg(
         pl.col("best").first(),
         n=pl.len(),
@@ -416,26 +449,19 @@ def nplayer_moves(
     )
     nodes = nodes.join(count_first, on=["mask", "roll"], how="left")
     strange = joined.join(first, on=["mask", "roll", "move"], how="anti").height
-    bad_nodes = nodes.filter((pl.col("n_best") != 1) | (pl.col("n") != pl.col("n_first")))
+    bad_nodes = nodes.filter((pl.col("n_best") != 1) | (pl.col("n") != pl.col("n_first"))).height
     bad_policy = (
         policy.filter(~pl.col("stuck"))
         .join(nodes, on=["state_id", "roll"], how="left")
         .filter(pl.col("best").is_null() | (pl.col("best") != pl.col("value")))
+        .height
     )
-    if bad_moves.height or bad_nodes.height or strange or bad_policy.height:
-        raise TableError(
-            f"{bad_moves.height + strange} moves, {bad_nodes.height} rolls and "
-            f"{bad_policy.height} policy rows disagree with the states table; run "
-            "`stb-pipeline verify` and rebuild"
-        )
     picks = (
         nodes.filter(pl.col("table_pick") != pl.col("rule_pick"))
         .sort("state_id", "roll")
         .select("block", "mask", "roll", "table_pick")
     )
-    return first.sort(["mask", "roll", "move"], descending=[False, False, True]), [
-        list(row) for row in picks.iter_rows()
-    ]
+    return [bad_moves + strange, bad_nodes, bad_policy], [list(row) for row in picks.iter_rows()]
 
 
 def nplayer_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, Any]:
