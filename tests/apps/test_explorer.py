@@ -563,3 +563,39 @@ def test_browser_nplayer_stuck_and_won(browser: Any, npage: Path, ndata: Path) -
     assert "won" in browser.find_element("id", "moves-status").text
     assert not browser.find_elements("css selector", "#rolls [data-roll]")
     assert_same_position(browser, ndata, "four-player", 4, 11, 3, "12")
+
+
+def test_browser_nplayer_policy_listed_off_the_tie_rule(
+    browser: Any, npage: Path, tmp_path: Path
+) -> None:
+    """Where the tables' policy is not the tie rule's pick (listed in ``picks``), the page marks
+    the listed move as the policy's, ranked as `move` ranks it: first among equal regrets."""
+    found = embedded_data(npage.read_text("utf-8"))
+    four = next(v for v in found["variants"] if v["name"] == "four-player")
+    open_page(browser, npage, "#four-player/1/0/0/123456789/7")
+    shown = shown_moves(browser)
+    assert shown[0][3] and shown[0][2] == 0.0
+    # say the tables picked the second move (here only in the page's data: the policy checks
+    # list such moves, test_nplayer_policy_off_the_tie_rule_is_listed)
+    other = shown[1][0]
+    four["picks"] = [["1/0/0", 511, 7, mask_of(other)]]
+    page = tmp_path / "picks.html"
+    page.write_text(render(found["variants"], found.get("omitted")), "utf-8")
+    open_page(browser, page, "#four-player/1/0/0/123456789/7")
+    again = shown_moves(browser)
+    assert [m for m, *_, best in again if best] == [other]
+    assert sorted((m, v, r) for m, v, r, _ in again) == sorted((m, v, r) for m, v, r, _ in shown)
+
+
+def test_browser_lists_a_variant_too_big(
+    browser: Any, ndata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(explorer, "MAX_VARIANT_BYTES", 3_000_000)  # four-player: 5.8 MB
+    out = tmp_path / "page.html"
+    result = invoke(["explore", "--data-dir", ndata, "-o", out])
+    assert result.code == 0, result.stderr
+    open_page(browser, out, "#two-player/2/12/1/123456789/11")
+    note = browser.find_element("id", "omitted")
+    assert note.is_displayed() and "four-player" in note.text and "too big" in note.text
+    options = browser.find_elements("css selector", "#variant option")
+    assert [o.get_attribute("value") for o in options] == ["two-player"]
