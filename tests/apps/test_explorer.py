@@ -192,13 +192,16 @@ def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) ->
         sum(len(e) - 1 for m in found["moves"] for e in m)
         == moves.filter(pl.col("state_id") < f).height
     )
-    stuck = tables.read_table(ndata, "policy", name).filter(pl.col("stuck"))
-    scores = found["scores"]
-    for state, value in stuck.select("state_id", "value").iter_rows():
-        seat_row = states.row(by_predicate=pl.col("state_id") == state, named=True)
-        key = f"{seat_row['player']}/{seat_row['best_score'] or 0}/{seat_row['best_count'] or 0}"
-        at = found["possible"].index(scores[state % f])
-        assert found["blocks"][key]["end"][at] == value
+    stuck = (
+        tables.read_table(ndata, "policy", name)
+        .filter(pl.col("stuck"))
+        .join(states, on="state_id", suffix="_state")
+        .select("player", "best_score", "best_count", "score", "value")
+    )
+    assert stuck.height
+    for seat, best, count, score, value in stuck.iter_rows():
+        at = found["possible"].index(score)
+        assert found["blocks"][f"{seat}/{best or 0}/{count or 0}"]["end"][at] == value
     assert found["picks"] == []
 
 
