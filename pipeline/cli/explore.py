@@ -24,7 +24,9 @@ def register(app: typer.Typer) -> None:
                 "-v",
                 help="Variants to include (repeat or comma-separate; default: every built one "
                 "of classic, classic-score, lever, one-die-6, one-die-6-max2, "
-                "six-tiles-one-die, digital-score, twelve-tiles).",
+                "six-tiles-one-die, digital-score, twelve-tiles, and of the N-player "
+                "two-player, three-player, three-player-two-dice, four-player, "
+                "two-player-stake; one too big to embed is listed on the page instead).",
             ),
         ] = [],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
@@ -42,7 +44,11 @@ def register(app: typer.Typer) -> None:
 
         The page embeds the solved tables: it needs no server and no network.
 
-        Its address keeps the position (#classic/12345/7), so a link shares it.
+        N-player games: pick the seat, the best score so far and how many share it; the page
+        shows every player's share and every move ranked.
+
+        Its address keeps the position (#classic/12345/7; #four-player/3/11/1/134/7 for player
+        3 facing a best score of 11 held by one player), so a link shares it.
 
         Example: stb-pipeline explore --variant classic,lever -o data/explorer.html
         """
@@ -62,4 +68,4 @@ def register(app: typer.Typer) -> None:
         kib = page.size / 1024
         out.print(f"wrote {page.path} ({kib:,.0f} KiB): {', '.join(page.variants)}")
         for name, why in page.skipped:
-            out.print(f"skipped {name}: {why} (stb-pipeline build --variant {name})")
+            out.print(f"skipped {name}: {why}")

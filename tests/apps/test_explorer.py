@@ -1,5 +1,5 @@
 """`stb-pipeline explore`: the page embeds the tables faithfully, and in a real (headless) browser
-it ranks the moves exactly as `stb-pipeline move` does.
+it ranks the moves exactly as `stb-pipeline move` does, for one player and for N players.
 
 The browser tests need Debian's chromium and chromium-driver and the selenium package (see
 .ci/run, which installs them); without them they are skipped, saying why.
@@ -18,10 +18,13 @@ import polars as pl
 import pytest
 
 from pipeline.analysis import answers
+from pipeline.apps import explorer
 from pipeline.apps.explorer import (
     check_against_tables,
     delayed_progress,
     embedded_data,
+    nplayer_moves,
+    nplayer_states,
     ranked_moves,
     render,
 )
@@ -31,6 +34,9 @@ from pipeline.store import tables
 from tests.conftest import Result, invoke
 
 VARIANTS = ("classic", "lever")
+#: N-player variants: the two-player course game (shared tables, solved on a graph) and four
+#: players (files of its own, solved block by block without a graph)
+NPLAYER = ("two-player", "four-player")
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +55,24 @@ def page(data: Path) -> Path:
     assert result.code == 0, result.stderr
     assert "wrote" in result.stdout and "skipped classic-score: not built" in result.stdout
     return data / "explorer.html"
+
+
+@pytest.fixture(scope="module")
+def ndata(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """two-player and four-player built into a fresh directory."""
+    directory = tmp_path_factory.mktemp("explorer-nplayer")
+    result = invoke(["build", "--variant", ",".join(NPLAYER), "--data-dir", directory])
+    assert result.code == 0, result.stderr
+    return directory
+
+
+@pytest.fixture(scope="module")
+def npage(ndata: Path) -> Path:
+    """The explorer page of the N-player variants (by default: every built one)."""
+    result = invoke(["explore", "--data-dir", ndata])
+    assert result.code == 0, result.stderr
+    assert "skipped three-player: not built" in result.stdout
+    return ndata / "explorer.html"
 
 
 def mask_of(tiles: list[int]) -> int:
@@ -115,9 +139,12 @@ def test_errors(data: Path, tmp_path: Path) -> None:
     not_built = invoke(["explore", "--data-dir", data, "--variant", "twelve-tiles"])
     assert not_built.code == 1
     assert "stb-pipeline build --variant twelve-tiles" in not_built.stderr
-    for bad in ("knucklebones-2x2", "two-player", "no-such-variant"):
+    for bad in ("knucklebones-2x2", "no-such-variant"):
         result = invoke(["explore", "--data-dir", data, "--variant", bad])
         assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+    # an N-player variant is shown once built
+    absent = invoke(["explore", "--data-dir", data, "--variant", "four-player"])
+    assert absent.code == 1 and "stb-pipeline build --variant four-player" in absent.stderr
 
 
 def test_refuses_to_replace_a_file_outside_the_data_dir(data: Path, tmp_path: Path) -> None:
@@ -133,6 +160,99 @@ def test_refuses_to_replace_a_file_outside_the_data_dir(data: Path, tmp_path: Pa
     assert first.code == 0, first.stderr
     again = invoke(["explore", "--data-dir", data, "-v", "lever", "-o", data / "x.html"])
     assert again.code == 0, again.stderr  # inside the data dir: generated, so replaced
+
+
+# -- N players without a browser ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NPLAYER)
+def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) -> None:
+    """Every block's shares are the states table's columns, each mask's moves player 1's (the
+    same in every block), each stuck roll's value the policy's, and the tie rule picks every
+    policy move (no exceptions listed)."""
+    found = {v["name"]: v for v in embedded_data(npage.read_text("utf-8"))["variants"]}[name]
+    assert found["kind"] == "nplayer" and found["players"] == get_variant(name).make().n
+    states = tables.read_table(ndata, "states", name).sort("state_id")
+    f = 1 << found["rules"]["tiles"]
+    for part in states.partition_by("player", "best_score", "best_count"):
+        seat = part["player"][0]
+        key = f"{seat}/{part['best_score'][0] or 0}/{part['best_count'][0] or 0}"
+        block = found["blocks"][key]["shares"]
+        assert block["value"] == part["value"].to_list()
+        if seat > 1:
+            assert block["holder"] == part["share_holder"].to_list()
+        for k in range(seat + 1, found["players"] + 1):
+            assert block[str(k)] == part[f"share_{k}"].to_list()
+        assert len(block["value"]) == f
+    moves = tables.read_table(ndata, "moves", name)
+    for row in moves.filter(pl.col("state_id") < f).iter_rows(named=True):
+        entry = next(e for e in found["moves"][row["state_id"]] if e[0] == row["roll"])
+        assert mask_of(row["move"]) in entry[1:]
+    assert (
+        sum(len(e) - 1 for m in found["moves"] for e in m)
+        == moves.filter(pl.col("state_id") < f).height
+    )
+    stuck = (
+        tables.read_table(ndata, "policy", name)
+        .filter(pl.col("stuck"))
+        .join(states, on="state_id", suffix="_state")
+        .select("player", "best_score", "best_count", "score", "value")
+    )
+    assert stuck.height
+    for seat, best, count, score, value in stuck.iter_rows():
+        at = found["possible"].index(score)
+        assert found["blocks"][f"{seat}/{best or 0}/{count or 0}"]["end"][at] == value
+    assert found["picks"] == []
+
+
+def test_nplayer_policy_off_the_tie_rule_is_listed(ndata: Path) -> None:
+    """A policy move the tie rule would not pick (here: a tampered table where it is a worse
+    move, its regret zero all the same) is listed for the page, which then marks it as the
+    tables do; a regret that is not the page's formula is refused."""
+    rules = tables.file_rules(tables.variant_file(ndata, "states", "four-player"))["four-player"]
+    states = nplayer_states(ndata, "four-player", rules)
+    moves = tables.read_table(ndata, "moves", "four-player")
+    policy = tables.read_table(ndata, "policy", "four-player").select(
+        "state_id", "roll", "stuck", "value"
+    )
+    cols = ("state_id", "roll", "next_state_id", "value", "regret", "is_best")
+    first, picks = nplayer_moves(states, moves.select(cols), policy, 9)
+    assert picks == [] and first.height == moves.filter(pl.col("state_id") < 512).height
+    # player 1, open 1..9, roll 7: swap the policy's move with the worst one
+    node = moves.filter((pl.col("state_id") == 511) & (pl.col("roll") == 7)).sort("value")
+    worst = node.row(0, named=True)
+    swapped = moves.with_columns(
+        is_best=pl.when((pl.col("state_id") == 511) & (pl.col("roll") == 7))
+        .then(pl.col("next_state_id") == worst["next_state_id"])
+        .otherwise(pl.col("is_best"))
+    )
+    _, picks = nplayer_moves(states, swapped.select(cols), policy, 9)
+    assert picks == [[0, 511, 7, 511 - worst["next_state_id"]]]
+    with pytest.raises(TableError, match="disagree"):
+        tampered = moves.with_columns(regret=pl.col("regret") + 1e-15)
+        nplayer_moves(states, tampered.select(cols), policy, 9)
+
+
+def test_a_variant_too_big_is_listed_not_dropped(
+    ndata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variant over the page's budget is named on the page, with the reason and where to see
+    it instead; asked for alone, it is refused with the same words."""
+    size = explorer.size_of(
+        explorer.payload_of(ndata, "two-player", explorer.built_rules(ndata, "two-player") or {})
+    )
+    monkeypatch.setattr(explorer, "MAX_VARIANT_BYTES", size + 1)  # four-player is bigger
+    out = tmp_path / "page.html"
+    result = invoke(["explore", "--data-dir", ndata, "-v", "two-player,four-player", "-o", out])
+    assert result.code == 0, result.stderr
+    assert "skipped four-player: too big to embed" in result.stdout
+    assert "stb-pipeline serve" in result.stdout
+    found = embedded_data(out.read_text("utf-8"))
+    assert [v["name"] for v in found["variants"]] == ["two-player"]
+    assert [o["name"] for o in found["omitted"]] == ["four-player"]
+    alone = invoke(["explore", "--data-dir", ndata, "-v", "four-player", "-o", out, "--force"])
+    assert alone.code == 2 and "too big to embed" in alone.stderr, alone.stderr
+    assert alone.stderr.count("\n") == 1
 
 
 def test_text_in_the_data_cannot_end_the_script() -> None:
@@ -211,23 +331,30 @@ def shown_moves(browser: Any) -> list[tuple[list[int], float, float, bool]]:
     ]
 
 
-def cli_moves(data: Path, variant: str, tiles: str, roll: int) -> list[tuple[list[int], float]]:
+def cli_moves(
+    data: Path, variant: str, tiles: str, roll: int, extra: tuple[str, ...] = ()
+) -> list[tuple[list[int], float]]:
     """The moves `stb-pipeline move` prints, in its order (values to 12 digits)."""
-    result: Result = invoke(["move", "--variant", variant, "--data-dir", data, tiles, str(roll)])
+    args = ["move", "--variant", variant, "--data-dir", data, tiles, str(roll), *extra]
+    result: Result = invoke(args)
     assert result.code == 0, result.stderr
     rows = re.findall(r"│\s*(\[[\d, ]+\])\s*│[^│]*│\s*([-\d.e+]+)\s*│", result.stdout)
     return [([int(t) for t in re.findall(r"\d+", move)], float(value)) for move, value in rows]
 
 
-def assert_same_as_move(browser: Any, data: Path, variant: str, tiles: str, roll: int) -> None:
-    """The page's ranked moves are those of `stb-pipeline move`: tiles, order, values."""
+def assert_same_as_move(
+    browser: Any, data: Path, variant: str, tiles: str, roll: int, **seat: Any
+) -> None:
+    """The page's ranked moves are those of `stb-pipeline move`: tiles, order, values (``seat``:
+    player, best_score, best_count of an N-player position)."""
     shown = shown_moves(browser)
-    printed = cli_moves(data, variant, tiles, roll)
+    extra = [(f"--{k.replace('_', '-')}", str(v)) for k, v in seat.items() if v is not None]
+    printed = cli_moves(data, variant, tiles, roll, tuple(x for pair in extra for x in pair))
     assert [m for m, *_ in shown] == [m for m, _ in printed]
     for (_, value, *_), (_, cli_value) in zip(shown, printed, strict=True):
         assert value == pytest.approx(cli_value, abs=1e-9)
     # the full-precision answer behind `move`: values and regrets to the last bit
-    advice = answers.best_move(data, get_variant(variant), tiles, roll)
+    advice = answers.best_move(data, get_variant(variant), tiles, roll, **seat)
     exact = [(r["move"], r["value"], r["regret"]) for r in advice.moves.iter_rows(named=True)]
     assert [(m, v, r) for m, v, r, _ in shown] == exact
     assert [m for m, *_, best in shown if best] == [advice.best_move]
@@ -322,3 +449,156 @@ def test_browser_dice_choice_by_keyboard_and_link(browser: Any, page: Path) -> N
     assert two.get_attribute("aria-checked") == "true"
     assert browser.switch_to.active_element == two
     assert browser.execute_script("return location.hash") == "#lever/123456//2"
+
+
+# -- N players in the browser -------------------------------------------------------------------
+
+
+def seat_kwargs(seat: int, best: int, count: int) -> dict[str, int | None]:
+    """The library's keywords for a seat (player 1 has no best score)."""
+    if seat == 1:
+        return {"player": 1, "best_score": None, "best_count": None}
+    return {"player": seat, "best_score": best, "best_count": count}
+
+
+def assert_same_position(
+    browser: Any, data: Path, variant: str, seat: int, best: int, count: int, tiles: str
+) -> None:
+    """The page's value and every player's share are the library's and the states table's."""
+    kw = seat_kwargs(seat, best, count)
+    value = float(browser.find_element("id", "value").get_attribute("data-value"))
+    assert value == answers.expect(data, get_variant(variant), tiles, **kw).value
+    state = get_variant(variant).parse_state(tiles, **kw)
+    row = tables.read_table(data, "states", variant).row(
+        by_predicate=pl.col("state_id") == state, named=True
+    )
+    shown = {
+        r.get_attribute("data-share"): float(r.get_attribute("data-value"))
+        for r in browser.find_elements("css selector", "#shares tr")
+    }
+    expected = {str(seat): row["value"]}
+    expected |= {str(k): row[f"share_{k}"] for k in range(seat + 1, row["players"] + 1)}
+    if seat > 1:
+        expected["holder"] = row["share_holder"]
+    if seat - 1 > count:
+        expected["beaten"] = row["share_beaten"]
+    assert shown == expected
+    # the shares of a position sum to the game's total (1: the win is shared out)
+    total = sum(
+        v * (count if k == "holder" else seat - 1 - count if k == "beaten" else 1)
+        for k, v in shown.items()
+    )
+    assert total == pytest.approx(1.0, abs=1e-12)
+
+
+def test_browser_nplayer_four_player_as_move_answers(
+    browser: Any, npage: Path, ndata: Path
+) -> None:
+    """The issue's question: player 3, the best score so far 11 held by one player, tiles 1, 3,
+    4 open and a roll of 7: the page answers as `stb-pipeline move --variant four-player 134 7
+    --player 3 --best-score 11 --best-count 1`."""
+    open_page(browser, npage, "#four-player/3/11/1/134/7")
+    assert_same_position(browser, ndata, "four-player", 3, 11, 1, "134")
+    assert_same_as_move(
+        browser, ndata, "four-player", "134", 7, player=3, best_score=11, best_count=1
+    )
+
+
+def test_browser_nplayer_by_clicks(browser: Any, npage: Path, ndata: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    open_page(browser, npage, "#four-player")
+    assert browser.find_element("id", "seat-card").is_displayed()
+    Select(browser.find_element("id", "seat")).select_by_value("4")
+    Select(browser.find_element("id", "best")).select_by_value("10")
+    Select(browser.find_element("id", "count")).select_by_value("2")
+    for tile in (3, 6, 7, 8, 9):
+        click(browser, f'.tile[data-tile="{tile}"]')
+    click(browser, '#rolls [data-roll="8"]')
+    assert browser.execute_script("return location.hash") == "#four-player/4/10/2/1245/8"
+    assert_same_position(browser, ndata, "four-player", 4, 10, 2, "1245")
+    assert_same_as_move(
+        browser, ndata, "four-player", "1245", 8, player=4, best_score=10, best_count=2
+    )
+    # back to player 1: no best score, and the one-player boxes keep their page
+    Select(browser.find_element("id", "seat")).select_by_value("1")
+    assert browser.execute_script("return location.hash") == "#four-player/1/0/0/1245"
+    assert_same_position(browser, ndata, "four-player", 1, 0, 0, "1245")
+
+
+@pytest.mark.parametrize(
+    ("variant", "seat", "best", "count", "tiles", "roll"),
+    [
+        ("four-player", 1, 0, 0, "123456789", 7),
+        ("four-player", 2, 14, 1, "13479", 10),
+        ("four-player", 4, 9, 1, "123456", 6),
+        ("two-player", 1, 0, 0, "12345678", 9),
+        ("two-player", 2, 12, 1, "123456789", 11),  # the course game's second player
+    ],
+)
+def test_browser_nplayer_links(
+    browser: Any,
+    npage: Path,
+    ndata: Path,
+    variant: str,
+    seat: int,
+    best: int,
+    count: int,
+    tiles: str,
+    roll: int,
+) -> None:
+    open_page(browser, npage, f"#{variant}/{seat}/{best}/{count}/{tiles}/{roll}")
+    assert_same_position(browser, ndata, variant, seat, best, count, tiles)
+    assert_same_as_move(browser, ndata, variant, tiles, roll, **seat_kwargs(seat, best, count))
+
+
+def test_browser_nplayer_stuck_and_won(browser: Any, npage: Path, ndata: Path) -> None:
+    """A roll with no move passes the turn, worth what the policy says; a last player already
+    below the best score has won."""
+    open_page(browser, npage, "#four-player/2/11/1/9/4")
+    status = browser.find_element("id", "moves-status")
+    assert status.get_attribute("data-stuck") == "true" and "player 3 plays next" in status.text
+    advice = answers.best_move(
+        ndata, get_variant("four-player"), "9", 4, player=2, best_score=11, best_count=1
+    )
+    assert advice.passes_turn and float(status.get_attribute("data-value")) == advice.value
+    open_page(browser, npage, "#four-player/4/11/3/12")
+    assert "won" in browser.find_element("id", "moves-status").text
+    assert not browser.find_elements("css selector", "#rolls [data-roll]")
+    assert_same_position(browser, ndata, "four-player", 4, 11, 3, "12")
+
+
+def test_browser_nplayer_policy_listed_off_the_tie_rule(
+    browser: Any, npage: Path, tmp_path: Path
+) -> None:
+    """Where the tables' policy is not the tie rule's pick (listed in ``picks``), the page marks
+    the listed move as the policy's, ranked as `move` ranks it: first among equal regrets."""
+    found = embedded_data(npage.read_text("utf-8"))
+    four = next(v for v in found["variants"] if v["name"] == "four-player")
+    open_page(browser, npage, "#four-player/1/0/0/123456789/7")
+    shown = shown_moves(browser)
+    assert shown[0][3] and shown[0][2] == 0.0
+    # say the tables picked the second move (here only in the page's data: the policy checks
+    # list such moves, test_nplayer_policy_off_the_tie_rule_is_listed)
+    other = shown[1][0]
+    four["picks"] = [["1/0/0", 511, 7, mask_of(other)]]
+    page = tmp_path / "picks.html"
+    page.write_text(render(found["variants"], found.get("omitted")), "utf-8")
+    open_page(browser, page, "#four-player/1/0/0/123456789/7")
+    again = shown_moves(browser)
+    assert [m for m, *_, best in again if best] == [other]
+    assert sorted((m, v, r) for m, v, r, _ in again) == sorted((m, v, r) for m, v, r, _ in shown)
+
+
+def test_browser_lists_a_variant_too_big(
+    browser: Any, ndata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(explorer, "MAX_VARIANT_BYTES", 3_000_000)  # four-player: 5.8 MB
+    out = tmp_path / "page.html"
+    result = invoke(["explore", "--data-dir", ndata, "-o", out])
+    assert result.code == 0, result.stderr
+    open_page(browser, out, "#two-player/2/12/1/123456789/11")
+    note = browser.find_element("id", "omitted")
+    assert note.is_displayed() and "four-player" in note.text and "too big" in note.text
+    options = browser.find_elements("css selector", "#variant option")
+    assert [o.get_attribute("value") for o in options] == ["two-player"]
