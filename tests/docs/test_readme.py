@@ -171,8 +171,10 @@ def test_the_python_examples_run(built: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_the_api_module_docstring_example_runs(built: Path, monkeypatch) -> None:
+    from pipeline import api  # the package loads it lazily: not an attribute before first use
+
     monkeypatch.setenv("STB_DATA_DIR", str(built))
-    result = doctest.testmod(pipeline.api, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(api, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted >= 3
 
 
