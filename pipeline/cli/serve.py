@@ -51,16 +51,19 @@ def register(app: typer.Typer) -> None:
 
         Example: stb-pipeline serve --data-dir data --port 8025
         """
+        import importlib
+
         from pipeline.apps.server import INSTALL_HINT
         from pipeline.errors import UsageError
 
-        try:
-            from pipeline.apps.server.web import serve
-        except ImportError as exc:
-            missing = exc.name or "starlette"
-            raise UsageError(f"serve needs {missing}: {INSTALL_HINT}") from None
         if not data_dir.is_dir():
             raise UsageError(f"data directory {data_dir} does not exist: build a variant first")
+        for module in ("starlette", "uvicorn"):  # the optional extra
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise UsageError(f"serve needs the {module} package: {INSTALL_HINT}") from None
+        from pipeline.apps.server.web import serve
 
         def ready(url: str) -> None:
             print(f"serving {data_dir} at {url} (Ctrl-C stops)", flush=True)

@@ -63,7 +63,7 @@ class Entry:
         """The command that builds it."""
         if self.variant.name in REGISTRY:
             return f"stb-pipeline build --variant {self.name}"
-        return f"stb-pipeline build --variant {self.name}  (a custom rule set: see stb-pipeline rules)"
+        return f"stb-pipeline build --variant {self.name} (custom rules: see stb-pipeline rules)"
 
 
 @dataclass
@@ -129,7 +129,7 @@ def scan(data_dir: Path) -> Snapshot:
         for path in table_files(data_dir, table):
             try:
                 found = file_rules(path)
-            except Exception as exc:  # noqa: BLE001  (pyarrow raises many kinds: all mean damaged)
+            except Exception as exc:  # pyarrow raises many kinds: all mean damaged
                 first = (str(exc).splitlines() or [type(exc).__name__])[0]
                 problems.append(f"{path} is not a readable table ({first}); rebuild it")
                 continue

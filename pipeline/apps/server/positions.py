@@ -141,7 +141,8 @@ class Positions:
         path = entry.files.get(table)
         if path is None or not path.exists():
             raise TablesMissingError(
-                f"{entry.name} has no {table} table in {self.data_dir}: run `{entry.build_command()}`"
+                f"{entry.name} has no {table} table in {self.data_dir}: "
+                f"run `{entry.build_command()}`"
             )
         return path
 
@@ -233,7 +234,7 @@ class Positions:
             quoted = '"' + column.replace('"', '""') + '"'
             values = self.rows(
                 path,
-                f"select distinct {quoted} as v from read_parquet($path) "  # noqa: S608
+                f"select distinct {quoted} as v from read_parquet($path) "
                 f"where variant = $v and {quoted} is not null order by 1 limit {MAX_CHOICES + 1}",
                 v=entry.name,
             )
@@ -259,7 +260,9 @@ class Positions:
             return self.board_position(entry, params)
         if not entry.built:
             raise TablesMissingError(f"{entry.name} is not built: run `{entry.build_command()}`")
-        fields = [] if entry.variant.codec is not None or entry.view == "rows" else self.fields(entry)
+        fields = (
+            [] if entry.variant.codec is not None or entry.view == "rows" else self.fields(entry)
+        )
         allowed = {"id", "tiles", "state", "roll", *(f["name"] for f in fields)}
         unknown = sorted(set(params) - allowed)
         if unknown:
@@ -310,8 +313,9 @@ class Positions:
         if not found:
             raise UsageError(f"no such position of {entry.name} (not a state of its tables)")
         if found[0]["value"] is None:
-            raise TablesMissingError(f"{entry.name} is enumerated but not solved: run "
-                                     f"`{entry.build_command()}`")
+            raise TablesMissingError(
+                f"{entry.name} is enumerated but not solved: run `{entry.build_command()}`"
+            )
         return found[0]
 
     def _state_out(self, entry: Entry, row: Mapping[str, Any], fields: list) -> dict[str, Any]:

@@ -21,6 +21,7 @@ a variant that is not built, 503 for a table that cannot be read; never a traceb
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from importlib import resources
@@ -107,7 +108,7 @@ def create_app(
             if len(params) != len(request.query_params.multi_items()):
                 raise UsageError("a parameter is given twice")
             data, status = compute(params), 200
-        except Exception as exc:  # noqa: BLE001  (every error is one line, never a traceback)
+        except Exception as exc:  # every error is one line, never a traceback
             status = status_of(exc)
             if status == 500:
                 log.exception("internal error on %s", request.url.path)
@@ -207,9 +208,7 @@ def serve(
     server = uvicorn.Server(config)
     if ready is not None:
         ready(f"http://{'[' + host + ']' if ':' in host else host}:{port}/")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         server.run()
-    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled: the stop asked for
-        pass
     if not server.started:
         raise PipelineError(f"cannot listen on {host}:{port} (in use, or not an address here)")
