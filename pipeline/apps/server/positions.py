@@ -205,15 +205,17 @@ class Positions:
         out["start"] = {"tiles": "".join(map(str, range(1, out["tiles"] + 1)))}
         if out["tiles"] > 9:
             out["start"]["tiles"] = ",".join(map(str, range(1, out["tiles"] + 1)))
-        if out["fields"]:
+        if out["fields"]:  # the game's first position: the state of the highest rank
             first = self.rows(
                 self.table(entry, "states"),
-                "select tiles from read_parquet($path) where variant = $v and rank = "
-                "(select max(rank) from read_parquet($path) where variant = $v) limit 1",
+                "select * from read_parquet($path) where variant = $v order by rank desc limit 1",
                 v=entry.name,
             )
             if first:
                 out["start"]["tiles"] = first[0]["tiles"]
+                for f in out["fields"]:
+                    if first[0].get(f["name"]) is not None:
+                        out["start"][f["name"]] = first[0][f["name"]]
         return out
 
     def fields(self, entry: Entry) -> list[dict[str, Any]]:
