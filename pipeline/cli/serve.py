@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
                 max=65536,
                 help="Memory for the value arrays of big variants (MB).",
             ),
-        ] = 384,
+        ] = 256,
     ) -> None:
         """Serve a page (and its JSON API) to look up any position of every built variant.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,10 @@ class Snapshot:
 class Catalog:
     """The variants of one data directory, rescanned when its table files change."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, read_rules: Callable[[Path], dict[str, Any]]) -> None:
+        """``read_rules(path)``: the rules recorded in a table file, by variant."""
         self.data_dir = Path(data_dir)
+        self.read_rules = read_rules
         self._lock = threading.Lock()
         self._signature: tuple = ()
         self._checked = 0.0
@@ -93,7 +96,7 @@ class Catalog:
         with self._lock:
             signature = self._files_signature()
             if signature != self._signature or not self._signature:
-                self._snapshot = scan(self.data_dir)
+                self._snapshot = scan(self.data_dir, self.read_rules)
                 self._signature = signature or (("empty",),)
             self._checked = now
             return self._snapshot
@@ -119,10 +122,8 @@ class Catalog:
         return found
 
 
-def scan(data_dir: Path) -> Snapshot:
+def scan(data_dir: Path, file_rules: Callable[[Path], dict[str, Any]]) -> Snapshot:
     """Read the rules metadata of every table file of ``data_dir``."""
-    from pipeline.store.tables import file_rules
-
     rules_by_table: dict[str, dict[str, tuple[dict, Path]]] = {t: {} for t in TABLES}
     problems: list[str] = []
     for table in TABLES:

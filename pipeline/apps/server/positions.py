@@ -25,11 +25,11 @@ that variant's answers fail.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +107,11 @@ class Arrays:
 class Positions:
     """Answers for one data directory (thread-safe; the server calls it from worker threads)."""
 
-    def __init__(self, data_dir: Path, cache_mb: int = 384) -> None:
+    def __init__(self, data_dir: Path, cache_mb: int = 256) -> None:
         import duckdb
 
         self.data_dir = Path(data_dir)
-        self.catalog = Catalog(self.data_dir)
+        self.catalog = Catalog(self.data_dir, self.file_rules)
         self.con = duckdb.connect(":memory:", config={"enable_object_cache": True})
         self._duckdb_error = duckdb.Error
         self.cache_bytes = cache_mb * 1024 * 1024
@@ -122,6 +122,14 @@ class Positions:
         self._games: dict[str, Any] = {}
         self._search_lock = threading.Lock()
         self._searchers: dict[str, Any] = {}
+
+    def in_memory(self, name: str) -> bool:
+        """Whether a position of ``name`` is answered from arrays already read (microseconds,
+        no I/O: the server answers it on its event loop rather than in a worker thread)."""
+        entry = self.catalog.snapshot().entries.get(name)
+        if entry is None or not entry.own or entry.name not in self._arrays:
+            return False
+        return entry.view == "boards" or entry.variant.codec is not None
 
     # -- DuckDB ------------------------------------------------------------------------------
 
@@ -135,6 +143,18 @@ class Positions:
         except self._duckdb_error as exc:
             first = (str(exc).splitlines() or ["unreadable"])[0]
             raise TableError(f"{path} is not a readable table ({first}); rebuild it") from None
+
+    def file_rules(self, path: Path) -> dict[str, Any]:
+        """The rules a table file records (its ``stb.rules`` metadata), by variant; read by
+        DuckDB, so listing the variants loads neither pyarrow nor polars."""
+        import json
+
+        found = self.rows(
+            path,
+            "select decode(value) as v from parquet_kv_metadata($path) "
+            "where decode(key) = 'stb.rules'",
+        )
+        return json.loads(found[0]["v"]) if found else {}
 
     def table(self, entry: Entry, table: str) -> Path:
         """The file holding ``entry``'s rows of ``table``; TablesMissingError when none does."""
@@ -416,13 +436,22 @@ class Positions:
             with self._arrays_lock:
                 if entry.name in self._arrays:
                     return self._arrays[entry.name]
-            found = read_arrays(self.table(entry, "states"), entry.name, entry.view != "boards")
+            path = self.table(entry, "states")
+            with_dice = entry.view != "boards"
+            need = self.rows(path, "select num_rows from parquet_file_metadata($path)")
+            size = int(need[0]["num_rows"]) * (9 if with_dice else 8) if need else 0
+            with self._arrays_lock:  # make room first, so the peak holds the budget too
+                total = sum(a.nbytes for a in self._arrays.values())
+                while self._arrays and total + size > self.cache_bytes:
+                    total -= self._arrays.popitem(last=False)[1].nbytes  # (no name keeps it)
+            # what value measures, from the rules (reading one row would cost a row group):
+            # a box minimises its score and maximises a probability; Knucklebones maximises
+            objective = str((entry.rules or {}).get("objective", "shut"))
+            first = [{"objective": objective, "maximise": objective != "score" or not with_dice}]
+            alone = set(self.file_rules(path)) == {entry.name}
+            found = read_arrays(path, entry.name, with_dice, first, alone)
             with self._arrays_lock:
                 self._arrays[entry.name] = found
-                total = sum(a.nbytes for a in self._arrays.values())
-                while total > self.cache_bytes and len(self._arrays) > 1:
-                    _, dropped = self._arrays.popitem(last=False)
-                    total -= dropped.nbytes
             return found
 
     def _game(self, entry: Entry) -> Any:
@@ -473,18 +502,20 @@ class Positions:
         sides = int((entry.rules or {}).get("sides", 6))
         possible = sorted({r for d in choices for r in range(d, d * sides + 1)})
         stuck_value = float(game.stuck_values(np.array([state_id], dtype=np.int64))[0])
-        by_roll = {r: self._box_moves(entry, game, arrays, state_id, r) for r in possible}
-        out["rolls"] = [
-            {"roll": r, "kind": "move" if m else "end", "best": m[0]["move"] if m else None,
-             "value": m[0]["value"] if m else stuck_value, "moves": len(m)}
-            for r, m in by_roll.items()
-        ]  # fmt: skip
-        if roll is None:
-            return out
-        if roll not in by_roll:
+        if roll is not None and roll not in possible:
             text = f"{possible[0]}..{possible[-1]}" if possible else "none: it is over"
             raise UsageError(f"roll {roll} is impossible here (possible rolls: {text})")
-        moves = by_roll[roll]
+        out["rolls"] = []
+        for r in possible:
+            best_mask, best, count = self._box_best(entry, game, arrays, state_id, r)
+            out["rolls"].append(
+                {"roll": r, "kind": "move" if count else "end",
+                 "best": codec.tiles(best_mask) if count else None,
+                 "value": best if count else stuck_value, "moves": count}
+            )  # fmt: skip
+        if roll is None:
+            return out
+        moves = self._box_moves(entry, game, arrays, state_id, roll)
         out["outcome"] = {
             "kind": "move" if moves else "end",
             "value": moves[0]["value"] if moves else stuck_value,
@@ -493,28 +524,45 @@ class Positions:
         out["moves"] = moves
         return out
 
+    def _box_legal(
+        self, entry: Entry, game: Any, arrays: Arrays, state: int, roll: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The legal moves (masks) of a box's state for a roll, and the values they lead to."""
+        masks = _subsets(entry.name, game, roll)
+        legal = masks[(masks & state) == masks]
+        return legal, arrays.value[state ^ legal]
+
+    def _box_best(
+        self, entry: Entry, game: Any, arrays: Arrays, state: int, roll: int
+    ) -> tuple[int, float, int]:
+        """(mask, value, number of legal moves) of the tie rule's best move: the best value,
+        and among values within the tie tolerance of it the move holding the highest tile
+        where two differ (the larger mask)."""
+        legal, values = self._box_legal(entry, game, arrays, state, roll)
+        if legal.size == 0:
+            return 0, 0.0, 0
+        best_value = float(values.max() if arrays.maximise else values.min())
+        tol = TIE_TOLERANCE * max(1.0, abs(best_value))
+        tied = np.abs(values - best_value) <= tol
+        k = int(np.argmax(np.where(tied, legal, -1)))
+        return int(legal[k]), float(values[k]), int(legal.size)
+
     def _box_moves(
         self, entry: Entry, game: Any, arrays: Arrays, state: int, roll: int
     ) -> list[dict[str, Any]]:
         """A box's moves for one roll, ranked as `stb-pipeline move` ranks them."""
         codec = entry.variant.codec
         assert codec is not None
-        masks = [m for m, total in _subsets(entry.name, game, roll) if m & state == m]
-        if not masks:
+        best_mask, best, count = self._box_best(entry, game, arrays, state, roll)
+        if not count:
             return []
-        nxt = np.array([state ^ m for m in masks], dtype=np.int64)
-        values = arrays.value[nxt]
-        best_value = float(values.max() if arrays.maximise else values.min())
-        tol = TIE_TOLERANCE * max(1.0, abs(best_value))
-        tied = [m for m, v in zip(masks, values, strict=True) if abs(float(v) - best_value) <= tol]
-        best_mask = max(tied)
-        best = float(values[masks.index(best_mask)])
+        legal, values = self._box_legal(entry, game, arrays, state, roll)
         sign = 1.0 if arrays.maximise else -1.0
         out = [
-            {"move": codec.tiles(m), "next_id": int(s), "next_tiles": codec.text(int(s)),
+            {"move": codec.tiles(m), "next_id": state ^ m, "next_tiles": codec.text(state ^ m),
              "value": float(v), "regret": _regret(best, float(v), sign), "best": m == best_mask,
              "_mask": m}
-            for m, s, v in zip(masks, nxt, values, strict=True)
+            for m, v in zip(legal.tolist(), values.tolist(), strict=True)
         ]  # fmt: skip
         out.sort(key=lambda m: m["_mask"], reverse=True)
         out.sort(key=lambda m: (m["regret"], not m["best"]))
@@ -525,18 +573,26 @@ class Positions:
     # -- Knucklebones ---------------------------------------------------------------------------
 
     def _kb_game(self, entry: Entry) -> Any:
-        from pipeline.apps.knucklebones.position import knucklebones_game
+        """The board's game (its rules' board and die; no numba: the search loads it)."""
+        from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 
         key = f"kb:{entry.name}"
         game = self._games.get(key)
         if game is None:
-            game = self._games[key] = knucklebones_game(entry.name)
+            if entry.rules:  # built: the rules it was built with
+                r = entry.rules
+                game = Knucklebones(KnuckleRules(r["columns"], r["rows"], r["faces"]))
+            else:  # searched: the search loads numba anyway
+                from pipeline.apps.knucklebones.position import knucklebones_game
+
+                game = knucklebones_game(entry.name)
+            self._games[key] = game
         return game
 
     def board_position(self, entry: Entry, params: Mapping[str, str]) -> dict[str, Any]:
         """A Knucklebones position (MOVER;OPPONENT, the mover's board first) and, with a die,
         every column ranked: exact from the tables where the board is built, else searched."""
-        from pipeline.apps.knucklebones.position import check_die, position_pairs
+        from pipeline.games.knucklebones.game import read_board
 
         unknown = sorted(set(params) - {"board", "die", "depth"})
         if unknown:
@@ -552,20 +608,11 @@ class Positions:
         mine, theirs = board.split(";")
         die = check_int("die", params.get("die"), 1, game.r.faces)
         depth = check_int("depth", params.get("depth"), 1, MAX_SERVER_DEPTH) or DEFAULT_DEPTH
-        over = False
-        try:
-            pairs = position_pairs(game, mine, theirs)
-        except UsageError as exc:
-            if "game is over" not in str(exc):
-                raise
-            over = True
-            from pipeline.games.knucklebones.game import read_board
-
-            pairs = game.pairs_of_boards(
-                read_board(mine, game.r, "mover"), read_board(theirs, game.r, "opponent")
-            )
-        if die is not None:
-            check_die(game, die)
+        # the boards as the search reads them (not through its module: that loads numba)
+        pairs = game.pairs_of_boards(
+            read_board(mine, game.r, "mover"), read_board(theirs, game.r, "opponent")
+        )
+        over = bool(game.terminal_mask(pairs[None, :])[0])
         objective = (entry.rules or {}).get("objective") or (
             "score" if entry.name.endswith("-score") else "wins"
         )
@@ -685,41 +732,58 @@ class Positions:
         out["columns"] = cols
 
 
-@lru_cache(maxsize=4096)
-def _subsets_cached(name: str, game_id: int, roll: int, game: Any) -> tuple[tuple[int, int], ...]:
-    return tuple((m, t) for m, t in game.subsets_by_sum(roll) if t == roll)
+_SUBSETS: dict[tuple[str, int], np.ndarray] = {}
 
 
-def _subsets(name: str, game: Any, roll: int) -> tuple[tuple[int, int], ...]:
-    """The sets of tiles summing to ``roll`` under the rules (cached per variant and roll)."""
-    return _subsets_cached(name, id(game), roll, game)
+def _subsets(name: str, game: Any, roll: int) -> np.ndarray:
+    """The sets of tiles (masks) summing to ``roll`` under the rules, per variant and roll."""
+    key = (name, roll)
+    found = _SUBSETS.get(key)
+    if found is None:
+        masks = [m for m, total in game.subsets_by_sum(roll) if total == roll]
+        found = _SUBSETS[key] = np.array(masks, dtype=np.int64)
+    return found
 
 
-def read_arrays(path: Path, name: str, with_dice: bool) -> Arrays:
+def read_arrays(
+    path: Path, name: str, with_dice: bool, first: list[dict[str, Any]], alone: bool
+) -> Arrays:
     """``value`` (and ``dice``) of every state of ``name`` in ``path`` by state id, read a row
-    group at a time (the file holds this variant alone, in the solver's order)."""
+    group at a time (the file holds this variant alone, in the solver's order); ``first``: its
+    first row's objective and maximise; ``alone``: the file holds this variant only (then its
+    variant column, a string a row, is not read)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
-        f = pq.ParquetFile(path)
+        # one thread, no pre-buffering: the threaded reader leaves ~25 MB per row group in
+        # its allocator's arenas (measured: 520 MB peak for the 24-tile box, 216 MB this way)
+        f = pq.ParquetFile(path, pre_buffer=False)
         n = f.metadata.num_rows
         value = np.full(n, np.nan)
         dice = np.zeros(n, dtype=np.int8) if with_dice else None
-        first = f.read_row_group(0, columns=["objective", "maximise"]).slice(0, 1).to_pylist()
-        columns = ["variant", "state_id", "value"] + (["dice"] if with_dice else [])
+        columns = ["state_id", "value"] + (["dice"] if with_dice else [])
         for k in range(f.metadata.num_row_groups):
-            t = f.read_row_group(k, columns=columns)
-            t = t.filter(pc.equal(t["variant"], name))
+            t = f.read_row_group(
+                k, columns=columns if alone else ["variant", *columns], use_threads=False
+            )
+            if not alone:
+                t = t.filter(pc.equal(t["variant"], name))
             ids = t["state_id"].to_numpy()
             if ids.size and (ids.min() < 0 or ids.max() >= n):
                 raise TableError(f"{path}: state ids beyond its {n:,} rows; rebuild it")
             value[ids] = t["value"].to_numpy(zero_copy_only=False)
             if dice is not None:
                 dice[ids] = t["dice"].fill_null(0).to_numpy(zero_copy_only=False)
+            del t, ids
+            pa.default_memory_pool().release_unused()
     except (OSError, ValueError, KeyError, IndexError) as exc:
         first_line = (str(exc).splitlines() or ["unreadable"])[0]
         raise TableError(f"{path} is not a readable table ({first_line}); rebuild it") from None
+    finally:
+        with contextlib.suppress(Exception):
+            pa.default_memory_pool().release_unused()  # give the row groups' memory back
     if np.isnan(value).any():
         raise TableError(f"{path}: some states of {name} have no value; rebuild it")
     meta = first[0] if first else {"objective": "score", "maximise": False}

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -83,7 +84,7 @@ def create_app(
     data_dir: Path,
     cors: bool = False,
     allowed_hosts: list[str] | None = None,
-    cache_mb: int = 384,
+    cache_mb: int = 256,
 ) -> Starlette:
     """The application serving ``data_dir`` (read only). ``allowed_hosts``: Host headers
     accepted (None: any; the command passes the loopback names when it binds to loopback, so
@@ -146,21 +147,24 @@ def create_app(
 
         return answer(request, kind, compute)
 
-    def position(request: Request) -> Response:
+    async def position(request: Request) -> Response:
         name = request.path_params["variant"]
-        kind = "json" if request.url.path.endswith(".json") else "html"
+        if positions.in_memory(name):  # no I/O: answer on the event loop, no thread hop
+            return answer(
+                request,
+                "json" if request.url.path.endswith(".json") else "html",
+                lambda params: compute_position(request, name, params),
+            )
+        return await run_in_threadpool(
+            answer, request, "json" if request.url.path.endswith(".json") else "html",
+            lambda params: compute_position(request, name, params),
+        )  # fmt: skip
 
-        def compute(params: dict[str, str]) -> dict[str, Any]:
-            found = positions.position(name, params)
-            if kind == "html":  # the page also draws the variant's form and the list
-                return {
-                    **found,
-                    "variant_info": positions.describe(name),
-                    "index": positions.index(),
-                }
-            return found
-
-        return answer(request, kind, compute)
+    def compute_position(request: Request, name: str, params: dict[str, str]) -> dict[str, Any]:
+        found = positions.position(name, params)
+        if not request.url.path.endswith(".json"):  # the page also draws the form and the list
+            return {**found, "variant_info": positions.describe(name), "index": positions.index()}
+        return found
 
     def other(request: Request) -> Response:
         def compute(params: dict[str, str]) -> dict[str, Any]:
@@ -191,7 +195,7 @@ def serve(
     host: str,
     port: int,
     cors: bool = False,
-    cache_mb: int = 384,
+    cache_mb: int = 256,
     ready: Any = None,
 ) -> None:
     """Run the server until Ctrl-C (or SIGTERM); returns after a clean shutdown."""
