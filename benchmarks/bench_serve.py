@@ -56,6 +56,12 @@ def peak_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def box_paths(name: str, tiles: int, dice: int, sides: int, n: int, rng: random.Random) -> list:
     """``n`` lookups of random positions of a box, each with a possible roll."""
     out = []
@@ -201,7 +207,8 @@ def main() -> None:
     time.sleep(0.5)
     table = Table(title=f"serve: {args.clients} clients x {args.seconds:.0f} s on 127.0.0.1")
     for col in ("variant", "requests", "failed", "req/s", "median ms", "p99 ms",
-                "DuckDB point query ms (baseline)", "ratio", "server RSS MB (peak)"):  # fmt: skip
+                "server CPU ms/req", "DuckDB point query ms (baseline)", "ratio",
+                "server RSS MB (peak)"):  # fmt: skip
         table.add_column(col, justify="left" if col == "variant" else "right")
     paint = None
     try:
@@ -215,14 +222,17 @@ def main() -> None:
                 paths = box_paths(name, tiles, dice, 6, 2000, rng)
                 base_ids = [rng.randrange(1, 1 << tiles) for _ in range(20)]
             asyncio.run(load(port, paths, 1, 3.0))  # warm: the first lookup reads arrays
+            cpu0 = cpu_seconds(server.pid)
             lat, failed = asyncio.run(load(port, paths, args.clients, args.seconds))
+            cpu_ms = (cpu_seconds(server.pid) - cpu0) * 1000 / max(1, len(lat))
             ms = sorted(x * 1000 for x in lat)
             median, p99 = statistics.median(ms), ms[int(0.99 * (len(ms) - 1))]
             base = duckdb_baseline(args.data_dir, name, base_ids)
             rss, hwm = peak_mb(server.pid)
             table.add_row(
                 name, f"{len(ms):,}", str(failed), f"{len(ms) / args.seconds:,.0f}",
-                f"{median:.1f}", f"{p99:.1f}", f"{base:.1f}", f"{median / base:.2f}",
+                f"{median:.1f}", f"{p99:.1f}", f"{cpu_ms:.2f}", f"{base:.1f}",
+                f"{median / base:.2f}",
                 f"{rss:.0f} ({hwm:.0f})",
             )  # fmt: skip
             if paint is None:
@@ -230,7 +240,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    console = Console()
+    console = Console(width=160)
     console.print(table)
     shown = "chromium not installed" if paint is None else f"{paint:.0f} ms"
     console.print(f"first contentful paint of a position page: {shown} (target <= 1000 ms)")

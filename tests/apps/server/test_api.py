@@ -134,6 +134,18 @@ def test_big_box_from_value_arrays_equals_move(big: Path, tiles: str, roll: int)
         assert (r["best"], r["value"]) == (one.best_move, one.value)
 
 
+@pytest.mark.parametrize("variant", ["classic-score", "digital-score", "classic"])
+def test_stuck_values_in_plain_python_are_the_games(variant: str) -> None:
+    import numpy as np
+
+    from pipeline.apps.server.positions import stuck_value
+
+    game = get_variant(variant).make()
+    ids = np.arange(1 << game.r.tiles, dtype=np.int64)
+    expected = game.stuck_values(ids).tolist()
+    assert [stuck_value(game, int(s)) for s in ids] == expected
+
+
 def test_knucklebones_exact_from_the_tables(client: TestClient, built: Path) -> None:
     url = "/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=4"
     found = get(client, url)
