@@ -51,3 +51,7 @@ bench-stream *ARGS:
 # Start-up cost of the command line (--help, expect, move) beside a bare `python -c pass`
 bench-startup *ARGS:
     python benchmarks/bench_startup.py {{ARGS}}
+
+# The local server under load: 50 clients x 30 s per variant (build them first; see the script)
+bench-serve *ARGS:
+    python benchmarks/bench_serve.py {{ARGS}}
