@@ -322,7 +322,8 @@ class Positions:
                 )
             found = self.rows(states, f"{select} and state = $s", v=entry.name, s=digits)
         elif tiles is not None:
-            sql, bound = f"{select} and tiles = $tiles", {"tiles": tiles}
+            sql = f"{select} and tiles = $tiles"
+            bound: dict[str, Any] = {"tiles": tiles}
             for k, f in enumerate(fields):
                 raw = params.get(f["name"])
                 value = check_int(f["name"], raw, -(2**31), 2**31 - 1) if raw else None
