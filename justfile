@@ -59,3 +59,7 @@ bench-startup *ARGS:
 # N-player builds (four players, six players, 12 tiles) beside the two-player build: seconds, peak memory
 bench-nplayer *ARGS:
     python benchmarks/bench_nplayer.py {{ARGS}}
+
+# The local server under load: 50 clients x 30 s per variant (build them first; see the script)
+bench-serve *ARGS:
+    python benchmarks/bench_serve.py {{ARGS}}

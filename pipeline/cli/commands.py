@@ -16,6 +16,7 @@ MODULES: list[str] = [
     "knucklebones",
     "verify",
     "explore",
+    "serve",
 ]
 
 

@@ -1,0 +1,72 @@
+"""`stb-pipeline serve`: a local web server to look up any position of every built variant.
+
+No `from __future__ import annotations` here: typer reads the annotations at run time, and
+the shared option types come from `pipeline.cli` inside `register`.
+"""
+
+import sys
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `serve` command."""
+    from pipeline.apps.server import DEFAULT_HOST, DEFAULT_PORT
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
+
+    @app.command("serve")
+    def serve_cmd(
+        data_dir: DataDir = DEFAULT_DATA_DIR,
+        port: Annotated[
+            int, typer.Option("--port", "-p", min=1, max=65535, help="TCP port to listen on.")
+        ] = DEFAULT_PORT,
+        host: Annotated[
+            str,
+            typer.Option(
+                "--host",
+                help="Address to listen on (default: this machine only; 0.0.0.0 opens it to "
+                "the network).",
+            ),
+        ] = DEFAULT_HOST,
+        cors: Annotated[
+            bool,
+            typer.Option("--cors", help="Send Access-Control-Allow-Origin: * (off by default)."),
+        ] = False,
+        cache_mb: Annotated[
+            int,
+            typer.Option(
+                "--cache-mb",
+                min=16,
+                max=65536,
+                help="Memory for the value arrays of big variants (MB).",
+            ),
+        ] = 256,
+    ) -> None:
+        """Serve a page (and its JSON API) to look up any position of every built variant.
+
+        Reads the tables of DATA_DIR and never writes. Every page has a .json twin: /.json
+        lists the variants, /NAME.json describes one, /NAME/position.json?tiles=1245&roll=7
+        answers a position (docs/commands.md). Ctrl-C stops it.
+
+        Example: stb-pipeline serve --data-dir data --port 8025
+        """
+        import importlib
+
+        from pipeline.apps.server import INSTALL_HINT
+        from pipeline.errors import UsageError
+
+        if not data_dir.is_dir():
+            raise UsageError(f"data directory {data_dir} does not exist: build a variant first")
+        for module in ("starlette", "uvicorn"):  # the optional extra
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise UsageError(f"serve needs the {module} package: {INSTALL_HINT}") from None
+        from pipeline.apps.server.web import serve
+
+        def ready(url: str) -> None:
+            print(f"serving {data_dir} at {url} (Ctrl-C stops)", flush=True)
+
+        serve(data_dir, host, port, cors=cors, cache_mb=cache_mb, ready=ready)
+        print("stopped", file=sys.stderr)

@@ -1,0 +1,323 @@
+"""`stb-pipeline serve`'s JSON API: the answers are the tables' (the same as `move`, `expect`
+and `knucklebones solve` through the library), every bad request is a one-line 400, a damaged
+table is a clear message while the rest keeps serving, and nothing is written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.analysis import answers
+from pipeline.apps.knucklebones.position import analyse
+from pipeline.games.registry import get_variant, select_one
+from pipeline.store.manifest import built_variants
+from tests.conftest import REPO, invoke
+
+pytest.importorskip("starlette", reason="serve needs the [serve] extra")
+pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
+from starlette.testclient import TestClient
+
+from pipeline.apps.server.web import create_app
+
+
+@pytest.fixture(scope="module")
+def client(built: Path) -> TestClient:
+    """The application over the session's build of every variant."""
+    return TestClient(create_app(built))
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 13-tile box: stored on its own, policy as bitmasks, served from value arrays."""
+    data = tmp_path_factory.mktemp("serve-big")
+    result = invoke(["build", "--tiles", "13", "--objective", "score", "--data-dir", data])
+    assert result.code == 0, result.stderr
+    return data
+
+
+def get(client: TestClient, url: str, status: int = 200) -> dict[str, Any]:
+    response = client.get(url)
+    assert response.status_code == status, response.text[:300]
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()
+
+
+def same_as_move(found: dict[str, Any], advice: answers.MoveAdvice) -> None:
+    """The served moves are `move`'s: same order, tiles, values and regrets to the last bit."""
+    served = [(m["move"], m["value"], m["regret"], m["best"]) for m in found["moves"]]
+    expected = [(r["move"], r["value"], r["regret"], r["is_best"]) for r in advice.rows]
+    assert served == expected
+    assert found["outcome"]["value"] == advice.value
+
+
+def test_index_lists_built_and_unbuilt(client: TestClient) -> None:
+    index = get(client, "/.json")
+    built = {v["name"] for v in index["built"]}
+    assert {"classic", "two-player", "double-shutter", "knucklebones-2x2"} <= built
+    unbuilt = {v["name"]: v for v in index["unbuilt"]}
+    assert unbuilt["knucklebones-3x2"]["build"] == "stb-pipeline build --variant knucklebones-3x2"
+    assert unbuilt["knucklebones"]["searchable"] and unbuilt["knucklebones"]["build"] is None
+    assert index["problems"] == []
+    assert "Access-Control-Allow-Origin" not in client.get("/.json").headers  # CORS off
+
+
+@pytest.mark.parametrize(
+    ("variant", "tiles", "roll", "extra"),
+    [
+        ("classic", "12345", 7, {}),
+        ("classic", "123457", 9, {}),  # the policy's move trails a tie by 1.4e-17
+        ("lever", "123456", 1, {}),
+        ("digital-score", "1789", 8, {}),
+        ("two-player", "123", 3, {"player": 2, "p1_score": 5}),
+        ("two-player", "123456789", 8, {"player": 1}),
+    ],
+)
+def test_positions_equal_move(
+    client: TestClient, built: Path, variant: str, tiles: str, roll: int, extra: dict
+) -> None:
+    query = "&".join(f"{k}={v}" for k, v in extra.items())
+    found = get(client, f"/{variant}/position.json?tiles={tiles}&roll={roll}&{query}")
+    p1 = {"p1_score": extra["p1_score"]} if "p1_score" in extra else {}
+    advice = answers.best_move(built, get_variant(variant), tiles, roll, **p1)
+    same_as_move(found, advice)
+    expect = answers.expect(built, get_variant(variant), tiles, **p1)
+    assert found["state"]["value"] == expect.value and found["state"]["dice"] == expect.dice
+    # the link restores the position
+    again = get(client, found["link"].replace("/position?", "/position.json?"))
+    assert again == found
+
+
+def test_double_shutter_by_its_digits(client: TestClient, built: Path) -> None:
+    found = get(client, "/double-shutter/position.json?state=000000012&roll=8")
+    assert found["state"]["tiles"] == "front=1234567 back=23456789"
+    advice = answers.best_move(built, get_variant("double-shutter"), found["state"]["tiles"], 8)
+    same_as_move(found, advice)
+    # every roll's best move is the policy's
+    for r in found["rolls"]:
+        one = answers.best_move(
+            built, get_variant("double-shutter"), found["state"]["tiles"], r["roll"]
+        )
+        assert (r["best"], r["value"]) == (one.best_move, one.value)
+
+
+def test_two_player_fields_come_from_the_states_table(client: TestClient) -> None:
+    info = get(client, "/two-player.json")["variant"]
+    fields = {f["name"]: f for f in info["fields"]}
+    assert set(fields) == {"player", "p1_score"}
+    assert fields["player"]["choices"] == [1, 2]
+    assert 43 in fields["p1_score"]["choices"]
+    stuck = get(client, "/two-player/position.json?tiles=9&player=1&roll=4")
+    assert stuck["outcome"]["kind"] == "pass" and stuck["moves"] == []
+
+
+@pytest.mark.parametrize(
+    ("tiles", "roll"), [("1,2,3,4,5,6,7,8,9,10,11,12,13", 12), ("1,3,5,13", 9), ("2,13", 2)]
+)
+def test_big_box_from_value_arrays_equals_move(big: Path, tiles: str, roll: int) -> None:
+    client = TestClient(create_app(big))
+    name = next(v["name"] for v in get(client, "/.json")["built"])
+    found = get(client, f"/{name}/position.json?tiles={tiles}&roll={roll}")
+    variant = select_one(name, None, built_variants(big))
+    same_as_move(found, answers.best_move(big, variant, tiles, roll))
+    assert found["state"]["value"] == answers.expect(big, variant, tiles).value
+    for r in found["rolls"]:  # every roll's best move is the policy's
+        one = answers.best_move(big, variant, tiles, r["roll"])
+        assert (r["best"], r["value"]) == (one.best_move, one.value)
+
+
+@pytest.mark.parametrize("variant", ["classic-score", "digital-score", "classic"])
+def test_stuck_values_in_plain_python_are_the_games(variant: str) -> None:
+    import numpy as np
+
+    from pipeline.apps.server.positions import stuck_value
+
+    game = get_variant(variant).make()
+    ids = np.arange(1 << game.r.tiles, dtype=np.int64)
+    expected = game.stuck_values(ids).tolist()
+    assert [stuck_value(game, int(s)) for s in ids] == expected
+
+
+def test_knucklebones_exact_from_the_tables(client: TestClient, built: Path) -> None:
+    url = "/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=4"
+    found = get(client, url)
+    assert found["exact"] and found["source"] == "tables" and found["depth"] is None
+    solved = analyse("4_/1_", "_/3_", 4, depth=1, variant="knucklebones-2x2", data_dir=built)
+    assert all(c.value.from_tables for c in solved.columns)
+    by_col = {c.column: c.value.win for c in solved.columns}
+    assert {c["column"]: c["value"] for c in found["columns"]} == by_col
+    assert found["columns"][0]["column"] == solved.best.column and found["columns"][0]["best"]
+    score = get(client, url.replace("2x2", "2x2-score"))
+    assert {c["column"]: c["value"] for c in score["columns"]} == {
+        c.column: c.value.diff for c in solved.columns
+    }
+
+
+def test_knucklebones_full_game_is_a_marked_estimate(client: TestClient) -> None:
+    found = get(client, "/knucklebones/position.json?board=44_/1__/___;___/3__/___&die=4&depth=2")
+    assert not found["exact"] and found["source"] == "search" and found["depth"] == 2
+    solved = analyse("44_/1__/___", "___/3__/___", 4, depth=2)
+    assert {c["column"]: c["win"] for c in found["columns"]} == {
+        c.column: c.value.win for c in solved.columns
+    }
+    assert found["columns"][0]["column"] == solved.best.column
+    # a knocked-out die leaves: the 4 placed in column 2 removes nothing, in column 1 the 3 stays
+    after = {c["column"]: c["next"] for c in found["columns"]}
+    assert after[2] == "_/3/_;44/14/_"
+
+
+BAD = [
+    # (url, words in the message)
+    ("/no-such-variant/position.json?tiles=1", "unknown variant"),
+    ("/" + "x" * 300 + ".json", "longer than"),
+    ("/classic/position.json?tiles=12a", "not a tile number"),
+    ("/classic/position.json?tiles=0", "not in this box"),
+    ("/classic/position.json?tiles=1123", "listed twice"),
+    ("/classic/position.json?tiles=12345&roll=13", "impossible"),
+    ("/classic/position.json?tiles=12345&roll=-1", "impossible"),
+    ("/classic/position.json?tiles=12345&roll=1e3", "whole number"),
+    ("/classic/position.json?tiles=12345&roll=99999999999999999999", "whole number"),
+    ("/classic/position.json?tiles=12345&rol=7", "unknown parameter"),
+    ("/classic/position.json?tiles=1&tiles=2", "given twice"),
+    ("/classic/position.json?tiles=" + "1" * 5000, "longer than"),
+    ("/classic/position.json?tiles=%00%01", "not printable"),
+    ("/classic/position.json", "name the position"),
+    ("/classic/position.json?id=600", "no such position"),
+    ("/two-player/position.json?tiles=123&player=7", "no such position"),
+    ("/two-player/position.json?tiles=123&player=x", "whole number"),
+    ("/double-shutter/position.json?state=0003", "one digit 0, 1 or 2"),
+    ("/knucklebones-2x2/position.json?board=4_/1_", "MOVER;OPPONENT"),
+    ("/knucklebones-2x2/position.json?board=47/1_;_/3_&die=4", "not a die face"),
+    ("/knucklebones-2x2/position.json?board=4_/1_;4_/3_&die=4", "stands on both"),
+    ("/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=0", "between 1 and 6"),
+    ("/knucklebones/position.json?board=_/_/_;_/_/_&die=1&depth=9", "between 1 and 5"),
+    ("/../../etc/passwd", "not a page"),
+    ("/%2e%2e/%2e%2e/etc/passwd.json", "not a page"),
+    ("/classic/..%2f..%2fmanifest.json", "not a page"),
+    ("/.json?x=1", "no parameters"),
+]
+
+
+@pytest.mark.parametrize(("url", "words"), BAD)
+def test_bad_requests_are_one_line_400s(client: TestClient, url: str, words: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 400, (url, response.text[:200])
+    if response.headers["content-type"].startswith("application/json"):
+        message = response.json()["error"]
+    else:
+        message = response.text
+    assert words in message, message[:300]
+    assert "Traceback" not in response.text and 'File "' not in response.text
+    if url.endswith(".json") or ".json?" in url:
+        assert "\n" not in message
+    html = client.get(url.replace(".json", "", 1))  # the page twin: the same 400
+    assert html.status_code == 400 and "Traceback" not in html.text
+
+
+def test_only_get(client: TestClient) -> None:
+    assert client.post("/.json").status_code == 405
+    assert client.delete("/classic/position.json?tiles=1").status_code == 405
+
+
+def test_damaged_and_missing_tables(built: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("states", "policy", "moves"):
+        shutil.copy(built / f"{name}.parquet", data / f"{name}.parquet")
+    client = TestClient(create_app(data))
+    assert get(client, "/classic/position.json?tiles=12345&roll=7")["moves"]
+    (data / "moves.parquet").write_bytes(b"PAR1 not really")
+    time.sleep(1.1)  # the catalog looks at the files at most once a second
+    index = get(client, "/.json")  # still serving, the damage named
+    assert any("moves.parquet" in p for p in index["problems"])
+    broken = get(client, "/classic/position.json?tiles=12345&roll=7", 404)
+    assert "no moves table" in broken["error"] and "build" in broken["error"]
+    assert get(client, "/classic/position.json?tiles=12345")["rolls"]  # the rest is served
+    (data / "policy.parquet").write_bytes(b"garbage")
+    time.sleep(1.1)  # the catalog looks at the files at most once a second
+    assert get(client, "/classic/position.json?tiles=12345", 404)["error"]
+    missing = get(client, "/classic-score/position.json?tiles=1", 404)
+    assert "stb-pipeline build --variant classic-score" in missing["error"]
+
+
+def test_nothing_is_written(built: Path) -> None:
+    before = {p: p.stat().st_mtime_ns for p in built.rglob("*")}
+    client = TestClient(create_app(built))
+    get(client, "/classic/position.json?tiles=12345&roll=7")
+    get(client, "/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=4")
+    assert {p: p.stat().st_mtime_ns for p in built.rglob("*")} == before
+
+
+def test_cors_and_host_checks(built: Path) -> None:
+    open_ = TestClient(create_app(built, cors=True))
+    assert open_.get("/.json").headers["Access-Control-Allow-Origin"] == "*"
+    guarded = TestClient(create_app(built, allowed_hosts=["127.0.0.1", "localhost"]))
+    assert guarded.get("/.json", headers={"Host": "evil.example"}).status_code == 400
+    assert guarded.get("/.json", headers={"Host": "127.0.0.1:8025"}).status_code == 200
+
+
+def test_page_embeds_its_answer(client: TestClient) -> None:
+    page = client.get("/classic/position?tiles=12345&roll=7")
+    assert page.status_code == 200 and page.text.startswith("<!DOCTYPE html>")
+    assert '"tiles":"12345"' in page.text and "/*SERVE_DATA*/null" not in page.text
+    assert "<script src" not in page.text and "http://" not in page.text  # nothing from elsewhere
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_command_serves_and_stops_cleanly_on_ctrl_c(built: Path) -> None:
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "serve", "--data-dir", str(built), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in line
+        for _ in range(100):
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/.json", timeout=5)
+                break
+            except httpx.ConnectError:
+                time.sleep(0.1)
+        assert response.status_code == 200
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopped" in err
+
+
+def test_command_without_the_extra(monkeypatch: pytest.MonkeyPatch, built: Path) -> None:
+    missing_dir = invoke(["serve", "--data-dir", built / "nope"])
+    assert missing_dir.code == 2 and "does not exist" in missing_dir.stderr
+    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    result = invoke(["serve", "--data-dir", built])
+    assert result.code == 2 and result.stderr.count("\n") == 1
+    assert "uvicorn" in result.stderr and "pip install '.[serve]'" in result.stderr
+
+
+def test_missing_data_dir(built: Path) -> None:
+    missing = invoke(["serve", "--data-dir", built / "nope"])
+    assert missing.code == 2 and "does not exist" in missing.stderr

@@ -1,0 +1,254 @@
+"""`stb-pipeline serve` in a real browser: headless Chromium drives the page for each family
+(click a position, read the ranked moves) and compares it with `move`, `expect` and
+`knucklebones solve` through the library. Skipped, saying why, without chromium,
+chromium-driver or selenium (see .ci/run).
+
+``STB_SERVE_SHOTS=docs`` writes the two screenshots the README shows into docs/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.analysis import answers
+from pipeline.apps.knucklebones.position import analyse
+from pipeline.games.registry import get_variant
+from tests.apps.test_explorer import BROWSER_FLAGS, CHROMIUM, DRIVER
+from tests.conftest import REPO
+
+pytest.importorskip("uvicorn", reason="serve needs the [serve] extra")
+
+
+@pytest.fixture(scope="module")
+def server(built: Path) -> Iterator[str]:
+    """The server over the session's build, on a free loopback port, in a thread."""
+    import uvicorn
+
+    from pipeline.apps.server.web import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn.Config(
+        create_app(built), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if srv.started:
+            break
+        time.sleep(0.05)
+    assert srv.started
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless chromium driven by selenium; skipped when either is missing."""
+    if CHROMIUM is None or DRIVER is None:
+        pytest.skip("no browser: install chromium and chromium-driver (see .ci/run)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in BROWSER_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-serve')}")
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_ready(browser: Any) -> None:
+    """Wait until the page has drawn its latest answer."""
+    for _ in range(400):
+        if browser.execute_script("return document.body.dataset.ready") == "true":
+            return
+        time.sleep(0.025)
+    raise AssertionError("the page never finished drawing")
+
+
+def open_page(browser: Any, url: str) -> None:
+    browser.get("about:blank")
+    browser.get(url)
+    wait_ready(browser)
+
+
+def click(browser: Any, selector: str) -> None:
+    browser.find_element("css selector", selector).click()
+    wait_ready(browser)
+
+
+def error_text(browser: Any) -> str:
+    return str(browser.find_element("id", "error").text)
+
+
+def shown_moves(browser: Any) -> list[tuple[list[int], float, float, bool]]:
+    rows = browser.find_elements("css selector", "#moves tr")
+    return [
+        (
+            [int(t) for t in r.get_attribute("data-move").split(",") if t],
+            float(r.get_attribute("data-value")),
+            float(r.get_attribute("data-regret")),
+            r.get_attribute("data-best") == "true",
+        )
+        for r in rows
+    ]
+
+
+def assert_same_as_move(
+    browser: Any, data: Path, variant: str, tiles: str, roll: int, **extra
+) -> None:
+    advice = answers.best_move(data, get_variant(variant), tiles, roll, **extra)
+    expected = [(r["move"], r["value"], r["regret"], r["is_best"]) for r in advice.rows]
+    assert shown_moves(browser) == expected
+    shown = float(browser.find_element("id", "value").get_attribute("data-value"))
+    assert shown == answers.expect(data, get_variant(variant), tiles, **extra).value
+
+
+def test_index_lists_unbuilt_with_commands(browser: Any, server: str) -> None:
+    open_page(browser, server + "/")
+    item = browser.find_element("css selector", '#unbuilt li[data-variant="knucklebones-3x2"]')
+    assert "stb-pipeline build --variant knucklebones-3x2" in item.text
+    names = [
+        o.get_attribute("value") for o in browser.find_elements("css selector", "#variant option")
+    ]
+    assert {"classic", "two-player", "double-shutter", "knucklebones-2x2", "knucklebones"} <= set(
+        names
+    )
+
+
+def test_one_player_box_by_clicks(browser: Any, server: str, built: Path) -> None:
+    open_page(browser, server + "/classic")
+    assert browser.current_url.endswith("/classic/position?tiles=123456789")
+    for tile in (6, 7, 8, 9):
+        click(browser, f'.tile[data-tile="{tile}"]')
+    click(browser, '#picker [data-roll="7"]')
+    assert browser.current_url.endswith("/classic/position?tiles=12345&roll=7")
+    assert_same_as_move(browser, built, "classic", "12345", 7)
+    click(browser, "#moves tr.best button")  # play the best move: shut 3 and 4
+    assert browser.current_url.endswith("/classic/position?tiles=125")
+    assert not shown_moves(browser)
+
+
+def test_dice_choice_and_stuck_roll(browser: Any, server: str, built: Path) -> None:
+    open_page(browser, server + "/lever/position?tiles=123456&roll=1")
+    choice = browser.find_element("id", "dice-choice")
+    assert choice.get_attribute("data-choices") == "2" and "one die or 2" in choice.text
+    assert choice.get_attribute("data-dice") == str(
+        answers.expect(built, get_variant("lever"), "123456").dice
+    )
+    assert_same_as_move(browser, built, "lever", "123456", 1)
+    open_page(browser, server + "/classic/position?tiles=9&roll=4")
+    status = browser.find_element("id", "moves-status")
+    assert status.get_attribute("data-stuck") == "true" and "game ends" in status.text
+
+
+def test_two_player_pick_the_seat_and_the_score(browser: Any, server: str, built: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    open_page(browser, server + "/two-player")
+    Select(browser.find_element("css selector", 'select[data-field="player"]')).select_by_value("2")
+    wait_ready(browser)
+    assert "no such position" in error_text(browser)  # player 2 needs player 1's score
+    Select(browser.find_element("css selector", 'select[data-field="p1_score"]')).select_by_value(
+        "11"
+    )
+    wait_ready(browser)
+    assert error_text(browser) == ""
+    for tile in (1, 2, 3):
+        click(browser, f'.tile[data-tile="{tile}"]')
+    click(browser, '#picker [data-roll="8"]')
+    assert "tiles=456789" in browser.current_url and "p1_score=11" in browser.current_url
+    assert_same_as_move(browser, built, "two-player", "456789", 8, p1_score=11)
+
+
+def test_double_shutter_two_rows(browser: Any, server: str, built: Path) -> None:
+    open_page(browser, server + "/double-shutter")
+    click(browser, '.tile[data-row="front"][data-col="9"]')
+    assert browser.current_url.endswith("state=000000001")
+    click(browser, '#picker [data-roll="9"]')
+    tiles = "front=12345678 back=123456789"
+    shown = shown_moves(browser)
+    advice = answers.best_move(built, get_variant("double-shutter"), tiles, 9)
+    assert shown == [(r["move"], r["value"], r["regret"], r["is_best"]) for r in advice.rows]
+    assert any(t < 0 for m, *_ in shown for t in m)  # back tile 1, uncovered, is a move too
+    click(browser, '.tile[data-row="back"][data-col="9"]')  # back tile 1 stands behind front 9
+    assert browser.current_url.endswith("state=000000002")
+
+
+def shown_columns(browser: Any) -> list[tuple[int, float, bool]]:
+    rows = browser.find_elements("css selector", "#moves tr")
+    return [
+        (
+            int(r.get_attribute("data-column")),
+            float(r.get_attribute("data-value")),
+            r.get_attribute("data-best") == "true",
+        )
+        for r in rows
+    ]
+
+
+def test_knucklebones_exact_board(browser: Any, server: str, built: Path) -> None:
+    open_page(browser, server + "/knucklebones-2x2/position?board=4_/1_;_/3_")
+    source = browser.find_element("id", "source")
+    assert source.get_attribute("data-exact") == "true" and "exact" in source.text
+    click(browser, '#die [data-die="3"]')
+    solved = analyse("4_/1_", "_/3_", 3, depth=1, variant="knucklebones-2x2", data_dir=built)
+    shown = shown_columns(browser)
+    assert {c: v for c, v, _ in shown} == {c.column: c.value.win for c in solved.columns}
+    assert [c for c, _, best in shown if best] == [solved.best.column]
+    # place the 3 in column 2: the opponent's 3 there is knocked out; the opponent moves next
+    click(browser, '#mover .column[data-column="2"]')
+    assert browser.find_element("id", "board-text").get_attribute("value") == "_/_;4/13"
+
+
+def test_knucklebones_full_game_estimate(browser: Any, server: str) -> None:
+    open_page(
+        browser, server + "/knucklebones/position?board=44_/1__/___;___/3__/___&die=4&depth=2"
+    )
+    source = browser.find_element("id", "source")
+    assert (
+        source.get_attribute("data-exact") == "false" and source.get_attribute("data-depth") == "2"
+    )
+    assert "estimate" in source.text and "2 placements deep" in source.text
+    solved = analyse("44_/1__/___", "___/3__/___", 4, depth=2)
+    shown = shown_columns(browser)
+    assert [c for c, _, best in shown if best] == [solved.best.column]
+    assert {c for c, *_ in shown} == {c.column for c in solved.columns}
+
+
+def test_first_paint_and_screenshots(browser: Any, server: str, tmp_path: Path) -> None:
+    """The page paints at once (its answer is embedded), and looks right: two screenshots."""
+    shots = {
+        "serve-box.png": "/classic/position?tiles=12345&roll=7",
+        "serve-knucklebones.png": "/knucklebones-2x2/position?board=4_/1_;_/3_&die=3",
+    }
+    target = os.environ.get("STB_SERVE_SHOTS")
+    for name, url in shots.items():
+        open_page(browser, server + url)
+        paint = browser.execute_script(
+            "const p = performance.getEntriesByName('first-contentful-paint')[0];"
+            "return p ? p.startTime : performance.now();"
+        )
+        assert paint < 5000  # a generous bound for a busy machine; the benchmark measures it
+        shot = tmp_path / name
+        assert browser.save_screenshot(str(shot))
+        assert shot.stat().st_size > 20_000  # a drawn page, not a blank one
+        if target:
+            shutil.copy(shot, REPO / target / name)
