@@ -2,7 +2,8 @@
 
 The Python API (see README, "Python API"): :func:`load_table`, :func:`expect`, :func:`best_move`,
 :func:`move_values`, :func:`query` and :func:`knucklebones_column`, from :mod:`pipeline.api`.
-They load on first use, so that importing one layer (say :mod:`pipeline.solve.rank_order`) loads neither polars nor any game.
+They load on first use, so that importing one layer (say :mod:`pipeline.solve.rank_order`)
+loads neither polars nor any game.
 
 Layers, each importing only those before it (docs/architecture.md):
 ``errors`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``stages`` -> ``analysis`` ->
