@@ -25,6 +25,7 @@ import polars as pl
 
 from pipeline.analysis import answers, sql
 from pipeline.games.registry import Variant, get_variant
+from pipeline.games.tiles import position_extra
 from pipeline.store import tables
 
 __all__ = [
@@ -86,7 +87,7 @@ def expect(
     in the two-player game, and ``player``, ``best_score``, ``best_count`` a position of a game
     of N players in turn (the seat to move, the lowest score before it and how many share it).
     """
-    extra = _extra(p1_score, player, best_score, best_count)
+    extra = position_extra(p1_score, player, best_score, best_count)
     found = answers.expect(_dir(data_dir), _variant(variant), _tiles_text(tiles), **extra)
     return float(found.value)
 
@@ -106,7 +107,7 @@ def best_move(
 
     Ties between equally good moves go to the move holding the highest tile where they differ.
     """
-    extra = _extra(p1_score, player, best_score, best_count)
+    extra = position_extra(p1_score, player, best_score, best_count)
     advice = answers.best_move(_dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **extra)
     return None if advice.best_move is None else [int(t) for t in advice.best_move]
 
@@ -123,7 +124,7 @@ def move_values(
     data_dir: str | Path | None = None,
 ) -> pl.DataFrame:
     """Every legal move after ``roll``: move, next_tiles, value, regret, is_best; best first."""
-    extra = _extra(p1_score, player, best_score, best_count)
+    extra = position_extra(p1_score, player, best_score, best_count)
     advice = answers.best_move(_dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **extra)
     return advice.moves
 
@@ -156,19 +157,3 @@ def query(
 ) -> pl.DataFrame:
     """Run the analysis query ``queries/NAME.sql`` (see `stb-pipeline query --list`)."""
     return sql.run_query(name, _dir(data_dir), variant=variant, **params)
-
-
-def _extra(
-    p1_score: int | None,
-    player: int | None = None,
-    best_score: int | None = None,
-    best_count: int | None = None,
-) -> dict[str, Any]:
-    """Game-specific state parts, passed on only when given (one-player games take none)."""
-    given = {
-        "p1_score": p1_score,
-        "player": player,
-        "best_score": best_score,
-        "best_count": best_count,
-    }
-    return {k: v for k, v in given.items() if v is not None}

@@ -33,12 +33,12 @@ from pipeline.cli.options import (
     out,
     pick_one,
     pick_variants,
-    position_extra,
     say,
     with_rules,
 )
 from pipeline.errors import PipelineError, UsageError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
+from pipeline.games.tiles import position_extra
 
 if TYPE_CHECKING:
     from pipeline.stages.build import StageReport

@@ -122,19 +122,6 @@ BestCount = Annotated[
 ]
 
 
-def position_extra(
-    p1_score: int | None, player: int | None, best_score: int | None, best_count: int | None
-) -> dict[str, int]:
-    """The game-specific parts of a state given on the command line (only those given)."""
-    given = {
-        "p1_score": p1_score,
-        "player": player,
-        "best_score": best_score,
-        "best_count": best_count,
-    }
-    return {k: v for k, v in given.items() if v is not None}
-
-
 #: Options that describe a custom rule set; added to commands by @with_rules.
 RULE_OPTIONS = CUSTOM_RULE_OPTIONS
 

@@ -62,6 +62,24 @@ POSITION_OPTIONS = {
 }
 
 
+def position_extra(
+    p1_score: int | None = None,
+    player: int | None = None,
+    best_score: int | None = None,
+    best_count: int | None = None,
+) -> dict[str, int]:
+    """The parts of a state beyond the open tiles that were given (the N-player games' seat,
+    best score so far and how many share it; the two-player game's ``p1_score``), for
+    :meth:`TileCodec.parse` and the answers; one-player games take none."""
+    given = {
+        "p1_score": p1_score,
+        "player": player,
+        "best_score": best_score,
+        "best_count": best_count,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def refuse_position(extra: dict[str, Any]) -> None:
     """UsageError when a one-player game is given another game's state parts."""
     if extra.get("p1_score") is not None:
