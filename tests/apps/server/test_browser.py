@@ -254,6 +254,13 @@ def test_four_player_seat_best_score_and_shares(browser: Any, four_player: tuple
     # the link restores the position
     open_page(browser, browser.find_element("id", "link").get_attribute("href"))
     assert shown_moves(browser) == expected
+    # back to player 1: the best score goes with it, and every seat has its own share
+    select(browser, "player", "1")
+    assert error_text(browser) == "" and "best_score" not in browser.current_url
+    seats = [
+        r.get_attribute("data-seat") for r in browser.find_elements("css selector", "#shares tr")
+    ]
+    assert seats == ["1", "2", "3", "4"]
 
 
 def test_double_shutter_two_rows(browser: Any, server: str, built: Path) -> None:
