@@ -257,9 +257,9 @@ class Positions:
         return out
 
     def fields(self, entry: Entry) -> list[dict[str, Any]]:
-        """The columns beyond the tiles that tell a variant's states apart (who is to move, the
-        scores before), with their values: read from the states table, so a family with more
-        seats or other state parts needs nothing here."""
+        """The columns beyond the tiles that tell a variant's states apart, with their values:
+        read from the states table (for the N-player games the seat, the best score before and
+        how many hold it; their ``players`` and shares are data, see :data:`NOT_FIELDS`)."""
         path = self.table(entry, "states")
         key = (entry.name, str(path.stat().st_mtime_ns))
         if key in self._fields:
