@@ -47,17 +47,35 @@ MAX_SERVER_DEPTH = 5
 MAX_TEXT = 200
 #: Distinct values of a state field listed for the page's menus (more: a number box).
 MAX_CHOICES = 200
+#: Columns of the N-player family that are the position's data, not what names it: the number
+#: of players and every player's expected payoff (see data/README.md).
+SHARE_COLUMNS = ("share_holder", "share_beaten", *(f"share_{k}" for k in range(1, 7)))
 #: State columns that describe the tiles or the value rather than who plays: every other
-#: non-null column of a variant's states (two-player's player and p1_score, and what a family
-#: with more seats adds) is a field of the position, offered by the page as a menu.
+#: non-null column of a variant's states (the N-player seat, best score and tie count) is a
+#: field of the position, offered by the page as a menu.
 NOT_FIELDS = frozenset(
     {
         "variant", "state_id", "tiles", "open_tiles", "n_open", "open_sum", "score", "terminal",
         "rank", "objective", "maximise", "value", "value_exact", "dice", "choice_options",
         "residual", "state", "front_tiles", "back_tiles", "exposed_sum", "mover_score",
-        "opponent_score",
+        "opponent_score", "players", *SHARE_COLUMNS,
     }
 )  # fmt: skip
+#: The fields that name an N-player position (the seat to move, the lowest score before it,
+#: how many players share it); two-player's ``p1_score`` (= best_score) stays accepted as a
+#: parameter but is no menu of its own.
+NPLAYER_FIELDS = ("player", "best_score", "best_count")
+NPLAYER_SYNONYMS = ("p1_score",)
+#: The game's messages name the CLI's options; a request names parameters.
+_OPTION_NAMES = {
+    "--p1-score": "p1_score", "--player": "player", "--best-score": "best_score",
+    "--best-count": "best_count",
+}  # fmt: skip
+
+
+def is_nplayer(fields: list[dict[str, Any]]) -> bool:
+    """Whether a variant's fields are the N-player family's (seat, best score, tie count)."""
+    return {f["name"] for f in fields} == set(NPLAYER_FIELDS)
 
 
 def check_int(name: str, text: str | None, low: int, high: int) -> int | None:
@@ -239,9 +257,9 @@ class Positions:
         return out
 
     def fields(self, entry: Entry) -> list[dict[str, Any]]:
-        """The columns beyond the tiles that tell a variant's states apart (who is to move, the
-        scores before), with their values: read from the states table, so a family with more
-        seats or other state parts needs nothing here."""
+        """The columns beyond the tiles that tell a variant's states apart, with their values:
+        read from the states table (for the N-player games the seat, the best score before and
+        how many hold it; their ``players`` and shares are data, see :data:`NOT_FIELDS`)."""
         path = self.table(entry, "states")
         key = (entry.name, str(path.stat().st_mtime_ns))
         if key in self._fields:
@@ -251,6 +269,8 @@ class Positions:
             for r in self.rows(path, "describe select * from read_parquet($path)")
             if r["column_name"] not in NOT_FIELDS
         ]
+        if "best_score" in names:  # N-player: p1_score repeats best_score for two players
+            names = [n for n in names if n not in NPLAYER_SYNONYMS]
         found: list[dict[str, Any]] = []
         for column in names:  # names come from the file's own schema, quoted; values are bound
             quoted = '"' + column.replace('"', '""') + '"'
@@ -286,6 +306,8 @@ class Positions:
             [] if entry.variant.codec is not None or entry.view == "rows" else self.fields(entry)
         )
         allowed = {"id", "tiles", "state", "roll", *(f["name"] for f in fields)}
+        if is_nplayer(fields):
+            allowed.update(NPLAYER_SYNONYMS)
         unknown = sorted(set(params) - allowed)
         if unknown:
             raise UsageError(
@@ -312,6 +334,8 @@ class Positions:
             if tiles is None:
                 raise UsageError("name the position: tiles=1245 (the open tiles), or id=N")
             state_id = entry.variant.codec.parse(tiles) if tiles != "" else 0
+        if state_id is None and tiles is not None and is_nplayer(fields):
+            state_id = self._nplayer_state(entry, tiles, params)
         if state_id is not None:
             found = self.rows(states, f"{select} and state_id = $id", v=entry.name, id=state_id)
         elif digits is not None:
@@ -341,6 +365,44 @@ class Positions:
             )
         return found[0]
 
+    def _nplayer_state(self, entry: Entry, tiles: str, params: Mapping[str, str]) -> int:
+        """The state id of an N-player position: the game checks the seat (1..N), that a turn
+        can end with the best score, that fewer players than sat before share it, and that
+        player 1 is given none (a one-line UsageError otherwise)."""
+        extra = {}
+        for name in (*NPLAYER_FIELDS, *NPLAYER_SYNONYMS):
+            value = check_int(name, params.get(name), -(2**31), 2**31 - 1)
+            if value is not None:
+                extra[name] = value
+        try:
+            return int(self._game(entry).parse_state(tiles, **extra))
+        except UsageError as exc:
+            message = str(exc)
+            for option, name in _OPTION_NAMES.items():
+                message = message.replace(option, name)
+            raise UsageError(message) from None
+
+    @staticmethod
+    def _shares(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every player's expected payoff in an N-player state, as the states table holds it:
+        one share for each earlier player holding the best score (which seats they are does not
+        matter, so the table does not say), one for each earlier player above it, and one per
+        seat from the mover's on. ``players`` is how many players get that share, so the
+        shares weighted by it add up to 1 (the stake payoff: 0)."""
+        seat, n = int(row["player"]), int(row["players"])
+        count = int(row["best_count"] or 0)
+        out: list[dict[str, Any]] = []
+        if count:
+            out.append({"who": "holder", "seat": None, "players": count,
+                        "share": row["share_holder"]})  # fmt: skip
+        if seat - 1 - count > 0:
+            out.append({"who": "beaten", "seat": None, "players": seat - 1 - count,
+                        "share": row["share_beaten"]})  # fmt: skip
+        for k in range(seat, n + 1):
+            out.append({"who": "mover" if k == seat else "later", "seat": k, "players": 1,
+                        "share": row[f"share_{k}"]})  # fmt: skip
+        return out
+
     def _state_out(self, entry: Entry, row: Mapping[str, Any], fields: list) -> dict[str, Any]:
         state = {
             "id": int(row["state_id"]),
@@ -355,6 +417,9 @@ class Positions:
         }
         if entry.view == "rows":
             state["state"] = row.get("state")
+        if is_nplayer(fields) and row.get("players") is not None:
+            state["players"] = int(row["players"])
+            state["shares"] = self._shares(row)
         return state
 
     def _link(self, entry: Entry, state: Mapping[str, Any], roll: int | None) -> str:

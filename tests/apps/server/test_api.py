@@ -112,11 +112,119 @@ def test_double_shutter_by_its_digits(client: TestClient, built: Path) -> None:
 def test_two_player_fields_come_from_the_states_table(client: TestClient) -> None:
     info = get(client, "/two-player.json")["variant"]
     fields = {f["name"]: f for f in info["fields"]}
-    assert set(fields) == {"player", "p1_score"}
+    # the N-player family's fields; p1_score (= best_score) and the shares are no menus
+    assert list(fields) == ["player", "best_score", "best_count"]
     assert fields["player"]["choices"] == [1, 2]
-    assert 43 in fields["p1_score"]["choices"]
+    assert 43 in fields["best_score"]["choices"] and fields["best_count"]["choices"] == [1]
     stuck = get(client, "/two-player/position.json?tiles=9&player=1&roll=4")
     assert stuck["outcome"]["kind"] == "pass" and stuck["moves"] == []
+
+
+@pytest.fixture(scope="module")
+def nplayer(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """two-player (from the session's build) and four-player (stored on its own, built
+    without a graph) in one data directory."""
+    data = tmp_path_factory.mktemp("serve-nplayer")
+    result = invoke(["build", "--variant", "two-player,four-player", "--data-dir", data])
+    assert result.code == 0, result.stderr
+    return data
+
+
+def same_shares(found: dict[str, Any], data: Path, variant: str, tiles: str, extra: dict) -> None:
+    """Every player's share is the states table's, weighted by how many players get it the
+    shares add up to 1 (a share of the win), and the mover's is the position's value."""
+    shares = found["state"]["shares"]
+    n = found["state"]["players"]
+    seat = extra.get("player", 1)
+    assert sum(s["players"] for s in shares) == n
+    assert abs(sum(s["players"] * s["share"] for s in shares) - 1.0) <= 1e-12
+    mover = next(s for s in shares if s["who"] == "mover")
+    assert mover["seat"] == seat
+    # (two-player's value is the course's numbers bit for bit, its share the N-player sum's)
+    assert abs(mover["share"] - found["state"]["value"]) <= 1e-12
+    assert [s["seat"] for s in shares if s["seat"] is not None] == list(range(seat, n + 1))
+    state_id = get_variant(variant).parse_state(tiles, **extra)
+    rows = answers._rows(data, "states", variant, "state_id = $s", s=state_id)
+    row = rows[0]
+    for s in shares:
+        column = f"share_{s['seat']}" if s["seat"] is not None else f"share_{s['who']}"
+        assert s["share"] == row[column]
+
+
+@pytest.mark.parametrize(
+    ("variant", "tiles", "roll", "extra"),
+    [
+        ("four-player", "134", 7, {"player": 3, "best_score": 11, "best_count": 1}),
+        ("four-player", "12345", 6, {"player": 2, "best_score": 20}),
+        ("four-player", "1234", 5, {"player": 4, "best_score": 9, "best_count": 2}),
+        ("four-player", "123456789", 8, {}),
+        ("two-player", "13456789", 12, {"player": 2, "best_score": 17}),
+        ("two-player", "123456789", 9, {"player": 1}),
+    ],
+)
+def test_nplayer_positions_equal_the_library(
+    nplayer: Path, variant: str, tiles: str, roll: int, extra: dict
+) -> None:
+    from pipeline import api
+
+    client = TestClient(create_app(nplayer))
+    query = "".join(f"&{k}={v}" for k, v in extra.items())
+    found = get(client, f"/{variant}/position.json?tiles={tiles}&roll={roll}{query}")
+    lib = {k: v for k, v in extra.items() if k != "player" or v != 1}
+    lib["player"] = extra.get("player")
+    moves = api.move_values(variant, tiles, roll, data_dir=nplayer, **lib)
+    served = [(m["move"], m["value"], m["regret"], m["best"]) for m in found["moves"]]
+    assert served == [
+        (r["move"], r["value"], r["regret"], r["is_best"]) for r in moves.iter_rows(named=True)
+    ]
+    best = api.best_move(variant, tiles, roll, data_dir=nplayer, **lib)
+    assert [m["move"] for m in found["moves"] if m["best"]] == [best]
+    assert found["state"]["value"] == api.expect(variant, tiles, data_dir=nplayer, **lib)
+    seat = extra.get("player", 1)
+    fields = found["state"]["fields"]
+    assert fields["player"] == seat and fields["best_score"] == extra.get("best_score")
+    same_shares(found, nplayer, variant, tiles, extra)
+    again = get(client, found["link"].replace("/position?", "/position.json?"))
+    assert again == found  # the link restores the position
+    info = get(client, f"/{variant}.json")["variant"]
+    assert [f["name"] for f in info["fields"]] == ["player", "best_score", "best_count"]
+
+
+def test_two_player_keeps_p1_score(nplayer: Path) -> None:
+    """Two-player's p1_score is still accepted: it is the best score, and player 2 moves."""
+    client = TestClient(create_app(nplayer))
+    old = get(client, "/two-player/position.json?tiles=13456789&p1_score=17&roll=12")
+    new = get(client, "/two-player/position.json?tiles=13456789&player=2&best_score=17&roll=12")
+    assert old == new
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("/four-player/position.json?tiles=134&player=5&best_score=11", "not a seat"),
+        ("/four-player/position.json?tiles=134&player=0", "not a seat"),
+        ("/four-player/position.json?tiles=134&player=3&best_score=100", "cannot finish a turn"),
+        ("/four-player/position.json?tiles=134&player=3&best_score=0", "must be positive"),
+        ("/four-player/position.json?tiles=134&player=3&best_score=11&best_count=3", "shared"),
+        ("/four-player/position.json?tiles=134&player=3&best_score=11&best_count=0", "shared"),
+        ("/four-player/position.json?tiles=134&player=1&best_score=11", "plays first"),
+        ("/four-player/position.json?tiles=134&best_score=11", "plays first"),
+        ("/four-player/position.json?tiles=134&player=3", "needs the best score"),
+        ("/four-player/position.json?tiles=134&p1_score=11", "for two players"),
+        ("/four-player/position.json?tiles=134&player=3&best_score=x", "whole number"),
+        ("/four-player/position.json?tiles=134&share_3=1", "unknown parameter"),
+        ("/four-player/position.json?tiles=134&players=4", "unknown parameter"),
+        ("/two-player/position.json?tiles=134&player=2&p1_score=11&best_score=9", "not both"),
+        ("/two-player/position.json?tiles=134&player=3&best_score=11", "not a seat"),
+    ],
+)
+def test_nplayer_impossible_positions_are_one_line_400s(
+    nplayer: Path, url: str, words: str
+) -> None:
+    response = TestClient(create_app(nplayer)).get(url)
+    assert response.status_code == 400, (url, response.text[:200])
+    message = response.json()["error"]
+    assert words in message and "\n" not in message and "--" not in message
 
 
 @pytest.mark.parametrize(
@@ -191,7 +299,7 @@ BAD = [
     ("/classic/position.json?tiles=%00%01", "not printable"),
     ("/classic/position.json", "name the position"),
     ("/classic/position.json?id=600", "no such position"),
-    ("/two-player/position.json?tiles=123&player=7", "no such position"),
+    ("/two-player/position.json?tiles=123&player=7", "not a seat"),
     ("/two-player/position.json?tiles=123&player=x", "whole number"),
     ("/double-shutter/position.json?state=0003", "one digit 0, 1 or 2"),
     ("/knucklebones-2x2/position.json?board=4_/1_", "MOVER;OPPONENT"),

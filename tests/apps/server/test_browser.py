@@ -8,6 +8,7 @@ chromium-driver or selenium (see .ci/run).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -23,7 +24,7 @@ from pipeline.analysis import answers
 from pipeline.apps.knucklebones.position import analyse
 from pipeline.games.registry import get_variant
 from tests.apps.test_explorer import BROWSER_FLAGS, CHROMIUM, DRIVER
-from tests.conftest import REPO
+from tests.conftest import REPO, invoke
 
 pytest.importorskip("uvicorn", reason="serve needs the [serve] extra")
 
@@ -31,6 +32,13 @@ pytest.importorskip("uvicorn", reason="serve needs the [serve] extra")
 @pytest.fixture(scope="module")
 def server(built: Path) -> Iterator[str]:
     """The server over the session's build, on a free loopback port, in a thread."""
+    with serving(built) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(data: Path) -> Iterator[str]:
+    """The server over ``data``, on a free loopback port, in a thread."""
     import uvicorn
 
     from pipeline.apps.server.web import create_app
@@ -39,7 +47,7 @@ def server(built: Path) -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = uvicorn.Config(
-        create_app(built), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        create_app(data), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
     )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
@@ -165,17 +173,94 @@ def test_two_player_pick_the_seat_and_the_score(browser: Any, server: str, built
     open_page(browser, server + "/two-player")
     Select(browser.find_element("css selector", 'select[data-field="player"]')).select_by_value("2")
     wait_ready(browser)
-    assert "no such position" in error_text(browser)  # player 2 needs player 1's score
-    Select(browser.find_element("css selector", 'select[data-field="p1_score"]')).select_by_value(
-        "11"
-    )
-    wait_ready(browser)
+    assert "needs the best score" in error_text(browser)  # player 2 needs player 1's score
+    select(browser, "best_score", "11")
     assert error_text(browser) == ""
     for tile in (1, 2, 3):
         click(browser, f'.tile[data-tile="{tile}"]')
     click(browser, '#picker [data-roll="8"]')
-    assert "tiles=456789" in browser.current_url and "p1_score=11" in browser.current_url
+    assert "tiles=456789" in browser.current_url and "best_score=11" in browser.current_url
     assert_same_as_move(browser, built, "two-player", "456789", 8, p1_score=11)
+
+
+def select(browser: Any, field: str, value: str) -> None:
+    """Pick ``value`` in the page's menu of ``field`` and wait for the answer."""
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("css selector", f'select[data-field="{field}"]')).select_by_value(
+        value
+    )
+    wait_ready(browser)
+
+
+@pytest.fixture(scope="module")
+def four_player(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The server over a build of four-player (stored on its own, without a graph)."""
+    data = tmp_path_factory.mktemp("serve-four")
+    result = invoke(["build", "--variant", "four-player", "--data-dir", data])
+    assert result.code == 0, result.stderr
+    with serving(data) as url:
+        yield url, data
+
+
+def test_four_player_seat_best_score_and_shares(browser: Any, four_player: tuple) -> None:
+    """Player 3, the best score 11 held by one player, tiles 1 3 4, roll 7: the ranked moves,
+    the value and every player's share are the library's."""
+    from pipeline import api
+
+    server, data = four_player
+    open_page(browser, server + "/four-player")
+    select(browser, "player", "3")
+    assert "needs the best score" in error_text(browser)
+    select(browser, "best_score", "11")
+    select(browser, "best_count", "1")
+    assert error_text(browser) == ""
+    for tile in (2, 5, 6, 7, 8, 9):
+        click(browser, f'.tile[data-tile="{tile}"]')
+    click(browser, '#picker [data-roll="7"]')
+    url = browser.current_url
+    for part in ("tiles=134", "player=3", "best_score=11", "best_count=1", "roll=7"):
+        assert part in url
+    where = {"player": 3, "best_score": 11, "best_count": 1}
+    moves = api.move_values("four-player", "134", 7, data_dir=data, **where)
+    expected = [
+        (r["move"], r["value"], r["regret"], r["is_best"]) for r in moves.iter_rows(named=True)
+    ]
+    assert shown_moves(browser) == expected
+    assert shown_moves(browser)[0][0] == api.best_move(
+        "four-player", "134", 7, data_dir=data, **where
+    )
+    shown = float(browser.find_element("id", "value").get_attribute("data-value"))
+    assert shown == api.expect("four-player", "134", data_dir=data, **where)
+    rows = browser.find_elements("css selector", "#shares tr")
+    shares = {
+        (r.get_attribute("data-who"), r.get_attribute("data-seat")): (
+            int(r.get_attribute("data-players")),
+            float(r.get_attribute("data-share")),
+        )
+        for r in rows
+    }
+    assert set(shares) == {("holder", ""), ("beaten", ""), ("mover", "3"), ("later", "4")}
+    assert abs(sum(n * x for n, x in shares.values()) - 1.0) <= 1e-12
+    assert shares[("mover", "3")][1] == shown
+    row = (
+        api.load_table("states", "four-player", data)
+        .filter(player=3, best_score=11, best_count=1, tiles="134")
+        .row(0, named=True)
+    )
+    assert shares[("later", "4")][1] == row["share_4"]
+    assert shares[("holder", "")] == (1, row["share_holder"])
+    assert shares[("beaten", "")] == (1, row["share_beaten"])
+    # the link restores the position
+    open_page(browser, browser.find_element("id", "link").get_attribute("href"))
+    assert shown_moves(browser) == expected
+    # back to player 1: the best score goes with it, and every seat has its own share
+    select(browser, "player", "1")
+    assert error_text(browser) == "" and "best_score" not in browser.current_url
+    seats = [
+        r.get_attribute("data-seat") for r in browser.find_elements("css selector", "#shares tr")
+    ]
+    assert seats == ["1", "2", "3", "4"]
 
 
 def test_double_shutter_two_rows(browser: Any, server: str, built: Path) -> None:
