@@ -102,4 +102,31 @@ has "\[3, 9\]"
 run python -m pipeline --help
 run python -c "import pipeline; print(pipeline.query('best_opening_roll', variant='classic', data_dir='$DATA').height)"
 has 11
+# The N-player family, the offline explorer, the GPU refusal and the local server.
+run stb-pipeline build --variant four-player --data-dir "$DATA"
+run stb-pipeline move --variant four-player 134 7 --player 3 --best-score 11 --best-count 1 --data-dir "$DATA"
+has "best move \[3, 4\]"
+run stb-pipeline explore --data-dir "$DATA" -o "$WORK/explorer.html"
+[[ -s "$WORK/explorer.html" ]] || fail "explore wrote no page"
+expect_code 2 stb-pipeline knucklebones solve-exact --columns 2 --rows 2 --device cuda
+expect_code 2 stb-pipeline serve --data-dir "$DATA"
+echo "smoke: installing the serve extra"
+"$WORK/venv/bin/python" -m pip install --quiet "$WHEEL[serve]"
+stb-pipeline serve --data-dir "$DATA" --port 8765 >"$WORK/serve.log" 2>&1 &
+SERVER=$!
+run python - <<'PY'
+import json, time, urllib.request
+url = "http://127.0.0.1:8765/four-player/position.json?tiles=134&player=3&best_score=11&best_count=1&roll=7"
+for _ in range(100):
+    try:
+        answer = json.load(urllib.request.urlopen(url, timeout=5))
+        break
+    except OSError:
+        time.sleep(0.2)
+else:
+    raise SystemExit("the server never answered")
+assert answer["moves"][0]["move"] == [3, 4], answer
+print("served", answer["moves"][0])
+PY
+kill -INT "$SERVER"; wait "$SERVER" || fail "serve did not stop cleanly on Ctrl-C: $(cat "$WORK/serve.log")"
 echo "smoke: every command works from the installed wheel"
