@@ -64,20 +64,17 @@ class GuardedStdout:
         return self._stream
 
     def write(self, text: str) -> int:
-        try:
-            return int(self.stream.write(text))
-        except BrokenPipeError:
-            self.failed = True
-            raise
-        except OSError as exc:
-            self.failed = True
-            raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+        return int(self._guarded(self.stream.write, text))
 
     def flush(self) -> None:
-        if self._stream is None:
-            return
+        if self._stream is not None:
+            self._guarded(self._stream.flush)
+
+    def _guarded(self, call: Callable[..., Any], *args: Any) -> Any:
+        """``call(*args)`` on the real stream: a reader gone away stays a BrokenPipeError, any
+        other failure (a full disk) becomes an OutputError; either marks the stream failed."""
         try:
-            self._stream.flush()
+            return call(*args)
         except BrokenPipeError:
             self.failed = True
             raise

@@ -32,6 +32,7 @@ from pipeline.errors import TableError
 from pipeline.games.registry import get_variant
 from pipeline.store import tables
 from tests.conftest import Result, invoke
+from tests.support.browser import headless_chromium
 
 VARIANTS = ("classic", "lever")
 #: N-player variants: the two-player course game (shared tables, solved on a graph) and four
@@ -271,39 +272,11 @@ def test_progress_is_quiet_when_fast() -> None:
 
 # -- the page in a headless browser ------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-BROWSER_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1200,1000",
-)
-
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Headless chromium driven by selenium; skipped when either is missing."""
-    if CHROMIUM is None or DRIVER is None:
-        pytest.skip("no browser: install chromium and chromium-driver (see .ci/run)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in BROWSER_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from headless_chromium(tmp_path_factory.mktemp("chromium-profile"))
 
 
 def open_page(browser: Any, page: Path, hash_: str = "") -> None:

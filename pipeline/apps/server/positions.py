@@ -436,11 +436,9 @@ class Positions:
             q["roll"] = roll
         return f"/{entry.name}/position?{urlencode(q)}"
 
-    def _table_answer(
-        self, entry: Entry, row: dict[str, Any], roll: int | None, fields: list
-    ) -> dict[str, Any]:
-        state = self._state_out(entry, row, fields)
-        out: dict[str, Any] = {
+    def _tables_head(self, entry: Entry, state: dict[str, Any], roll: int | None) -> dict[str, Any]:
+        """The opening keys of an answer read from a variant's solved tables (exact)."""
+        return {
             "variant": entry.name,
             "view": entry.view,
             "source": "tables",
@@ -449,6 +447,12 @@ class Positions:
             "roll": roll,
             "link": self._link(entry, state, roll),
         }
+
+    def _table_answer(
+        self, entry: Entry, row: dict[str, Any], roll: int | None, fields: list
+    ) -> dict[str, Any]:
+        state = self._state_out(entry, row, fields)
+        out = self._tables_head(entry, state, roll)
         policy = self.table(entry, "policy")
         rolls = self.rows(
             policy,
@@ -556,15 +560,7 @@ class Positions:
             "terminal": state_id == 0,
             "fields": {},
         }
-        out: dict[str, Any] = {
-            "variant": entry.name,
-            "view": entry.view,
-            "source": "tables",
-            "exact": True,
-            "state": state,
-            "roll": roll,
-            "link": self._link(entry, state, roll),
-        }
+        out = self._tables_head(entry, state, roll)
         sides = int((entry.rules or {}).get("sides", 6))
         possible = sorted({r for d in choices for r in range(d, d * sides + 1)})
         if roll is not None and roll not in possible:

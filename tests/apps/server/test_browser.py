@@ -23,8 +23,8 @@ import pytest
 from pipeline.analysis import answers
 from pipeline.apps.knucklebones.position import analyse
 from pipeline.games.registry import get_variant
-from tests.apps.test_explorer import BROWSER_FLAGS, CHROMIUM, DRIVER
 from tests.conftest import REPO, invoke
+from tests.support.browser import headless_chromium
 
 pytest.importorskip("uvicorn", reason="serve needs the [serve] extra")
 
@@ -65,21 +65,7 @@ def serving(data: Path) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Headless chromium driven by selenium; skipped when either is missing."""
-    if CHROMIUM is None or DRIVER is None:
-        pytest.skip("no browser: install chromium and chromium-driver (see .ci/run)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in BROWSER_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-serve')}")
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from headless_chromium(tmp_path_factory.mktemp("chromium-serve"))
 
 
 def wait_ready(browser: Any) -> None:
