@@ -9,7 +9,13 @@ own ``resource.getrusage`` maximum), and the GPU's values are compared with the 
 state where both ran. Without a GPU it says so, runs the smallest board (2x2 with a three-sided
 die) on numba's CUDA simulator beside the CPU (a check, not a speed), and exits 0.
 
+It first prints what the kernels cost before any run, GPU or not: each board's sweep kernel
+compiled to PTX for an H100 (sm_90, :func:`pipeline.games.knucklebones.gpu.compile_ptx`, no GPU
+needed) and assembled by ptxas (from the nvidia-cuda-nvcc-cu12 wheel) for its registers a thread,
+spills and resident warps an SM at the chosen threads a block.
+
 Usage: python benchmarks/bench_knucklebones_gpu.py [BOARD ...] [--tolerance T] [--objective O]
+                                                   [--threads N]
        BOARD is CxR or CxRdF (default: 3x2 3x3d5 3x3)
 """
 
@@ -18,7 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -39,7 +47,49 @@ def parse_board(text: str, objective: str) -> object:
     return KnuckleRules(int(columns), int(rows), int(faces or 6), objective)
 
 
-def child(board: str, objective: str, device: str, tol: float, save: str) -> dict:
+#: Registers an H100 SM holds, and its most resident warps.
+SM_REGISTERS, SM_WARPS = 65_536, 64
+
+
+def ptxas() -> str | None:
+    """The ptxas of the nvidia-cuda-nvcc-cu12 wheel, or one on the PATH."""
+    try:
+        import nvidia.cuda_nvcc as nvcc  # type: ignore[import-not-found]
+
+        found = Path(next(iter(nvcc.__path__))) / "bin" / "ptxas"
+        if found.exists():
+            return str(found)
+    except ImportError:
+        pass
+    return shutil.which("ptxas")
+
+
+def kernel_cost(board: str, objective: str, dtype: str, threads: int) -> dict:
+    """The sweep kernel of ``board`` compiled for sm_90: registers, spills, resident warps."""
+    import numpy as np
+
+    from pipeline.games.knucklebones import gpu
+
+    ptx = gpu.compile_ptx(parse_board(board, objective), getattr(np, dtype), cc=(9, 0))
+    tool = ptxas()
+    if tool is None:
+        return {"ptx_kb": len(ptx.sweep) / 1024}
+    src = Path(f"/tmp/bench_kb_gpu_{board}_{dtype}.ptx")
+    src.write_text(ptx.sweep)
+    run = subprocess.run(
+        [tool, "-arch=sm_90", "-v", str(src), "-o", os.devnull], capture_output=True, text=True
+    )
+    regs = int(re.search(r"Used (\d+) registers", run.stderr).group(1))  # type: ignore[union-attr]
+    spill = sum(int(x) for x in re.findall(r"(\d+) bytes spill", run.stderr))
+    per_warp = -(-regs * 32 // 256) * 256  # registers are allocated 256 at a time per warp
+    blocks = SM_REGISTERS // (per_warp * (threads // 32))
+    return {
+        "ptx_kb": len(ptx.sweep) / 1024, "registers": regs, "spill_bytes": spill,
+        "warps": min(SM_WARPS, blocks * threads // 32),
+    }  # fmt: skip
+
+
+def child(board: str, objective: str, device: str, tol: float, save: str, threads: int) -> dict:
     """Solve once in this process; the measurements as a dict (values saved to ``save``)."""
     import numpy as np
 
@@ -53,7 +103,7 @@ def child(board: str, objective: str, device: str, tol: float, save: str) -> dic
         out.update(sweeps=sol.sweeps, sweep_s=None, start=float(sol.value[0]))
         value = sol.value
     else:
-        g = gpu.solve(rules, tol=tol)
+        g = gpu.solve(rules, tol=tol, threads=threads)
         out.update(sweeps=g.sweeps, sweep_s=g.sweep_seconds, start=g.value(0))
         out["dtype"] = np.dtype(g.dtype).name
         value = g.values(0, g.n_states) if g.n_states <= CPU_MAX_STATES else None
@@ -64,13 +114,16 @@ def child(board: str, objective: str, device: str, tol: float, save: str) -> dic
     return out
 
 
-def run_child(board: str, objective: str, device: str, tol: float, sim: bool = False) -> dict:
+def run_child(
+    board: str, objective: str, device: str, tol: float, threads: int, sim: bool = False
+) -> dict:
     """One measurement in a fresh process."""
     save = f"/tmp/bench_kb_gpu_{board}_{objective}_{device}.npy"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if sim:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     args = [sys.executable, __file__, "--child", board, objective, device, str(tol), save]
+    args.append(str(threads))
     run = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT)
     if run.returncode != 0:
         return {"error": (run.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -93,19 +146,36 @@ def main() -> None:
     parser.add_argument("boards", nargs="*", default=DEFAULT)
     parser.add_argument("--tolerance", type=float, default=1e-11)
     parser.add_argument("--objective", default="wins")
+    parser.add_argument("--threads", type=int, default=None, help="threads a block on the GPU")
     args = parser.parse_args()
+    from pipeline.games.knucklebones import gpu as gpu_solver
+
+    threads = args.threads or gpu_solver.THREADS
     sim = not gpu_present()
     boards = args.boards
+    print(f"sweep kernels compiled for an H100 (sm_90), {threads} threads a block:")
+    print("| board | bounds | PTX KB | registers a thread | spill bytes | resident warps an SM |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for board in boards:
+        for dtype in ("float64", "float32"):
+            try:
+                k = kernel_cost(board, args.objective, dtype, threads)
+            except Exception as e:  # no numba-cuda or no NVVM: the table says so and goes on
+                print(f"| {board} | {dtype} | not compiled: {e.__class__.__name__}: {e} |")
+                continue
+            more = [str(k.get(x, "-")) for x in ("registers", "spill_bytes", "warps")]
+            print(f"| {board} | {dtype} | {k['ptx_kb']:.0f} | " + " | ".join(more) + " |")
+    print()
     if sim:
         print("no CUDA GPU here (or no numba-cuda): running 2x2d3 on numba's CUDA simulator")
         print("beside the CPU, as a check of the kernels; its times say nothing about a GPU.")
         boards = ["2x2d3"]
     rows = []
     for board in boards:
-        gpu = run_child(board, args.objective, "cuda", args.tolerance, sim)
+        gpu = run_child(board, args.objective, "cuda", args.tolerance, threads, sim)
         cpu = None
         if "positions" in gpu and gpu["positions"] <= CPU_MAX_STATES:
-            cpu = run_child(board, args.objective, "cpu", args.tolerance)
+            cpu = run_child(board, args.objective, "cpu", args.tolerance, threads)
         diff = "-"
         if cpu and "error" not in cpu and "error" not in gpu:
             a, b = np.load(gpu["save"]), np.load(cpu["save"])
@@ -133,7 +203,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        board, objective, device, tol, save = sys.argv[2:7]
-        print(json.dumps(child(board, objective, device, float(tol), save)))
+        board, objective, device, tol, save, threads = sys.argv[2:8]
+        print(json.dumps(child(board, objective, device, float(tol), save, int(threads))))
     else:
         main()

@@ -44,7 +44,9 @@ from pipeline.games.knucklebones import exact
 from pipeline.games.knucklebones.game import KnuckleRules
 
 #: Threads per block (the simulator runs each thread as a Python thread: keep it small there).
-THREADS = 256
+#: ptxas gives the full game's sweep kernel 156 registers a thread (sm_90, no spills): an SM's
+#: 65,536 registers then hold 3 blocks of 128 threads (12 warps) but only 1 block of 256 (8).
+THREADS = 128
 SIM_THREADS = 4
 #: Blocks per streaming multiprocessor in a launch (a grid-stride loop covers the rest).
 BLOCKS_PER_SM = 32
@@ -136,13 +138,89 @@ def pick_dtype(n_states: int, tol: float, free: float) -> type:
     return np.float32
 
 
+def threads_per_block() -> int:
+    """:data:`THREADS`, or :data:`SIM_THREADS` under the simulator."""
+    return SIM_THREADS if simulated() else THREADS
+
+
 @lru_cache(maxsize=8)
-def kernels(c: int, f: int) -> tuple[Any, Any]:
-    """The (init, sweep) kernels of a board of ``c`` columns and an ``f``-faced die (compiled
-    on first use; see :mod:`pipeline.games.knucklebones.gpu_kernels`)."""
+def kernels(c: int, f: int, tpb: int) -> tuple[Any, Any]:
+    """The (init, sweep) kernels of a board of ``c`` columns and an ``f``-faced die, launched
+    with ``tpb`` threads a block (compiled on first use; see
+    :mod:`pipeline.games.knucklebones.gpu_kernels`)."""
     from pipeline.games.knucklebones import gpu_kernels
 
-    return gpu_kernels.make(c, f, SIM_THREADS if simulated() else THREADS)
+    return gpu_kernels.make(c, f, tpb)
+
+
+#: The pair tables a kernel reads (copied to the GPU once per solve).
+TABLE_NAMES = ("binom", "moved", "swap", "mover_size", "opp_size", "mover_score", "opp_score")
+
+
+def init_args(tb: exact.Tables, d: dict[str, Any], bounds: Any) -> tuple[Any, ...]:
+    """The init kernel's arguments: ``d`` holds :data:`TABLE_NAMES` (device or host arrays)."""
+    return (
+        tb.n_states, tb.n_pairs, tb.slots, d["binom"], d["mover_size"], d["opp_size"],
+        d["mover_score"], d["opp_score"], tb.wins, tb.low, tb.high, bounds,
+    )  # fmt: skip
+
+
+def sweep_args(tb: exact.Tables, d: dict[str, Any], bounds: Any, out: Any) -> tuple[Any, ...]:
+    """The sweep kernel's arguments (``out``: the largest change and gap, two float64)."""
+    return (tb.n_states, tb.n_pairs, d["moved"], d["swap"], d["binom"], tb.offset, bounds, out)
+
+
+@dataclass
+class Ptx:
+    """The kernels of one board compiled to PTX without a GPU (:func:`compile_ptx`)."""
+
+    init: str
+    sweep: str
+    cc: tuple[int, int]
+
+
+def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, int] = (9, 0)) -> Ptx:
+    """Compile the board's two kernels to PTX for compute capability ``cc``, with the argument
+    types of a real launch (those of :func:`init_args` and :func:`sweep_args`), on a machine
+    without a GPU: numba-cuda's type inference and NVVM run as they would on the GPU's first
+    launch, so a kernel that would not compile there fails here. Needs numba-cuda and NVVM
+    (the ``nvidia-cuda-nvcc-cu12`` wheel, part of the ``[gpu]`` and ``[test]`` extras), not a
+    driver.
+
+    numba-cuda asks the current device for its compute capability when it compiles a device
+    function a kernel calls (the rules' njit functions), which needs a driver: for this compile
+    only, that question is answered with ``cc``.
+    """
+    if simulated():
+        raise UsageError("the CUDA simulator does not compile kernels: unset NUMBA_ENABLE_CUDASIM")
+    if not _has_numba_cuda():
+        raise UsageError(f"compiling the GPU kernels needs numba-cuda: {INSTALL_HINT}")
+    import numba
+    import numba.cuda.dispatcher as dispatcher
+    from numba import cuda
+
+    class _Device:
+        compute_capability = cc
+
+    tb = exact.tables(rules)
+    init, sweep = kernels(tb.columns, tb.faces, threads_per_block())
+    host = {k: getattr(tb, k) for k in TABLE_NAMES}
+    bounds: np.ndarray = np.zeros((1, 2), dtype=dtype)
+    out = np.zeros(2, dtype=np.float64)
+
+    def sig(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(numba.typeof(a) for a in args)
+
+    asked = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: _Device()
+    try:
+        init_ptx, _ = cuda.compile_ptx(init.py_func, sig(init_args(tb, host, bounds)), cc=cc)
+        sweep_ptx, _ = cuda.compile_ptx(
+            sweep.py_func, sig(sweep_args(tb, host, bounds, out)), cc=cc
+        )
+    finally:
+        dispatcher.get_current_device = asked
+    return Ptx(init_ptx, sweep_ptx, cc)
 
 
 @dataclass
@@ -172,12 +250,14 @@ class GpuSolution:
         return float(self.values(state_id, state_id + 1)[0])
 
 
-def launch_shape(cuda: Any, n: int) -> tuple[int, int]:
-    """(blocks, threads) of a grid-stride launch over ``n`` ids."""
+def launch_shape(cuda: Any, n: int, threads: int | None = None) -> tuple[int, int]:
+    """(blocks, threads) of a grid-stride launch over ``n`` ids (``threads`` a block: default
+    :func:`threads_per_block`)."""
     if simulated():
         return max(1, min(2, -(-n // SIM_THREADS))), SIM_THREADS
+    threads = threads or THREADS
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    return max(1, min(sms * BLOCKS_PER_SM, -(-n // THREADS))), THREADS
+    return max(1, min(sms * BLOCKS_PER_SM, -(-n // threads))), threads
 
 
 def solve(
@@ -186,14 +266,18 @@ def solve(
     max_sweeps: int = exact.DEFAULT_MAX_SWEEPS,
     progress: Callable[[int, float, float, float], None] | None = None,
     dtype: type | None = None,
+    threads: int | None = None,
 ) -> GpuSolution:
     """Solve a Knucklebones board on the GPU (see the module docstring).
 
     ``dtype`` None picks float64 where the bounds fit in the GPU's free memory, else float32.
     UsageError (one line) without numba-cuda, without a GPU, for a board too big for the GPU,
     or when ``max_sweeps`` pass before the tolerance is met. ``progress(sweep, change, bound,
-    positions per second)`` after each sweep, as for the CPU solver.
+    positions per second)`` after each sweep, as for the CPU solver. ``threads`` a block:
+    default :data:`THREADS` (a power of two: the per-block reduction halves it).
     """
+    if threads is not None and (threads < 1 or threads & (threads - 1) or threads > 1024):
+        raise UsageError(f"threads per block must be a power of two up to 1024, not {threads}")
     exact.check_tolerance(tol, max_sweeps)
     cuda = cuda_module()
     tb = exact.tables(rules)
@@ -205,16 +289,12 @@ def solve(
     if dtype == np.float32 and tol < FLOAT32_TOLERANCE:
         raise UsageError(f"float32 bounds need --tolerance {FLOAT32_TOLERANCE:g} or more")
     t0 = time.perf_counter()
-    init, sweep = kernels(tb.columns, tb.faces)
-    names = ("binom", "moved", "swap", "mover_size", "opp_size", "mover_score", "opp_score")
-    d = {k: cuda.to_device(getattr(tb, k)) for k in names}
+    blocks, threads = launch_shape(cuda, n, threads)
+    init, sweep = kernels(tb.columns, tb.faces, threads)
+    d = {k: cuda.to_device(getattr(tb, k)) for k in TABLE_NAMES}
     bounds = cuda.device_array((n, 2), dtype=dtype)
-    blocks, threads = launch_shape(cuda, n)
-    init[blocks, threads](
-        n, tb.n_pairs, tb.slots, d["binom"], d["mover_size"], d["opp_size"], d["mover_score"],
-        d["opp_score"], tb.wins, tb.low, tb.high, bounds,
-    )  # fmt: skip
     out = cuda.device_array(2, dtype=np.float64)
+    init[blocks, threads](*init_args(tb, d, bounds))
     sweeps, residual, width = 0, np.inf, np.inf
     swept = 0.0
     while width > 2 * tol:
@@ -222,9 +302,7 @@ def solve(
             raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
         t1 = time.perf_counter()
         out.copy_to_device(np.zeros(2))
-        sweep[blocks, threads](
-            n, tb.n_pairs, d["moved"], d["swap"], d["binom"], tb.offset, bounds, out
-        )
+        sweep[blocks, threads](*sweep_args(tb, d, bounds, out))
         residual, width = (float(x) for x in out.copy_to_host())  # waits for the kernel
         dt = time.perf_counter() - t1
         swept += dt

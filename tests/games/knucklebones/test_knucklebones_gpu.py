@@ -314,3 +314,32 @@ def test_tree_and_play_use_the_full_game_tables_when_built(
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n3\n" * 30))
     shown = invoke(["knucklebones", "play", "--seed", "5", "-d", tmp_path])
     assert shown.code == 0 and "exact: from the tables" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("board", "dtype"),
+    [
+        ((3, 3, 6, "wins"), np.float64),
+        ((3, 3, 6, "score"), np.float32),
+        ((2, 2, 3, "wins"), np.float64),
+    ],
+)
+def test_kernels_compile_for_a_gpu_without_one(board: tuple, dtype: type) -> None:
+    # The simulator runs the kernels as Python, so it cannot catch what only numba-cuda's type
+    # inference and NVVM see (a kernel that would fail on the GPU's first launch): compile both
+    # kernels of the full game (and a small board) to PTX for an H100 (sm_90), with the argument
+    # types of a real launch. Needs NVVM (the nvidia-cuda-nvcc-cu12 wheel of the test extra).
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    nvvm = pytest.importorskip("numba.cuda.cudadrv.nvvm")
+    try:
+        nvvm.NVVM()
+    except Exception as e:  # no libnvvm on this machine: say why in one line
+        pytest.skip(f"no NVVM here ({e.__class__.__name__}): pip install nvidia-cuda-nvcc-cu12")
+    ptx = gpu.compile_ptx(KnuckleRules(*board), dtype, cc=(9, 0))
+    for text, name in ((ptx.init, "init"), (ptx.sweep, "sweep")):
+        assert ".target sm_90" in text and ".visible .entry" in text and name in text
+    # the bounds are read and written in the chosen precision (16- or 8-byte pairs)
+    kind = "f64" if dtype == np.float64 else "f32"
+    assert f"ld.global.{kind}" in ptx.sweep or f"ld.global.v2.{kind}" in ptx.sweep
+    assert f"st.global.{kind}" in ptx.sweep
