@@ -40,6 +40,10 @@ bench-knucklebones-vi *ARGS:
 bench-knucklebones-gpu *ARGS:
     python benchmarks/bench_knucklebones_gpu.py {{ARGS}}
 
+# The full Knucklebones game's lean states table through the build's writer: rows a second and bytes a row, beside the shared schema's
+bench-lean-write *ARGS:
+    python benchmarks/bench_lean_write.py {{ARGS}}
+
 # Knucklebones boards through `build`: the graph-free build against the graph build (minutes, 7 GB)
 bench-knucklebones-build *ARGS:
     python benchmarks/bench_knucklebones_build.py {{ARGS}}

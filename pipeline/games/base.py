@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -41,6 +41,13 @@ class Streamed:
     """The build's note on the variant (the game may update it as the batches are consumed)."""
     extra: Callable[[], dict[str, pl.DataFrame]] | None = None
     """Tables for the shared files (e.g. ``summary``), made once the batches are consumed."""
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The columns written, per table, in the schema's order (a table not named: all of them,
+    nullable). A table of billions of rows leaves out the columns it would write as nulls (each
+    costs as much to encode as a column of values), and the columns it names are never null,
+    so they are written as Parquet's required columns (no definition levels to encode).
+    Readers that take the union of the shared files and the variant's own by name see the
+    columns left out as nulls, as if they were written."""
 
 
 class Named(Protocol):

@@ -27,8 +27,6 @@ def write_streamed(
 ) -> tuple[dict[str, StagedTable], dict[str, Any]]:
     """Write ``streamed``'s tables as staged files of ``variant``; the staged tables by key and
     a summary (states, nodes, moves, start_value, seconds)."""
-    import pyarrow as pa
-
     t0 = time.perf_counter()
     finals = {
         t: layout.table_path(data_dir, layout.own_key(variant.name, t)) for t in streamed.tables
@@ -47,7 +45,7 @@ def write_streamed(
         tables.RULES_KEY: json.dumps({variant.name: game.rules()}, sort_keys=True).encode(),
         tables.VERSION_KEY: __version__.encode(),
     }
-    schemas = {t: pa.schema(schema.arrow_fields(t), metadata=meta) for t in streamed.tables}
+    schemas = {t: written_schema(t, streamed.columns.get(t), meta) for t in streamed.tables}
     constants = {
         t: {
             **dict.fromkeys(schemas[t].names),  # a column no batch fills is null
@@ -83,6 +81,18 @@ def write_streamed(
         for t, path in staged.items()
     }
     return out, summary
+
+
+def written_schema(table: str, columns: tuple[str, ...] | None, meta: dict[bytes, bytes]) -> Any:
+    """The Arrow schema ``table`` is written with: every column, nullable, or only ``columns``,
+    required (see :attr:`pipeline.games.base.Streamed.columns`)."""
+    import pyarrow as pa
+
+    fields = schema.arrow_fields(table)
+    if columns is None:
+        return pa.schema(fields, metadata=meta)
+    kept = [pa.field(name, kind, nullable=False) for name, kind in fields if name in columns]
+    return pa.schema(kept, metadata=meta)
 
 
 def variant_record(

@@ -15,6 +15,7 @@ files are removed and the old files, if any, are left as they were.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -172,8 +173,10 @@ class _TableThread:
         self.file = HashedFile(path)  # closed by finish, or abandoned by __exit__
         # The Arrow schema is not stored, so a constant written as a dictionary reads back as
         # the schema's type (a string); the schema's key-value metadata is kept explicitly.
+        # a deep copy: pyarrow adds use_byte_stream_split's columns to the caller's
+        # column_encoding dict, which a second writer given the same options then refuses
         self.writer = pq.ParquetWriter(
-            self.file.arrow_stream(), self.schema, store_schema=False, **options
+            self.file.arrow_stream(), self.schema, store_schema=False, **copy.deepcopy(options)
         )
         if schema.metadata:
             self.writer.add_key_value_metadata(schema.metadata)

@@ -183,17 +183,23 @@ LEAN_TOLERANCE = 1e-9
 LEAN_ROWS = 1 << 20
 
 
+#: The lean states table's columns: the id, the value, and the constants that say what the
+#: value is (the variant, its objective and direction, its bound), all required (never null).
+#: The other 29 columns of ``states`` follow from the id and are not written: as nulls they
+#: cost several times the encoding of these (`just bench-lean-write`).
+LEAN_COLUMNS = ("variant", "state_id", "objective", "maximise", "value", "residual")
+
+
 def lean_states_options() -> dict[str, object]:
     """ParquetWriter options of the lean states table: ``state_id`` delta-encoded (consecutive
     ids cost almost nothing), ``value`` split into byte streams (a float32 value held in the
     float64 column has zero low bytes, which zstd then stores in next to nothing), statistics
-    on ``state_id`` so that a lookup reads one row group."""
+    on ``state_id`` only, so that a lookup reads one row group (the file holds one variant)."""
     return {
         "compression": "zstd",
         "use_dictionary": ["variant", "objective", "maximise", "residual"],
-        "column_encoding": {"state_id": "DELTA_BINARY_PACKED"},
-        "use_byte_stream_split": ["value"],
-        "write_statistics": ["variant", "state_id"],
+        "column_encoding": {"state_id": "DELTA_BINARY_PACKED", "value": "BYTE_STREAM_SPLIT"},
+        "write_statistics": ["state_id"],
     }
 
 
@@ -204,11 +210,12 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     midpoint rounded to float32: enough for play, and half the bytes; ``residual`` says the
     bound, the solver's plus the rounding). Every other column of ``states`` follows from the
     id (the board text, scores, dice, whether the game is over: :func:`exact.pairs_of` and the
-    pair tables) and is left null, derived on read. No policy: 29 billion (position, die) rows
-    cannot pay for themselves when a move's value is one lookup of its successor's value
-    (:mod:`pipeline.apps.knucklebones.known`). The values stream from the GPU in id ranges of
-    ``rows``: host memory holds one range, not the table. ``device="cpu"`` writes the same
-    table from the CPU solver (small boards: the lookups' tests).
+    pair tables) and is not written (:data:`LEAN_COLUMNS`), derived on read. No policy: 29
+    billion (position, die) rows cannot pay for themselves when a move's value is one lookup
+    of its successor's value (:mod:`pipeline.apps.knucklebones.known`). The values stream from
+    the GPU in id ranges of ``rows``: host memory holds one range, not the table.
+    ``device="cpu"`` writes the same table from the CPU solver (small boards: the lookups'
+    tests).
     """
     from pipeline.games.knucklebones import gpu
 
@@ -233,6 +240,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
             }
         },
         options={"states": lean_states_options()},
+        columns={"states": LEAN_COLUMNS},
         n_states=game.n_states,
         start_value=lambda: float(found["start"]),
         counts=lambda: (0, 0),

@@ -50,7 +50,9 @@ def test_build_device_cuda_writes_the_lean_tables(sim: dict[str, Any]) -> None:
     # `build --device cuda` of both objectives through the full game's path, on 2x2 with a d3
     lean = sim["lean"]
     assert lean["files"] == ["kb-sim-2x2-d3", "kb-sim-2x2-d3-score"]
-    assert lean["rows"] == 1540 and lean["sorted"] and lean["tiles_null"] and lean["float32"]
+    assert lean["rows"] == 1540 and lean["sorted"] and lean["float32"]
+    # lean: the id, the value and its constants; what follows from the id is not written
+    assert lean["columns"] == ["variant", "state_id", "objective", "maximise", "value", "residual"]
     assert lean["ranges"][0][0] == 0 and lean["ranges"][-1][1] == 1539  # row group statistics
     assert lean["max_diff"] <= lean["residual"] / 2
     # the query answers from state 0 of both tables; the sampled Bellman check holds
