@@ -251,13 +251,21 @@ def _temporary_result(data_dir: Path) -> ContractResult:
 
 def _schema_result(data_dir: Path) -> ContractResult:
     """Whether every table file has its table's one schema (store/schema.py): the same columns
-    first, in the same order, whatever variants it holds."""
+    first, in the same order, whatever variants it holds; a lean file (the full Knucklebones
+    game's states) holds the columns it declares, in the table's order, the key ones among them."""
     description = "Every table file has its table's columns first, in order (nulls where n/a)."
     problems: list[str] = []
     files = [(t, f) for t in schema.COLUMNS for f in layout.table_files(data_dir, t)]
     for table, path in files:
         found = tables.file_columns(path)
         want = [name for name, _ in schema.COLUMNS[table]]
+        declared = tables.declared_columns(path)
+        if declared is not None:  # lean: exactly what it says, a part of the table, in order
+            lacks = [c for c in ("variant", "state_id", "value") if c not in found]
+            in_order = [c for c in want if c in declared] == declared
+            if found != declared or lacks or not in_order:
+                problems.append(f"{path}: lean columns {found} (declared {declared})")
+            continue
         if found[: len(want)] != want:
             missing = [c for c in want if c not in found]
             problems.append(f"{path}: lacks {missing}" if missing else f"{path}: column order")

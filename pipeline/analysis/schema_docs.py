@@ -228,6 +228,35 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "ends) or `pass` (no legal move: the other player's turn)",
         },
     ),
+    "decisions": (
+        "one legal column of one Knucklebones decision (a position and a die), written beside "
+        "the full game's lean `states` (`variants/knucklebones*/decisions.parquet`): the "
+        "openings and a fixed sample, with the column each heuristic player picks; joined "
+        "to `states` on `next_state_id` it prices every column exactly "
+        "(`knucklebones_openings`, `knucklebones_perfect_loss`)",
+        {
+            "variant": "the variant whose build wrote it (both objectives write the same rows)",
+            "kind": "`opening` (the first two plies, every die) or `sample` (every decision of "
+            "`games` random-vs-random games played with `seed`)",
+            "decision": "the decision's number in the table, from 0 (its rows share it)",
+            "ply": "placements made before it in its game (0: the empty board)",
+            "state_id": "the position, seen by the player to move (the `states` id)",
+            "board": "the position as `mover;opponent`, columns in play order joined by `/`, "
+            "each column its dice as digits (`_` empty)",
+            "roll": "the die to place",
+            "column_number": "the column it goes in, 1 = first (only columns with room)",
+            "next_state_id": "the position after it, seen by the opponent: the column is worth "
+            "1 - value there in the wins table, minus value in the score table",
+            "pick_greedy": "whether greedy play (best immediate score difference, ties at "
+            "random) picks this column",
+            "pick_seed_d4": "whether the Rust Knucklebones solver's heuristic searched to depth "
+            "4 picks it",
+            "pick_ours_d2": "whether our search to depth 2 picks it",
+            "games": "random-vs-random games of the sample",
+            "seed": "seed of the sample and of the players' tie-breaks (each player's own "
+            "generator: seed and its name)",
+        },
+    ),
 }
 
 

@@ -249,10 +249,11 @@ def _add_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> N
     for path in files:
         tables.check_ours(path)
     columns = schema.derived_select(name)  # big boxes leave some columns to the reader
-    con.execute(
-        f"create view {name} as "
-        f"select {columns} from read_parquet(getvariable('path_{name}'), union_by_name = true)"
-    )
+    source = f"read_parquet(getvariable('path_{name}'), union_by_name = true)"
+    present = [row[0] for row in con.execute(f"describe select * from {source}").fetchall()]
+    # columns no file holds (only lean files there) read as nulls, as they would in a union
+    columns += schema.missing_select(name, present)
+    con.execute(f"create view {name} as select {columns} from {source}")
 
 
 #: View `rules` (variant, game, rules JSON): the rule sets in states.parquet's `stb.rules`

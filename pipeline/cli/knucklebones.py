@@ -350,10 +350,10 @@ def check_tables_cmd(
 def loss_cmd(
     players: Annotated[
         str, typer.Option(help="Players, comma-separated: greedy, random, seed-dN, ours-dN.")
-    ] = "greedy,seed-d4,ours-d2",
+    ] = "greedy,seed-d4,ours-d2",  # sample.PLAYERS, kept literal: importing it costs startup
     games: Annotated[
         int, typer.Option(help="Random-vs-random games whose decisions are the sample.")
-    ] = 100,
+    ] = 100,  # sample.GAMES
     seed: Annotated[int, typer.Option(help="Seed of the sample (and of the players' ties).")] = 1,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,

@@ -92,7 +92,9 @@ def written_schema(table: str, columns: tuple[str, ...] | None, meta: dict[bytes
     if columns is None:
         return pa.schema(fields, metadata=meta)
     kept = [pa.field(name, kind, nullable=False) for name, kind in fields if name in columns]
-    return pa.schema(kept, metadata=meta)
+    # the file says which columns it holds, so that `verify` tells a lean file from a damaged one
+    said = json.dumps([f.name for f in kept]).encode()
+    return pa.schema(kept, metadata={**meta, tables.COLUMNS_KEY: said})
 
 
 def variant_record(

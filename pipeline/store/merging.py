@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 RULES_KEY = b"stb.rules"
 VERSION_KEY = b"stb.version"
+#: Key-value metadata of a file written with some of its table's columns only (a lean table:
+#: JSON list of the columns it holds, in the table's order; the others read as null).
+COLUMNS_KEY = b"stb.columns"
 #: A variant's rows beyond this many are best produced a slice at a time (:class:`ChunkedRows`).
 STREAM_ROWS = 2_000_000
 #: Rows per slice of the old file and per row group of the new one: small enough that the rows

@@ -117,6 +117,22 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("next_state_id", "i64"),
         ("kind", "str"),
     ),
+    "decisions": (
+        ("variant", "str"),
+        ("kind", "str"),
+        ("decision", "i64"),
+        ("ply", "i16"),
+        ("state_id", "i64"),
+        ("board", "str"),
+        ("roll", "i16"),
+        ("column_number", "i16"),
+        ("next_state_id", "i64"),
+        ("pick_greedy", "bool"),
+        ("pick_seed_d4", "bool"),
+        ("pick_ours_d2", "bool"),
+        ("games", "i64"),
+        ("seed", "i64"),
+    ),
 }
 
 
@@ -149,6 +165,30 @@ def derived_select(table: str) -> str:
     if not filled:
         return "*"
     return "* replace (" + ", ".join(f"{sql} as {col}" for col, sql in filled.items()) + ")"
+
+
+#: DuckDB's name of each column type code.
+_SQL_TYPES = {
+    "str": "varchar",
+    "i8": "tinyint",
+    "i16": "smallint",
+    "i32": "integer",
+    "i64": "bigint",
+    "f64": "double",
+    "bool": "boolean",
+}
+
+
+def missing_select(table: str, present: list[str]) -> str:
+    """DuckDB select items (``, null::type as col`` each) for the columns of ``table`` that
+    none of its files hold: a lean file alone (the full Knucklebones game's states) still
+    reads as the table's one schema. Empty when every column is there."""
+    items = []
+    for name, code in COLUMNS.get(table, ()):
+        if name not in present:
+            kind = _SQL_TYPES[code[5:-1]] + "[]" if code.startswith("list[") else _SQL_TYPES[code]
+            items.append(f"null::{kind} as {name}")
+    return "".join(f", {item}" for item in items)
 
 
 def derived_polars(table: str, columns: list[str]) -> list[pl.Expr]:

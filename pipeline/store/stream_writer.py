@@ -117,6 +117,9 @@ def record_batch(
     constant columns by (name, rows) for the next batch of the same size: building a table's
     twenty null columns anew took as long as encoding a batch of two real ones."""
     n = len(next(iter(cols.values()))) if cols else 0
+    unknown = set(cols) - set(schema.names)
+    if unknown:  # a misnamed column would otherwise be written as nulls, silently
+        raise ValueError(f"batch columns not in the table's schema: {sorted(unknown)}")
     arrays = []
     for f in schema:
         if f.name in cols and isinstance(cols[f.name], pa.Array):

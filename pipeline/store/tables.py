@@ -49,6 +49,7 @@ from pipeline.store.layout import (  # noqa: F401  (part of this module's interf
     variant_file,
 )
 from pipeline.store.merging import (  # noqa: F401  (part of this module's interface)
+    COLUMNS_KEY,
     RULES_KEY,
     SLICE_ROWS,
     STREAM_ROWS,
@@ -93,6 +94,15 @@ def table_columns(data_dir: Path, name: str) -> list[str] | None:
     """
     path = table_path(data_dir, name)
     return file_columns(path) if path.exists() else None
+
+
+def declared_columns(path: Path) -> list[str] | None:
+    """The columns a lean file says it holds (:data:`COLUMNS_KEY`), or None for a file with
+    every column of its table."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    return json.loads(meta[COLUMNS_KEY]) if COLUMNS_KEY in meta else None
 
 
 def file_columns(path: Path) -> list[str]:

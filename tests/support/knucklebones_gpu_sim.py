@@ -58,8 +58,13 @@ def main(out_dir: Path) -> dict:
     first = invoke(["query", "knucklebones_first_player", "--format", "csv", "-d", data])
     checked = invoke(["knucklebones", "check-tables", "--columns", "2", "--rows", "2",
                       "--faces", "3", "--samples", "200", "-d", data])  # fmt: skip
+    verified = invoke(["verify", "-d", data])
+    decisions = pq.read_table(data / "variants" / "kb-sim-2x2-d3" / "decisions.parquet")
     found["lean"] = {
         "files": sorted(p.name for p in (data / "variants").iterdir()),
+        "tables": sorted(p.name for p in (data / "variants" / "kb-sim-2x2-d3").iterdir()),
+        "verify": [verified.code, verified.stdout[-2000:] + verified.stderr[-2000:]],
+        "decision_kinds": sorted(set(decisions["kind"].to_pylist())),
         "rows": int(meta.num_rows),
         "row_groups": int(meta.num_row_groups),
         "ranges": [

@@ -20,51 +20,20 @@ import polars as pl
 from pipeline.apps.knucklebones import MAX_DEPTH
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.search import OURS, SEED, Searcher, greedy_gain
+from pipeline.games.knucklebones.players import (  # noqa: F401  (this module's interface too)
+    Player,
+    greedy_player,
+    legal_columns,
+    named_player,
+    random_player,
+    search_player,
+)
 from pipeline.store import tables
 
 if TYPE_CHECKING:
     from pipeline.apps.knucklebones.known import TableLookup
 
-#: A player: (pairs from the mover's view, die face, rng) -> column index.
-Player = Callable[[np.ndarray, int, np.random.Generator], int]
 Z95 = 1.959963984540054
-
-
-def legal_columns(game: Knucklebones, pairs: np.ndarray) -> np.ndarray:
-    """Columns of the mover that are not full."""
-    return np.flatnonzero(game.t.place[pairs, 0] >= 0)
-
-
-def random_player(game: Knucklebones) -> Player:
-    """Any column that is not full, uniformly."""
-
-    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        return int(rng.choice(legal_columns(game, pairs)))
-
-    return play
-
-
-def greedy_player(game: Knucklebones) -> Player:
-    """The column with the best immediate change of the score difference (ties at random)."""
-    t = game.t
-
-    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        gain = greedy_gain(pairs, face, t.place, t.mover_score, t.opp_score)
-        return int(rng.choice(np.flatnonzero(gain == gain.max())))
-
-    return play
-
-
-def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
-    """Expectimax to ``depth`` plies with our evaluation (``OURS``) or the Rust solver's
-    (``SEED``)."""
-    searcher = Searcher(game)
-
-    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        return searcher.best_move(pairs, face, depth, kind)[0]
-
-    return play
 
 
 def perfect_player(game: Knucklebones, lookup: TableLookup) -> Player:
@@ -88,14 +57,8 @@ def make_player(game: Knucklebones, name: str, lookup: TableLookup | None = None
                 "--variant knucklebones --variant knucklebones-score --device cuda` (a GPU)"
             )
         return perfect_player(game, lookup)
-    if name == "random":
-        return random_player(game)
-    if name == "greedy":
-        return greedy_player(game)
-    for prefix, kind in (("seed-d", SEED), ("ours-d", OURS)):
-        if name.startswith(prefix) and name[len(prefix) :].isdigit():
-            return search_player(game, check_player(name), kind)
-    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN or perfect")
+    check_player(name)  # a name and depth a user can be told about, in their words
+    return named_player(game, name)
 
 
 def check_player(name: str) -> int:

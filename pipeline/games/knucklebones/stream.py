@@ -35,7 +35,7 @@ from numba import njit, prange
 from pipeline import progress
 from pipeline.errors import UsageError
 from pipeline.games.base import Streamed
-from pipeline.games.knucklebones import exact
+from pipeline.games.knucklebones import exact, sample
 from pipeline.games.knucklebones.game import Knucklebones, PairTables
 
 #: The build's bound on |value - exact value|: far below the tie rule's 1e-12, so that moves
@@ -204,7 +204,7 @@ def lean_states_options() -> dict[str, object]:
 
 
 def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda") -> Streamed:
-    """The full game's build on the GPU: the ``states`` table only, lean.
+    """The full game's build on the GPU: the ``states`` table, lean, and ``decisions``.
 
     One row per position, sorted by state id, with ``state_id`` and ``value`` (the bounds'
     midpoint rounded to float32: enough for play, and half the bytes; ``residual`` says the
@@ -215,7 +215,9 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     of its successor's value (:mod:`pipeline.apps.knucklebones.known`). The values stream from
     the GPU in id ranges of ``rows``: host memory holds one range, not the table.
     ``device="cpu"`` writes the same table from the CPU solver (small boards: the lookups'
-    tests).
+    tests). ``decisions`` (a few thousand rows, :mod:`pipeline.games.knucklebones.sample`) holds
+    the openings and a fixed sample of positions with each column's successor and each heuristic
+    player's pick, which the SQL library prices against these values.
     """
     from pipeline.games.knucklebones import gpu
 
@@ -230,7 +232,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     tol = LEAN_TOLERANCE if dtype == np.float64 else gpu.FLOAT32_TOLERANCE
     found: dict[str, Any] = {}
     out = Streamed(
-        tables=("states",),
+        tables=("states", "decisions"),
         batches=iter(()),
         constants={
             "states": {
@@ -248,6 +250,11 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     )
 
     def batches() -> Iterator[dict]:
+        with progress.task("decisions: openings and the sample, each player's pick"):
+            picked = sample.decision_rows(game)
+        yield {
+            "decisions": {k: pa.array(v) if isinstance(v, list) else v for k, v in picked.items()}
+        }
         with progress.task("sweeps", unit="sweeps") as job:
 
             def report(sweep: int, residual: float, bound: float, rate: float) -> None:
@@ -262,7 +269,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
         out.note = (
             f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps "
             f"({np.dtype(dtype).name} bounds), every value within {sol.bound:.1e}, stored as "
-            "float32; states only (lean)"
+            "float32; states lean, no policy; decisions: the openings and a fixed sample"
         )
         with progress.task("tables", total=game.n_states, unit="states") as job:
             for a in range(0, game.n_states, rows):

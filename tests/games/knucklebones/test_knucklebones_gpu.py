@@ -50,6 +50,10 @@ def test_build_device_cuda_writes_the_lean_tables(sim: dict[str, Any]) -> None:
     # `build --device cuda` of both objectives through the full game's path, on 2x2 with a d3
     lean = sim["lean"]
     assert lean["files"] == ["kb-sim-2x2-d3", "kb-sim-2x2-d3-score"]
+    assert lean["tables"] == ["decisions.parquet", "states.parquet"]
+    assert lean["decision_kinds"] == ["opening", "sample"]
+    # every data contract holds on the lean tables (the schema one reads their declared columns)
+    assert lean["verify"][0] == 0, lean["verify"][1]
     assert lean["rows"] == 1540 and lean["sorted"] and lean["float32"]
     # lean: the id, the value and its constants; what follows from the id is not written
     assert lean["columns"] == ["variant", "state_id", "objective", "maximise", "value", "residual"]
@@ -139,8 +143,8 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
 
 
 def _write_lean(data: Path, name: str, rules: Any) -> None:
-    """The lean states table of ``rules`` (the full game's layout), from the CPU solver, as
-    ``build --device cuda`` commits it: variants/<name>/states.parquet."""
+    """The lean states table of ``rules`` (the full game's layout), from the CPU solver, and
+    its decisions table, as ``build --device cuda`` commits them: variants/<name>/*.parquet."""
     from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
     from pipeline.games.registry import Variant
     from pipeline.stages import streamed as streamed_build
@@ -151,8 +155,8 @@ def _write_lean(data: Path, name: str, rules: Any) -> None:
     staged, _ = streamed_build.write_streamed(
         variant, game, lean_stream(game, rows=1 << 14, device="cpu"), data
     )
-    (table,) = staged.values()
-    Path(table.path).rename(layout.table_path(data, layout.own_key(name, "states")))
+    for key, table in staged.items():
+        Path(table.path).rename(layout.table_path(data, key))
 
 
 def test_lookups_in_the_lean_tables_are_the_solvers_values(
@@ -242,6 +246,79 @@ def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
     args = ["knucklebones", "benchmark", "--games", "1", "--depths", "1", "--opponents", "perfect"]
     match = invoke([*args, "-d", tmp_path / "empty"])
     assert match.code == 2 and "needs the full game's exact tables" in match.stderr
+
+
+def _built_2x2_d6(data: Path) -> None:
+    """Both objectives' lean tables of the 2x2 board with a d6 (kb-lean, kb-lean-score)."""
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    for objective in ("wins", "score"):
+        suffix = "-score" if objective == "score" else ""
+        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+
+
+def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(tmp_path: Path) -> None:
+    # issue 23: the SQL library answers what the heuristics lose against perfect play from the
+    # exact tables alone (the decisions table and both objectives' states), with the numbers of
+    # `knucklebones loss` (the same sample, the same picks)
+    from pipeline.analysis.sql import run_query
+    from pipeline.apps.knucklebones.loss import losses
+    from pipeline.games.knucklebones import sample
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    data = tmp_path / "data"
+    _built_2x2_d6(data)
+    rows = run_query("knucklebones_perfect_loss", data, variant="kb-lean").to_dicts()
+    found = losses(data, list(sample.PLAYERS), rules=KnuckleRules(2, 2, 6))
+    assert [r["player"] for r in rows] == [f.player for f in found] == list(sample.PLAYERS)
+    for row, f in zip(rows, found, strict=True):
+        assert row["decisions"] == f.decisions > 100
+        assert row["games"] == sample.GAMES and row["seed"] == sample.SEED
+        for col, want in (
+            ("share_suboptimal", f.share_suboptimal),
+            ("mean_win_lost", f.mean_win_regret),
+            ("max_win_lost", f.max_win_regret),
+            ("mean_points_lost", f.mean_score_regret),
+        ):
+            assert abs(row[col] - want) <= 1e-12, (row["player"], col)
+    # greedy gives away more than the depth-4 search of the Rust solver's evaluation
+    by = {r["player"]: r for r in rows}
+    assert by["greedy"]["mean_win_lost"] > by["seed-d4"]["mean_win_lost"] >= 0
+    # the command line prints the same table
+    shown = invoke(["query", "knucklebones_perfect_loss", "-p", "variant=kb-lean", "-d", data])
+    assert shown.code == 0 and "seed-d4" in shown.stdout, shown.stderr
+
+
+def test_openings_sql_names_perfect_plays_columns(tmp_path: Path) -> None:
+    # issue 23: the best opening column for each die, from the exact tables: the SQL's column
+    # and values equal the lookups of `knucklebones solve` on the same position
+    from pipeline.analysis.sql import run_query
+    from pipeline.apps.knucklebones.known import open_lookup
+    from pipeline.apps.knucklebones.position import pick, table_column_values
+    from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+    data = tmp_path / "data"
+    _built_2x2_d6(data)
+    rows = run_query("knucklebones_openings", data, variant="kb-lean").to_dicts()
+    assert len(rows) == 6 + 36  # every die on the empty board, every reply to every first die
+    game = Knucklebones(KnuckleRules(2, 2, 6))
+    lookup = open_lookup(data, game.r)
+    assert lookup is not None
+    t = game.t
+    for row in rows:
+        pairs = np.zeros(2, dtype=np.int64)
+        if row["ply"] == 1:  # the first die (the opponent's, in column 1) from the board text
+            first = int(row["board"].split(";")[1].split("/")[0])
+            pairs[0] = t.swap[t.place[0, first - 1]]
+        values = table_column_values(game, lookup, pairs, row["roll"])
+        best = pick(values)
+        assert row["best_column"] == best.column
+        assert abs(row["win"] - best.value.win) <= 1e-12
+        assert abs(row["score_diff"] - max(v.value.diff for v in values)) <= 1e-12
+        assert row["columns"] == len(values)
+    empty = [r for r in rows if r["ply"] == 0]
+    assert all(r["all_same"] and r["win_lost_worst"] == 0 for r in empty)
+    assert [r["roll"] for r in empty] == [1, 2, 3, 4, 5, 6]
 
 
 def test_build_device_cuda_small_board_writes_the_full_tables(

@@ -321,3 +321,21 @@ def test_the_build_leaves_out_exactly_the_columns_readers_derive() -> None:
 
     assert "kind" not in schemas()["policy"].names
     assert {*DERIVED_POLICY, "kind"} == set(DERIVED["policy"])
+
+
+def test_a_misnamed_batch_column_is_refused_not_written_as_nulls(tmp_path: Path) -> None:
+    # a batch column the schema lacks (a typo) used to vanish, leaving its column null
+    schema = pa.schema([("state_id", pa.int64()), ("value", pa.float64())])
+    batch = {"state_id": np.arange(3), "valeu": np.zeros(3)}
+    with pytest.raises(ValueError, match="valeu"):
+        write_streamed(tmp_path / "t.parquet", [batch], schema)
+    assert not list(tmp_path.iterdir())  # nothing half-written is left
+    # the same options twice: pyarrow must not be handed a dict it changed the first time
+    options = {
+        "use_dictionary": False,
+        "column_encoding": {"state_id": "DELTA_BINARY_PACKED"},
+        "use_byte_stream_split": ["value"],
+    }
+    for name in ("a.parquet", "b.parquet"):
+        good = {"state_id": np.arange(3), "value": np.zeros(3)}
+        assert write_streamed(tmp_path / name, [good], schema, options=options) == 3

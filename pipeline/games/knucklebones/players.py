@@ -1,0 +1,68 @@
+"""Knucklebones players: random, greedy and expectimax search (the Rust solver's evaluation or
+ours), each a function of the position (facing pairs from the mover's view), the die and a
+random generator (for tie-breaks) to a column. The rules and the search live in this package;
+matches between players and the perfect player (which needs the exact tables) are in
+:mod:`pipeline.apps.knucklebones.match`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.games.knucklebones.search import OURS, SEED, Searcher, greedy_gain
+
+#: A player: (pairs from the mover's view, die face, rng) -> column index.
+Player = Callable[[np.ndarray, int, np.random.Generator], int]
+
+
+def legal_columns(game: Knucklebones, pairs: np.ndarray) -> np.ndarray:
+    """Columns of the mover that are not full."""
+    return np.flatnonzero(game.t.place[pairs, 0] >= 0)
+
+
+def random_player(game: Knucklebones) -> Player:
+    """Any column that is not full, uniformly."""
+
+    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        return int(rng.choice(legal_columns(game, pairs)))
+
+    return play
+
+
+def greedy_player(game: Knucklebones) -> Player:
+    """The column with the best immediate change of the score difference (ties at random)."""
+    t = game.t
+
+    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        gain = greedy_gain(pairs, face, t.place, t.mover_score, t.opp_score)
+        return int(rng.choice(np.flatnonzero(gain == gain.max())))
+
+    return play
+
+
+def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
+    """Expectimax to ``depth`` plies with our evaluation (``OURS``) or the Rust solver's
+    (``SEED``)."""
+    searcher = Searcher(game)
+
+    def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        return searcher.best_move(pairs, face, depth, kind)[0]
+
+    return play
+
+
+def named_player(game: Knucklebones, name: str) -> Player:
+    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic) or ours-dN;
+    ValueError for any other name (the commands check names first, with their own words)."""
+    if name == "random":
+        return random_player(game)
+    if name == "greedy":
+        return greedy_player(game)
+    for prefix, kind in (("seed-d", SEED), ("ours-d", OURS)):
+        digits = name[len(prefix) :]
+        if name.startswith(prefix) and digits.isascii() and digits.isdigit():
+            return search_player(game, int(digits), kind)
+    raise ValueError(f"unknown player {name!r}")

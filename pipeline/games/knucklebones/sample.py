@@ -1,0 +1,142 @@
+"""A fixed set of Knucklebones decisions and what each heuristic player picks there: the rows
+of the ``decisions`` table, which the exact tables price in SQL.
+
+Two kinds of decision, each a (position, die) with its legal columns:
+
+- ``opening``: the first two plies, every die: the empty board (ply 0), and every position after
+  the first player's die (ply 1, the reply). Only the exact values say which column is best
+  there (`queries/knucklebones_openings.sql`).
+- ``sample``: every decision met in ``games`` games between two random players, played with
+  ``seed`` (the same positions every run): realistic positions, on which
+  `queries/knucklebones_perfect_loss.sql` prices what each player gives away against perfect play.
+
+At each decision every player of :data:`PLAYERS` picks its column; ties are broken by that
+player's own generator (``seed`` and its name), consumed at every decision in order, so a
+player's picks do not depend on the others. The picks need no solve: the table is written beside
+the full game's values, and :func:`pipeline.apps.knucklebones.loss.losses` (`knucklebones loss`)
+uses the same decisions and picks, so the SQL and the command agree.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.games.knucklebones.players import Player, named_player
+
+#: Random-vs-random games of the sample, and their seed (recorded in every row).
+GAMES = 100
+SEED = 1
+#: The players whose picks the table records: greedy play, the Rust solver's depth-4 search and
+#: ours at depth 2 (each a ``pick_*`` column: the name with '-' as '_').
+PLAYERS = ("greedy", "seed-d4", "ours-d2")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision: the position (facing pairs, the mover's view, real column order), its die,
+    its ply in its game, and its kind (``opening`` or ``sample``)."""
+
+    pairs: np.ndarray
+    die: int
+    ply: int
+    kind: str
+
+
+def sample_decisions(game: Knucklebones, games: int = GAMES, seed: int = SEED) -> list[Decision]:
+    """Every decision in ``games`` random-vs-random games played with ``seed``."""
+    rng = np.random.default_rng(seed)
+    t = game.t
+    out = []
+    for _ in range(games):
+        pairs = np.zeros(game.r.columns, dtype=np.int64)
+        ply = 0
+        while not game.terminal_mask(pairs[None, :])[0]:
+            face = int(rng.integers(1, game.r.faces + 1))
+            out.append(Decision(pairs.copy(), face, ply, "sample"))
+            legal = np.flatnonzero(t.place[pairs, face - 1] >= 0)
+            col = int(rng.choice(legal))
+            pairs[col] = t.place[pairs[col], face - 1]
+            pairs = t.swap[pairs]
+            ply += 1
+    return out
+
+
+def opening_decisions(game: Knucklebones) -> list[Decision]:
+    """Every die on the empty board (ply 0: every column is the same position), then every die
+    of the reply to each first die (ply 1; the first die in the first column, which is any
+    column up to symmetry)."""
+    t, c, f = game.t, game.r.columns, game.r.faces
+    empty = np.zeros(c, dtype=np.int64)
+    out = [Decision(empty, d, 0, "opening") for d in range(1, f + 1)]
+    for first in range(1, f + 1):
+        after = empty.copy()
+        after[0] = t.place[0, first - 1]
+        seen = t.swap[after]  # the replier's view
+        out += [Decision(seen, d, 1, "opening") for d in range(1, f + 1)]
+    return out
+
+
+def player_rng(seed: int, name: str) -> np.random.Generator:
+    """A player's own tie-break generator: the same picks whoever else plays."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def picks(
+    decisions: list[Decision], players: dict[str, Player], seed: int
+) -> dict[str, np.ndarray]:
+    """Each player's column (0-based) at every decision, in order."""
+    rngs = {name: player_rng(seed, name) for name in players}
+    return {
+        name: np.array([p(d.pairs, d.die, rngs[name]) for d in decisions], dtype=np.int64)
+        for name, p in players.items()
+    }
+
+
+def pick_column(name: str) -> str:
+    """The table column of a player's picks: ``pick_`` and its name with '-' as '_'."""
+    return "pick_" + name.replace("-", "_")
+
+
+def decision_rows(
+    game: Knucklebones, games: int = GAMES, seed: int = SEED
+) -> dict[str, np.ndarray | list[str]]:
+    """The ``decisions`` table's rows (but ``variant``): one per legal column of every opening
+    and sampled decision, with the position's id and text, the successor's id (seen by the
+    opponent) and whether each player of :data:`PLAYERS` picks that column."""
+    players = {name: named_player(game, name) for name in PLAYERS}
+    kinds = (opening_decisions(game), sample_decisions(game, games, seed))
+    chosen = [picks(found, players, seed) for found in kinds]
+    t = game.t
+    rows: dict[str, list] = {k: [] for k in ("kind", "decision", "ply", "state_id", "board")}
+    rows.update({k: [] for k in ("roll", "column_number", "next_state_id")})
+    rows.update({pick_column(name): [] for name in PLAYERS})
+    n = 0
+    for found, picked in zip(kinds, chosen, strict=True):
+        for i, d in enumerate(found):
+            state = int(game.canonical(d.pairs[None, :])[0])
+            board = game.board_text(d.pairs)
+            for col in np.flatnonzero(t.place[d.pairs, d.die - 1] >= 0):
+                after = d.pairs.copy()
+                after[col] = t.place[after[col], d.die - 1]
+                rows["kind"].append(d.kind)
+                rows["decision"].append(n)
+                rows["ply"].append(d.ply)
+                rows["state_id"].append(state)
+                rows["board"].append(board)
+                rows["roll"].append(d.die)
+                rows["column_number"].append(int(col) + 1)
+                rows["next_state_id"].append(int(game.canonical(t.swap[after][None, :])[0]))
+                for name in PLAYERS:
+                    rows[pick_column(name)].append(bool(picked[name][i] == col))
+            n += 1
+    out: dict[str, np.ndarray | list[str]] = {
+        k: (v if k in ("kind", "board") else np.asarray(v)) for k, v in rows.items()
+    }
+    size = len(rows["kind"])
+    out["games"] = np.full(size, games, dtype=np.int64)
+    out["seed"] = np.full(size, seed, dtype=np.int64)
+    return out
