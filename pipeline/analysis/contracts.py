@@ -12,6 +12,7 @@ contract checked a single row; each result counts the rows it checked.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -24,6 +25,10 @@ from pipeline.errors import ContractError, TableError, UsageError
 from pipeline.store import layout, manifest, schema, tables
 
 CONTRACTS_DIR: Traversable = sql.QUERIES_DIR.joinpath("contracts")
+#: Row groups of a lean file (the full Knucklebones game's states: 4,590 groups of 1,048,576
+#: rows) the SQL contracts read, evenly spaced by state id: every row would be hours of work and
+#: a grouping over billions of keys. The sampled Bellman check of those tables runs beside them.
+LEAN_GROUPS = 16
 #: Tables a contract may need that a build can leave out (games too large for them); a contract
 #: reading one that is neither built nor recorded in manifest.json is "skipped", not failed.
 OPTIONAL_TABLES = ("edges", "policy", "moves")
@@ -56,6 +61,8 @@ class ContractResult:
     violations: pl.DataFrame
     skipped: str = ""
     checked: int = 0
+    title: str = ""
+    """How a check that is not a SQL file is named to people (the SQL files: their name)."""
 
     @property
     def label(self) -> str:
@@ -67,7 +74,7 @@ class ContractResult:
         }
         if self.name in own:
             return own[self.name]
-        return f"contracts/{self.name}"
+        return self.title or f"contracts/{self.name}"
 
     @property
     def ok(self) -> bool:
@@ -106,11 +113,18 @@ def contract_names() -> list[str]:
     return names
 
 
-def verify_variants(data_dir: Path, names: list[str], fix: bool = False) -> list[VariantCheck]:
+#: A check a layer above this one adds to `verify` (the Knucklebones tables' sampled Bellman
+#: check): (data directory, variant or None) -> its results (none when it does not apply).
+ExtraCheck = Callable[[Path, "str | None"], list[ContractResult]]
+
+
+def verify_variants(
+    data_dir: Path, names: list[str], fix: bool = False, extra: Sequence[ExtraCheck] = ()
+) -> list[VariantCheck]:
     """Run every contract for each named variant alone (none, or ``all``: every row at once);
     ``fix`` removes the temporary files of killed builds first (else they are reported)."""
     targets: list[str | None] = [None] if not names or "all" in names else list(names)
-    return [VariantCheck(name, verify(data_dir, name, fix)) for name in targets]
+    return [VariantCheck(name, verify(data_dir, name, fix, extra)) for name in targets]
 
 
 def failure(checks: list[VariantCheck]) -> ContractError | None:
@@ -129,8 +143,12 @@ def failure(checks: list[VariantCheck]) -> ContractError | None:
 TEMPORARY_LABEL = "no temporary files"
 
 
-def verify(data_dir: Path, variant: str | None = None, fix: bool = False) -> list[ContractResult]:
-    """Run every contract on the tables of ``data_dir`` (only ``variant``'s rows when given).
+def verify(
+    data_dir: Path, variant: str | None = None, fix: bool = False, extra: Sequence[ExtraCheck] = ()
+) -> list[ContractResult]:
+    """Run every contract on the tables of ``data_dir`` (only ``variant``'s rows when given),
+    then the ``extra`` checks. Lean files (the full Knucklebones game's states) are read through
+    :data:`LEAN_GROUPS` of their row groups (:func:`lean_samples` says which).
 
     Temporary files of killed builds are reported as a failed check, or removed with ``fix``.
 
@@ -148,11 +166,22 @@ def verify(data_dir: Path, variant: str | None = None, fix: bool = False) -> lis
     results = [_manifest_result(data_dir, recorded), _schema_result(data_dir), temporary]
     first_sql = len(results)
     results += [_run_contract(name, data_dir, variant, recorded) for name in names]
+    results += [r for check in extra for r in check(data_dir, variant)]
     if sum(r.checked for r in results[first_sql:]) == 0:
         raise ContractError(
             f"verify checked no rows in {data_dir} (every contract skipped or its tables empty)"
         )
     return results
+
+
+def lean_samples(data_dir: Path) -> list[sql.LeanSample]:
+    """What the contracts read of each lean file (none when there is no lean file)."""
+    found = (
+        sql.lean_sample(f, LEAN_GROUPS)
+        for t in schema.COLUMNS
+        for f in layout.table_files(data_dir, t)
+    )
+    return [x for x in found if x is not None]
 
 
 def _check_columns(data_dir: Path) -> None:
@@ -210,7 +239,7 @@ def _run_contract(
     description = head.get("description", "")
     if absent:
         return ContractResult(name, description, pl.DataFrame(), f"{', '.join(absent)} not built")
-    con = sql.connect(data_dir, {"variant": variant})
+    con = sql.connect(data_dir, {"variant": variant}, lean_groups=LEAN_GROUPS)
     try:
         found = con.sql(text).pl()
         checked = _rows_checked(con, needs[0] if needs else "states", variant)

@@ -219,10 +219,57 @@ def convert(param: Param, value: Any) -> Any:
     return number
 
 
-def connect(data_dir: Path, values: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+@dataclass(frozen=True)
+class LeanSample:
+    """The row groups of one lean file (the full Knucklebones game's states) that a sampled
+    view reads: their id ranges, evenly spaced from the first to the last."""
+
+    path: Path
+    ranges: tuple[tuple[int, int], ...]
+    groups: int
+    rows: int
+    total_rows: int
+
+    def describe(self, root: Path | None = None) -> str:
+        """One line for people: which file (relative to ``root``), how much of it."""
+        path = self.path.relative_to(root) if root is not None else self.path
+        return (
+            f"{path}: {len(self.ranges):,} of {self.groups:,} row groups sampled "
+            f"({self.rows:,} of {self.total_rows:,} rows, evenly spaced by state id)"
+        )
+
+
+def lean_sample(path: Path, groups: int) -> LeanSample | None:
+    """``groups`` row groups of a lean file, evenly spaced (the first and the last among them);
+    None for a file with every column of its table (read whole)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    if tables.declared_columns(path) is None:
+        return None
+    meta = pq.ParquetFile(path).metadata
+    sid = meta.schema.to_arrow_schema().names.index("state_id")
+    n = meta.num_row_groups
+    spaced = np.linspace(0, n - 1, min(groups, n)).round() if n else np.empty(0)
+    chosen = sorted({int(g) for g in spaced})
+    ranges = []
+    for g in chosen:
+        stats = meta.row_group(g).column(sid).statistics
+        if stats is None or not stats.has_min_max:
+            raise TableError(f"{path}: row group {g} has no state_id statistics; rebuild it")
+        ranges.append((int(stats.min), int(stats.max)))
+    rows = sum(meta.row_group(g).num_rows for g in chosen)
+    return LeanSample(Path(path), tuple(ranges), n, rows, meta.num_rows)
+
+
+def connect(
+    data_dir: Path, values: dict[str, Any] | None = None, lean_groups: int | None = None
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with a view per table found in ``data_dir`` and the given variables.
 
-    Variable names come from query headers (checked words); values are bound parameters.
+    Variable names come from query headers (checked words); values are bound parameters. With
+    ``lean_groups``, a lean file (billions of rows: the full Knucklebones game's states) is read
+    through ``lean_groups`` of its row groups (:func:`lean_sample`), as `verify` does.
     """
     con = duckdb.connect()
     con.execute("set enable_progress_bar = false")  # DuckDB's bar would clutter stderr
@@ -235,21 +282,42 @@ def connect(data_dir: Path, values: dict[str, Any] | None = None) -> duckdb.Duck
     data = Path(data_dir)
     names = {p.stem for p in [*data.glob("*.parquet"), *data.glob(f"{OWN_DIR}/*/*.parquet")]}
     for name in sorted(n for n in names if NAME_PATTERN.fullmatch(n)):
-        _add_view(con, name, table_files(data, name))
+        _add_view(con, name, table_files(data, name), lean_groups)
     if table_files(data, "states"):
         con.execute(RULES_VIEW.replace("$path", "getvariable('path_states')"))
     return con
 
 
-def _add_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> None:
-    """A view over a table's files (the shared one and the variants' own, read as one table);
-    TableError naming the file when one is not ours."""
+def _add_view(
+    con: duckdb.DuckDBPyConnection, name: str, files: list[Path], lean_groups: int | None = None
+) -> None:
+    """A view over a table's files (the shared one and the variants' own, read as one table;
+    lean files sampled when ``lean_groups`` is given); TableError naming the file when one is
+    not ours."""
     # Views cannot take prepared parameters; a variable carries the files instead.
     con.execute(f"set variable path_{name} = $v", {"v": [str(f) for f in files]})
     for path in files:
         tables.check_ours(path)
     columns = schema.derived_select(name)  # big boxes leave some columns to the reader
     source = f"read_parquet(getvariable('path_{name}'), union_by_name = true)"
+    sampled = [(f, lean_sample(f, lean_groups)) for f in files] if lean_groups else []
+    if any(found is not None for _, found in sampled):
+        # path_{name} keeps every file (the rules view reads their metadata)
+        whole = [str(f) for f, found in sampled if found is None]
+        con.execute(f"set variable whole_{name} = $v", {"v": whole})
+        parts = []
+        if whole:
+            parts.append(
+                f"select * from read_parquet(getvariable('whole_{name}'), union_by_name = true)"
+            )
+        for i, (_, found) in enumerate(x for x in sampled if x[1] is not None):
+            assert found is not None
+            con.execute(f"set variable lean_{name}_{i} = $v", {"v": str(found.path)})
+            # one scan per row group: each prunes to its group by the state_id statistics
+            lean = f"select * from read_parquet(getvariable('lean_{name}_{i}'))"
+            ranges = found.ranges or ((0, -1),)  # an empty file: no rows, its columns
+            parts += [f"{lean} where state_id between {a} and {b}" for a, b in ranges]
+        source = "(" + " union all by name ".join(parts) + ")"
     present = [row[0] for row in con.execute(f"describe select * from {source}").fetchall()]
     # columns no file holds (only lean files there) read as nulls, as they would in a union
     columns += schema.missing_select(name, present)

@@ -43,7 +43,10 @@ def register(app: typer.Typer) -> None:
         from pipeline.analysis import contracts
         from pipeline.games.registry import split_names
 
-        checks = contracts.verify_variants(Path(data_dir), split_names(variant or []), fix)
+        names = split_names(variant or [])
+        checks = contracts.verify_variants(Path(data_dir), names, fix, [_lean_boards])
+        for sample in contracts.lean_samples(Path(data_dir)):  # what the contracts read of them
+            _print(f"lean table {sample.describe(Path(data_dir))}")
         for check in checks:
             if len(checks) > 1:
                 _print(f"{check.variant}:")
@@ -55,6 +58,18 @@ def register(app: typer.Typer) -> None:
         total = sum(len(c.results) for c in checks)
         rows = sum(r.checked for c in checks for r in c.results if r.name != "manifest")
         _print(f"all {total} contracts hold in {data_dir}: {rows:,} rows checked")
+
+
+def _lean_boards(data_dir: Path, variant: str | None) -> list["ContractResult"]:
+    """The sampled Bellman check of the Knucklebones boards stored lean (none: nothing to
+    import, nothing to check)."""
+    from pipeline.analysis import contracts
+
+    if not contracts.lean_samples(data_dir):
+        return []
+    from pipeline.apps.knucklebones.known import verify_lean_boards
+
+    return verify_lean_boards(data_dir, variant)
 
 
 def _print(text: str) -> None:

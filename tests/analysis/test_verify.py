@@ -304,3 +304,36 @@ def test_move_legality_applies_only_to_one_player_shut_the_box(copy_of: Path) ->
     meta[RULES_KEY] = json.dumps(rules).encode()
     pq.write_table(table.replace_schema_metadata(meta), path)
     assert "stb_move_legal" not in failed(copy_of)
+
+
+def test_lean_files_are_sampled_by_row_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 23: a lean file (the full Knucklebones game: 4,590 row groups per objective) is read
+    # by verify's contracts through a few evenly spaced row groups, the first and last among them
+    import numpy as np
+
+    from pipeline.stages.streamed import written_schema
+    from pipeline.store import stream_writer
+
+    monkeypatch.setattr(stream_writer, "ROW_GROUP_ROWS", 1000)
+    path = tmp_path / "variants" / "lean" / "states.parquet"
+    path.parent.mkdir(parents=True)
+    columns = ("variant", "state_id", "objective", "maximise", "value", "residual")
+    schema = written_schema("states", columns, {RULES_KEY: b'{"lean": {"game": "knucklebones"}}'})
+    constants = {"variant": "lean", "objective": "wins", "maximise": True, "residual": 0.0}
+    batches = [
+        {"state_id": np.arange(a, a + 1000), "value": np.full(1000, 0.5)}
+        for a in range(0, 10_000, 1000)
+    ]
+    stream_writer.write_streamed(path, batches, schema, constants)
+    found = sql.lean_sample(path, 3)
+    assert found is not None and found.groups == 10 and found.rows == 3000
+    assert found.ranges == ((0, 999), (4000, 4999), (9000, 9999))
+    con = sql.connect(tmp_path, lean_groups=3)
+    n, low, high, tiles = con.execute(
+        "select count(*), min(state_id), max(state_id), count(tiles) from states"
+    ).fetchone()
+    assert (n, low, high, tiles) == (3000, 0, 9999, 0)  # the columns it lacks read as null
+    whole = sql.connect(tmp_path)  # every other reader reads it all
+    assert whole.execute("select count(*) from states").fetchone() == (10_000,)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -26,6 +27,9 @@ import pyarrow as pa
 from pipeline.errors import TableError
 from pipeline.games.knucklebones.game import MAX_GRAPH_STATES, KnuckleRules
 from pipeline.store import tables
+
+if TYPE_CHECKING:
+    from pipeline.analysis.contracts import ContractResult
 
 
 @dataclass(frozen=True)
@@ -246,3 +250,57 @@ def _residual(path: Path) -> float:
         return 0.0
     first = f.read_row_group(0, columns=["residual"]).column(0)[0].as_py()
     return float(first or 0.0)
+
+
+#: Positions the `verify` command's Bellman check samples on each lean board (`knucklebones
+#: check-tables --samples N` takes more), and its seed.
+VERIFY_SAMPLES = 32
+VERIFY_SEED = 1
+
+
+def verify_lean_boards(data_dir: Path, variant: str | None = None) -> list[ContractResult]:
+    """`verify`'s check of the boards stored lean (the full game built on a GPU: no edges for
+    the SQL Bellman contract): the Bellman equation on :data:`VERIFY_SAMPLES` positions drawn
+    uniformly (:func:`check_sample`), both objectives. One result per board (only the board of
+    ``variant`` when given); skipped when one objective is not built."""
+    from pipeline.analysis.contracts import ContractResult
+
+    boards: dict[tuple[int, int, int], set[str]] = {}
+    for path in tables.table_files(data_dir, "states"):
+        if tables.declared_columns(path) is None:
+            continue
+        for name, r in tables.file_rules(path).items():
+            if r.get("game") == "knucklebones":
+                boards.setdefault((r["columns"], r["rows"], r["faces"]), set()).add(name)
+    out = []
+    for (c, r, f), names in sorted(boards.items()):
+        if variant is not None and variant not in names:
+            continue
+        title = f"Bellman equation of {', '.join(sorted(names))}, sampled"
+        description = (
+            f"{VERIFY_SAMPLES} positions drawn uniformly (seed {VERIFY_SEED}) equal the mean "
+            "over the die of their best move's value, read from their successors' rows"
+        )
+        rules = KnuckleRules(c, r, f)
+        if table_variants(data_dir, rules) is None:
+            out.append(
+                ContractResult("bellman_sampled", description, pl.DataFrame(),
+                               "needs both objectives built", title=title)
+            )  # fmt: skip
+            continue
+        found = check_sample(data_dir, rules, VERIFY_SAMPLES, VERIFY_SEED)
+        bad = [
+            (found.variants[k], found.max_residual[k], found.allowed[k])
+            for k in range(2)
+            if found.max_residual[k] > found.allowed[k]
+        ]
+        violations = pl.DataFrame(
+            bad,
+            schema={"variant": pl.String, "max_residual": pl.Float64, "allowed": pl.Float64},
+            orient="row",
+        )
+        out.append(
+            ContractResult("bellman_sampled", description, violations, checked=2 * found.samples,
+                           title=title)
+        )  # fmt: skip
+    return out

@@ -183,9 +183,9 @@ def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, in
     """Compile the board's two kernels to PTX for compute capability ``cc``, with the argument
     types of a real launch (those of :func:`init_args` and :func:`sweep_args`), on a machine
     without a GPU: numba-cuda's type inference and NVVM run as they would on the GPU's first
-    launch, so a kernel that would not compile there fails here. Needs numba-cuda and NVVM
-    (the ``nvidia-cuda-nvcc-cu12`` wheel, part of the ``[gpu]`` and ``[test]`` extras), not a
-    driver.
+    launch, so a kernel that would not compile there fails here. Needs numba-cuda, NVVM and
+    NVRTC (the ``nvidia-cuda-nvcc-cu12`` and ``nvidia-cuda-nvrtc-cu12`` wheels, in the ``[gpu]``
+    and ``[test]`` extras), not a driver.
 
     numba-cuda asks the current device for its compute capability when it compiles a device
     function a kernel calls (the rules' njit functions), which needs a driver: for this compile
