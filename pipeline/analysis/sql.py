@@ -24,6 +24,9 @@ before the first statement:
       -- param: strategy text one of optimal,random,greedy default greedy
       -- param: top int 1..10000 default 10
 
+- optionally ``-- built by:`` the command that builds what the query reads, when plain
+  ``stb-pipeline build`` does not (a missing table's error then names it).
+
 Then one statement, usually a chain of CTEs ending in ``select * from final``. Tables are read
 through views named after them (``states``, ``edges``, ``policy``, ...), so the same file runs
 here and in the ``duckdb`` command after ``.read queries/_views.sql``.
@@ -353,9 +356,10 @@ def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
         return con.sql(read_sql(path)).pl()
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
+        command = header(path).get("built by", "stb-pipeline build")
         raise TablesMissingError(
             f"query {name}: a table it reads is not built in {data_dir} ({first}); "
-            "run `stb-pipeline build` first"
+            f"run `{command}` first"
         ) from None
     except duckdb.Error as exc:
         raise damaged(data_dir, exc) from None

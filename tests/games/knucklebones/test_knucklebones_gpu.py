@@ -319,6 +319,11 @@ def test_openings_sql_names_perfect_plays_columns(tmp_path: Path) -> None:
     empty = [r for r in rows if r["ply"] == 0]
     assert all(r["all_same"] and r["win_lost_worst"] == 0 for r in empty)
     assert [r["roll"] for r in empty] == [1, 2, 3, 4, 5, 6]
+    # without the decisions table the error names the build that writes it
+    for found in data.glob("variants/*/decisions.parquet"):
+        found.unlink()
+    missing = invoke(["query", "knucklebones_openings", "-p", "variant=kb-lean", "-d", data])
+    assert missing.code == 2 and "--device cuda` first" in missing.stderr, missing.stderr
 
 
 def test_verify_samples_the_lean_tables_and_their_bellman_equation(tmp_path: Path) -> None:
