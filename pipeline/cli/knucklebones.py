@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -90,6 +91,8 @@ def solve_cmd(
     out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, depth {a.depth}")
     if a.tables:
         out.print(f"values looked up in {data_dir}: {a.tables[0]} (win), {a.tables[1]} (score)")
+    elif use_tables and Path(data_dir).is_dir():
+        _say_missing_twin(Path(data_dir), variant)
     out.print(f"best column {a.best.column}: {_fmt(a.best.value)}")
     table = Table("column", "win", "score difference", "exact")
     for cv in a.columns:
@@ -101,6 +104,21 @@ def solve_cmd(
             "yes (from tables)" if cv.value.from_tables else "yes" if cv.value.exact else "no",
         )
     out.print(table)
+
+
+def _say_missing_twin(data_dir: Path, variant: str | None) -> None:
+    """A note when one objective of the board is built but not the other: the lookups need
+    both, so the answer was searched."""
+    from pipeline.apps.knucklebones.known import missing_twin
+    from pipeline.apps.knucklebones.position import knucklebones_game
+
+    found = missing_twin(data_dir, knucklebones_game(variant).r)
+    if found is not None:
+        built, objective = found
+        out.print(
+            f"note: {built} is built but not its {objective} objective; exact answers need "
+            f"both tables (build the {objective} variant too): searched instead"
+        )
 
 
 def _tree(node: TreeNode, into: Tree) -> None:

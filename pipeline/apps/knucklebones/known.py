@@ -70,6 +70,23 @@ def _variant_files(data_dir: Path, rules: KnuckleRules) -> list[tuple[str, Path]
     return found
 
 
+def missing_twin(data_dir: Path, rules: KnuckleRules) -> tuple[str, str] | None:
+    """(the built variant, the objective missing) when exactly one objective of the board of
+    ``rules`` is built: its exact answers need both tables. None otherwise."""
+    tables.settle(data_dir)
+    built: dict[str, str] = {}
+    for path in tables.table_files(data_dir, "states"):
+        for name, r in tables.file_rules(path).items():
+            if r.get("game") == "knucklebones" and (r["columns"], r["rows"], r["faces"]) == (
+                rules.columns, rules.rows, rules.faces,
+            ):  # fmt: skip
+                built.setdefault(r["objective"], name)
+    if len(built) != 1:
+        return None
+    ((objective, name),) = built.items()
+    return name, "score" if objective == "wins" else "wins"
+
+
 def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValues | None:
     """Both objectives' exact values for the board of ``rules``, or None when not built.
 

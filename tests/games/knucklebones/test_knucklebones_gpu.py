@@ -193,6 +193,26 @@ def test_lookups_in_the_lean_tables_are_the_solvers_values(
     )
 
 
+def test_solve_says_when_one_objective_of_the_board_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `build --variant knucklebones --device cuda` alone builds the wins table only: the answer
+    # is searched (the lookups need both objectives), and solve says why
+    from pipeline.apps.knucklebones import position
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    data = tmp_path / "data"
+    _write_lean(data, "kb-lean", KnuckleRules(2, 2, 6, "wins"))
+    monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
+    args = ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2"]
+    half = invoke([*args, "-d", data])
+    assert half.code == 0, half.stderr
+    assert "note: kb-lean is built but not its score objective" in half.stdout
+    _write_lean(data, "kb-lean-score", KnuckleRules(2, 2, 6, "score"))
+    both = invoke([*args, "-d", data])
+    assert both.code == 0 and "note:" not in both.stdout and "yes (from tables)" in both.stdout
+
+
 def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
