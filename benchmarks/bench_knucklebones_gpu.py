@@ -32,19 +32,12 @@ import sys
 import time
 from pathlib import Path
 
+from bench_knucklebones_vi import parse_board  # the boards are named the same way
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ["3x2", "3x3d5", "3x3"]
 #: Boards the CPU baseline is run on (3x3d5 needs 8 GB and about an hour on 2 cores).
 CPU_MAX_STATES = 50_000_000
-
-
-def parse_board(text: str, objective: str) -> object:
-    """KnuckleRules of "CxR" or "CxRdF"."""
-    from pipeline.games.knucklebones.game import KnuckleRules
-
-    size, _, faces = text.partition("d")
-    columns, rows = size.split("x")
-    return KnuckleRules(int(columns), int(rows), int(faces or 6), objective)
 
 
 #: Registers an H100 SM holds, and its most resident warps.

@@ -49,9 +49,9 @@ def table_variants(data_dir: Path, rules: KnuckleRules) -> tuple[str, str] | Non
     return None if found is None else (found[0][0], found[1][0])
 
 
-def _variant_files(data_dir: Path, rules: KnuckleRules) -> list[tuple[str, Path]] | None:
-    """(variant, file holding its states) for the wins and the score objective of ``rules``:
-    the shared ``states.parquet`` or a variant's own file (the big boards live in their own)."""
+def _states_rules(data_dir: Path) -> dict[str, tuple[dict, Path]]:
+    """Every built variant's rule set and the file holding its states: the shared
+    ``states.parquet`` or a variant's own file (the big boards live in their own)."""
     tables.settle(data_dir)  # a commit in progress or interrupted: finish it before reading
     by_variant: dict[str, tuple[dict, Path]] = {}
     for path in tables.table_files(data_dir, "states"):
@@ -60,31 +60,39 @@ def _variant_files(data_dir: Path, rules: KnuckleRules) -> list[tuple[str, Path]
         except (pa.ArrowException, OSError, ValueError):
             raise TableError(f"{path} is not a readable table; move it away and rebuild") from None
         by_variant.update({v: (r, path) for v, r in file_rules.items()})
-    found = []
+    return by_variant
+
+
+def _board_variants(data_dir: Path, rules: KnuckleRules) -> dict[str, list[tuple[str, Path]]]:
+    """(variant, states file) of each objective built of the board and die of ``rules``, in
+    name order (objectives not built: absent)."""
+    by_variant = _states_rules(data_dir)
+    found = {}
     for objective in ("wins", "score"):
         want = {**rules.to_dict(), "objective": objective}
         names = sorted(v for v, (r, _) in by_variant.items() if r == want)
-        if not names:
-            return None
-        found.append((names[0], by_variant[names[0]][1]))
+        if names:
+            found[objective] = [(v, by_variant[v][1]) for v in names]
     return found
+
+
+def _variant_files(data_dir: Path, rules: KnuckleRules) -> list[tuple[str, Path]] | None:
+    """(variant, file holding its states) for the wins and the score objective of ``rules``;
+    None unless both are built."""
+    built = _board_variants(data_dir, rules)
+    if len(built) < 2:
+        return None
+    return [built["wins"][0], built["score"][0]]
 
 
 def missing_twin(data_dir: Path, rules: KnuckleRules) -> tuple[str, str] | None:
     """(the built variant, the objective missing) when exactly one objective of the board of
     ``rules`` is built: its exact answers need both tables. None otherwise."""
-    tables.settle(data_dir)
-    built: dict[str, str] = {}
-    for path in tables.table_files(data_dir, "states"):
-        for name, r in tables.file_rules(path).items():
-            if r.get("game") == "knucklebones" and (r["columns"], r["rows"], r["faces"]) == (
-                rules.columns, rules.rows, rules.faces,
-            ):  # fmt: skip
-                built.setdefault(r["objective"], name)
+    built = _board_variants(data_dir, rules)
     if len(built) != 1:
         return None
-    ((objective, name),) = built.items()
-    return name, "score" if objective == "wins" else "wins"
+    ((objective, found),) = built.items()
+    return found[0][0], "score" if objective == "wins" else "wins"
 
 
 def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValues | None:
@@ -283,12 +291,9 @@ def verify_lean_boards(data_dir: Path, variant: str | None = None) -> list[Contr
     from pipeline.analysis.contracts import ContractResult
 
     boards: dict[tuple[int, int, int], set[str]] = {}
-    for path in tables.table_files(data_dir, "states"):
-        if tables.declared_columns(path) is None:
-            continue
-        for name, r in tables.file_rules(path).items():
-            if r.get("game") == "knucklebones":
-                boards.setdefault((r["columns"], r["rows"], r["faces"]), set()).add(name)
+    for name, (rule, path) in _states_rules(data_dir).items():
+        if rule.get("game") == "knucklebones" and tables.declared_columns(path) is not None:
+            boards.setdefault((rule["columns"], rule["rows"], rule["faces"]), set()).add(name)
     out = []
     for (c, r, f), names in sorted(boards.items()):
         if variant is not None and variant not in names:

@@ -138,11 +138,6 @@ def pick_dtype(n_states: int, tol: float, free: float) -> type:
     return np.float32
 
 
-def threads_per_block() -> int:
-    """:data:`THREADS`, or :data:`SIM_THREADS` under the simulator."""
-    return SIM_THREADS if simulated() else THREADS
-
-
 @lru_cache(maxsize=8)
 def kernels(c: int, f: int, tpb: int) -> tuple[Any, Any]:
     """The (init, sweep) kernels of a board of ``c`` columns and an ``f``-faced die, launched
@@ -203,7 +198,7 @@ def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, in
         compute_capability = cc
 
     tb = exact.tables(rules)
-    init, sweep = kernels(tb.columns, tb.faces, threads_per_block())
+    init, sweep = kernels(tb.columns, tb.faces, THREADS)
     host = {k: getattr(tb, k) for k in TABLE_NAMES}
     bounds: np.ndarray = np.zeros((1, 2), dtype=dtype)
     out = np.zeros(2, dtype=np.float64)
@@ -252,7 +247,7 @@ class GpuSolution:
 
 def launch_shape(cuda: Any, n: int, threads: int | None = None) -> tuple[int, int]:
     """(blocks, threads) of a grid-stride launch over ``n`` ids (``threads`` a block: default
-    :func:`threads_per_block`)."""
+    :data:`THREADS`; :data:`SIM_THREADS` under the simulator, whatever is asked)."""
     if simulated():
         return max(1, min(2, -(-n // SIM_THREADS))), SIM_THREADS
     threads = threads or THREADS

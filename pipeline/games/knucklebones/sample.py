@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.players import Player, named_player
+from pipeline.games.knucklebones.players import Player, legal_columns, named_player
 
 #: Random-vs-random games of the sample, and their seed (recorded in every row).
 GAMES = 100
@@ -57,8 +57,7 @@ def sample_decisions(game: Knucklebones, games: int = GAMES, seed: int = SEED) -
         while not game.terminal_mask(pairs[None, :])[0]:
             face = int(rng.integers(1, game.r.faces + 1))
             out.append(Decision(pairs.copy(), face, ply, "sample"))
-            legal = np.flatnonzero(t.place[pairs, face - 1] >= 0)
-            col = int(rng.choice(legal))
+            col = int(rng.choice(legal_columns(game, pairs)))
             pairs[col] = t.place[pairs[col], face - 1]
             pairs = t.swap[pairs]
             ply += 1
@@ -119,7 +118,7 @@ def decision_rows(
         for i, d in enumerate(found):
             state = int(game.canonical(d.pairs[None, :])[0])
             board = game.board_text(d.pairs)
-            for col in np.flatnonzero(t.place[d.pairs, d.die - 1] >= 0):
+            for col in legal_columns(game, d.pairs):
                 after = d.pairs.copy()
                 after[col] = t.place[after[col], d.die - 1]
                 rows["kind"].append(d.kind)
