@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline import __version__
+from pipeline._version import __version__
 from pipeline.errors import PipelineError, TableError, TablesMissingError
 from pipeline.store import manifest, schema
 from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
