@@ -121,11 +121,11 @@ def parse_line(game: TwoPlayer, text: str) -> tuple[int, float]:
     if not math.isfinite(value):
         raise LineError("bad format", f"value {fields[-1]!r} is not a finite number")
     tiles = fields[0].strip()
-    if game.r.tiles > 9 and tiles:
+    if game.r.box.tiles > 9 and tiles:
         # tiles are space-separated; a trailing comma keeps a lone "10" from reading as 1, 0
         tiles = ",".join(tiles.split()) + ","
     try:
-        mask = parse_tiles(tiles, game.r.tiles) if tiles else 0
+        mask = parse_tiles(tiles, game.r.box.tiles) if tiles else 0
     except UsageError as exc:
         raise LineError("bad format", str(exc)) from None
     if len(fields) == 2:
