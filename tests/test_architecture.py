@@ -8,6 +8,7 @@ CLI for help, loads neither polars, duckdb nor any game.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,13 @@ def _module_of_path(cell: str) -> str:
 #: A module may import its own layer and the layers before it.
 LAYER_MODULES = tuple((row[0], _module_of_path(row[1])) for row in doc_table("layer"))
 LAYERS = tuple(name for name, _ in LAYER_MODULES)
+#: Each layer's floor and the layers it imports, as docs/architecture.md writes them (a note in
+#: parentheses aside).
+DOC_FLOORS = {row[0]: int(row[2]) for row in doc_table("layer")}
+DOC_IMPORTS = {
+    row[0]: {name.strip() for name in re.sub(r"\(.*?\)", "", row[4]).split(",")} - {"nothing"}
+    for row in doc_table("layer")
+}
 
 #: The parts of pipeline/games/ (docs/architecture.md, "Inside the games layer"): each part's
 #: modules (relative to pipeline.games) and the parts it may import besides itself.
@@ -129,6 +137,51 @@ def test_the_layers_are_the_documented_ones() -> None:
     assert LAYERS[0] == "version" and LAYERS[-2:] == ("face", "main"), LAYERS
     for _, module in LAYER_MODULES:
         assert _exists(module), f"docs/architecture.md names {module}, which does not exist"
+
+
+def layer_imports() -> dict[str, set[str]]:
+    """The layers each layer imports (its own apart), from the code."""
+    found: dict[str, set[str]] = {name: set() for name in LAYERS}
+    for name, path in all_modules().items():
+        mine = LAYERS[layer_of(name) or 0]
+        for target, _ in imports_of(path):
+            theirs = layer_of(target)
+            if theirs is not None and LAYERS[theirs] != mine:
+                found[mine].add(LAYERS[theirs])
+    return found
+
+
+def floors(imports: dict[str, set[str]]) -> dict[str, int]:
+    """Each layer's floor: 1 when it imports no other layer, else one above the highest it
+    imports (as `farm-studio look` stacks the rooms). Layers come lowest first, so one pass."""
+    out: dict[str, int] = {}
+    for name in LAYERS:
+        out[name] = 1 + max((out.get(t, 0) for t in imports[name]), default=0)
+    return out
+
+
+def test_layer_imports_and_floors_are_the_documented_ones() -> None:
+    """docs/architecture.md's layers are the code's: each layer imports exactly the layers its
+    row lists, and stands on the floor its row says."""
+    found = layer_imports()
+    wrong = [
+        f"{name} imports {', '.join(sorted(found[name], key=LAYERS.index)) or 'nothing'}; "
+        f"the doc lists {', '.join(sorted(DOC_IMPORTS[name], key=LAYERS.index)) or 'nothing'}"
+        for name in LAYERS
+        if found[name] != DOC_IMPORTS[name]
+    ]
+    assert not wrong, "docs/architecture.md's imports column:\n" + "\n".join(wrong)
+    assert floors(found) == DOC_FLOORS, "docs/architecture.md's floor column"
+
+
+def test_floors_are_counted_as_the_studio_counts_them() -> None:
+    imports = {name: set() for name in LAYERS} | {
+        "solve": {"graph"},
+        "games": {"solve", "errors"},
+        "face": {"games"},
+    }
+    found = floors(imports)
+    assert (found["errors"], found["solve"], found["games"], found["face"]) == (1, 2, 3, 4)
 
 
 def test_nothing_imports_the_face() -> None:
