@@ -86,20 +86,15 @@ def child(board: str, objective: str, device: str, tol: float, save: str, thread
     """Solve once in this process; the measurements as a dict (values saved to ``save``)."""
     import numpy as np
 
-    from pipeline.games.knucklebones import exact, gpu
+    from pipeline.games.knucklebones import exact, solver
 
     rules = parse_board(board, objective)
     t0 = time.perf_counter()
     out: dict = {"positions": exact.tables(rules).n_states}
-    if device == "cpu":
-        sol = exact.solve(rules, tol=tol)
-        out.update(sweeps=sol.sweeps, sweep_s=None, start=float(sol.value[0]))
-        value = sol.value
-    else:
-        g = gpu.solve(rules, tol=tol, threads=threads)
-        out.update(sweeps=g.sweeps, sweep_s=g.sweep_seconds, start=g.value(0))
-        out["dtype"] = np.dtype(g.dtype).name
-        value = g.values(0, g.n_states) if g.n_states <= CPU_MAX_STATES else None
+    sol = solver.solve(rules, device, tol=tol, threads=threads if device == "cuda" else None)
+    out.update(sweeps=sol.sweeps, sweep_s=sol.sweep_seconds, start=sol.value_of(0))
+    out["dtype"] = np.dtype(sol.dtype).name
+    value = sol.values() if sol.n_states <= CPU_MAX_STATES else None
     out["seconds"] = time.perf_counter() - t0
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if save and value is not None:
