@@ -15,7 +15,7 @@ needed) and assembled by ptxas (from the nvidia-cuda-nvcc-cu12 wheel) for its re
 spills and resident warps an SM at the chosen threads a block.
 
 Usage: python benchmarks/bench_knucklebones_gpu.py [BOARD ...] [--tolerance T] [--objective O]
-                                                   [--threads N]
+                                                   [--threads N] [--json PATH]
        BOARD is CxR or CxRdF (default: 3x2 3x3d5 3x3)
 """
 
@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=1e-11)
     parser.add_argument("--objective", default="wins")
     parser.add_argument("--threads", type=int, default=None, help="threads a block on the GPU")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     from pipeline.games.knucklebones import gpu as gpu_solver
 
@@ -164,11 +165,17 @@ def main() -> None:
         cpu = None
         if "positions" in gpu and gpu["positions"] <= CPU_MAX_STATES:
             cpu = run_child(board, args.objective, "cpu", args.tolerance, threads)
-        diff = "-"
+        diff = None
         if cpu and "error" not in cpu and "error" not in gpu:
             a, b = np.load(gpu["save"]), np.load(cpu["save"])
-            diff = f"{np.abs(a - b).max():.1e}"
+            diff = float(np.abs(a - b).max())
         rows.append((board, gpu, cpu, diff))
+    if args.json is not None:  # for benchmarks/gpu_session.py: GPU against CPU on every state
+        found = [
+            {"board": b, "gpu": g, "cpu": c, "max_diff": d, "tolerance": args.tolerance}
+            for b, g, c, d in rows
+        ]
+        args.json.write_text(json.dumps({"simulated": sim, "rows": found}, indent=1))
     head = ["board", "positions", "GPU sweeps", "GPU sweep s", "GPU s", "bounds", "host peak MB",
             "CPU sweeps", "CPU s", "CPU peak MB", "ratio CPU/GPU", "max |GPU - CPU|",
             "start value"]  # fmt: skip
@@ -183,7 +190,8 @@ def main() -> None:
             board, f"{g['positions']:,}", str(g["sweeps"]), f"{g['sweep_s']:.2f}",
             f"{g['seconds']:.1f}", g["dtype"], f"{g['peak_mb']:,.0f}",
             str(c["sweeps"]) if cs else "-", f"{cs:.1f}" if cs else "-",
-            f"{c['peak_mb']:,.0f}" if cs else "-", f"{cs / g['seconds']:.1f}" if cs else "-", diff,
+            f"{c['peak_mb']:,.0f}" if cs else "-", f"{cs / g['seconds']:.1f}" if cs else "-",
+            "-" if diff is None else f"{diff:.1e}",
             f"{g['start']:.10f}",
         ]  # fmt: skip
         print("| " + " | ".join(cells) + " |")

@@ -294,7 +294,7 @@ def _run(
         if progress is not None:
             progress(sweep, residual, width / 2, n_states / dt)
     value = _values(root, sweep, n)
-    return Solution.on_host(
+    return Solution.of(
         plan.rules, value, "dask", np.dtype(plan.dtype).type, width / 2, residual, sweep,
         time.perf_counter() - t0, swept,
     )  # fmt: skip

@@ -599,7 +599,7 @@ def _solve(
     if small is not None:
         small.scatter(parts[0].values)
     value = np.concatenate([midpoint(s.values) for s in parts])
-    return Solution.on_host(
+    return Solution.of(
         rules, value, "cpu", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
     )
 

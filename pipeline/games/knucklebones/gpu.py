@@ -271,6 +271,6 @@ def solve(
         sweeps += 1
         if progress is not None:
             progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
-    return Solution.on_gpu(
-        rules, bounds, dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
+    return Solution.of(
+        rules, bounds, "cuda", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
     )

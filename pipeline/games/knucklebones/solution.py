@@ -51,10 +51,10 @@ class Solution:
     """Whether the bounds are on the GPU (read: copied a range at a time)."""
 
     @classmethod
-    def on_host(
+    def of(
         cls,
         rules: KnuckleRules,
-        value: np.ndarray,
+        store: Any,
         backend: str,
         dtype: type,
         bound: float,
@@ -63,29 +63,17 @@ class Solution:
         seconds: float,
         sweep_seconds: float,
     ) -> Solution:
-        """A solution whose values (float64, state id order) are in host memory."""
-        return cls(
-            rules, int(value.shape[0]), bound, residual, sweeps, seconds, sweep_seconds,
-            backend, dtype, lambda a, b: value[a:b],
+        """A solution whose ``store`` is its values (float64, state id order) in host memory,
+        or its bounds ([n, 2] lower, upper) left on the GPU (a device array: a range of values
+        is copied to the host when read)."""
+        on_device = hasattr(store, "copy_to_host")
+        read: Callable[[int, int], np.ndarray] = (
+            (lambda a, b: midpoint(store[a:b].copy_to_host())) if on_device
+            else (lambda a, b: store[a:b])
         )  # fmt: skip
-
-    @classmethod
-    def on_gpu(
-        cls,
-        rules: KnuckleRules,
-        bounds: Any,
-        dtype: type,
-        bound: float,
-        residual: float,
-        sweeps: int,
-        seconds: float,
-        sweep_seconds: float,
-    ) -> Solution:
-        """A solution whose bounds ([n, 2] lower, upper) stay on the GPU: a range of values is
-        copied to the host when read."""
         return cls(
-            rules, int(bounds.shape[0]), bound, residual, sweeps, seconds, sweep_seconds,
-            "cuda", dtype, lambda a, b: midpoint(bounds[a:b].copy_to_host()), on_device=True,
+            rules, int(store.shape[0]), bound, residual, sweeps, seconds, sweep_seconds, backend,
+            dtype, read, on_device,
         )  # fmt: skip
 
     def host(self) -> Solution:
@@ -93,7 +81,7 @@ class Solution:
         the others are returned as they are)."""
         if not self.on_device:
             return self
-        return Solution.on_host(
+        return Solution.of(
             self.rules, self.values(), self.backend, self.dtype, self.bound, self.residual,
             self.sweeps, self.seconds, self.sweep_seconds,
         )  # fmt: skip
