@@ -9,7 +9,7 @@ GPU (the full game's are 77 GB) and copies a range of them to the host when aske
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -81,10 +81,8 @@ class Solution:
         the others are returned as they are)."""
         if not self.on_device:
             return self
-        return Solution.of(
-            self.rules, self.values(), self.backend, self.dtype, self.bound, self.residual,
-            self.sweeps, self.seconds, self.sweep_seconds,
-        )  # fmt: skip
+        held = self.values()
+        return replace(self, read=lambda a, b: held[a:b], on_device=False)
 
     def values(self, a: int = 0, b: int | None = None) -> np.ndarray:
         """The values of state ids ``a..b-1`` (default: every one), float64, on the host."""
