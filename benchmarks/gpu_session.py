@@ -248,7 +248,7 @@ def step1(s: Session, boards: Boards) -> None:
         else:
             s.check("the benchmark ran on the GPU, not the simulator", not data["simulated"])
     for objective in ("wins", "score"):
-        ran = s.pipeline(f"solve-exact 3x3 {objective}", "knucklebones", "solve-exact",
+        ran = s.pipeline(f"solve-exact {objective}", "knucklebones", "solve-exact",
                          *boards.solve, "--objective", objective, "--device", "cuda",
                          "--tolerance", str(TOLERANCE))  # fmt: skip
         ran.notes.append(last_lines(s, 2))
