@@ -67,3 +67,11 @@ bench-nplayer *ARGS:
 # The local server under load: 50 clients x 30 s per variant (build them first; see the script)
 bench-serve *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
+
+# Issue 31's GPU session on a lent GPU machine: preflight, step1 (benchmark + solve-exact, ~5 min) or step2 (the full game's tables, checks, queries; <= 10 min); logs and summaries in $OUT
+gpu-session STEP *ARGS:
+    python benchmarks/gpu_session.py {{STEP}} {{ARGS}}
+
+# The GPU session here, before any GPU time: every step on tiny boards, CUDA simulator, polars/duckdb/matplotlib refused (a few minutes)
+gpu-session-dry *ARGS:
+    python benchmarks/gpu_session.py dry --out /tmp/stb-gpu-session-dry {{ARGS}}
