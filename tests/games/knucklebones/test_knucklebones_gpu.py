@@ -20,6 +20,7 @@ import pytest
 
 from pipeline.games.knucklebones import gpu
 from tests.conftest import REPO, invoke
+from tests.support.knucklebones_lean import write_lean, write_lean_pair
 
 
 @pytest.fixture(scope="module")
@@ -142,23 +143,6 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
         assert np.abs(g.values(0, g.n_states) - c.value).max() <= 2e-11
 
 
-def _write_lean(data: Path, name: str, rules: Any) -> None:
-    """The lean states table of ``rules`` (the full game's layout), from the CPU solver, and
-    its decisions table, as ``build --device cuda`` commits them: variants/<name>/*.parquet."""
-    from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
-    from pipeline.games.registry import Variant
-    from pipeline.stages import streamed as streamed_build
-    from pipeline.store import layout
-
-    game = StreamedKnucklebones(rules)
-    variant = Variant(name, "test", lambda: game, False, family="knucklebones", separate=True)
-    staged, _ = streamed_build.write_streamed(
-        variant, game, lean_stream(game, rows=1 << 14, device="cpu"), data
-    )
-    for key, table in staged.items():
-        Path(table.path).rename(layout.table_path(data, key))
-
-
 def test_lookups_in_the_lean_tables_are_the_solvers_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,7 +152,7 @@ def test_lookups_in_the_lean_tables_are_the_solvers_values(
 
     data = tmp_path / "data"
     for objective in ("wins", "score"):
-        _write_lean(data, f"kb-lean-{objective}", KnuckleRules(2, 2, 6, objective))
+        write_lean(data, f"kb-lean-{objective}", KnuckleRules(2, 2, 6, objective))
     # the 2x2 board stands in for the full game: looked up, not loaded
     monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
     a = position.analyse("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
@@ -202,13 +186,13 @@ def test_solve_says_when_one_objective_of_the_board_is_built(
     from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
-    _write_lean(data, "kb-lean", KnuckleRules(2, 2, 6, "wins"))
+    write_lean(data, "kb-lean", KnuckleRules(2, 2, 6, "wins"))
     monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
     args = ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2"]
     half = invoke([*args, "-d", data])
     assert half.code == 0, half.stderr
     assert "note: kb-lean is built but not its score objective" in half.stdout
-    _write_lean(data, "kb-lean-score", KnuckleRules(2, 2, 6, "score"))
+    write_lean(data, "kb-lean-score", KnuckleRules(2, 2, 6, "score"))
     both = invoke([*args, "-d", data])
     assert both.code == 0 and "note:" not in both.stdout and "yes (from tables)" in both.stdout
 
@@ -221,9 +205,7 @@ def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
     from pipeline.store import layout
 
     data = tmp_path / "data"
-    for objective in ("wins", "score"):
-        suffix = "-score" if objective == "score" else ""
-        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
     args = ["knucklebones", "check-tables", "--columns", "2", "--rows", "2", "-d", data]
     good = invoke([*args, "--samples", "300", "--seed", "3"])
     assert good.code == 0, good.stderr
@@ -247,9 +229,7 @@ def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
     from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
-    for objective in ("wins", "score"):
-        suffix = "-score" if objective == "score" else ""
-        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
     found = losses(data, ["random", "greedy", "ours-d4", "perfect"], 20, 7, KnuckleRules(2, 2, 6))
     by = {r.player: r for r in found}
     assert {r.decisions for r in found} == {by["random"].decisions} and by["random"].decisions > 0
@@ -272,9 +252,7 @@ def _built_2x2_d6(data: Path) -> None:
     """Both objectives' lean tables of the 2x2 board with a d6 (kb-lean, kb-lean-score)."""
     from pipeline.games.knucklebones.game import KnuckleRules
 
-    for objective in ("wins", "score"):
-        suffix = "-score" if objective == "score" else ""
-        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
 
 
 def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(tmp_path: Path) -> None:
