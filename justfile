@@ -67,3 +67,7 @@ bench-nplayer *ARGS:
 # The local server under load: 50 clients x 30 s per variant (build them first; see the script)
 bench-serve *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
+
+# First paint of the served pages in headless Chromium, beside a static page's (the tests do not time it)
+bench-first-paint *ARGS:
+    python benchmarks/bench_first_paint.py {{ARGS}}
