@@ -1,7 +1,7 @@
 """The graph-free Knucklebones value iteration (issue 17), single-process and on Dask.
 
 Cross-checks against the graph solver (games/knucklebones/game.py + solve/value_iteration.py)
-state by state, on boards of the full game's shapes made small (2 and 3 columns, 2 and 3 rows);
+state by state, on small boards with the full game's columns of three slots or its three columns;
 the 2x2 start values that docs/variants.md gives (0.5717476480, score 1.9563511667: computed
 here, and by the independent reference of test_knucklebones_reference.py).
 """
@@ -32,12 +32,13 @@ def graph_solution(rules: KnuckleRules):
     return g, solve_value_iteration(g)
 
 
-#: Each board with both objectives: 2x3 has the full game's columns of three slots, 3x3 its
-#: shape too; a d3 or d2 keeps them to seconds (2x3 with a d6 and 3x3 with a d3 took minutes
-#: each, mostly in the graph solver, and ran only by hand).
+#: Each board with both objectives: 2x3 has the full game's columns of three slots, 3x2 its
+#: three columns; a three-faced die keeps them to a second or two (2x3 with a d6 and 3x3 with a
+#: d3 took minutes each, mostly in the graph solver, and ran only by hand; 3x3 with a d2 needs
+#: some 1,600 sweeps, each a parallel step that a loaded machine slows to a crawl).
 BOARDS = [
     KnuckleRules(columns, rows, faces, objective)
-    for columns, rows, faces in ((2, 2, 6), (2, 3, 3), (3, 3, 2))
+    for columns, rows, faces in ((2, 2, 6), (2, 3, 3), (3, 2, 3))
     for objective in ("wins", "score")
 ]
 
