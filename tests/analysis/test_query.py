@@ -259,9 +259,9 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
 
 
 def test_views_run_on_any_build_and_name_a_missing_table(tmp_path: Path) -> None:
-    # The README's tour builds two boxes: no summary, no decisions. _views.sql still runs (every
-    # table gets a view), a query of the built tables answers, and reading a table that is not
-    # built fails naming it.
+    # A build of boxes alone, as the README's tour makes: no summary, no decisions. _views.sql
+    # still runs (every table gets a view; before, it stopped at the missing summary.parquet), a
+    # query of the built tables answers, and reading a table that is not built fails naming it.
     data = tmp_path / "data"
     assert invoke(["build", "--variant", "lever", "-d", data]).code == 0
     (tmp_path / "queries").symlink_to(sql.QUERIES_DIR, target_is_directory=True)
