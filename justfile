@@ -75,3 +75,7 @@ gpu-session STEP *ARGS:
 # The GPU session here, before any GPU time: every step on tiny boards, CUDA simulator, polars/duckdb/matplotlib refused (a few minutes)
 gpu-session-dry *ARGS:
     python benchmarks/gpu_session.py dry --out /tmp/stb-gpu-session-dry {{ARGS}}
+
+# First paint of the served pages in headless Chromium, beside a static page's (the tests do not time it)
+bench-first-paint *ARGS:
+    python benchmarks/bench_first_paint.py {{ARGS}}

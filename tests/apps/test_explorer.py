@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -283,7 +284,12 @@ def open_page(browser: Any, page: Path, hash_: str = "") -> None:
     """Load the page (a fresh load, so the hash is read at start) and wait until it is drawn."""
     browser.get("about:blank")
     browser.get(page.as_uri() + hash_)
-    assert browser.execute_script("return document.body.dataset.ready") == "true"
+    # `get` returns at the load event, and on a loaded machine the page's script may not have
+    # drawn yet: wait for its mark (a deadline, not a timing)
+    deadline = time.monotonic() + 30
+    while browser.execute_script("return document.body.dataset.ready") != "true":
+        assert time.monotonic() < deadline, f"the page never finished drawing {hash_}"
+        time.sleep(0.02)
 
 
 def click(browser: Any, selector: str) -> None:

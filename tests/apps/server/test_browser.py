@@ -304,8 +304,9 @@ def test_knucklebones_full_game_estimate(browser: Any, server: str) -> None:
     assert {c for c, *_ in shown} == {c.column for c in solved.columns}
 
 
-def test_first_paint_and_screenshots(browser: Any, server: str, tmp_path: Path) -> None:
-    """The page paints at once (its answer is embedded), and looks right: two screenshots."""
+def test_screenshots(browser: Any, server: str, tmp_path: Path) -> None:
+    """The page looks right: two screenshots. How soon it paints (its answer is embedded) is
+    measured by benchmarks/bench_first_paint.py, not timed here."""
     shots = {
         "serve-box.png": "/classic/position?tiles=12345&roll=7",
         "serve-knucklebones.png": "/knucklebones-2x2/position?board=4_/1_;_/3_&die=3",
@@ -313,11 +314,6 @@ def test_first_paint_and_screenshots(browser: Any, server: str, tmp_path: Path) 
     target = os.environ.get("STB_SERVE_SHOTS")
     for name, url in shots.items():
         open_page(browser, server + url)
-        paint = browser.execute_script(
-            "const p = performance.getEntriesByName('first-contentful-paint')[0];"
-            "return p ? p.startTime : performance.now();"
-        )
-        assert paint < 5000  # a generous bound for a busy machine; the benchmark measures it
         shot = tmp_path / name
         assert browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 20_000  # a drawn page, not a blank one

@@ -22,6 +22,8 @@ import pytest
 
 from pipeline.games.knucklebones import gpu
 from tests.conftest import REPO, invoke
+from tests.support.ci import cannot_run
+from tests.support.knucklebones_lean import write_lean, write_lean_pair
 
 
 @pytest.fixture(scope="module")
@@ -193,23 +195,6 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
         assert np.abs(g.values(0, g.n_states) - c.value).max() <= 2e-11
 
 
-def _write_lean(data: Path, name: str, rules: Any) -> None:
-    """The lean states table of ``rules`` (the full game's layout), from the CPU solver, and
-    its decisions table, as ``build --device cuda`` commits them: variants/<name>/*.parquet."""
-    from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
-    from pipeline.games.registry import Variant
-    from pipeline.stages import streamed as streamed_build
-    from pipeline.store import layout
-
-    game = StreamedKnucklebones(rules)
-    variant = Variant(name, "test", lambda: game, False, family="knucklebones", separate=True)
-    staged, _ = streamed_build.write_streamed(
-        variant, game, lean_stream(game, rows=1 << 14, device="cpu"), data
-    )
-    for key, table in staged.items():
-        Path(table.path).rename(layout.table_path(data, key))
-
-
 def test_lookups_in_the_lean_tables_are_the_solvers_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,7 +204,7 @@ def test_lookups_in_the_lean_tables_are_the_solvers_values(
 
     data = tmp_path / "data"
     for objective in ("wins", "score"):
-        _write_lean(data, f"kb-lean-{objective}", KnuckleRules(2, 2, 6, objective))
+        write_lean(data, f"kb-lean-{objective}", KnuckleRules(2, 2, 6, objective))
     # the 2x2 board stands in for the full game: looked up, not loaded
     monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
     a = position.analyse("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
@@ -253,13 +238,13 @@ def test_solve_says_when_one_objective_of_the_board_is_built(
     from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
-    _write_lean(data, "kb-lean", KnuckleRules(2, 2, 6, "wins"))
+    write_lean(data, "kb-lean", KnuckleRules(2, 2, 6, "wins"))
     monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
     args = ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2"]
     half = invoke([*args, "-d", data])
     assert half.code == 0, half.stderr
     assert "note: kb-lean is built but not its score objective" in half.stdout
-    _write_lean(data, "kb-lean-score", KnuckleRules(2, 2, 6, "score"))
+    write_lean(data, "kb-lean-score", KnuckleRules(2, 2, 6, "score"))
     both = invoke([*args, "-d", data])
     assert both.code == 0 and "note:" not in both.stdout and "yes (from tables)" in both.stdout
 
@@ -272,9 +257,7 @@ def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
     from pipeline.store import layout
 
     data = tmp_path / "data"
-    for objective in ("wins", "score"):
-        suffix = "-score" if objective == "score" else ""
-        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
     args = ["knucklebones", "check-tables", "--columns", "2", "--rows", "2", "-d", data]
     good = invoke([*args, "--samples", "300", "--seed", "3"])
     assert good.code == 0, good.stderr
@@ -298,9 +281,7 @@ def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
     from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
-    for objective in ("wins", "score"):
-        suffix = "-score" if objective == "score" else ""
-        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
     found = losses(data, ["random", "greedy", "ours-d4", "perfect"], 20, 7, KnuckleRules(2, 2, 6))
     by = {r.player: r for r in found}
     assert {r.decisions for r in found} == {by["random"].decisions} and by["random"].decisions > 0
@@ -323,9 +304,7 @@ def _built_2x2_d6(data: Path) -> None:
     """Both objectives' lean tables of the 2x2 board with a d6 (kb-lean, kb-lean-score)."""
     from pipeline.games.knucklebones.game import KnuckleRules
 
-    for objective in ("wins", "score"):
-        suffix = "-score" if objective == "score" else ""
-        _write_lean(data, f"kb-lean{suffix}", KnuckleRules(2, 2, 6, objective))
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
 
 
 def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(tmp_path: Path) -> None:
@@ -524,17 +503,20 @@ def test_kernels_compile_for_a_gpu_without_one(board: tuple, dtype: type) -> Non
     # types of a real launch. Needs NVVM and NVRTC (wheels of the test extra), not a driver.
     from pipeline.games.knucklebones.game import KnuckleRules
 
-    pytest.importorskip("numba.cuda")
+    try:
+        import numba.cuda  # noqa: F401
+    except ImportError:
+        cannot_run("numba-cuda is not installed: pip install '.[test]'")
     try:
         ptx = gpu.compile_ptx(KnuckleRules(*board), dtype, cc=(9, 0))
     except Exception as e:
         # no NVVM or NVRTC library here (not Linux, or the test extra not installed): say why
         # in one line; CI installs both, so there it fails instead of skipping
         missing = e.__class__.__name__.endswith(("NotFoundError", "SupportError"))
-        if not missing or os.environ.get("CI"):
+        if not missing:
             raise
-        pytest.skip(f"CUDA compiler libraries missing ({e.__class__.__name__}): pip install "
-                    "nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")  # fmt: skip
+        cannot_run(f"CUDA compiler libraries missing ({e.__class__.__name__}): pip install "
+                   "nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12")  # fmt: skip
     for text, name in ((ptx.init, "init"), (ptx.sweep, "sweep")):
         assert ".target sm_90" in text and ".visible .entry" in text and name in text
     # the bounds are read and written in the chosen precision (16- or 8-byte pairs)
