@@ -208,12 +208,67 @@ def test_query_on_an_unbuilt_directory_says_build_first(cli, tmp_path: Path) -> 
     assert "not built" in result.stderr and "stb-pipeline build" in result.stderr
 
 
+#: The queries whose header names the games they are about (``-- families:``, ``-- players:``).
+GAME_QUERIES = [p for p in QUERY_FILES if sql.applies_to(p) != ((), None)]
+
+
+def test_the_queries_of_one_family_say_so() -> None:
+    """Every family-specific query declares its family; the names are the registry's."""
+    from pipeline.games.registry import FAMILIES
+
+    declared = {p.stem: sql.applies_to(p) for p in GAME_QUERIES}
+    assert {"nplayer_seats", "nplayer_outcomes", "nplayer_position"} <= set(declared)
+    assert declared["verifier_export"] == (("nplayer",), 2)
+    for families, players in declared.values():
+        assert families and set(families) <= set(FAMILIES)
+        assert players is None or players >= 2
+
+
+@pytest.mark.parametrize("path", GAME_QUERIES, ids=lambda p: p.stem)
+def test_a_query_refuses_a_variant_it_is_not_about(cli, built: Path, path: Path) -> None:
+    """`query nplayer_seats --variant classic` printed a header over no rows (exit 0); any
+    query declaring its games now says the variant is not one of them: one line, exit 2."""
+    families, _ = sql.applies_to(path)
+    other = "classic" if "shutbox" not in families else "knucklebones-2x2"
+    result = cli(["query", path.stem, "--variant", other, "-d", built])
+    assert result.code == 2 and result.stdout == "", result.stdout[:300]
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1 and "Traceback" not in line
+    assert f"query {path.stem} is about games" in line and f"{other} is a game of the" in line
+    with pytest.raises(PipelineError, match="is about games"):
+        sql.run_query(path.stem, built, variant=other)  # the library (and the API) too
+
+
+def test_a_two_player_query_refuses_three_players(cli, tmp_path: Path, built: Path) -> None:
+    """``-- players: 2``: a game of the right family with another number of players is refused;
+    a variant the query is about still runs."""
+    assert cli(["build", "--variant", "three-player", "-d", tmp_path, "-q"]).code == 0
+    result = cli(["query", "verifier_export", "--variant", "three-player", "-d", tmp_path])
+    assert result.code == 2 and "three-player is a game of the nplayer family for 3 players" in (
+        result.stderr
+    )
+    seats = sql.run_query("nplayer_seats", tmp_path, variant="three-player")
+    assert seats["seat"].to_list() == [1, 2, 3]  # no player count declared: every N-player game
+    assert sql.run_query("verifier_export", built, variant="two-player").height > 0
+
+
 def duckdb_binary() -> str:
     """The duckdb command from the duckdb-cli package (a dependency), next to this Python."""
     beside = Path(sys.executable).parent / "duckdb"
     found = str(beside) if beside.exists() else shutil.which("duckdb")
     assert found, "the duckdb command (package duckdb-cli) is not installed"
     return found
+
+
+def built_variant_for(path: Path) -> str:
+    """A variant of the session's build (`--variant all`) that the query is about: the first
+    of its families' variants in `all` (classic for a query about any game)."""
+    from pipeline.games.registry import REGISTRY
+
+    families, _ = sql.applies_to(path)
+    if not families:
+        return "classic"
+    return next(n for n, v in sorted(REGISTRY.items()) if v.in_all and v.family in families)
 
 
 @pytest.mark.parametrize("path", QUERY_FILES, ids=lambda p: p.stem)
@@ -225,7 +280,7 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     #          -c ".read queries/NAME.sql"
     (tmp_path / "data").symlink_to(built, target_is_directory=True)
     (tmp_path / "queries").symlink_to(sql.QUERIES_DIR, target_is_directory=True)
-    variant = sql.params(path)["variant"].default or "classic"
+    variant = sql.params(path)["variant"].default or built_variant_for(path)
     try:
         want = sql.run_query(path.stem, built, variant=variant)
     except PipelineError as exc:  # a query over a table `build` does not write
