@@ -67,3 +67,7 @@ bench-nplayer *ARGS:
 # The local server under load: 50 clients x 30 s per variant (build them first; see the script)
 bench-serve *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
+
+# The local server under issue 30's mix of every family, with and without 5 % full-game searches, one and two server processes (build the mix first; see the script)
+bench-serve-mix *ARGS:
+    python benchmarks/bench_serve.py --mix {{ARGS}}

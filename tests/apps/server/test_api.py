@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,12 @@ from pipeline.apps.server.web import create_app
 
 
 @pytest.fixture(scope="module")
-def client(built: Path) -> TestClient:
-    """The application over the session's build of every variant."""
-    return TestClient(create_app(built))
+def client(built: Path) -> Iterator[TestClient]:
+    """The application over the session's build of every variant (its search worker, started
+    by the full game's positions, stopped at the end)."""
+    app = create_app(built)
+    yield TestClient(app)
+    app.state.searches.close()
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ def serving(data: Path) -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = uvicorn.Config(
-        create_app(data), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        create_app(data), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
     )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
