@@ -22,13 +22,17 @@ Usage: python benchmarks/bench_serve.py --data-dir DIR [--seconds 30] [--clients
 ``--mix`` runs issue 30's load instead (:func:`run_mix`): 50 clients, 30 s, position lookups of
 a mix of classic, two-player, four-player, two-player-stake, double-shutter, a 16-tile box and
 knucklebones-2x2 (state and roll pairs drawn, seeded, from each variant's policy rows; boards
-reached by random play), first alone, then with 5 % (``--search-share``) of the requests
-full-game Knucklebones searches (3x3, six-sided die, no tables; ``--search-depth 2``) mixed in,
-each with ``--workers 1`` and ``--workers 2`` (``--compare-workers``): the table lookups' median
-and p99 apart from the searches', failures (any answer but 200, a 503 included), the CPU of
-the server's whole process tree per request, and the memory of each of its processes (server
-processes, search workers). Baselines in the same run: the lookups' p99 without searches (the
-searches' run must stay within 1.5x of it) and one server process (for two).
+reached by random play), first alone, then with full-game Knucklebones searches (3x3, six-sided
+die, no tables; ``--search-depth 2``) added: the same 50 lookup clients, and searches sent at a
+fixed rate, 5 % (``--search-share``) of all requests at the lookups' rate of the window without
+them just before (open loop: other people asking; searches sent by the lookups' own clients
+would take those clients away from the lookups, and lighten the load they are compared under).
+The two take turns in ``--rounds`` windows. Each with ``--workers 1`` and ``--workers 2``
+(``--compare-workers``), and ``--baseline-repo`` runs another checkout's server beside them: the
+lookups' median and p99 apart from the searches', failures (any answer but 200, a 503
+included), the CPU of the server's whole process tree per request, and the memory of each of
+its processes (server processes, search workers). Baselines in the same run: the lookups' p99
+without searches (with them it must stay within 1.5x) and one server process (for two).
 
   stb-pipeline build --variant classic,two-player,four-player,two-player-stake,\
       double-shutter,knucklebones-2x2 --data-dir DIR
@@ -41,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import random
 import shutil
@@ -350,58 +355,83 @@ def mix_paths(data_dir: Path, names: list[str], n: int, rng: random.Random) -> l
     return out
 
 
-def request_plan(
-    lookups: list[str], searches: list[str], share: float, rng: random.Random
-) -> list[tuple[str, bool]]:
-    """The requests in order, ``(path, is_search)``: every lookup, and a search in place of a
-    lookup with probability ``share`` (seeded)."""
-    plan, k = [], 0
-    for path in lookups:
-        if searches and rng.random() < share:
-            plan.append((searches[k % len(searches)], True))
-            k += 1
-        else:
-            plan.append((path, False))
-    return plan
+async def fetch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> float:
+    """One GET on a kept-alive connection: its seconds, or NaN when the answer is not a 200."""
+    t0 = time.perf_counter()
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    await reader.readexactly(length)
+    return time.perf_counter() - t0 if head.startswith(b"HTTP/1.1 200") else math.nan
 
 
-async def mixed_client(
-    port: int, plan: list[tuple[str, bool]], start: int, stop_at: float, out: dict[bool, list]
+async def lookup_client(
+    port: int, paths: list[str], start: int, stop_at: float, out: list[float]
 ) -> None:
-    """One kept-alive connection sending the plan's requests one after another; latencies and
-    failures (``out[is_search]``: seconds, or None for a failure) by kind."""
+    """One kept-alive connection sending lookups one after another until ``stop_at`` (closed
+    loop, as a person clicking through positions): seconds each, NaN for a failure."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     k = start
     try:
         while time.perf_counter() < stop_at:
-            path, search = plan[k % len(plan)]
+            out.append(await fetch(reader, writer, paths[k % len(paths)]))
             k += 1
-            t0 = time.perf_counter()
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            await reader.readexactly(length)
-            ok = head.startswith(b"HTTP/1.1 200")
-            out[search].append(time.perf_counter() - t0 if ok else None)
     except (OSError, asyncio.IncompleteReadError):
-        out[False].append(None)
+        out.append(math.nan)
     finally:
         writer.close()
 
 
+async def search_feeder(
+    port: int, paths: list[str], rate: float, stop_at: float, out: list[float]
+) -> None:
+    """Searches sent at ``rate`` a second until ``stop_at``, whatever the answers' speed (open
+    loop: other people asking, added to the lookups' clients), each on a free kept-alive
+    connection or a new one: seconds each, NaN for a failure (a 503 included)."""
+    free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    opened: list[asyncio.StreamWriter] = []
+
+    async def one(path: str) -> None:
+        if free:
+            conn = free.pop()
+        else:
+            conn = await asyncio.open_connection("127.0.0.1", port)
+            opened.append(conn[1])
+        try:
+            out.append(await fetch(*conn, path))
+            free.append(conn)
+        except (OSError, asyncio.IncompleteReadError):
+            out.append(math.nan)
+
+    tasks, k, next_at = [], 0, time.perf_counter()
+    while next_at < stop_at:
+        await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        tasks.append(asyncio.create_task(one(paths[k % len(paths)])))
+        k += 1
+        next_at += 1.0 / rate
+    await asyncio.gather(*tasks)
+    for writer in opened:
+        writer.close()
+
+
 async def mixed_load(
-    port: int, plan: list[tuple[str, bool]], clients: int, seconds: float
-) -> dict[bool, list]:
-    out: dict[bool, list] = {False: [], True: []}
+    port: int, lookups: list[str], clients: int, seconds: float,
+    searches: list[str] | None = None, rate: float = 0.0,
+) -> tuple[list[float], list[float]]:  # fmt: skip
+    """``clients`` lookup clients for ``seconds``, plus searches at ``rate`` a second:
+    (lookup seconds, search seconds), NaN for each failure."""
+    looked: list[float] = []
+    searched: list[float] = []
     stop_at = time.perf_counter() + seconds
-    step = max(1, len(plan) // clients)
-    await asyncio.gather(
-        *(mixed_client(port, plan, i * step, stop_at, out) for i in range(clients))
-    )
-    return out
+    step = max(1, len(lookups) // clients)
+    jobs = [lookup_client(port, lookups, i * step, stop_at, looked) for i in range(clients)]
+    if searches and rate > 0:
+        jobs.append(search_feeder(port, searches, rate, stop_at, searched))
+    await asyncio.gather(*jobs)
+    return looked, searched
 
 
 def tree(pid: int) -> list[int]:
@@ -493,26 +523,25 @@ def percentile(ms: list[float], q: float) -> float:
 
 
 def run_mix(args: argparse.Namespace) -> None:
-    """Issue 30's load: lookups of the mix, then with searches mixed in, for each ``--workers``
+    """Issue 30's load: lookups of the mix, then with searches added, for each ``--workers``
     count (see the module docstring)."""
     rng = random.Random(args.seed)
     names = args.mix_variants.split(",")
     lookups = mix_paths(args.data_dir, names, 3000, rng)
     searches = [f"{p}&depth={args.search_depth}" for p in board_paths("knucklebones", 3000, rng)]
-    plans = {
-        "none": request_plan(lookups, [], 0.0, rng),
-        f"{100 * args.search_share:g} %": request_plan(lookups, searches, args.search_share, rng),
-    }
+    with_searches = f"{100 * args.search_share:g} % added"
     runs: list[tuple[str, int, Path | None]] = [
         (str(w), w, None) for w in (int(x) for x in args.compare_workers.split(","))
     ]
     if args.baseline_repo is not None:
         runs.insert(0, (f"1 ({args.baseline_repo.name})", 1, args.baseline_repo.resolve()))
-    table = Table(title=f"serve, issue 30's mix: {args.clients} clients x {args.seconds:.0f} s "
-                  f"({args.rounds} turns), searches at depth {args.search_depth}")  # fmt: skip
+    table = Table(title=f"serve, issue 30's mix: {args.clients} lookup clients x "
+                  f"{args.seconds:.0f} s ({args.rounds} turns), full-game searches at depth "
+                  f"{args.search_depth}")  # fmt: skip
     for col in ("server processes", "searches", "requests", "failed (lookups / searches)",
                 "req/s", "lookups median ms", "lookups p99 ms", "p99 / without searches",
-                "searches median ms", "searches p99 ms", "server CPU ms/req"):  # fmt: skip
+                "searches sent", "searches median ms", "searches p99 ms",
+                "server CPU ms/req"):  # fmt: skip
         table.add_column(col, justify="right")
     mem = Table(title="memory of the server's processes after its runs (MB: RSS, peak, PSS)")
     for col in ("server processes", "role", "processes", "RSS each", "peak RSS each",
@@ -523,34 +552,38 @@ def run_mix(args: argparse.Namespace) -> None:
         port = free_port()
         server = start_server(args.data_dir, port, w, repo)
         try:
-            warm = request_plan(lookups[:400], searches, 0.1, random.Random(args.seed))
-            asyncio.run(mixed_load(port, warm, max(4, 2 * w), 5.0))  # arrays read, workers up
-            # the conditions take turns, --rounds windows each: a machine whose load drifts
-            # (other jobs) then weighs on both alike
-            pooled: dict[str, dict[bool, list]] = {k: {False: [], True: []} for k in plans}
-            cpu = dict.fromkeys(plans, 0.0)
+            warm = mixed_load(port, lookups[:400], max(4, 2 * w), 5.0, searches, 5.0)
+            asyncio.run(warm)  # arrays read, search workers started
+            # the conditions take turns, --rounds windows each, so that a machine whose load
+            # drifts (other jobs) weighs on both alike; the searches of a window come at the
+            # share of the lookups' rate in the window without them just before
+            window = args.seconds / args.rounds
+            pooled = {k: ([], []) for k in ("none", with_searches)}
+            cpu = dict.fromkeys(pooled, 0.0)
             for _ in range(args.rounds):
-                for label, plan in plans.items():
+                rate = 0.0
+                for label in pooled:
                     cpu0 = tree_cpu(server.pid)
-                    out = asyncio.run(
-                        mixed_load(port, plan, args.clients, args.seconds / args.rounds)
+                    looked, searched = asyncio.run(
+                        mixed_load(port, lookups, args.clients, window, searches, rate)
                     )
                     cpu[label] += tree_cpu(server.pid) - cpu0
-                    for kind in (False, True):
-                        pooled[label][kind] += out[kind]
+                    pooled[label][0].extend(looked)
+                    pooled[label][1].extend(searched)
+                    rate = args.search_share / (1 - args.search_share) * len(looked) / window
             base_p99 = None
-            for label, out in pooled.items():
-                look = sorted(1000 * x for x in out[False] if x is not None)
-                srch = sorted(1000 * x for x in out[True] if x is not None)
-                failed = [sum(x is None for x in out[k]) for k in (False, True)]
-                total = len(out[False]) + len(out[True])
+            for label, (looked, searched) in pooled.items():
+                look = sorted(1000 * x for x in looked if not math.isnan(x))
+                srch = sorted(1000 * x for x in searched if not math.isnan(x))
+                failed = [sum(math.isnan(x) for x in xs) for xs in (looked, searched)]
+                total = len(looked) + len(searched)
                 p99 = percentile(look, 0.99)
                 base_p99 = p99 if base_p99 is None else base_p99
                 ratio = p99 / base_p99
                 table.add_row(
                     shown, label, f"{total:,}", f"{failed[0]} / {failed[1]}",
                     f"{total / args.seconds:,.0f}", f"{statistics.median(look):.1f}",
-                    f"{p99:.1f}", f"{ratio:.2f}",
+                    f"{p99:.1f}", f"{ratio:.2f}", f"{len(searched):,}",
                     f"{statistics.median(srch):.1f}" if srch else "-",
                     f"{percentile(srch, 0.99):.1f}" if srch else "-",
                     f"{1000 * cpu[label] / max(1, total):.2f}",

@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
                 min=1,
                 max=10000,
                 help="Searches a server process takes at once, waiting or running; one more "
-                "is answered 503 with Retry-After (default: 8 per search worker).",
+                "is answered 503 with Retry-After (default: 16 per search worker).",
             ),
         ] = None,
     ) -> None:

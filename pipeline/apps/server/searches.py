@@ -40,9 +40,11 @@ from pipeline.errors import PipelineError
 #: Worker processes a server process starts for searches, and the searches (waiting or running)
 #: it accepts at once per worker before answering 503.
 DEFAULT_WORKERS = 1
-DEFAULT_QUEUE_PER_WORKER = 8
-#: How much lower the workers' scheduling priority is than the server's (``nice`` increment).
-NICE = 10
+DEFAULT_QUEUE_PER_WORKER = 16
+#: How much lower the workers' scheduling priority is than the server's (``nice`` increment):
+#: 5 gives a busy search worker about a quarter of a core that the server wants too (10 gave it
+#: a tenth, and under the benchmark's load a third of the searches found the queue full).
+NICE = 5
 #: Seconds a refused client is asked to wait before trying again (``Retry-After``).
 RETRY_AFTER_S = 1
 log = logging.getLogger("stb-pipeline.serve")
