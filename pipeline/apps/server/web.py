@@ -312,7 +312,8 @@ def create_app(
         return response
 
     async def internal_error(request: Request, exc: Exception) -> Response:
-        return failure(request.url.path, exc)
+        """An error outside the answers (starlette logs its traceback): one line too."""
+        return error_reply(request.url.path, 500, one_line(exc))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -341,6 +341,24 @@ def test_bad_requests_are_one_line_400s(client: TestClient, url: str, words: str
     assert html.status_code == 400 and "Traceback" not in html.text
 
 
+def test_an_internal_error_is_one_line_json_and_logged(
+    built: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(built)
+
+    def broken() -> dict:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(app.state.positions, "index", broken)
+    response = TestClient(app).get("/.json")
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": "internal error; the server log has the details",
+        "status": 500,
+    }
+    assert "KeyError" in caplog.text  # the details are in the server's log, not the answer
+
+
 def test_an_empty_tiles_parameter_is_the_shut_box(client: TestClient) -> None:
     """``tiles=`` is a value (every tile shut), unlike any other empty parameter."""
     found = get(client, "/classic/position.json?tiles=")
