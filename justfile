@@ -71,3 +71,11 @@ bench-serve *ARGS:
 # The local server under issue 30's mix of every family, with and without 5 % full-game searches, one and two server processes (build the mix first; see the script)
 bench-serve-mix *ARGS:
     python benchmarks/bench_serve.py --mix {{ARGS}}
+
+# Issue 31's GPU session on a lent GPU machine: preflight, step1 (benchmark + solve-exact, ~5 min) or step2 (the full game's tables, checks, queries; <= 10 min); logs and summaries in $OUT
+gpu-session STEP *ARGS:
+    python benchmarks/gpu_session.py {{STEP}} {{ARGS}}
+
+# The GPU session here, before any GPU time: every step on tiny boards, CUDA simulator, polars/duckdb/matplotlib refused (a few minutes)
+gpu-session-dry *ARGS:
+    python benchmarks/gpu_session.py dry --out /tmp/stb-gpu-session-dry {{ARGS}}

@@ -5,16 +5,17 @@ The Python API (see README, "Python API"): :func:`load_table`, :func:`expect`, :
 They load on first use, so that importing one layer (say :mod:`pipeline.solve.rank_order`)
 loads neither polars nor any game.
 
-Layers, each importing only those before it (docs/architecture.md):
-``errors`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``stages`` -> ``analysis`` ->
-``apps`` -> ``api`` / ``cli``.
+Layers, each importing only those before it (docs/architecture.md): ``_version`` ->
+``errors`` -> ``progress`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``stages`` ->
+``analysis`` -> ``apps`` -> ``api`` -> ``cli``; this module, the package's face, stands on top and
+nothing of the package imports it (the version lives in :mod:`pipeline._version`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from pipeline._version import __version__
 
 __all__ = [
     "__version__",

@@ -30,7 +30,8 @@ from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from pipeline import __version__, progress
+from pipeline import progress
+from pipeline._version import __version__
 from pipeline.analysis import sql
 from pipeline.errors import PipelineError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant, lookup

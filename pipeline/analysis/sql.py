@@ -47,14 +47,17 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.store import manifest, schema, tables
 from pipeline.store.layout import OWN_DIR, settle, table_files
+
+if TYPE_CHECKING:  # polars loads for a result as a frame (run_query), not for query_arrow
+    import polars as pl
+    import pyarrow as pa
 
 #: The query library inside the installed package (a Path when installed as plain files).
 QUERIES_DIR: Traversable = resources.files("pipeline").joinpath("queries")
@@ -350,6 +353,23 @@ def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
 
     ``name`` and ``data_dir`` are positional only: a parameter of those names given by the user
     (``--param data_dir=...``) is one the query does not declare, refused as such."""
+    return _run(name, data_dir, given, lambda rows: rows.pl())
+
+
+def query_arrow(name: str, data_dir: Path, /, **given: Any) -> pa.Table:
+    """:func:`run_query`'s result as an Arrow table: DuckDB and pyarrow alone, no polars (a
+    GPU machine brings DuckDB for the full game's queries, not polars)."""
+    return _run(name, data_dir, given, _arrow_table)
+
+
+def _arrow_table(rows: duckdb.DuckDBPyRelation) -> pa.Table:
+    """A relation's rows as one Arrow table (``to_arrow_table`` from DuckDB 1.4 on)."""
+    fetch = getattr(rows, "to_arrow_table", None) or rows.fetch_arrow_table
+    return fetch()
+
+
+def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
+    """Run the library query ``name`` and hand its relation to ``fetch``."""
     path = query_file(name)
     values = bind(params(path), given, name)
     settle(data_dir)  # a commit cut short is finished, a killed build's temporary files go
@@ -358,7 +378,7 @@ def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
         if "variant" in values:
             check_built(con, data_dir, values["variant"])
             check_game(con, path, name, values["variant"])
-        return con.sql(read_sql(path)).pl()
+        return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
         command = header(path).get("built by", "stb-pipeline build")

@@ -127,6 +127,38 @@ def test_query_gives_the_checked_in_answer(built: Path, path: Path) -> None:
     assert_same_rows(csv_rows(got), csv_rows(path.read_text()), path.name)
 
 
+def test_arrow_results_are_the_frames(built: Path) -> None:
+    """query_arrow (DuckDB and Arrow alone, for machines without polars) gives every checked-in
+    answer as run_query does: the same rows, list columns as the same text."""
+    for path in EXPECTED_FILES:
+        name, variant = path.stem.split("__")
+        got = outputs.arrow_to_csv(sql.query_arrow(name, built, variant=variant))
+        assert_same_rows(csv_rows(got), csv_rows(path.read_text()), f"{path.name} (Arrow)")
+
+
+def test_query_without_polars_prints_csv(built: Path, tmp_path: Path) -> None:
+    """Issue 31: `stb-pipeline query` where polars cannot be imported (a GPU machine that brought
+    DuckDB) prints the rows as CSV and writes files, with the library's answers."""
+    import os
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO / 'tests' / 'support' / 'without'}{os.pathsep}{REPO}",
+        "STB_WITHOUT": "polars,matplotlib",
+    }
+    args = [sys.executable, "-m", "pipeline", "query", "best_opening_roll", "-v", "lever"]
+    shown = subprocess.run([*args, "-d", str(built)], capture_output=True, text=True, env=env)
+    assert shown.returncode == 0, shown.stderr
+    want = csv_rows(outputs.to_csv(sql.run_query("best_opening_roll", built, variant="lever")))
+    assert_same_rows(csv_rows(shown.stdout), want, "best_opening_roll without polars")
+    target = tmp_path / "out.parquet"
+    wrote = subprocess.run(
+        [*args, "-d", str(built), "-o", str(target)], capture_output=True, text=True, env=env
+    )
+    assert wrote.returncode == 0 and "rows written" in wrote.stdout, wrote.stderr
+    assert pl.read_parquet(target).height == len(want)
+
+
 @pytest.mark.parametrize("variant", ["classic", "classic-score", "twelve-tiles"])
 def test_value_by_open_count_and_sum_agrees_with_polars(built: Path, variant: str) -> None:
     states = pl.read_parquet(built / "states.parquet").filter(

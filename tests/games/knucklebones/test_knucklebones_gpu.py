@@ -8,6 +8,8 @@ minute). A real GPU is needed only by the last test, which skips without one.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -26,7 +28,10 @@ from tests.conftest import REPO, invoke
 def sim(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The findings of tests/support/knucklebones_gpu_sim.py under the CUDA simulator."""
     out = tmp_path_factory.mktemp("gpu-sim")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(REPO)}
+    # polars, duckdb and matplotlib refused at first, as on a GPU machine (issue 31)
+    without = REPO / "tests" / "support" / "without"
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": f"{without}{os.pathsep}{REPO}"}
+    env.pop("STB_WITHOUT", None)
     run = subprocess.run(
         [sys.executable, "-m", "tests.support.knucklebones_gpu_sim", str(out)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
@@ -60,9 +65,55 @@ def test_build_device_cuda_writes_the_lean_tables(sim: dict[str, Any]) -> None:
     assert lean["ranges"][0][0] == 0 and lean["ranges"][-1][1] == 1539  # row group statistics
     assert lean["max_diff"] <= lean["residual"] / 2
     # the query answers from state 0 of both tables; the sampled Bellman check holds
-    line = next(x for x in lean["first_player"].splitlines() if "kb-sim-2x2-d3," in x)
-    assert abs(float(line.split(",")[5]) - lean["start_cpu"]) <= lean["residual"] / 2
+    rows = list(csv.DictReader(io.StringIO(lean["first_player"])))  # DuckDB alone: Arrow's CSV
+    row = next(r for r in rows if r["wins_variant"] == "kb-sim-2x2-d3")
+    assert abs(float(row["first_player_win"]) - lean["start_cpu"]) <= lean["residual"] / 2
     assert lean["check_tables"][0] == 0 and "ok:" in lean["check_tables"][1]
+
+
+def test_the_gpu_path_runs_without_polars_duckdb_or_matplotlib(sim: dict[str, Any]) -> None:
+    """Issue 31: a GPU machine has numpy, numba, numba-cuda, pyarrow, typer, rich and filelock
+    only. With polars, duckdb and matplotlib refused (ModuleNotFoundError), `knucklebones
+    solve-exact` runs on each device, the full game's build path (lean states, decisions, the
+    manifest), `check-tables` and a lookup too, and none of them is imported; the answers are
+    this (normal) process's."""
+    from pipeline.games.knucklebones import exact, sample
+    from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+    without = sim["without"]
+    assert sim["refused_at_start"] and without["refused_at_end"] and without["loaded"] == []
+    queried = set(without["query_loaded"])  # the query: DuckDB without polars
+    assert queried & {"duckdb", "_duckdb"} and not queried & {"polars", "matplotlib"}
+    board = ["--columns", "2", "--rows", "1", "--faces", "2"]
+    normal = invoke(["knucklebones", "solve-exact", *board])
+    start = exact.solve(KnuckleRules(2, 1, 2), tol=1e-12).value[0]
+    assert normal.code == 0 and f"start value {start:.10f} (wins), 28 positions" in normal.stdout
+    for device, where in (("cpu", "in this process"), ("cuda", "on the GPU")):
+        code, said = sim[f"solve_exact_{device}"]
+        assert code == 0 and f"start value {start:.10f} (wins), 28 positions" in said, said
+        assert f"float64 bounds {where}" in said
+    # the lean tables the build wrote there hold this process's values and decisions
+    import pyarrow.parquet as pq
+
+    data = Path(sim["lean"]["data"])
+    for suffix, objective in (("", "wins"), ("-score", "score")):
+        rules = KnuckleRules(2, 2, 3, objective)
+        states = pq.read_table(data / "variants" / f"kb-sim-2x2-d3{suffix}" / "states.parquet")
+        values = exact.solve(rules, tol=1e-12).value[states["state_id"].to_numpy()]
+        residual = states["residual"][0].as_py()
+        assert np.abs(states["value"].to_numpy() - values).max() <= residual / 2
+    written = pq.read_table(data / "variants" / "kb-sim-2x2-d3" / "decisions.parquet")
+    game = Knucklebones(KnuckleRules(2, 2, 3))
+    found = [*sample.opening_decisions(game), *sample.sample_decisions(game)]
+    expected = [
+        (game.state_of(d.pairs), d.die, col + 1, game.state_of(after))
+        for d in found
+        for col, after in game.successors(d.pairs, d.die)
+    ]  # the players' picks aside: searching them here would double the test's time
+    columns = ("state_id", "roll", "column_number", "next_state_id")
+    assert list(zip(*(written[c].to_pylist() for c in columns), strict=True)) == expected
+    code, looked = without["lookup"]
+    assert code == 0 and "yes (from tables)" in looked, looked
 
 
 def test_no_numba_cuda_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -385,6 +436,7 @@ def test_build_device_cuda_small_board_writes_the_full_tables(
 
     from pipeline.games.knucklebones import exact
     from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.games.knucklebones.solution import Solution
     from pipeline.games.knucklebones.stream import StreamedKnucklebones
     from pipeline.games.registry import REGISTRY, Variant
 
@@ -398,13 +450,21 @@ def test_build_device_cuda_small_board_writes_the_full_tables(
     monkeypatch.setitem(REGISTRY._items, name, variant)
     calls: list[float] = []
 
-    def fake_solve(r: KnuckleRules, tol: float, progress: Any = None) -> Any:
+    def fake_solve(r: KnuckleRules, tol: float, progress: Any = None, **_: Any) -> Any:
         calls.append(tol)
         sol = exact.solve(r, tol=tol)
         bounds = np.stack([sol.value - sol.bound, sol.value + sol.bound], axis=1)
-        host = type("Host", (), {"copy_to_host": lambda self: bounds})()
-        sliced = type("Bounds", (), {"__getitem__": lambda self, s: host, "shape": bounds.shape})
-        return gpu.GpuSolution(r, sliced(), np.float64, sol.bound, 0.0, sol.sweeps, 0.0, 0.0)
+        # a device array's look: sliced, then copied to the host
+        device = type(
+            "Bounds",
+            (),
+            {
+                "__getitem__": lambda self, s: type(self)(),
+                "copy_to_host": lambda self: bounds,
+                "shape": bounds.shape,
+            },
+        )
+        return Solution.of(r, device(), "cuda", np.float64, sol.bound, 0.0, sol.sweeps, 0.0, 0.0)
 
     monkeypatch.setattr(gpu, "cuda_module", lambda: object())
     monkeypatch.setattr(gpu, "solve", fake_solve)
