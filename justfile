@@ -68,6 +68,10 @@ bench-nplayer *ARGS:
 bench-serve *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
 
+# The local server under issue 30's mix of every family, with and without 5 % full-game searches, one and two server processes (build the mix first; see the script)
+bench-serve-mix *ARGS:
+    python benchmarks/bench_serve.py --mix {{ARGS}}
+
 # Issue 31's GPU session on a lent GPU machine: preflight, step1 (benchmark + solve-exact, ~5 min) or step2 (the full game's tables, checks, queries; <= 10 min); logs and summaries in $OUT
 gpu-session STEP *ARGS:
     python benchmarks/gpu_session.py {{STEP}} {{ARGS}}

@@ -26,6 +26,10 @@ before the first statement:
 
 - optionally ``-- built by:`` the command that builds what the query reads, when plain
   ``stb-pipeline build`` does not (a missing table's error then names it).
+- optionally ``-- families:`` the game families the query is about (names of
+  :data:`pipeline.games.registry.FAMILIES`, commas), and ``-- players: N`` when it is about
+  games of exactly N players: a variant given to it that is of another family (or another
+  number of players) is refused with one line, instead of a header over no rows.
 
 Then one statement, usually a chain of CTEs ending in ``select * from final``. Tables are read
 through views named after them (``states``, ``edges``, ``policy``, ...), so the same file runs
@@ -373,6 +377,7 @@ def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
     try:
         if "variant" in values:
             check_built(con, data_dir, values["variant"])
+            check_game(con, path, name, values["variant"])
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
@@ -396,6 +401,50 @@ def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) ->
         raise UsageError(
             f"variant {variant!r} is not built in {data_dir}; built: {', '.join(sorted(known))}"
         )
+
+
+def applies_to(path: Traversable | Path) -> tuple[tuple[str, ...], int | None]:
+    """The game families a query declares it is about (empty: any) and the number of players
+    (None: any), from its ``-- families:`` and ``-- players:`` header lines."""
+    head = header(path)
+    families = tuple(f.strip() for f in head.get("families", "").split(",") if f.strip())
+    players = head.get("players")
+    if players is not None and not players.isdigit():
+        raise UsageError(f"malformed query header line '-- players: {players}' in {path}")
+    return families, None if players is None else int(players)
+
+
+def check_game(
+    con: duckdb.DuckDBPyConnection, path: Traversable | Path, query: str, variant: str
+) -> None:
+    """UsageError when ``variant`` is not a game the query is about (see :func:`applies_to`):
+    such a query would print its header over no rows, or rows that mean nothing."""
+    import json
+
+    from pipeline.games.registry import REGISTRY, variant_from_rules
+
+    families, players = applies_to(path)
+    if (not families and players is None) or "states" not in _views(con):
+        return
+    found = con.execute(
+        "select rules from rules where variant = $v limit 1", {"v": variant}
+    ).fetchall()
+    if not found:
+        return  # not in the states table: check_built has said so where it matters
+    rules = json.loads(found[0][0])
+    game = REGISTRY.get(variant) or variant_from_rules(variant, rules)
+    family = game.family if game is not None else str(rules.get("game"))
+    count = rules.get("players")  # only the games of several players in turn record it
+    if (not families or family in families) and (players is None or count == players):
+        return
+    wanted = "games" if players is None else f"games of {players} players"
+    if families:
+        wanted += f" of the {' or '.join(families)} family"
+        if players is None:  # every registered variant of the family is one of them
+            examples = sorted(n for n, v in REGISTRY.items() if v.family in families)[:4]
+            wanted += f" ({', '.join(examples)}, ...)"
+    who = f"a game of the {family} family" + ("" if count is None else f" for {count} players")
+    raise UsageError(f"query {query} is about {wanted}; {variant} is {who}")
 
 
 def damaged(data_dir: Path, exc: BaseException) -> TableError:

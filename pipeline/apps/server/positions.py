@@ -149,6 +149,13 @@ class Positions:
             return False
         return entry.view == "boards" or entry.variant.codec is not None
 
+    def searched(self, name: str) -> bool:
+        """Whether ``name``'s positions are answered by the Knucklebones search (a board
+        without tables): compiled work of milliseconds to seconds that holds the GIL, which the
+        server runs in its search processes (:mod:`pipeline.apps.server.searches`)."""
+        entry = self.catalog.snapshot().entries.get(name)
+        return entry is not None and entry.view == "boards" and not entry.built
+
     # -- DuckDB ------------------------------------------------------------------------------
 
     def rows(self, path: Path, sql: str, **params: Any) -> list[dict[str, Any]]:
