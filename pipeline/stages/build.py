@@ -29,7 +29,7 @@ from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves
 from pipeline.stages import streamed as streamed_build
-from pipeline.store import layout, manifest, schema, tables
+from pipeline.store import catalog, layout, manifest, schema, tables
 from pipeline.store.background import Background
 
 STAGES = ("enumerate", "edges", "solve", "policy")
@@ -374,6 +374,8 @@ def run(
     the run refuses, naming them, or with ``repair`` (`build --force`) rebuilds them too.
     ``device`` other than ``cpu`` (``cuda``) solves the streamed variants there; UsageError
     before any work for a variant whose game cannot (see :attr:`pipeline.games.base.Game.devices`).
+    Every commit rewrites the catalog (``stb.duckdb``, :mod:`pipeline.store.catalog`); a run
+    that commits nothing writes it when it is missing or out of date.
     """
     if exact:  # before any work: a refusal after minutes of solving helps nobody
         for variant in variants:
@@ -392,6 +394,11 @@ def run(
         if build.pending():
             job.update(note="writing tables")
             build.write()
+        elif catalog.state(data_dir) != "current":
+            # nothing committed (every variant unchanged): a catalog missing, from an older
+            # version, or pointing where the directory was before a move is written now
+            build.locked()
+            catalog.refresh(data_dir)
     order = {v.name: i for i, v in enumerate(variants)}
     return sorted(build.reports, key=lambda r: order[r.variant])
 

@@ -220,8 +220,9 @@ def duckdb_binary() -> str:
 def test_readme_duckdb_recipe_gives_the_same_answer(
     built: Path, tmp_path: Path, path: Path
 ) -> None:
-    # The README's recipe, run from a directory whose data/ is the build:
-    #   duckdb -c "set variable variant = 'classic'" -c ".read queries/_views.sql" \
+    # docs/commands.md's recipe, run from a directory whose data/ is the build: the catalog's
+    # views are the ones `stb-pipeline query` reads
+    #   duckdb -readonly data/stb.duckdb -c "set variable variant = 'classic'" \
     #          -c ".read queries/NAME.sql"
     (tmp_path / "data").symlink_to(built, target_is_directory=True)
     (tmp_path / "queries").symlink_to(sql.QUERIES_DIR, target_is_directory=True)
@@ -230,21 +231,11 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
         want = sql.run_query(path.stem, built, variant=variant)
     except PipelineError as exc:  # a query over a table `build` does not write
         pytest.skip(f"{path.stem} does not run on this build: {exc}")
-    run = subprocess.run(
-        [
-            duckdb_binary(),
-            "-csv",
-            "-c",
-            f"set variable variant = '{variant}'",
-            "-c",
-            ".read queries/_views.sql",
-            "-c",
-            f".read queries/{path.name}",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    run = duckdb_run(
+        tmp_path,
+        "data/stb.duckdb",
+        f"set variable variant = '{variant}'",
+        f".read queries/{path.name}",
     )
     assert run.returncode == 0 and not run.stderr, run.stderr
     # The duckdb command and the duckdb module may be different versions, whose float sums can
@@ -253,26 +244,30 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     assert_same_rows(canonical(got), canonical(expected), f"duckdb {path.stem}")
 
 
-def test_readme_duckdb_recipe_with_a_data_dir_variable(built: Path) -> None:
-    # README: duckdb -c "set variable data_dir = 'data'" -c "set variable variant = 'lever'" ...
-    run = subprocess.run(
-        [
-            duckdb_binary(),
-            "-csv",
-            "-c",
-            f"set variable data_dir = '{built}'",
-            "-c",
-            "set variable variant = 'lever'",
-            "-c",
-            ".read queries/_views.sql",
-            "-c",
-            ".read queries/value_by_open_count_and_sum.sql",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def duckdb_run(cwd: Path, database: str, *commands: str) -> subprocess.CompletedProcess:
+    """`duckdb -readonly -csv DATABASE -c COMMAND ...` in ``cwd``."""
+    args = [duckdb_binary(), "-readonly", "-csv", database]
+    for command in commands:
+        args += ["-c", command]
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_catalog_reads_a_copy_elsewhere_through_the_stb_data_dir_variable(
+    built: Path, tmp_path: Path
+) -> None:
+    # docs/commands.md: the catalog's paths are absolute; a copy of the directory elsewhere is
+    # read with `set variable stb_data_dir = 'COPY'` (or rewritten by `verify --fix`)
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    catalog = str(copy / "stb.duckdb")
+    recipe = ["set variable variant = 'lever'", ".read queries/value_by_open_count_and_sum.sql"]
+    run = duckdb_run(REPO, catalog, f"set variable stb_data_dir = '{copy}'", *recipe)
     assert run.returncode == 0 and not run.stderr, run.stderr
     want = outputs.to_csv(sql.run_query("value_by_open_count_and_sum", built, variant="lever"))
-    assert_same_rows(canonical(csv_rows(run.stdout)), canonical(csv_rows(want)), "data_dir")
+    assert_same_rows(canonical(csv_rows(run.stdout)), canonical(csv_rows(want)), "copy")
+    where = duckdb_run(
+        REPO, catalog, f"set variable stb_data_dir = '{copy}'", "from stb_catalog"
+    ).stdout
+    assert f"data_dir,{copy}\n" in where, "stb_catalog names the directory its views read"
+    nowhere = duckdb_run(REPO, catalog, f"set variable stb_data_dir = '{tmp_path}/x'", *recipe)
+    assert nowhere.returncode != 0 and "No files found" in nowhere.stderr, "the variable is read"
