@@ -148,13 +148,15 @@ def _export(
 
 def check_target(data_dir: Path, out: Path, force: bool) -> None:
     """UsageError unless ``out`` may receive a dataset: absent, empty, a dataset of ours, or
-    (``force``) another folder; never a file, the data directory, a folder holding it or one
-    inside it."""
+    (``force``) another folder; never a file, the data directory, a folder holding it or the
+    folder of its variants' own files (a folder of its own inside it, like data/report, is
+    fine: no reader of the tables looks there)."""
     target, data = out.resolve(), data_dir.resolve()
     if target == data or target in data.parents:
         raise UsageError(f"{out} holds the data directory {data_dir}: choose another folder")
-    if data in target.parents:
-        raise UsageError(f"{out} is inside the data directory {data_dir}: choose another folder")
+    own = data / sources.OWN_DIR
+    if target == own or own in target.parents:
+        raise UsageError(f"{out} is where {data_dir} keeps its tables: choose another folder")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not sources.is_dataset(out) and not force:

@@ -186,7 +186,7 @@ def test_export_refuses_a_bad_target_in_one_line_and_replaces_its_own(
         ([*some, "-o", other / "keep.txt"], "is a file, not a folder"),
         ([*some, "-o", doors], "holds the data directory"),
         ([*some, "-o", doors.parent], "holds the data directory"),
-        ([*some, "-o", doors / "export"], "is inside the data directory"),
+        ([*some, "-o", doors / "variants" / "x"], "is where"),
         ([*some[:-1], "nope", "-o", tmp_path / "new"], "variant 'nope' is not built"),
         (["export", "dataset", "-d", tmp_path / "empty", "-o", tmp_path / "new"], "no tables"),
     ]
