@@ -67,3 +67,7 @@ bench-nplayer *ARGS:
 # The local server under load: 50 clients x 30 s per variant (build them first; see the script)
 bench-serve *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
+
+# The catalog (stb.duckdb): a lookup on a 24-tile box through it against its own file, and what writing it adds to build --variant all (builds the box once: about a minute)
+bench-catalog *ARGS:
+    python benchmarks/bench_catalog.py {{ARGS}}

@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 def table_files(data_dir: Path, table: str, variant: str | None = None) -> list[sources.TableFile]:
     """The files a reader of ``table`` (only ``variant``'s rows, when given) reads: every file
     of the table, or the variant's own file, else the shared file when it holds the variant.
-    TablesMissingError when there are none."""
+    ``data_dir`` may be a folder of `export dataset` too. TablesMissingError when there are
+    none."""
     settle(data_dir)  # a commit cut short is finished first
-    found = sources.data_files(Path(data_dir))
+    found = sources.files_of(Path(data_dir))  # a data directory, or an exported dataset
     if table not in found:
         tables = ", ".join(found) or "none"
         raise TablesMissingError(
