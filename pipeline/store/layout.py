@@ -96,9 +96,11 @@ def settle(data_dir: Path, sweep: bool = True) -> None:
 
 
 def recover(data_dir: Path) -> None:
-    """Finish a commit whose journal is in place, and remove dead writers' temporary files.
+    """Finish a commit whose journal is in place (renames, manifest, then the catalog
+    ``stb.duckdb`` rewritten for the new tables), and remove dead writers' temporary files.
 
     The caller holds :func:`data_lock`. Safe to run again after being interrupted itself.
+    PipelineError when the catalog cannot be written (the commit is finished all the same).
     """
     data_dir = Path(data_dir)
     journal_path = data_dir / JOURNAL_NAME
