@@ -248,7 +248,7 @@ def _write_tables(
                     f"to {views.literal(str(path))} "
                     f"(format parquet, compression zstd, kv_metadata {{{kv}}})"
                 )
-            except Exception as exc:  # duckdb.Error: a full disk, a file gone
+            except duckdb.Error as exc:  # a full disk, a file gone
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise PipelineError(f"cannot write {relative}: {first[:200]}") from None
             written.append(_File(table, variant, relative, counts[table][variant], _sha256(path)))
@@ -588,7 +588,14 @@ def verify_dataset(root: Path, variant: str | None = None) -> list[contracts.Con
     if variant is not None and variant not in index.get("variants", {}):
         known = ", ".join(index.get("variants", {})) or "none"
         raise UsageError(f"variant {variant!r} is not in the dataset {root}; it holds: {known}")
-    results = [_sums_result(root), _index_result(root, index), _figures_result(root, index)]
+    digests = {  # each file read once, for both lists of hashes
+        p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file()
+    }
+    results = [
+        _sums_result(root, digests),
+        _index_result(root, index, digests),
+        _figures_result(root, index),
+    ]
     exported = set(index.get("tables", {}))  # the contracts of tables not exported are skipped
     sql_results = [
         contracts.run_contract(name, root, variant, exported) for name in contracts.contract_names()
@@ -611,8 +618,9 @@ def _read_index(root: Path) -> dict[str, Any]:
     return index
 
 
-def _sums_result(root: Path) -> contracts.ContractResult:
-    """Every file is the one SHA256SUMS records, and every file is recorded there."""
+def _sums_result(root: Path, digests: dict[str, str]) -> contracts.ContractResult:
+    """Every file is the one SHA256SUMS records (``digests``: their sha256 now, by path), and
+    every file is recorded there."""
     problems: list[str] = []
     listed: dict[str, str] = {}
     try:
@@ -622,19 +630,21 @@ def _sums_result(root: Path) -> contracts.ContractResult:
     except OSError as exc:
         problems.append(f"{SUMS}: {why(root / SUMS, exc)}")
     for name, digest in sorted(listed.items()):
-        path = root / name
-        if not path.is_file():
+        if name not in digests:
             problems.append(f"{name} is listed in {SUMS} but missing")
-        elif _sha256(path) != digest:
+        elif digests[name] != digest:
             problems.append(f"{name} differs from the sha256 recorded in {SUMS}")
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != SUMS):
-        if path.relative_to(root).as_posix() not in listed:
-            problems.append(f"{path.relative_to(root).as_posix()} is not listed in {SUMS}")
+    problems += [
+        f"{name} is not listed in {SUMS}" for name in digests if name not in {*listed, SUMS}
+    ]
     return _result("checksums", f"Every file is the one {SUMS} records.", problems, len(listed))
 
 
-def _index_result(root: Path, index: dict[str, Any]) -> contracts.ContractResult:
+def _index_result(
+    root: Path, index: dict[str, Any], digests: dict[str, str]
+) -> contracts.ContractResult:
     """The index lists every table file with its rows, sha256 and columns."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     problems: list[str] = []
@@ -645,17 +655,21 @@ def _index_result(root: Path, index: dict[str, Any]) -> contracts.ContractResult
         for file in info.get("files", {}).values():
             checked += 1
             path = root / file["path"]
-            if not path.is_file():
+            if file["path"] not in digests:
                 problems.append(f"{file['path']} is listed in {INDEX} but missing")
                 continue
-            meta = pq.ParquetFile(path).metadata
+            try:
+                meta = pq.ParquetFile(path).metadata
+            except (pa.ArrowException, OSError):
+                problems.append(f"{file['path']} is not a readable Parquet file")
+                continue
             if meta.num_rows != file["rows"]:
                 problems.append(
                     f"{file['path']}: {meta.num_rows} rows, {INDEX} says {file['rows']}"
                 )
             if meta.schema.to_arrow_schema().names != names:
                 problems.append(f"{file['path']}: columns other than {INDEX} lists for {table}")
-            if _sha256(path) != file["sha256"]:
+            if digests[file["path"]] != file["sha256"]:
                 problems.append(f"{file['path']} differs from the sha256 in {INDEX}")
     listed = {
         f["path"] for t in index.get("tables", {}).values() for f in t.get("files", {}).values()

@@ -126,6 +126,9 @@ def write(data_dir: Path, statements: list[str]) -> Path:
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, final)
+        # a write-ahead log beside it is a session's that opened the old catalog for writing:
+        # DuckDB would replay it on the new file
+        final.with_name(final.name + ".wal").unlink(missing_ok=True)
     except duck.Error as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise PipelineError(f"cannot write {final}: {first[:200]}") from None
