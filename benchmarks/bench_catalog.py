@@ -148,7 +148,11 @@ def ensure_built(data_dir: Path) -> None:
         t0 = time.perf_counter()
         command = [sys.executable, "-m", "pipeline", "build", *args, "--data-dir", str(data_dir)]
         subprocess.run(
-            [*command, "--quiet"], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+            [*command, "--quiet"],
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,  # its summary table: the run's time is printed instead
         )
         print(f"build {' '.join(args)}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 

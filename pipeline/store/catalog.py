@@ -119,8 +119,10 @@ def write(data_dir: Path, statements: list[str]) -> Path:
             f"attach {views.literal(str(tmp))} as stb (storage_version '{STORAGE_VERSION}')"
         )
         con.execute("use stb")
+        con.execute("begin")  # one transaction: one write to the log, not one per view
         for statement in [*statements, info_view(data_dir, statements)]:
             con.execute(statement)
+        con.execute("commit")
         con.execute("use memory")
         con.execute("detach stb")  # checkpoints and closes it: everything is in the file
         with open(tmp, "rb+") as fh:
