@@ -185,12 +185,16 @@ def builds(repeat: int) -> float:
             with tempfile.TemporaryDirectory() as tmp:
                 found[way].append(run_child("build", way, tmp, ""))
     print(f"build --variant all into a fresh directory, {repeat} processes a way")
-    print("| catalog | build s (median) | catalog s inside it | peak MB |")
+    print("| catalog | build s (median) | catalog s inside it (median, min-max) | peak MB |")
     print("| --- | --- | --- | --- |")
     for way, runs in found.items():
-        runs.sort(key=lambda r: r["seconds"])
-        r = runs[len(runs) // 2]
-        print(f"| {way} | {r['seconds']:.2f} | {r['catalog_s']:.3f} | {r['peak_mb']:,.0f} |")
+        seconds = sorted(r["seconds"] for r in runs)
+        spent = sorted(r["catalog_s"] for r in runs)
+        peak = max(r["peak_mb"] for r in runs)
+        print(
+            f"| {way} | {seconds[len(runs) // 2]:.2f} | {spent[len(runs) // 2]:.3f} "
+            f"({spent[0]:.3f}-{spent[-1]:.3f}) | {peak:,.0f} |"
+        )
     spent = sorted(r["catalog_s"] for r in found["with"])
     return spent[len(spent) // 2]
 
