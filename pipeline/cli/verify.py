@@ -50,9 +50,9 @@ def register(app: typer.Typer) -> None:
 
         names = split_names(variant or [])
         if sources.is_dataset(Path(data_dir)):  # written by `export dataset`
-            from pipeline.analysis import dataset
+            from pipeline.analysis import dataset_checks
 
-            checks = dataset.verify_variants(Path(data_dir), names)
+            checks = dataset_checks.verify_variants(Path(data_dir), names)
         else:
             checks = contracts.verify_variants(Path(data_dir), names, fix, [_lean_boards])
         for sample in contracts.lean_samples(Path(data_dir)):  # what the contracts read of them

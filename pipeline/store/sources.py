@@ -26,8 +26,13 @@ from pipeline.store.schema import COLUMNS_KEY, RULES_KEY
 #: Folder of the data directory that holds the variants stored in files of their own (large
 #: boards and big custom rule sets), one sub-folder each: variants/<variant>/<table>.parquet.
 OWN_DIR = "variants"
-#: The index file of a dataset written by `export dataset`: tables, columns, files, hashes.
+#: The files of a dataset written by `export dataset` beside its tables: the index (tables,
+#: columns, files, hashes; its format, :data:`DATASET_FORMAT`, bumped when the layout or the
+#: index changes shape), the dataset card, the sha256 of every other file.
 DATASET_INDEX = "dataset.json"
+DATASET_FORMAT = 1
+DATASET_CARD = "README.md"
+DATASET_SUMS = "SHA256SUMS"
 #: What a table name looks like (a file stem); other files are not tables.
 TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
