@@ -83,3 +83,7 @@ gpu-session-dry *ARGS:
 # First paint of the served pages in headless Chromium, beside a static page's (the tests do not time it)
 bench-first-paint *ARGS:
     python benchmarks/bench_first_paint.py {{ARGS}}
+
+# The catalog (stb.duckdb): a lookup on a 24-tile box through it against its own file, and what writing it adds to build --variant all (builds the box once: about a minute)
+bench-catalog *ARGS:
+    python benchmarks/bench_catalog.py {{ARGS}}

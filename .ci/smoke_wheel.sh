@@ -45,7 +45,7 @@ WHEEL="$(ls "$WORK"/dist/stb_pipeline-*.whl)"
 "$PYTHON" - "$WHEEL" <<'EOF' || fail "the wheel lacks the query library"
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-for want in ("pipeline/queries/_views.sql", "pipeline/queries/best_opening_roll.sql",
+for want in ("pipeline/queries/best_opening_roll.sql", "pipeline/queries/strategy_mistakes.sql",
              "pipeline/queries/contracts/bellman.sql"):
     assert want in names, want
 EOF

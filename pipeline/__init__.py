@@ -1,7 +1,8 @@
 """stb-pipeline: exact solutions of Shut the Box family dice games, as Parquet tables.
 
-The Python API (see README, "Python API"): :func:`load_table`, :func:`expect`, :func:`best_move`,
-:func:`move_values`, :func:`query` and :func:`knucklebones_column`, from :mod:`pipeline.api`.
+The Python API (see README, "Python API"): :func:`load_table`, :func:`scan`, :func:`dataset`,
+:func:`expect`, :func:`best_move`, :func:`move_values`, :func:`query` and
+:func:`knucklebones_column`, from :mod:`pipeline.api`.
 They load on first use, so that importing one layer (say :mod:`pipeline.solve.rank_order`)
 loads neither polars nor any game.
 
@@ -20,21 +21,25 @@ from pipeline._version import __version__
 __all__ = [
     "__version__",
     "best_move",
+    "dataset",
     "expect",
     "knucklebones_column",
     "load_table",
     "move_values",
     "query",
+    "scan",
 ]
 
 if TYPE_CHECKING:
     from pipeline.api import (
         best_move,
+        dataset,
         expect,
         knucklebones_column,
         load_table,
         move_values,
         query,
+        scan,
     )
 
 

@@ -69,3 +69,31 @@ def built_by_name(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     assert result.code == 0, result.stderr
     write_lean_pair(data, LEAN_BOARD, KnuckleRules(2, 2, 3))
     return data
+
+
+#: What `doors` adds to the build of every variant: an N-player game and a big box, each stored
+#: in files of its own (the box's tile columns left to the reader, with its moves and edges).
+DOOR_BUILDS = [
+    [
+        *("--players", "3", "--tiles", "5", "--sides", "4"),
+        *("--one-die", "forced", "--one-die-sum", "4", "--name", "three-small"),
+    ],
+    ["--tiles", "13", "--objective", "score", "--moves", "--edges"],
+]
+#: A variant of each kind of file `doors` holds: shared (one player, two players,
+#: Knucklebones), stored on its own (N-player), and a big box.
+DOOR_VARIANTS = ["classic", "two-player", "knucklebones-2x2", "three-small", "stb-13t-2d6-score"]
+
+
+@pytest.fixture(scope="session")
+def doors(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of `built` with the variants of DOOR_BUILDS added (a copy: `built` stays as the
+    plain build): every kind of table file the readers (catalog, polars, pyarrow) meet."""
+    import shutil
+
+    data = tmp_path_factory.mktemp("doors") / "data"
+    shutil.copytree(built, data)
+    for args in DOOR_BUILDS:
+        result = invoke(["build", *args, "--data-dir", data, "--quiet"])
+        assert result.code == 0, result.stderr
+    return data

@@ -2,7 +2,8 @@
 
 Lookups read a few rows with DuckDB (which pushes the variant and state filters down to the
 Parquet row groups) and parse the state with the variant's light codec, so `stb-pipeline expect`
-loads neither polars nor the game, and of DuckDB only its compiled engine (see :func:`_engine`).
+loads neither polars nor the game, and of DuckDB only its compiled engine
+(:func:`pipeline.store.engine.engine`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant
+from pipeline.store.engine import engine as _engine
 from pipeline.store.layout import settle, table_path, variant_file
 from pipeline.store.schema import derived_select
 
@@ -64,19 +66,6 @@ class MoveAdvice:
             "is_best": pl.Boolean(),
         }
         return pl.DataFrame(self.rows, schema=schema, orient="row")
-
-
-@lru_cache(maxsize=1)
-def _engine() -> Any:
-    """DuckDB's compiled engine. ``import duckdb`` re-exports ``_duckdb`` (duckdb 1.4 on) behind
-    about 0.1 s of Python (relations, expressions, its version from importlib.metadata) that a
-    lookup never uses; an older duckdb has no such module, and is imported whole."""
-    import importlib
-
-    try:
-        return importlib.import_module("_duckdb")
-    except ImportError:
-        return importlib.import_module("duckdb")
 
 
 @lru_cache(maxsize=1)

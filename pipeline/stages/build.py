@@ -27,7 +27,7 @@ from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.stages import streamed as streamed_build
 from pipeline.stages.names import STAGE_TABLES, STAGES  # noqa: F401  (this module's interface)
-from pipeline.store import layout, manifest, schema, tables
+from pipeline.store import catalog, layout, manifest, schema, tables
 from pipeline.store.background import Background
 
 if TYPE_CHECKING:
@@ -83,6 +83,8 @@ def run(
     the run refuses, naming them, or with ``repair`` (`build --force`) rebuilds them too.
     ``device`` other than ``cpu`` (``cuda``) solves the streamed variants there; UsageError
     before any work for a variant whose game cannot (see :attr:`pipeline.games.base.Game.devices`).
+    Every commit rewrites the catalog (``stb.duckdb``, :mod:`pipeline.store.catalog`); a run
+    that commits nothing writes it when it is missing or out of date.
     """
     if exact:  # before any work: a refusal after minutes of solving helps nobody
         for variant in variants:
@@ -101,6 +103,11 @@ def run(
         if build.pending():
             job.update(note="writing tables")
             build.write()
+        elif catalog.state(data_dir) != "current":
+            # nothing committed (every variant unchanged): a catalog missing, from an older
+            # version, or pointing where the directory was before a move is written now
+            build.locked()
+            catalog.refresh(data_dir)
     order = {v.name: i for i, v in enumerate(variants)}
     return sorted(build.reports, key=lambda r: order[r.variant])
 

@@ -26,16 +26,16 @@ from pipeline.errors import TableError
 from pipeline.store import manifest, schema
 from pipeline.store.files import HashedFile, _tmp_name, cannot_write
 from pipeline.store.layout import logical_name
+from pipeline.store.schema import (  # noqa: F401  (part of this module's interface)
+    COLUMNS_KEY,
+    RULES_KEY,
+    VERSION_KEY,
+)
 
 if TYPE_CHECKING:  # polars and pyarrow load when rows are merged, not to import the store
     import polars as pl
     import pyarrow as pa
 
-RULES_KEY = b"stb.rules"
-VERSION_KEY = b"stb.version"
-#: Key-value metadata of a file written with some of its table's columns only (a lean table:
-#: JSON list of the columns it holds, in the table's order; the others read as null).
-COLUMNS_KEY = b"stb.columns"
 #: A variant's rows beyond this many are best produced a slice at a time (:class:`ChunkedRows`).
 STREAM_ROWS = 2_000_000
 #: Rows per slice of the old file and per row group of the new one: small enough that the rows

@@ -266,7 +266,8 @@ def commit(
     manifest. The caller holds :func:`data_lock`.
 
     Order: temporary files written and flushed; journal written (the commit point); renames;
-    manifest; journal removed. :func:`recover` finishes a commit killed after the commit point.
+    manifest; the catalog (``stb.duckdb``) rewritten; journal removed. :func:`recover` finishes
+    a commit killed after the commit point.
     """
     data_dir = Path(data_dir)
     new_manifest = manifest.read(data_dir)

@@ -258,8 +258,9 @@ RECIPE_VARIANT = {"knucklebones_openings": LEAN_BOARD, "knucklebones_perfect_los
 def test_readme_duckdb_recipe_gives_the_same_answer(
     built_by_name: Path, tmp_path: Path, path: Path
 ) -> None:
-    # The README's recipe, run from a directory whose data/ is the build:
-    #   duckdb -c "set variable variant = 'classic'" -c ".read queries/_views.sql" \
+    # docs/commands.md's recipe, run from a directory whose data/ is the build: the catalog's
+    # views are the ones `stb-pipeline query` reads
+    #   duckdb -readonly data/stb.duckdb -c "set variable variant = 'classic'" \
     #          -c ".read queries/NAME.sql"
     # on `build --variant all` and the variants built by name (every query's variant is built)
     (tmp_path / "data").symlink_to(built_by_name, target_is_directory=True)
@@ -267,21 +268,12 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     variant = RECIPE_VARIANT.get(path.stem, sql.params(path)["variant"].default)
     want = sql.run_query(path.stem, built_by_name, variant=variant)
     assert want.height > 0, f"{path.stem} gives no rows on {variant}: the check would be empty"
-    chosen = [] if variant is None else ["-c", f"set variable variant = '{variant}'"]
-    run = subprocess.run(
-        [
-            duckdb_binary(),
-            "-csv",
-            *chosen,
-            "-c",
-            ".read queries/_views.sql",
-            "-c",
-            f".read queries/{path.name}",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    chosen = [] if variant is None else [f"set variable variant = '{variant}'"]
+    run = duckdb_run(
+        tmp_path,
+        "data/stb.duckdb",
+        *chosen,
+        f".read queries/{path.name}",
     )
     assert run.returncode == 0 and not run.stderr, run.stderr
     # The duckdb command and the duckdb module may be different versions, whose float sums can
@@ -290,54 +282,51 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     assert_same_rows(canonical(got), canonical(expected), f"duckdb {path.stem}")
 
 
-def test_views_run_on_any_build_and_name_a_missing_table(tmp_path: Path) -> None:
-    # A build of boxes alone, as the README's tour makes: no summary, no decisions. _views.sql
-    # still runs (every table gets a view; before, it stopped at the missing summary.parquet), a
-    # query of the built tables answers, and reading a table that is not built fails naming it.
+def test_the_catalog_runs_on_any_build_and_names_a_missing_table(tmp_path: Path) -> None:
+    # A build of one box, as the README's tour makes: no summary, no decisions. The catalog
+    # still has a view of every table; a query of the built tables answers, and reading a table
+    # that is not built fails naming it.
     data = tmp_path / "data"
     assert invoke(["build", "--variant", "lever", "-d", data]).code == 0
     (tmp_path / "queries").symlink_to(sql.QUERIES_DIR, target_is_directory=True)
 
     def duckdb(*commands: str) -> subprocess.CompletedProcess:
-        args = [duckdb_binary(), "-csv", "-c", "set variable variant = 'lever'"]
-        args += ["-c", ".read queries/_views.sql"]
-        for command in commands:
-            args += ["-c", command]
-        return subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        return duckdb_run(tmp_path, "data/stb.duckdb", "set variable variant = 'lever'", *commands)
 
     good = duckdb(".read queries/best_opening_roll.sql")
     assert good.returncode == 0 and not good.stderr, good.stderr
     want = outputs.to_csv(sql.run_query("best_opening_roll", data, variant="lever"))
-    assert_same_rows(csv_rows(good.stdout), csv_rows(want), "duckdb on a two-box build")
+    assert_same_rows(csv_rows(good.stdout), csv_rows(want), "duckdb on a one-box build")
     for table in ("summary", "decisions"):
         counted = duckdb(f"select count(*) from {table}")
         assert counted.returncode != 0
-        assert f"table {table} is not built in this data directory" in counted.stderr
-        # a column of it: the one column the view has says why
-        read = duckdb(f"select variant from {table}")
-        assert read.returncode != 0 and f"{table}_not_built" in read.stderr
+        assert table in counted.stderr and "not built" in counted.stderr, counted.stderr
 
 
-def test_readme_duckdb_recipe_with_a_data_dir_variable(built: Path) -> None:
-    # README: duckdb -c "set variable data_dir = 'data'" -c "set variable variant = 'lever'" ...
-    run = subprocess.run(
-        [
-            duckdb_binary(),
-            "-csv",
-            "-c",
-            f"set variable data_dir = '{built}'",
-            "-c",
-            "set variable variant = 'lever'",
-            "-c",
-            ".read queries/_views.sql",
-            "-c",
-            ".read queries/value_by_open_count_and_sum.sql",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def duckdb_run(cwd: Path, database: str, *commands: str) -> subprocess.CompletedProcess:
+    """`duckdb -readonly -csv DATABASE -c COMMAND ...` in ``cwd``."""
+    args = [duckdb_binary(), "-readonly", "-csv", database]
+    for command in commands:
+        args += ["-c", command]
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_catalog_reads_a_copy_elsewhere_through_the_stb_data_dir_variable(
+    built: Path, tmp_path: Path
+) -> None:
+    # docs/commands.md: the catalog's paths are absolute; a copy of the directory elsewhere is
+    # read with `set variable stb_data_dir = 'COPY'` (or rewritten by `verify --fix`)
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    catalog = str(copy / "stb.duckdb")
+    recipe = ["set variable variant = 'lever'", ".read queries/value_by_open_count_and_sum.sql"]
+    run = duckdb_run(REPO, catalog, f"set variable stb_data_dir = '{copy}'", *recipe)
     assert run.returncode == 0 and not run.stderr, run.stderr
     want = outputs.to_csv(sql.run_query("value_by_open_count_and_sum", built, variant="lever"))
-    assert_same_rows(canonical(csv_rows(run.stdout)), canonical(csv_rows(want)), "data_dir")
+    assert_same_rows(canonical(csv_rows(run.stdout)), canonical(csv_rows(want)), "copy")
+    where = duckdb_run(
+        REPO, catalog, f"set variable stb_data_dir = '{copy}'", "from stb_catalog"
+    ).stdout
+    assert f"data_dir,{copy}\n" in where, "stb_catalog names the directory its views read"
+    nowhere = duckdb_run(REPO, catalog, f"set variable stb_data_dir = '{tmp_path}/x'", *recipe)
+    assert nowhere.returncode != 0 and "No files found" in nowhere.stderr, "the variable is read"

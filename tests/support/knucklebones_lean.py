@@ -19,7 +19,7 @@ def write_lean(data: Path, name: str, rules: KnuckleRules) -> None:
     from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
     from pipeline.games.registry import Variant
     from pipeline.stages import streamed as streamed_build
-    from pipeline.store import layout
+    from pipeline.store import catalog, layout
 
     game = StreamedKnucklebones(rules)
     variant = Variant(name, "test", lambda: game, False, family="knucklebones", separate=True)
@@ -28,6 +28,7 @@ def write_lean(data: Path, name: str, rules: KnuckleRules) -> None:
     )
     for key, table in staged.items():
         Path(table.path).rename(layout.table_path(data, key))
+    catalog.refresh(data)  # a commit rewrites the catalog: its views now read these files too
 
 
 def write_lean_pair(data: Path, name: str, rules: KnuckleRules) -> None:
