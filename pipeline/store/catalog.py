@@ -44,7 +44,8 @@ def definitions(data_dir: Path) -> list[str]:
     """The ``create view`` statements of the views over ``data_dir``'s tables (absolute paths);
     TableError when a table file is not one of ours."""
     root = Path(data_dir).resolve()
-    return views.statements(sources.data_files(root), root)
+    tables = sources.data_files(root)
+    return views.statements(tables, root) + views.unbuilt_statements(tables)
 
 
 def fingerprint(statements: list[str]) -> str:

@@ -144,6 +144,13 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: Tables a game writes from frames of its own (`Game.extra_tables`), whose columns the game
+#: gives rather than :data:`COLUMNS`.
+GAME_TABLES = ("summary", "benchmarks")
+#: Every table a data directory can hold.
+ALL_TABLES = (*COLUMNS, *GAME_TABLES)
+
+
 #: Columns only the streamed build fills (big custom boxes): the move as a bitmask of tiles
 #: (bit t - 1 for tile t), standing in for the list and text columns it leaves null.
 MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})

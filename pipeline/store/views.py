@@ -116,3 +116,20 @@ def statements(
     if tables.get("states"):
         out.append(f"create view {RULES_VIEW} as\n{rules_select(tables['states'], root)}")
     return out
+
+
+#: What reading a table that is not built says, after its name.
+NOT_BUILT = "not built in this data directory: run stb-pipeline build"
+
+
+def unbuilt_statements(tables: Mapping[str, list[TableFile]]) -> list[str]:
+    """A view for every table of the schema that has no file yet, which fails naming it when
+    read: in the `duckdb` command a query of a table not built says so, instead of DuckDB's
+    "does not exist" (which reads as a wrong name)."""
+    return [
+        f"create view {ident(table)} as\n"
+        f"select null::integer as {ident(table + '_not_built')} from range(1)\n"
+        f"where error({literal(f'table {table} is {NOT_BUILT}')})"
+        for table in schema.ALL_TABLES
+        if not tables.get(table)
+    ]
