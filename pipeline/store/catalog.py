@@ -23,7 +23,7 @@ from pathlib import Path
 from pipeline import __version__
 from pipeline.errors import PipelineError
 from pipeline.store import sources, views
-from pipeline.store.engine import engine
+from pipeline.store.engine import available, engine
 from pipeline.store.files import _fsync_dir, _tmp_name, why
 
 CATALOG_NAME = "stb.duckdb"
@@ -62,7 +62,7 @@ def state(data_dir: Path, statements: list[str] | None = None) -> str:
     -readonly, so it cannot be read now)."""
     statements = definitions(data_dir) if statements is None else statements
     path = catalog_path(data_dir)
-    if not path.exists():
+    if not path.exists() or not available():  # without DuckDB no catalog is read or written
         return "missing" if statements else "current"
     found = recorded(path)
     if found is None:
@@ -99,7 +99,10 @@ def refresh(data_dir: Path, check: bool = True) -> bool:
     statements = definitions(data_dir)
     if check and state(data_dir, statements) == "current":
         return False
-    if not statements:
+    if not statements or not available():
+        # without DuckDB (a GPU machine running the full game's build) the tables are written
+        # and the catalog is not: an old one would show other tables, so it goes, and
+        # `verify --fix` on a machine with DuckDB writes it
         remove(data_dir)
         return False
     write(data_dir, statements)

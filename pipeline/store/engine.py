@@ -20,3 +20,14 @@ def engine() -> Any:
         return importlib.import_module("_duckdb")
     except ImportError:
         return importlib.import_module("duckdb")
+
+
+def available() -> bool:
+    """Whether DuckDB can be imported here: a GPU machine that runs the full game's build may
+    have pyarrow and numba but not DuckDB (issue 31), and the build must not need it. Not
+    cached: DuckDB may be installed later in the same process (the engine, once found, is)."""
+    try:
+        engine()
+    except ImportError:
+        return False
+    return True

@@ -107,7 +107,10 @@ def main(out_dir: Path) -> dict:
     first = invoke(["query", "knucklebones_first_player", "--format", "csv", "-d", data])
     found["without"]["query_loaded"] = heavy_loaded()
     let_in(*HEAVY)  # verify's contracts read polars frames
-    verified = invoke(["verify", "-d", data])
+    # the build had no DuckDB, so it wrote no catalog: verify says so, and --fix writes it
+    unfixed = invoke(["verify", "-d", data])
+    verified = invoke(["verify", "--fix", "-d", data])
+    found["without"]["catalog_before_fix"] = [unfixed.code, unfixed.stderr[-500:]]
     decisions = pq.read_table(data / "variants" / "kb-sim-2x2-d3" / "decisions.parquet")
     found["lean"] = {
         "files": sorted(p.name for p in (data / "variants").iterdir()),

@@ -116,6 +116,11 @@ def test_the_gpu_path_runs_without_polars_duckdb_or_matplotlib(sim: dict[str, An
     assert list(zip(*(written[c].to_pylist() for c in columns), strict=True)) == expected
     code, looked = without["lookup"]
     assert code == 0 and "yes (from tables)" in looked, looked
+    # without DuckDB the build writes the tables and no catalog; verify says so (exit 3), and
+    # `verify --fix`, where DuckDB is, writes it
+    code, said = without["catalog_before_fix"]
+    assert code == 3 and "catalog stb.duckdb" in said, said
+    assert (data / "stb.duckdb").is_file()
 
 
 def test_no_numba_cuda_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
