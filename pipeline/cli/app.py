@@ -158,6 +158,14 @@ _stage_command(
     "Write the best move of every (state, roll) and every move's regret.",
     "stb-pipeline policy --variant classic",
 )
+_stage_command(
+    "strategies",
+    ("strategies",),
+    "Search the rules a person can remember (up to three move keys and a one-die threshold) on "
+    "one-player boxes, each priced exactly, and the exceptions worth learning, into "
+    "strategy_search.parquet and strategy_exceptions.parquet.",
+    "stb-pipeline strategies --variant lever,twelve-tiles",
+)
 
 
 @app.command("build")
@@ -201,7 +209,10 @@ def build_cmd(
     quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
-    """Run every stage (enumerate, edges, solve, policy) for the variants.
+    """Run every stage (enumerate, edges, solve, policy, strategies) for the variants.
+
+    The strategies stage (the rules a person can remember) runs for one-player boxes of at most
+    9 tiles without a choice of dice; `stb-pipeline strategies` runs it for the others.
 
     A variant whose rules and code hash match data/manifest.json, and whose tables are unchanged
     since, is skipped (and says so); --force rebuilds it. Custom rules: see `stb-pipeline rules`.
@@ -209,7 +220,7 @@ def build_cmd(
     Example: stb-pipeline build --variant classic --data-dir data
     """
     extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
-    stage_list = ("enumerate", "edges", "solve", "policy")
+    stage_list = ("enumerate", "edges", "solve", "policy", "strategies")
     _run_stages(
         variant,
         custom,
