@@ -15,13 +15,31 @@ graphs (not Double Shutter's).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from pipeline.games.shutbox import strategies, strategy_kernels
-from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.games.shutbox.rule_family import KEY_NAMES, LOOKAHEAD, Rule
+from pipeline.games.shutbox.rules import RuleSet
 from pipeline.graph import Graph
+
+
+class Box(Protocol):
+    """What the rules need of a box (:class:`pipeline.games.shutbox.game.ShutTheBox` is one;
+    named here so that the game can run the search without an import circle)."""
+
+    @property
+    def r(self) -> RuleSet: ...
+
+    def scores(self, ids: np.ndarray) -> np.ndarray:
+        """The final score of each state id."""
+        ...
+
+    def open_sums(self, ids: np.ndarray) -> np.ndarray:
+        """The open tiles' sum of each state id."""
+        ...
+
 
 #: The tiles whose being open the ``small`` and ``smalls`` keys count: 1, 2 and 3.
 SMALL_TILES = (1, 2, 3)
@@ -34,7 +52,7 @@ class BoxRules:
     """A solved box's graph as the rule family sees it: what each move row does, each state's
     choices of dice, and the key ranks that do not depend on the dice."""
 
-    box: ShutTheBox
+    box: Box
     graph: Graph
     starts: np.ndarray
     """int64 [N + 1]: each node's first move row, and the end."""
@@ -132,7 +150,7 @@ class Ranked:
     """int64 [multi]: the pattern of each node with a choice (``BoxRules.multi``)."""
 
 
-def box_rules(box: ShutTheBox, g: Graph) -> BoxRules:
+def box_rules(box: Box, g: Graph) -> BoxRules:
     """The rule family's view of a box's graph."""
     starts = g.move_starts()
     legal = np.bincount(g.mv_node[g.mv_label >= 0], minlength=g.node_state.shape[0])

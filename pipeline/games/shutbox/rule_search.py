@@ -24,9 +24,8 @@ from functools import cached_property
 import numpy as np
 
 from pipeline.games.shutbox import strategy_kernels
-from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.games.shutbox.rule_family import Rule, orders
-from pipeline.games.shutbox.rule_keys import BoxRules, Ranked, encode
+from pipeline.games.shutbox.rule_keys import Box, BoxRules, Ranked, encode
 from pipeline.graph import PASS, Graph
 from pipeline.solve import policy_eval
 from pipeline.solve.rank_order import Solution, best_moves, solve_rank_order
@@ -67,7 +66,7 @@ class Objective:
         return value if self.maximise else -value
 
 
-def objectives(box: ShutTheBox, g: Graph, own: Solution, start: int) -> list[Objective]:
+def objectives(box: Box, g: Graph, own: Solution, start: int) -> list[Objective]:
     """The objectives a box is searched for: its own (solved already), then P(shut) and the
     expected final score where they are not its own (P(shut) only where every tile can be shut
     and optimal play shuts sometimes)."""
@@ -83,7 +82,7 @@ def objectives(box: ShutTheBox, g: Graph, own: Solution, start: int) -> list[Obj
     return out
 
 
-def objective_graph(box: ShutTheBox, g: Graph, name: str) -> Graph:
+def objective_graph(box: Box, g: Graph, name: str) -> Graph:
     """``g`` with the terminal values and final rewards of objective ``name`` (shut: 1 for a shut
     box; score: the final score, minimised; target: 1 for a score within the rules' target)."""
     score = box.scores(g.state_id).astype(np.float64)

@@ -18,17 +18,18 @@ hook never sees them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import polars as pl
 
 from pipeline.games.base import SolvedView
 from pipeline.games.shutbox import benchmark, rule_exceptions, rule_search
-from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.games.shutbox.rule_exceptions import Curve, Override
 from pipeline.games.shutbox.rule_family import MAX_KEYS, Rule
-from pipeline.games.shutbox.rule_keys import BoxRules, box_rules
+from pipeline.games.shutbox.rule_keys import Box, BoxRules, box_rules
 from pipeline.games.shutbox.rule_search import Objective, Searched
+from pipeline.games.shutbox.rules import RuleSet
 from pipeline.games.tiles import TileCodec
 from pipeline.graph import Graph
 from pipeline.solve import policy_eval
@@ -41,7 +42,7 @@ DICE_WORDS = {1: "one die", 2: "two dice", 3: "three dice"}
 class BoxSearch:
     """Everything the tables show of one box: the search, and each objective's curves."""
 
-    box: ShutTheBox
+    box: Box
     view: BoxRules
     searched: Searched
     curves: dict[str, tuple[Rule, Curve]]
@@ -50,10 +51,10 @@ class BoxSearch:
 
 def run_search(s: SolvedView, exceptions: int = rule_exceptions.MAX_EXCEPTIONS) -> BoxSearch | None:
     """Search the rule family on a solved box and compute every curve; None for a game that is
-    not a one-player box with a graph."""
-    game = s.game
-    if not isinstance(game, ShutTheBox) or s.graph.cyclic:
+    not a one-player box (one whose rules are a :class:`~pipeline.games.shutbox.rules.RuleSet`)."""
+    if not isinstance(getattr(s.game, "r", None), RuleSet) or s.graph.cyclic:
         return None
+    game = cast(Box, s.game)
     g, start = s.graph, benchmark.start_index(s)
     view = box_rules(game, g)
     found = rule_search.search(view, rule_search.objectives(game, g, s.solve(), start))
