@@ -249,8 +249,10 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "rule": "the rule in words (ties left by its keys go to the move holding the "
             "highest tile where the moves differ)",
             "spec": "the rule as `play --rule` takes it: keys max-KEY or min-KEY joined by "
-            "commas, then one-die-leT (roll one die once the open tiles sum to T or less) or "
-            "one-die-never where the rules offer one die; the strategy's name for named rows",
+            "commas (keys: high, count, low, top, score, totals, chance, small, smalls; see "
+            "docs/commands.md), then one-die-leT (roll one die once the open tiles sum to T or "
+            "less) or one-die-never where the rules offer one die; the strategy's name for "
+            "named rows",
             "one_die_at_most": "the rule's one-die threshold T (0: never); null where the rules "
             "leave no choice of dice",
             "value": "the value from the start under this play, per `objective` (exact: policy "

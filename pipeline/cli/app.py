@@ -128,10 +128,11 @@ def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
         seconds = "skipped" if r.skipped else f"{r.seconds:.2f}"
         table.add_row(r.variant, f"{r.states:,}", f"{r.nodes:,}", f"{r.moves:,}", start, seconds)
     out.print(table)
-    out.print(f"tables: {', '.join(written) or 'none written (nothing changed)'}")
+    # these lines wrap at the table's width (a pipe: 1000 columns, so never)
+    out.print(f"tables: {', '.join(written) or 'none written (nothing changed)'}", soft_wrap=False)
     for r in reports:
         if r.note:
-            out.print(f"{r.variant}: {r.note}")
+            out.print(f"{r.variant}: {r.note}", soft_wrap=False)
 
 
 _stage_command(

@@ -16,6 +16,7 @@ numpy): ``play --rule`` parses a spec before any game is built.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -162,10 +163,16 @@ def signed_keys() -> list[tuple[str, int]]:
     return [(k.name, sign) for k in KEYS for sign in (1, -1)]
 
 
-def orders(max_keys: int = MAX_KEYS) -> Iterator[tuple[tuple[str, int], ...]]:
+@functools.cache
+def orders(max_keys: int = MAX_KEYS) -> tuple[tuple[tuple[str, int], ...], ...]:
     """Every ordered choice of 1..``max_keys`` distinct keys, each with a direction: fewer keys
     first, then in search order. A key appears at most once (in one direction: the other could
     not split what the first leaves tied)."""
+    return tuple(_orders(max_keys))
+
+
+def _orders(max_keys: int) -> Iterator[tuple[tuple[str, int], ...]]:
+    """:func:`orders`, one at a time."""
     signed = signed_keys()
     for size in range(1, max_keys + 1):
         for combo in itertools.permutations(range(len(KEYS)), size):
