@@ -15,6 +15,8 @@ from pipeline.analysis.sql import run_query
 from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.nplayer.rules import NPlayerRules
 from pipeline.games.registry import get_variant
+from pipeline.games.shutbox import rule_keys
+from pipeline.games.shutbox.rule_family import parse_spec
 from pipeline.store import tables
 
 #: Issue 32: a player 2 who keeps rolling to maximise P(shut) against an optimal player 1.
@@ -55,11 +57,12 @@ def moves(tiles: frozenset[int], roll: int) -> list[frozenset[int]]:
     ]
 
 
-@pytest.mark.parametrize("chaser", [1, 2])
-def test_two_players_chaser_against_a_recursion(chaser: int) -> None:
+@pytest.mark.parametrize(("chaser", "rule"), [(1, None), (2, None), (2, "max-high,min-count")])
+def test_two_players_chaser_against_a_recursion(chaser: int, rule: str | None) -> None:
     """Five tiles, three-sided dice, one die at 4 or less: the chaser plays the move that
-    maximises P(shut) (ties: the highest tile where moves differ) and rolls on until stuck; the
-    other player plays for the win knowing it (a tie counts 1/2)."""
+    maximises P(shut) (ties: the highest tile where moves differ), or a simple rule (greedy:
+    the highest tile, then fewer tiles), and rolls on until stuck; the other player plays for
+    the win knowing it (a tie counts 1/2)."""
     sides, limit = 3, 4
     game = NPlayer(NPlayerRules(tiles=5, sides=sides, one_die_sum=limit))
     full = frozenset(range(1, 6))
@@ -88,7 +91,10 @@ def test_two_players_chaser_against_a_recursion(chaser: int) -> None:
             if not options:
                 out[sum(tiles)] = out.get(sum(tiles), Fraction(0)) + p
                 continue
-            best = max(options, key=lambda m: (p_shut(tiles - m), label(m)))
+            if rule is None:
+                best = max(options, key=lambda m: (p_shut(tiles - m), label(m)))
+            else:
+                best = max(options, key=lambda m: (max(m), -len(m), label(m)))
             for score, q in chase(tiles - best).items():
                 out[score] = out.get(score, Fraction(0)) + p * q
         return out
@@ -135,5 +141,10 @@ def test_two_players_chaser_against_a_recursion(chaser: int) -> None:
             (q * (1 if s == 0 else 1 - second_wins(full, s)) for s, q in chase(full).items()),
             Fraction(0),
         )
-    found = game.outcomes(chaser=chaser)["payoff"][chaser - 1]
+    if rule is None:
+        found = game.outcomes(chaser=chaser)["payoff"][chaser - 1]
+    else:  # the one-player machinery's policy of a rule, priced for the seat
+        view = rule_keys.box_rules(game.base, game.one_player_graph)
+        rows = view.rule_rows(parse_spec(rule))
+        found = game.price({chaser: (rows, view.choice_for(None))})["payoff"][chaser - 1]
     assert abs(found - float(expected)) <= 1e-12

@@ -165,3 +165,21 @@ def test_strategies_command_searches_what_build_does_not(cli, tmp_path: Path) ->
     assert rules["one_die_at_most"].is_not_null().all()
     card = run_query("strategy_card", data, variant=name)
     assert card["line"][0] == "optimal play" and card["gap"].min() == 0
+
+
+def test_the_contract_holds_and_catches_a_curve_that_gets_worse(
+    built: Path, tmp_path: Path
+) -> None:
+    from pipeline.analysis.contracts import contract_rows
+
+    assert contract_rows("strategy_search", built).height == 0
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("states", "strategy_search", "strategy_exceptions"):
+        frame = tables.read_table(built, name, "classic")
+        if name == "strategy_exceptions":  # the third exception now loses half the value
+            halved = pl.when(pl.col("n") == 3).then(pl.col("value") / 2).otherwise("value")
+            frame = frame.with_columns(value=halved)
+        frame.write_parquet(data / f"{name}.parquet")
+    broken = contract_rows("strategy_search", data)
+    assert set(broken["problem"]) == {"the value got worse", "gain is not the change of value"}
