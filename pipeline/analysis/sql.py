@@ -298,7 +298,7 @@ def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
-        command = header(path).get("built by", "stb-pipeline build")
+        command = build_hint(path, values.get("variant"))
         raise TablesMissingError(
             f"query {name}: a table it reads is not built in {data_dir} ({first}); "
             f"run `{command}` first"
@@ -374,11 +374,21 @@ def check_rows(con: duckdb.DuckDBPyConnection, path: Traversable | Path, variant
     query = f"select count(*) from {table} where variant = $v"
     [(rows,)] = con.execute(query, {"v": variant}).fetchall()
     if not rows:
-        command = header(path).get("built by", "stb-pipeline build")
         raise TablesMissingError(
-            f"variant {variant!r} has no rows in {table}: `{command} --variant {variant}` "
-            "writes them, for the variants it applies to"
+            f"variant {variant!r} has no rows in {table}: `{build_hint(path, variant)}` writes "
+            "them, for the variants it applies to"
         )
+
+
+def build_hint(path: Traversable | Path, variant: str | None) -> str:
+    """The command that builds what a query reads: its ``-- built by:`` line (plain `build` by
+    default), with ``--variant`` where the query needs the variant's rows in a table that
+    `build` fills for some variants only (``-- needs rows in:``)."""
+    found = header(path)
+    command = found.get("built by", "stb-pipeline build")
+    if variant is not None and "needs rows in" in found:
+        command += f" --variant {variant}"
+    return command
 
 
 def damaged(data_dir: Path, exc: BaseException) -> TableError:
