@@ -1,5 +1,5 @@
-"""The build: the stages (enumerate, edges, solve, policy, strategies) of every variant asked for, written
-into the data directory and committed together.
+"""The build: the stages (enumerate, edges, solve, policy, strategies) of every variant asked
+for, written into the data directory and committed together.
 
 A variant built from its graph gets its rows from :mod:`pipeline.stages.frames` (polars, loaded
 only then); one too big for a graph streams them from its game's solver

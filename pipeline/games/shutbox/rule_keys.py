@@ -43,8 +43,9 @@ class Box(Protocol):
 
 #: The tiles whose being open the ``small`` and ``smalls`` keys count: 1, 2 and 3.
 SMALL_TILES = (1, 2, 3)
-#: A node's moves are numbered 0..255 in the picks (no box of up to 12 tiles comes close).
-MAX_MOVES_PER_NODE = 255
+#: The most moves a roll may have: patterns count a node's moves below each one in int8, picks
+#: number them in uint8 (12 tiles have at most 124 sets with one sum).
+MAX_MOVES_PER_NODE = 127
 
 
 @dataclass(frozen=True)

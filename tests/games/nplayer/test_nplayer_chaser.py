@@ -64,7 +64,7 @@ def test_two_players_chaser_against_a_recursion(chaser: int, rule: str | None) -
     the highest tile, then fewer tiles), and rolls on until stuck; the other player plays for
     the win knowing it (a tie counts 1/2)."""
     sides, limit = 3, 4
-    game = NPlayer(NPlayerRules(tiles=5, sides=sides, one_die_sum=limit))
+    game = NPlayer(NPlayerRules.make(tiles=5, sides=sides, one_die_sum=limit))
     full = frozenset(range(1, 6))
 
     def label(m: frozenset[int]) -> int:
