@@ -15,7 +15,8 @@ the values it finds.
    strategy, the best rule of at most 1, 2 and 3 keys, and the best rule with 10 and 50
    exceptions.
 
-Usage: python benchmarks/bench_strategy_search.py [--runs N] [--skip-build] [--skip-values]
+Usage: python benchmarks/bench_strategy_search.py [--runs N] [--skip-search] [--skip-build]
+       [--skip-values]
 """
 
 from __future__ import annotations
@@ -172,8 +173,8 @@ def build_table(console: Console, runs: int) -> None:
     found: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(runs + 1):  # the first round warms the numba caches: not counted
-            for name, argv in kinds.items():
-                data = f"{tmp}/{i}-{len(found[name])}-{name[:4]}"
+            for k, (name, argv) in enumerate(kinds.items()):
+                data = f"{tmp}/{i}-{k}"  # a fresh directory each time: nothing is skipped
                 figures = run_measured([*argv, "build", "--variant", "all", "-d", data], env, tmp)
                 if i:
                     found[name].append(figures)
@@ -242,12 +243,14 @@ def values_table(console: Console) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs of each build (default 3)")
+    parser.add_argument("--skip-search", action="store_true", help="leave out the search timing")
     parser.add_argument("--skip-build", action="store_true", help="leave out the build timing")
     parser.add_argument("--skip-values", action="store_true", help="leave out the values table")
     args = parser.parse_args()
     console = Console(width=max(Console().width, 150))
-    search_table(console)
-    command_table(console)
+    if not args.skip_search:
+        search_table(console)
+        command_table(console)
     if not args.skip_build:
         build_table(console, args.runs)
     if not args.skip_values:

@@ -17,6 +17,8 @@ hook never sees them.
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import cast
 
@@ -24,10 +26,10 @@ import numpy as np
 import polars as pl
 
 from pipeline.games.base import SolvedView
-from pipeline.games.shutbox import benchmark, rule_exceptions, rule_search
+from pipeline.games.shutbox import benchmark, rule_exceptions, rule_search, strategy_kernels
 from pipeline.games.shutbox.rule_exceptions import Curve, Override
 from pipeline.games.shutbox.rule_family import MAX_KEYS, Rule
-from pipeline.games.shutbox.rule_keys import Box, BoxRules, box_rules
+from pipeline.games.shutbox.rule_keys import Box, BoxRules, box_rules, encode
 from pipeline.games.shutbox.rule_search import Objective, Searched
 from pipeline.games.shutbox.rules import RuleSet
 from pipeline.games.tiles import TileCodec
@@ -51,10 +53,21 @@ class BoxSearch:
 
 def run_search(s: SolvedView, exceptions: int = rule_exceptions.MAX_EXCEPTIONS) -> BoxSearch | None:
     """Search the rule family on a solved box and compute every curve; None for a game that is
-    not a one-player box (one whose rules are a :class:`~pipeline.games.shutbox.rules.RuleSet`)."""
+    not a one-player box (one whose rules are a :class:`~pipeline.games.shutbox.rules.RuleSet`).
+
+    Two boxes with the same dice rules and scoring search the same rules for the same
+    objectives (``classic`` and ``classic-score``: only which objective is their own differs),
+    so the last search is kept and the next box takes it when it is such a twin: a build meets
+    them one after the other.
+    """
     if not isinstance(getattr(s.game, "r", None), RuleSet) or s.graph.cyclic:
         return None
     game = cast(Box, s.game)
+    key = (_twin_key(game.r), exceptions)
+    with _LAST_LOCK:
+        last = _LAST.get(key)
+    if last is not None:
+        return _own_first(last, game)
     g, start = s.graph, benchmark.start_index(s)
     view = box_rules(game, g)
     found = rule_search.search(view, rule_search.objectives(game, g, s.solve(), start))
@@ -63,7 +76,35 @@ def run_search(s: SolvedView, exceptions: int = rule_exceptions.MAX_EXCEPTIONS) 
         rule, _ = found.best_within(name, MAX_KEYS)
         rows, choice = view.rule_rows(rule), view.choice_for(rule.one_die_at_most)
         curves[name] = (rule, rule_exceptions.curve(obj, rows, choice, exceptions))
-    return BoxSearch(game, view, found, curves)
+    searched = BoxSearch(game, view, found, curves)
+    with _LAST_LOCK:
+        _LAST.clear()
+        _LAST[key] = searched
+    return searched
+
+
+#: The last box searched, by its twin key (see :func:`run_search`).
+_LAST: dict[tuple, BoxSearch] = {}
+_LAST_LOCK = threading.Lock()
+
+
+def _twin_key(rules: RuleSet) -> tuple:
+    """What makes two boxes' searches the same: every rule but which objective is their own
+    (a target score makes an objective of its own, so it stays in the key)."""
+    fields = rules.to_dict()
+    fields.pop("objective")
+    return tuple(sorted((k, str(v)) for k, v in fields.items()))
+
+
+def _own_first(found: BoxSearch, game: Box) -> BoxSearch:
+    """A twin's search with ``game``'s own objective first (the tables list it first)."""
+    own = game.r.objective
+    order = [own, *(name for name in found.searched.objectives if name != own)]
+    searched = dataclasses.replace(
+        found.searched, objectives={n: found.searched.objectives[n] for n in order}
+    )
+    curves = {n: found.curves[n] for n in order}
+    return BoxSearch(game, found.view, searched, curves)
 
 
 def build_tables(s: SolvedView) -> dict[str, pl.DataFrame]:
@@ -83,11 +124,15 @@ def search_rows(s: SolvedView, found: BoxSearch, named: list[benchmark.Evaluated
     """The ``strategy_search`` rows of one box: per objective, optimal play, the named
     strategies, then the best rules by number of keys."""
     start = benchmark.start_index(s)
-    score = found.box.scores(s.graph.state_id).astype(np.float64)
+    best = {
+        name: [found.searched.best(name, size) for size in range(1, MAX_KEYS + 1)]
+        for name in found.searched.objectives
+    }
+    rules = [rule for part in best.values() for top in part for rule, *_ in top]
+    outcomes = _outcomes(found, rules)
     rows: list[dict] = []
     for name, obj in found.searched.objectives.items():
-        opt_rows = rule_search.optimal_rows(obj)
-        shut, mean = _outcomes(obj, opt_rows, obj.solution.choice, score)
+        shut, mean = _optimal_outcomes(found, obj)
         rows.append(
             _row(
                 name, "optimal", None, None, "the solver's best move", "optimal", None, obj.optimum
@@ -102,36 +147,67 @@ def search_rows(s: SolvedView, found: BoxSearch, named: list[benchmark.Evaluated
                 _row(name, "named", size, None, strategy.rule, e.name, None, float(value))
                 | _priced(obj, float(value), e.win_rate, e.expected_score)
             )
-        rows += _rule_rows(found, name, obj, score)
+        rows += _rule_rows(found, name, obj, best[name], outcomes)
     return pl.DataFrame(rows, schema=_SEARCH_SCHEMA, orient="row")
 
 
-def _rule_rows(found: BoxSearch, name: str, obj: Objective, score: np.ndarray) -> list[dict]:
-    """The best rules of each size for one objective, each priced again with its outcomes."""
-    searched, view = found.searched, found.view
+def _rule_rows(
+    found: BoxSearch,
+    name: str,
+    obj: Objective,
+    best: list[list[tuple[Rule, int, float]]],
+    outcomes: dict[Rule, tuple[float, float]],
+) -> list[dict]:
+    """The best rules of each size for one objective, with their outcomes."""
+    searched = found.searched
     out = []
-    for size in range(1, MAX_KEYS + 1):
+    for size, top in enumerate(best, 1):
         tried = int((searched.sizes == size).sum())
         distinct = int((searched.simplest == size).sum())
-        for rank, (rule, equivalent, value) in enumerate(searched.best(name, size), 1):
-            rows = view.rule_rows(rule)
-            shut, mean = _outcomes(obj, rows, view.choice_for(rule.one_die_at_most), score)
+        for rank, (rule, equivalent, value) in enumerate(top, 1):
             row = _row(name, "rule", size, rank, rule.text, rule.spec, rule.one_die_at_most, value)
             out.append(
                 row
-                | _priced(obj, value, shut, mean)
+                | _priced(obj, value, *outcomes[rule])
                 | {"equivalent": equivalent, "searched": tried, "policies": distinct}
             )
     return out
 
 
-def _outcomes(
-    obj: Objective, rows: np.ndarray, choice: np.ndarray, score: np.ndarray
-) -> tuple[float, float]:
-    """P(shut) and the expected final score of a play, from where its games end."""
-    g = obj.graph
-    reach = policy_eval.reach(g, policy_eval.deterministic(g, rows, choice), obj.start)
-    return float(reach.end[score == 0].sum()), float(reach.end @ score)
+def _outcome_graphs(found: BoxSearch) -> list[Graph]:
+    """The box's graph priced for P(shut) and for the expected final score."""
+    g = found.view.graph
+    return [rule_search.objective_graph(found.box, g, name) for name in ("shut", "score")]
+
+
+def _outcomes(found: BoxSearch, rules: list[Rule]) -> dict[Rule, tuple[float, float]]:
+    """P(shut) and the expected final score of each rule's play, priced together (one pass per
+    one-die threshold)."""
+    view, graphs = found.view, _outcome_graphs(found)
+    start = next(iter(found.searched.objectives.values())).start
+    out: dict[Rule, tuple[float, float]] = {}
+    for threshold in dict.fromkeys(r.one_die_at_most for r in rules):
+        mine = list(dict.fromkeys(r for r in rules if r.one_die_at_most == threshold))
+        ranked = view.ranked(threshold)
+        picks = np.zeros((len(mine), ranked.sizes.shape[0]), dtype=np.uint8)
+        for k, rule in enumerate(mine):
+            strategy_kernels.pick_rule(ranked.patterns, ranked.sizes, encode([rule])[0], picks[k])
+        classes = np.full(view.starts.shape[0] - 1, -1, dtype=np.int64)
+        classes[view.multi] = ranked.pattern_of
+        values = policy_eval.evaluate_picks(graphs, view.starts[:-1], classes, picks, ranked.choice)
+        for k, rule in enumerate(mine):
+            out[rule] = (float(values[0, k, start]), float(values[1, k, start]))
+    return out
+
+
+def _optimal_outcomes(found: BoxSearch, obj: Objective) -> tuple[float, float]:
+    """P(shut) and the expected final score of optimal play for ``obj``."""
+    rows = rule_search.optimal_rows(obj)
+    classes = np.full(rows.shape[0], -1, dtype=np.int64)  # one policy: no choice left to pick
+    none = np.zeros((1, 0), dtype=np.uint8)
+    graphs = _outcome_graphs(found)
+    values = policy_eval.evaluate_picks(graphs, rows, classes, none, obj.solution.choice)
+    return float(values[0, 0, obj.start]), float(values[1, 0, obj.start])
 
 
 def _strategy(name: str):  # type: ignore[no-untyped-def]

@@ -183,3 +183,24 @@ def test_the_contract_holds_and_catches_a_curve_that_gets_worse(
         frame.write_parquet(data / f"{name}.parquet")
     broken = contract_rows("strategy_search", data)
     assert set(broken["problem"]) == {"the value got worse", "gain is not the change of value"}
+
+
+def test_a_twin_box_takes_the_last_search_and_gets_the_same_rows() -> None:
+    """classic-score is classic's rules for its other objective: after classic, its tables come
+    from classic's search, and equal those of a search of its own."""
+    from pipeline.games.solved import Solved
+
+    def tables_of(name: str) -> dict[str, pl.DataFrame]:
+        variant = get_variant(name)
+        game = variant.make()
+        return rule_tables.build_tables(Solved(variant, game, game.graph()))
+
+    rule_tables._LAST.clear()
+    alone = tables_of("classic-score")
+    rule_tables._LAST.clear()
+    tables_of("classic")
+    twin = tables_of("classic-score")
+    assert next(iter(rule_tables._LAST.values())).box.r.objective == "shut"  # classic's search
+    for name, frame in alone.items():
+        assert frame["objective"][0] == "score"
+        assert frame.equals(twin[name]), name
