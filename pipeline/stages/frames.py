@@ -32,8 +32,22 @@ def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
     and the strategies stage's where the game runs it in a build (cheap boxes)."""
     return [
         lambda s: s.game.extra_tables(s),
-        lambda s: s.game.rule_search(s) if s.game.search_in_build else {},
+        lambda s: one_thread(s.game.rule_search, s) if s.game.search_in_build else {},
     ]
+
+
+def one_thread(hook: Callable[[Solved], dict[str, pl.DataFrame]], s: Solved) -> Any:
+    """``hook(s)`` with its compiled kernels on one thread (numba's thread count is per
+    thread): the hooks run beside the stages, which keep the other core busy, and the small
+    boxes a build searches gain nothing from splitting a pass in two (it only adds waiting)."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return hook(s)
+    finally:
+        numba.set_num_threads(before)
 
 
 def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
