@@ -5,7 +5,8 @@ one-die threshold where the rules let a player choose one die, is turned into it
 compiled pass (:mod:`pipeline.games.shutbox.rule_keys`). Rules that play the same move at every
 node make the same policy (they often do: a second key rarely splits what the first leaves
 tied), so each distinct policy is evaluated once, exactly, by backward induction
-(:func:`pipeline.solve.policy_eval.evaluate_rows`: thousands of policies per pass, in parallel).
+(:func:`pipeline.solve.policy_eval.evaluate_picks`: thousands of policies per pass, in
+parallel, every objective in the same pass).
 A policy is credited to the first rule that makes it, in search order (fewer keys first), so a
 rule of two keys that plays as a rule of one is listed as the rule of one.
 

@@ -1,5 +1,6 @@
-"""Build hook: the rule family searched on one box, as the ``strategy_search`` and
-``strategy_exceptions`` tables.
+"""The strategies stage: the rule family searched on one box, as the ``strategy_search`` and
+``strategy_exceptions`` tables (:meth:`ShutTheBox.rule_search
+<pipeline.games.shutbox.game.ShutTheBox.rule_search>`).
 
 For each objective of the box (:func:`pipeline.games.shutbox.rule_search.objectives`):
 
@@ -7,12 +8,12 @@ For each objective of the box (:func:`pipeline.games.shutbox.rule_search.objecti
   own solver rolls); the best :data:`~pipeline.games.shutbox.rule_search.TOP` distinct rules of
   one, two and three keys (a rule is listed with the fewest keys that play it), each priced
   exactly, with P(shut) and the expected final score of the same play;
-- ``strategy_exceptions``: for the best rule of at most one, two and three keys, the curve of
+- ``strategy_exceptions``: for the best rule (of at most three keys), the curve of
   :mod:`pipeline.games.shutbox.rule_exceptions` (row ``n`` = 0 the rule alone, then each
   exception in words, up to :data:`~pipeline.games.shutbox.rule_exceptions.MAX_EXCEPTIONS`).
 
 Boxes without a graph (13 tiles or more, built by the streamed solver) are not searched: the
-hook never sees them.
+stage never sees them.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def _own_first(found: BoxSearch, game: Box) -> BoxSearch:
 
 
 def build_tables(s: SolvedView) -> dict[str, pl.DataFrame]:
-    """Build hook: ``strategy_search`` and ``strategy_exceptions`` of one box (none when the
-    game is not a one-player box)."""
+    """The stage's tables, ``strategy_search`` and ``strategy_exceptions``, of one box (none
+    when the game is not a one-player box)."""
     found = run_search(s)
     if found is None:
         return {}
