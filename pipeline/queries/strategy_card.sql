@@ -7,6 +7,7 @@
 -- param: objective text one of shut,score,target optional
 -- needs rows in: strategy_search
 -- built by: stb-pipeline strategies
+-- families: shutbox
 --
 -- The objective is the variant's own unless asked (each box is searched for its own objective
 -- and for the other of P(shut) and the expected final score). A line "best rule of at most k

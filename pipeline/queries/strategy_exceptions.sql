@@ -8,6 +8,7 @@
 -- param: top int 0..50 default 50
 -- needs rows in: strategy_exceptions
 -- built by: stb-pipeline strategies
+-- families: shutbox
 with params as (
     select
         coalesce(getvariable('variant'), 'classic') as variant,
