@@ -87,3 +87,7 @@ bench-first-paint *ARGS:
 # The catalog (stb.duckdb): a lookup on a 24-tile box through it against its own file, and what writing it adds to build --variant all (builds the box once: about a minute)
 bench-catalog *ARGS:
     python benchmarks/bench_catalog.py {{ARGS}}
+
+# The rule family's search: time and peak memory per variant, the build with and without the strategies stage, the values found
+bench-strategies *ARGS:
+    python benchmarks/bench_strategy_search.py {{ARGS}}

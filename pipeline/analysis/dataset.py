@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline import __version__
+from pipeline._version import __version__
 from pipeline.analysis import schema_docs, sql
 from pipeline.analysis.dataset_card import render_card
 from pipeline.analysis.dataset_checks import start_value

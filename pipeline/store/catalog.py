@@ -20,7 +20,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from pipeline import __version__
+from pipeline._version import __version__
 from pipeline.errors import PipelineError
 from pipeline.store import sources, views
 from pipeline.store.engine import available, engine

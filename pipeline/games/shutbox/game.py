@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game, Streamed
+from pipeline.games.base import Game, SolvedView, Streamed
 from pipeline.games.dice import roll_distribution
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
@@ -282,6 +282,18 @@ class ShutTheBox(TileStrategyHooks, Game):
             for mask, total in self.subsets_by_sum(roll)
             if total == roll and mask & state_id == mask
         ]
+
+    @property
+    def search_in_build(self) -> bool:  # type: ignore[override]
+        """`build` searches the rule family for boxes of at most 9 tiles where the rules leave
+        no choice of dice (a choice multiplies the rules by its one-die thresholds)."""
+        return self.r.tiles <= 9 and self.r.one_die != "optional"
+
+    def rule_search(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
+        """The rule family searched on this box (:mod:`pipeline.games.shutbox.rule_tables`)."""
+        from pipeline.games.shutbox import rule_tables
+
+        return rule_tables.build_tables(solved)
 
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         """Tile strategies see tiles 1..n and the final score of each state."""
