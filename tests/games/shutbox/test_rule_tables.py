@@ -111,7 +111,8 @@ def test_the_card_of_classic(built: Path) -> None:
     named = card.filter(pl.col("line").str.starts_with("named strategy"))
     bench = tables.read_table(built, "benchmarks", "classic").filter(pl.col("method") == "exact")
     expected = dict(zip(bench["strategy"], bench["win_rate"], strict=True))
-    assert named.height == 8
+    assert named.height == 7  # the eight named strategies but optimal play, the card's first line
+    assert card["place"].to_list() == list(range(card.height))  # no gap in the card's order
     for row in named.iter_rows(named=True):
         assert abs(row["value"] - expected[row["spec"]]) <= 1e-12
 
