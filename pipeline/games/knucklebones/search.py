@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.solve.ties import is_tie, tie_tolerance
 
 OURS = 0
 SEED = 1
@@ -251,8 +252,10 @@ def _move_to(pairs, j, f, place):
 def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
     Rust solver's by difference."""
-    tie = abs(w - bw) <= 1e-12
-    return (kind == 0 and (w > bw + 1e-12 or (tie and d > bd))) or (kind == 1 and d > bd)
+    tie = is_tie(w, bw)
+    return (kind == 0 and (w > bw + tie_tolerance(bw) or (tie and d > bd))) or (
+        kind == 1 and d > bd
+    )
 
 
 @numba.njit(cache=True)
