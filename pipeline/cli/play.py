@@ -52,9 +52,13 @@ def register(app: typer.Typer) -> None:
 
         Example: printf '1\\n1\\n1\\n' | stb-pipeline play --variant classic --seed 7
         """
+        from pipeline.apps.seats import check_seat
+
+        chosen = pick_one(variant, custom, data_dir)
+        check_seat(chosen.name, chosen.players, seat)  # at once: before any game or table
         from pipeline.apps import teaching_game as play
 
-        coach = play.Coach(data_dir, pick_one(variant, custom, data_dir))
+        coach = play.Coach(data_dir, chosen)
         console = out.real()
         ask = play.line_asker(sys.stdin.readline, console, echo=not sys.stdin.isatty())
         play.play_game(coach, ask, console, seed=seed, show_values=not quiz, seat=seat)

@@ -36,17 +36,17 @@ def regret(best: float, value: float, maximise: bool) -> float:
     return lost if lost > 0.0 else 0.0
 
 
-def tolerance(best: np.ndarray) -> np.ndarray:
+def tolerance(best: np.ndarray | float) -> np.ndarray:
     """:func:`tie_tolerance` of every entry of ``best``."""
     return TIE_TOLERANCE * np.maximum(1.0, np.abs(best))
 
 
-def ties(values: np.ndarray, best: np.ndarray) -> np.ndarray:
+def ties(values: np.ndarray, best: np.ndarray | float) -> np.ndarray:
     """:func:`is_tie` of every entry (``best`` broadcast against ``values``)."""
     return np.abs(values - best) <= tolerance(best)
 
 
-def regrets(best: np.ndarray, values: np.ndarray, maximise: bool) -> np.ndarray:
+def regrets(best: np.ndarray | float, values: np.ndarray, maximise: bool) -> np.ndarray:
     """:func:`regret` of every entry (``best`` broadcast against ``values``)."""
     lost = best - values if maximise else values - best
     return np.where(lost > 0.0, lost, 0.0)

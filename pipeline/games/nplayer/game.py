@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game, Streamed
+from pipeline.games.base import Game, LegalMoves, Streamed, Stuck
 from pipeline.games.dice import roll_distribution
 from pipeline.games.nplayer.rules import BEATEN, FIRST_SEAT, HOLDER, MAX_PLAYERS, NPlayerRules
 from pipeline.games.shutbox.game import ShutTheBox
@@ -609,6 +609,42 @@ class NPlayer(Game):
         from pipeline.games.nplayer import stream
 
         return stream.streamed(self, tables)
+
+    # -- answers (pipeline.answer): a seat's moves are the one-player box's on its mask --------
+
+    @property
+    def answer_columns(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Every player's expected payoff (the shares), beside the mover's value."""
+        return ("share_holder", "share_beaten", *(f"share_{k}" for k in range(1, self.n + 1)))
+
+    def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+        """The one-player rules' dice on the mover's open tiles."""
+        return self.base.roll_chances(state_id & self.full)
+
+    def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
+        """The one-player box's moves on the mover's tiles; the seat and scores stay."""
+        found = self.base.legal_moves(state_id & self.full, rolls)
+        return LegalMoves(found.roll, found.label, state_id ^ found.label)
+
+    def move_tiles(self, label: int) -> list[int]:
+        """The tiles a move shuts."""
+        return self.base.move_tiles(label)
+
+    def state_text(self, state_id: int) -> str:
+        """The mover's open tiles."""
+        return self.base.state_text(state_id & self.full)
+
+    def position_fields(self, state_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """The seat to move, the best score before it and how many players share it (0 for
+        player 1, who faces none)."""
+        _, seat, best, count = self.position(state_ids)
+        return {"player": seat, "best_score": best, "best_count": count}
+
+    def stuck(self, state_id: int) -> Stuck:
+        """Stuck, the turn passes to the next seat's full box (the last seat: the game ends);
+        what that is worth to the mover is in the policy's stuck rows."""
+        nxt = self.next_start(state_id)
+        return Stuck("end" if nxt is None else "pass", nxt, None)
 
     # -- description -------------------------------------------------------------------------
 
