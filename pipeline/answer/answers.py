@@ -49,7 +49,7 @@ MAX_DEPTH = 5
 class Answers:
     """Answers about the positions of one data directory, from its tables held in memory."""
 
-    def __init__(self, data_dir: Path, cache_mb: int = DEFAULT_CACHE_MB) -> None:
+    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
         self.data_dir = Path(data_dir)
         self.index = Index(self.data_dir, cache_mb)
         self._games: dict[tuple[str, str], Any] = {}
@@ -441,12 +441,12 @@ def _ranked(
     return out
 
 
-def for_dir(data_dir: Path, cache_mb: int = DEFAULT_CACHE_MB) -> Answers:
+def for_dir(data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> Answers:
     """The answers of a data directory, one per process (its index kept between calls: the
     Python API and the commands share it)."""
     return _for_dir(Path(data_dir).resolve(), cache_mb)
 
 
 @lru_cache(maxsize=8)
-def _for_dir(data_dir: Path, cache_mb: int) -> Answers:
+def _for_dir(data_dir: Path, cache_mb: float) -> Answers:
     return Answers(data_dir, cache_mb)

@@ -203,9 +203,9 @@ class States:
 
 
 class HeldStates(States):
-    """Every state of a variant in arrays: by state id (dense ids: ``ids`` None) or by position
-    among the sorted ``ids`` (sparse ones: the stake game's digital scores make its ids
-    sparse). ``value`` is NaN where no state has the id."""
+    """States of a variant in arrays: by state id (dense ids: ``ids`` None, row = id - ``low``)
+    or by position among the sorted ``ids`` (sparse ones: the stake game's digital scores make
+    its ids sparse). ``value`` is NaN where no state has the id."""
 
     def __init__(
         self,
@@ -215,17 +215,19 @@ class HeldStates(States):
         cols: dict[str, np.ndarray],
         objective: str,
         maximise: bool,
+        low: int = 0,
     ) -> None:
         self.name, self.objective, self.maximise = name, objective, maximise
-        self.ids, self.value, self.cols = ids, value, cols
+        self.ids, self.value, self.cols, self.low = ids, value, cols, low
         self.size = value.shape[0]
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Each state id's row (-1 where the variant has no such state)."""
         ids = np.asarray(ids, dtype=np.int64)
         if self.ids is None:
-            ok = (ids >= 0) & (ids < self.size)
-            pos = np.where(ok, ids, 0)
+            rows = ids - self.low
+            ok = (rows >= 0) & (rows < self.size)
+            pos = np.where(ok, rows, 0)
             return np.where(ok & ~np.isnan(self.value[pos]), pos, -1)
         if self.size == 0:
             return np.full(ids.shape, -1, dtype=np.int64)
@@ -238,9 +240,9 @@ class HeldStates(States):
 
     def row(self, state_id: int) -> StateRow | None:
         if self.ids is None:
-            if not 0 <= state_id < self.size or self.value[state_id] != self.value[state_id]:
+            k = state_id - self.low
+            if not 0 <= k < self.size or self.value[k] != self.value[k]:
                 return None
-            k = state_id
         else:
             k = int(np.searchsorted(self.ids, state_id))
             if k >= self.size or int(self.ids[k]) != state_id:
@@ -266,7 +268,7 @@ class HeldStates(States):
     def all_ids(self) -> np.ndarray:
         """Every state id held, increasing."""
         if self.ids is None:
-            return np.flatnonzero(~np.isnan(self.value))
+            return np.flatnonzero(~np.isnan(self.value)) + self.low
         return self.ids
 
     @property
@@ -333,9 +335,9 @@ class Index:
     """The variants of one data directory in memory (thread-safe: the server answers from
     several threads)."""
 
-    def __init__(self, data_dir: Path, cache_mb: int = DEFAULT_CACHE_MB) -> None:
+    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
         self.data_dir = Path(data_dir)
-        self.budget = int(cache_mb) * 1024 * 1024
+        self.budget = int(cache_mb * 1024 * 1024)
         self.reader = Reader()
         self._held: OrderedDict[tuple[str, ...], _Held] = OrderedDict()
         self._lock = threading.Lock()
@@ -502,12 +504,17 @@ class Index:
         objective, maximise = self._objective(path, name, layout)
         need = _bytes(layout.groups, wanted)
         if need > self.budget:
-            if not layout.sorted_by_id:
-                mb = -(-need // (1024 * 1024))
+            part = max(_bytes([g], wanted) for g in layout.groups)
+            if not layout.sorted_by_id or part > self.budget:
+                how = (
+                    "a row group at a time"
+                    if layout.sorted_by_id
+                    else "whole (its states file is not sorted by state id)"
+                )
+                mb = -(-(part if layout.sorted_by_id else need) // (1024 * 1024))
                 raise UsageError(
-                    f"{name} needs {mb} MB in memory to answer (its states file is not sorted "
-                    f"by state id, so it cannot be read a row group at a time), more than the "
-                    f"{self.budget // (1024 * 1024)} MB allowed: raise --cache-mb to {mb}"
+                    f"{name} needs {mb} MB in memory to answer, read {how}: more than the "
+                    f"{self.budget / (1024 * 1024):g} MB allowed (raise --cache-mb to {mb})"
                 )
 
             def block(group: Group) -> HeldStates:
@@ -548,8 +555,8 @@ class Index:
         if not objective:
             objective, maximise = self._objective(path, name, layout)
         dense = _dense(groups)
-        top = max((g.hi for g in groups if g.hi is not None), default=-1)
-        size = top + 1 if dense else sum(g.rows for g in groups)
+        low, top = _span(groups)
+        size = top - low + 1 if dense else sum(g.rows for g in groups)
         value = np.full(size, np.nan)
         cols = {c: _empty(c, size) for c in wanted if c != "value"}
         ids = None if dense else np.empty(size, dtype=np.int64)
@@ -569,10 +576,10 @@ class Index:
                     f"`stb-pipeline build --variant {name}`"
                 )
             got = np.asarray(found["state_id"], dtype=np.int64)
+            if got.size and (got.min() < low or got.max() > top):
+                raise TableError(f"{path}: state ids beyond its statistics; {REBUILD}")
             if dense:
-                if got.size and (got.min() < 0 or got.max() > top):
-                    raise TableError(f"{path}: state ids beyond its statistics; {REBUILD}")
-                where: Any = got
+                where: Any = got - low
             else:
                 where = slice(at, at + got.size)
                 ids[where] = got  # type: ignore[index]
@@ -585,7 +592,7 @@ class Index:
             order = np.argsort(ids, kind="stable")
             ids, value = ids[order], value[order]
             cols = {c: arr[order] for c, arr in cols.items()}
-        held = HeldStates(name, ids, value, cols, objective, maximise)
+        held = HeldStates(name, ids, value, cols, objective, maximise, low if dense else 0)
         return held, held.nbytes
 
     # -- stuck rolls ----------------------------------------------------------------------------
@@ -609,21 +616,26 @@ class Index:
         return held, held.nbytes
 
 
-def _dense(groups: Sequence[Group]) -> bool:
-    """Whether the ids are held densely (index = state id): they nearly fill 0..max."""
-    rows = sum(g.rows for g in groups)
-    top = max((g.hi for g in groups if g.hi is not None), default=-1)
+def _span(groups: Sequence[Group]) -> tuple[int, int]:
+    """The lowest and highest state id of some row groups (from their statistics)."""
     low = min((g.lo for g in groups if g.lo is not None), default=0)
-    return top - low < DENSE_FACTOR * rows + 1024 and low < DENSE_FACTOR * rows + 1024
+    top = max((g.hi for g in groups if g.hi is not None), default=-1)
+    return low, top
+
+
+def _dense(groups: Sequence[Group]) -> bool:
+    """Whether the ids are held densely (row = id - lowest id): they nearly fill their span."""
+    low, top = _span(groups)
+    return top - low < DENSE_FACTOR * sum(g.rows for g in groups) + 1024
 
 
 def _bytes(groups: Sequence[Group], wanted: Sequence[str]) -> int:
     """Bytes :meth:`Index._read_held` holds for ``groups``."""
     per_row = sum(BASE_COLUMNS.get(c, 8) for c in wanted)
-    rows = sum(g.rows for g in groups)
     if _dense(groups):
-        return (max((g.hi or 0 for g in groups), default=0) + 1) * per_row
-    return rows * (per_row + 8)
+        low, top = _span(groups)
+        return (top - low + 1) * per_row
+    return sum(g.rows for g in groups) * (per_row + 8)
 
 
 def _empty(column: str, size: int) -> np.ndarray:

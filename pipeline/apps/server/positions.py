@@ -61,7 +61,7 @@ class Positions:
     """The answers of one data directory, as the server asks them (thread-safe: the library's
     index is)."""
 
-    def __init__(self, data_dir: Path, cache_mb: int = DEFAULT_CACHE_MB) -> None:
+    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
         self.answers = Answers(Path(data_dir), cache_mb)
 
     def in_memory(self, name: str) -> bool:
