@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from pipeline.answer.model import (
 )
 from pipeline.errors import TableError, UsageError
 from pipeline.games.registry import Variant
-from pipeline.solve.tolerance import regret, regrets, ties
+from pipeline.solve.tolerance import is_tie, regret, regrets, tie_tolerance, ties
 
 #: Knucklebones search depth (placements) used when none is asked, and the deepest an answer
 #: searches (deeper searches take seconds on the full game).
@@ -111,8 +112,10 @@ class Answers:
     ) -> tuple[Answer, dict[int, list[MoveValue]]]:
         """The answer for a state and every roll's legal moves, ranked (the explorer embeds them
         all)."""
-        found, game, maximise, per_roll = self._answer(variant, None, state_id, None, True, {})
-        return found, {r: _ranked(game, maximise, *arrays) for r, arrays in per_roll.items()}
+        found, game, maximise, moves = self._answer(variant, None, state_id, None, True, {})
+        if moves is None:
+            return found, {}
+        return found, {r: _ranked(game, maximise, *moves.of(r)) for r in moves.spans}
 
     def _answer(
         self,
@@ -122,7 +125,7 @@ class Answers:
         roll: int | None,
         rolls: bool,
         extra: dict[str, Any],
-    ) -> tuple[Answer, Any, bool, dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    ) -> tuple[Answer, Any, bool, RollMoves | None]:
         """:meth:`position`, with the game, its direction and each roll's moves."""
         game = self.game(variant)
         if state_id is None:
@@ -140,7 +143,7 @@ class Answers:
                 f"state {shown} of {variant.name} is terminal: there is nothing to roll"
             )
         if not rolls and roll is None:
-            return Answer(variant.name, state, [], []), game, states.maximise, {}
+            return Answer(variant.name, state, [], []), game, states.maximise, None
         chances = [] if state.terminal else game.roll_chances(state_id)
         possible = sorted({t for _, dist in chances for t, _, _ in dist})
         if roll is not None and roll not in possible:
@@ -149,14 +152,16 @@ class Answers:
                 f"roll {roll} is impossible in state {shown} of {variant.name} "
                 f"(possible rolls: {span})"
             )
-        best, per_roll = self._rolls(variant.name, game, states, state_id, possible)
+        best, by_roll = self._rolls(variant.name, game, states, state_id, possible)
         dice = _dice_options(chances, best, state, states.maximise)
         if roll is None:
-            return Answer(variant.name, state, best, dice), game, states.maximise, per_roll
+            return Answer(variant.name, state, best, dice), game, states.maximise, by_roll
         outcome = best[possible.index(roll)]
-        moves = _ranked(game, states.maximise, *per_roll[roll]) if outcome.kind == "move" else []
+        moves = []
+        if outcome.kind == "move" and by_roll is not None:
+            moves = _ranked(game, states.maximise, *by_roll.of(roll))
         found = Answer(variant.name, state, best, dice, roll, outcome, moves)
-        return found, game, states.maximise, per_roll
+        return found, game, states.maximise, by_roll
 
     def arrays(self, variant: Variant) -> dict[str, np.ndarray]:
         """Every state of a variant by increasing id: ``state_id``, ``value``, ``dice`` (0 where
@@ -172,21 +177,20 @@ class Answers:
         out.update({key: col[pos] for key, col in states.cols.items()})
         return out
 
-    def passes(self, variant: Variant) -> tuple[np.ndarray, np.ndarray]:
-        """(state ids, values): what a roll without a legal move is worth to the mover, for
-        every state where one can happen, from the policy's stuck rows (the N-player games,
-        whose rules cannot value a pass alone)."""
-        stuck = self.index.stuck(variant.name)
-        ids = stuck.all_ids()
-        return ids, stuck.values(ids)
+    def stuck(self, variant: Variant, state_id: int) -> tuple[str, int | None, float]:
+        """(kind, next state, value to the mover) of a roll that leaves no legal move in
+        ``state_id`` (the explorer embeds them)."""
+        game = self.game(variant)
+        return self._stuck(game, self.index.states(variant.name, game.answer_columns), state_id)
 
     def _rolls(
         self, name: str, game: Any, states: States, state_id: int, rolls: list[int]
-    ) -> tuple[list[RollBest], dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    ) -> tuple[list[RollBest], RollMoves | None]:
         """Every roll's best move (or what being stuck is worth), and each roll's moves
-        (labels, successors, values)."""
+        (labels, successors, values). A position has a few dozen moves: past the one array
+        lookup of their values, plain Python is quicker than numpy's calls on tiny arrays."""
         if not rolls:
-            return [], {}
+            return [], None
         found = game.legal_moves(state_id, rolls)
         offset, scale = game.move_value
         values = offset + scale * states.values(found.next)
@@ -195,40 +199,54 @@ class Answers:
                 f"{name}'s states table lacks positions its moves lead to; rebuild it "
                 f"(stb-pipeline build --force --variant {name})"
             )
+        by_roll, labels, nexts, vals = (
+            found.roll.tolist(),
+            found.label.tolist(),
+            found.next.tolist(),
+            values.tolist(),
+        )
+        maximise = states.maximise
         out: list[RollBest] = []
-        per_roll: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        starts = np.searchsorted(found.roll, rolls)  # the moves come grouped in roll order
-        ends = np.append(starts[1:], found.roll.shape[0])
+        spans: dict[int, tuple[int, int]] = {}
         stuck = None
-        for r, a, b in zip(rolls, starts.tolist(), ends.tolist(), strict=True):
+        a, n = 0, len(by_roll)
+        for r in rolls:  # the moves come grouped by roll, increasing, largest label first
+            b = a
+            while b < n and by_roll[b] == r:
+                b += 1
             if a == b:
                 if stuck is None:
-                    stuck = self._stuck(name, game, state_id)
+                    stuck = self._stuck(game, states, state_id)
                 out.append(stuck_roll(r, *stuck))
                 continue
-            vals = values[a:b]
-            top = float(vals.max() if states.maximise else vals.min())
-            pick = a + int(np.argmax(ties(vals, top)))  # the largest label first in a roll
-            label = int(found.label[pick])
+            top = max(vals[a:b]) if maximise else min(vals[a:b])
+            tol = tie_tolerance(top)  # the first tie: the largest label
+            pick = next(k for k in range(a, b) if abs(vals[k] - top) <= tol)
             out.append(
-                RollBest(
-                    r, "move", game.move_tiles(label), float(values[pick]), b - a,
-                    int(found.next[pick]),
-                )
-            )  # fmt: skip
-            per_roll[r] = (found.label[a:b], found.next[a:b], vals)
-        return out, per_roll
+                RollBest(r, "move", game.move_tiles(labels[pick]), vals[pick], b - a, nexts[pick])
+            )
+            spans[r] = (a, b)
+            a = b
+        return out, RollMoves(found, values, spans)
 
-    def _stuck(self, name: str, game: Any, state_id: int) -> tuple[str, int | None, float]:
-        """(kind, next state, value) of a roll without a legal move in ``state_id``."""
+    def _stuck(self, game: Any, states: States, state_id: int) -> tuple[str, int | None, float]:
+        """(kind, next state, value to the mover) of a roll without a legal move: what the
+        rules say, or the mover's payoff in the state play passes to (its states row)."""
         stuck = game.stuck(state_id)
         value = stuck.value
-        if value is None:  # the rules cannot value it alone: the policy's stuck row
-            value = float(self.index.stuck(name).values(np.array([state_id]))[0])
-            if value != value:
+        if value is None:
+            row = None if stuck.next is None else states.row(stuck.next)
+            held = (
+                None
+                if row is None
+                else (row.value if stuck.column == "value" else row.columns.get(stuck.column))
+            )
+            if held is None:
                 raise TableError(
-                    f"{name}'s policy table has no stuck row for state {state_id}; rebuild it"
+                    f"{states.name}'s states table lacks the state {stuck.next} play passes "
+                    "to; rebuild it"
                 )
+            value = stuck.offset + stuck.scale * held
         return stuck.kind, stuck.next, float(value)
 
     def fields(self, variant: Variant) -> list[dict[str, Any]]:
@@ -354,6 +372,23 @@ class Answers:
         return view_of(variant)
 
 
+@dataclass(frozen=True)
+class RollMoves:
+    """Every roll's legal moves of one state (from :meth:`Answers._rolls`), sliced when asked:
+    an answer ranks the moves of one roll, the explorer those of every roll."""
+
+    found: Any
+    """The game's :class:`pipeline.games.base.LegalMoves`."""
+    values: np.ndarray
+    spans: dict[int, tuple[int, int]]
+    """Each roll with a legal move: its rows."""
+
+    def of(self, roll: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(labels, successors, values) of one roll's moves."""
+        a, b = self.spans[roll]
+        return self.found.label[a:b], self.found.next[a:b], self.values[a:b]
+
+
 #: Distinct values of a position field listed as choices (more: a number to type).
 MAX_CHOICES = 200
 
@@ -365,9 +400,7 @@ def stuck_roll(roll: int, kind: str, nxt: int | None, value: float) -> RollBest:
 
 def _state_info(game: Any, states: States, state_id: int, row: StateRow) -> StateInfo:
     """The state as an answer shows it."""
-    fields = {
-        key: (int(v[0]) or None) for key, v in game.position_fields(np.array([state_id])).items()
-    }
+    fields = game.state_fields(state_id)
     shares = _shares(fields, row.columns, game) if row.columns else ()
     return StateInfo(
         state_id,
@@ -428,15 +461,16 @@ def _ranked(
 ) -> list[MoveValue]:
     """One roll's moves, ranked: by regret, the tie rule's pick first among equals, then the
     larger label (the tables' moves, in `move`'s order)."""
-    top = values.max() if maximise else values.min()
-    lost = regrets(top, values, maximise)
-    pick = int(np.argmax(ties(values, top)))
+    vals = values.tolist()
+    top = max(vals) if maximise else min(vals)
+    pick = next(k for k, v in enumerate(vals) if is_tie(v, top))
     out = [
-        MoveValue(game.move_tiles(lab), lab, nxt, game.state_text(nxt), v, loss, k == pick)
-        for k, (lab, nxt, v, loss) in enumerate(
-            zip(labels.tolist(), nexts.tolist(), values.tolist(), lost.tolist(), strict=True)
+        MoveValue(
+            game.move_tiles(lab), lab, nxt, game.state_text(nxt), v, regret(top, v, maximise),
+            k == pick,
         )
-    ]
+        for k, (lab, nxt, v) in enumerate(zip(labels.tolist(), nexts.tolist(), vals, strict=True))
+    ]  # fmt: skip
     out.sort(key=lambda m: (m.regret, not m.best, -m.label))
     return out
 

@@ -4,10 +4,9 @@ As python-chess's Syzygy reader opens each table file once and answers a probe w
 computation and a read, a variant's ``states`` rows are read once, on its first answer, into
 numpy arrays indexed by state id: the value, the number of dice optimal play rolls, how many it
 may choose from, whether play is over, and the columns the game's answers report (the N-player
-shares). A move's value is then its successor's value (``offset + scale * value[next]``), so no
-``policy`` or ``moves`` row is read to answer: the rules list the moves. Where the rules cannot
-value a stuck roll alone (the N-player games pass the turn), the policy's stuck rows are read
-once more, a state each.
+shares). A move's value is then its successor's value (``offset + scale * value[next]``), and a
+turn passed to the next player the mover's payoff there, so no ``policy`` or ``moves`` row is
+read to answer: the rules list the moves.
 
 DuckDB's compiled engine reads the files (only the columns needed, only the variant's row
 groups); no SQL runs per answer. What is held stays within ``cache_mb`` (least recently used
@@ -69,18 +68,20 @@ class Reader:
     def query(self, path: Path, sql: str, **params: Any) -> dict[str, np.ndarray]:
         """The columns of ``sql`` (which reads ``read_parquet($path)``) as numpy arrays (masked
         where null)."""
-        try:
-            with self.con.cursor() as cur:
-                return dict(cur.execute(sql, {"path": str(path), **params}).fetchnumpy())
-        except engine().Error as exc:
-            first = (str(exc).splitlines() or ["unreadable"])[0]
-            raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
+        return dict(self._run(path, sql, params, lambda cur: cur.fetchnumpy()))
 
     def rows(self, path: Path, sql: str, **params: Any) -> list[tuple[Any, ...]]:
         """The rows of ``sql`` as tuples."""
+        return list(self._run(path, sql, params, lambda cur: cur.fetchall()))
+
+    def _run(
+        self, path: Path, sql: str, params: dict[str, Any], fetch: Callable[[Any], Any]
+    ) -> Any:
+        """``fetch`` of ``sql`` run with bound parameters; TableError naming the file when
+        DuckDB cannot read it."""
         try:
             with self.con.cursor() as cur:
-                return list(cur.execute(sql, {"path": str(path), **params}).fetchall())
+                return fetch(cur.execute(sql, {"path": str(path), **params}))
         except engine().Error as exc:
             first = (str(exc).splitlines() or ["unreadable"])[0]
             raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
@@ -593,26 +594,6 @@ class Index:
             ids, value = ids[order], value[order]
             cols = {c: arr[order] for c, arr in cols.items()}
         held = HeldStates(name, ids, value, cols, objective, maximise, low if dense else 0)
-        return held, held.nbytes
-
-    # -- stuck rolls ----------------------------------------------------------------------------
-
-    def stuck(self, name: str) -> HeldStates:
-        """The value (to the mover) of a roll without a legal move, by state, from the policy's
-        stuck rows (read on first use): for the games whose rules alone cannot value it."""
-        return self._load((name, "stuck"), "policy", lambda p: self._read_stuck(p, name))
-
-    def _read_stuck(self, path: Path, name: str) -> tuple[HeldStates, int]:
-        layout = self.reader.layout(path, name)
-        where, params = ("stuck", {}) if layout.alone else ("variant = $v and stuck", {"v": name})
-        found = self.reader.query(
-            path,
-            f"select state_id, min(value) as value from read_parquet($path) where {where} "
-            "group by state_id order by state_id",
-            **params,
-        )
-        ids = np.asarray(found["state_id"], dtype=np.int64)
-        held = HeldStates(name, ids, np.asarray(found["value"], dtype=np.float64), {}, "", True)
         return held, held.nbytes
 
 

@@ -291,14 +291,17 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
     moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1))
     scores = game.mask_scores
     possible = game.possible_scores.tolist()
-    place = {score: i for i, score in enumerate(possible)}
     for key in blocks.values():
         key["end"] = [None] * len(possible)
-    stuck_ids, stuck_values = answers.passes(variant)
-    for state, value in zip(stuck_ids.tolist(), stuck_values.tolist(), strict=True):
-        at = place.get(int(scores[state & full]))
-        if at is not None:
-            blocks[keys[state >> tiles]]["end"][at] = value
+    # a stuck roll is worth what the block and the score make it (a mask of each score)
+    mask_of = {int(score): mask for mask, score in enumerate(scores.tolist()) if mask}
+    terminal = arrays["terminal"]
+    for k, block in enumerate(numbers.tolist()):
+        end = blocks[keys[block]]["end"]
+        for at, score in enumerate(possible):
+            state = (block << tiles) | mask_of[score]
+            if not terminal[(k << tiles) | mask_of[score]]:  # (a last seat below the best won)
+                end[at] = answers.stuck(variant, state)[2]
     return {
         "name": variant.name,
         "kind": "nplayer",

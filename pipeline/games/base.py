@@ -52,9 +52,9 @@ class Streamed:
 
 @dataclass(frozen=True)
 class LegalMoves:
-    """Every legal move of one state after some rolls, as arrays of one row per move: grouped by
-    roll in the order the rolls were asked, the largest label first within a roll (the tie
-    rule's order). A move is worth its successor's value (:attr:`Game.move_value`)."""
+    """Every legal move of one state after some rolls (asked in increasing order), as arrays of
+    one row per move: grouped by roll, increasing, the largest label first within a roll (the
+    tie rule's order). A move is worth its successor's value (:attr:`Game.move_value`)."""
 
     roll: np.ndarray
     """int64: the roll (or die) each move answers."""
@@ -66,15 +66,19 @@ class LegalMoves:
 
 @dataclass(frozen=True)
 class Stuck:
-    """What happens when a roll leaves the mover no legal move."""
+    """What happens when a roll leaves the mover no legal move, and what it is worth to the
+    mover: ``value`` where the rules alone say (a final score), else ``offset + scale *``
+    the ``column`` of the ``states`` row of ``next`` (a turn passed: the mover's payoff there)."""
 
     kind: str
     """``end`` (the game is over) or ``pass`` (the next player plays)."""
     next: int | None
     """The state play goes on from (a pass), else None."""
     value: float | None
-    """The mover's value of it, where the rules alone give it (an end's final value); None:
-    read it from the tables (the policy's stuck rows)."""
+    """The mover's value, where the rules alone give it; None: read it from ``next``."""
+    column: str = "value"
+    offset: float = 0.0
+    scale: float = 1.0
 
 
 class Named(Protocol):
@@ -206,7 +210,8 @@ class Game(ABC):
         raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
 
     def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
-        """Every legal move of ``state_id`` after each of ``rolls`` (see :class:`LegalMoves`)."""
+        """Every legal move of ``state_id`` after each of ``rolls`` (increasing; see
+        :class:`LegalMoves`)."""
         raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
 
     def move_tiles(self, label: int) -> list[int]:
@@ -226,6 +231,11 @@ class Game(ABC):
     def position_fields(self, state_ids: np.ndarray) -> dict[str, np.ndarray]:
         """What names a position besides its tiles, by state id (the N-player games' seat, best
         score so far and how many share it; 0 where it does not apply); none by default."""
+        return {}
+
+    def state_fields(self, state_id: int) -> dict[str, int | None]:
+        """:meth:`position_fields` of one state, None where a field does not apply (a few
+        microseconds: every answer shows them)."""
         return {}
 
     def stuck(self, state_id: int) -> Stuck:

@@ -216,3 +216,19 @@ def test_boards_give_the_tables_answer(name: str, built: Path) -> None:
         served = client.get(f"/{name}/position.json", params={"board": row["tiles"], "die": die})
         assert {k: v for k, v in served.json().items() if k != "link"} == found.to_json()
         checked += 1
+
+
+@pytest.mark.parametrize("name", ["two-player", "four-player", "two-player-stake"])
+def test_a_stuck_roll_is_worth_what_the_policy_says(name: str, built_more: Path) -> None:
+    """A roll without a legal move passes the turn (or, for the last seat, ends the game): the
+    library values it from the rules and the next state's shares, never reading the policy;
+    it is the policy's stuck row (kind, next state, value), for a sample of every stuck state."""
+    answers = Answers(built_more)
+    variant = get_variant(name)
+    rows = tables.rows(built_more, "policy", name, "stuck")
+    stuck = {r["state_id"]: (r["kind"], r["next_state_id"], r["value"]) for r in rows}
+    for state_id in random.Random(f"{SEED}-stuck-{name}").sample(sorted(stuck), 1500):
+        kind, nxt, value = answers.stuck(variant, state_id)
+        want = stuck[state_id]
+        assert (kind, nxt) == want[:2] and tables.close(value, want[2]), (state_id, want)
+    assert answers.index.reads == 1  # the states file alone

@@ -201,10 +201,17 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def open_page(browser: Any, page: Path, hash_: str = "") -> None:
-    """Load the page (a fresh load, so the hash is read at start) and wait until it is drawn."""
+    """Load the page (a fresh load, so the hash is read at start) and wait until it is drawn
+    (a few seconds at most: a busy machine parses the page's megabytes of data slowly)."""
+    import time
+
     browser.get("about:blank")
     browser.get(page.as_uri() + hash_)
-    assert browser.execute_script("return document.body.dataset.ready") == "true"
+    for _ in range(400):
+        if browser.execute_script("return document.body.dataset.ready") == "true":
+            return
+        time.sleep(0.025)
+    raise AssertionError("the page never finished drawing")
 
 
 def click(browser: Any, selector: str) -> None:

@@ -273,34 +273,56 @@ class DoubleShutter(TileStrategyHooks, Game):
         """The digit of each column (tiles down), column 1 first."""
         return [(state_id // int(p)) % 3 for p in self.place]
 
+    def dice_allowed(self, state_id: int) -> list[int]:
+        """:meth:`dice_available` of one state in plain Python, fewest dice first."""
+        r = self.r
+        digits = self.state_digits(state_id)
+        if all(d == r.rows for d in digits):  # every tile down
+            return []
+        if r.one_die == "never":
+            return [r.dice]
+        front, back = self.front.tolist(), self.back.tolist()
+        exposed = sum(
+            front[c] if d == 0 else back[c] if d == 1 and r.back_row else 0
+            for c, d in enumerate(digits)
+        )
+        small = exposed <= r.one_die_sum
+        if r.one_die == "forced":
+            return [1] if small else [r.dice]
+        return [1, r.dice] if small else [r.dice]
+
     def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
         """The dice the rules allow (fewest first) and the totals each can roll."""
-        allowed = self.dice_available(np.array([state_id], dtype=np.int64))
-        return [
-            (d, roll_distribution(d, self.r.sides)) for d, ok in sorted(allowed.items()) if ok[0]
-        ]
+        return [(d, roll_distribution(d, self.r.sides)) for d in self.dice_allowed(state_id)]
 
     def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
-        """The sets of shuttable tiles adding up to each roll (largest label first)."""
-        sets = self._answer_sets
+        """The sets of shuttable tiles adding up to each roll (``rolls`` increasing; the largest
+        label first within a roll)."""
+        sets = self._candidates(tuple(int(r) for r in rolls))
         digits = self.state_digits(state_id)
         up = sum(1 << c for c, d in enumerate(digits) if d == 0)  # front tile standing
         back = sum(1 << c for c, d in enumerate(digits) if d == 1)  # only the back one
         ok = ((sets["need_up"] & ~up) == 0) & ((sets["need_back"] & ~back) == 0)
-        rows = [np.flatnonzero(ok & (sets["total"] == r)) for r in rolls]
-        pick = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        return LegalMoves(
-            np.repeat(np.array(list(rolls), dtype=np.int64), [r.size for r in rows]),
-            sets["label"][pick],
-            state_id + sets["delta"][pick],
+        return LegalMoves(sets["total"][ok], sets["label"][ok], state_id + sets["delta"][ok])
+
+    def _candidates(self, rolls: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """:attr:`_answer_sets` of the given totals (cached per tuple of rolls)."""
+        cache: dict[tuple[int, ...], dict[str, np.ndarray]] = self.__dict__.setdefault(
+            "_candidate_cache", {}
         )
+        found = cache.get(rolls)
+        if found is None:
+            sets = self._answer_sets
+            keep = np.isin(sets["total"], rolls)
+            found = cache[rolls] = {name: column[keep] for name, column in sets.items()}
+        return found
 
     @cached_property
     def _answer_sets(self) -> dict[str, np.ndarray]:
-        """Every set of tiles a move could shut (:meth:`tile_sets`), largest label first: the
-        columns whose front tile it needs standing, those whose back tile alone it needs, how
-        much it adds to a state id, its total and label."""
-        found = sorted(self.tile_sets(self.r.dice * self.r.sides), key=lambda t: -t[2])
+        """Every set of tiles a move could shut (:meth:`tile_sets`), by total and the largest
+        label first within one: the columns whose front tile it needs standing, those whose
+        back tile alone it needs, how much it adds to a state id, its total and label."""
+        found = sorted(self.tile_sets(self.r.dice * self.r.sides), key=lambda t: (t[1], -t[2]))
         up, back, delta, total, label = [], [], [], [], []
         for chosen, value, lab in found:
             up.append(sum(1 << c for c, what in chosen.items() if NEEDS[what] == 0))

@@ -640,11 +640,38 @@ class NPlayer(Game):
         _, seat, best, count = self.position(state_ids)
         return {"player": seat, "best_score": best, "best_count": count}
 
+    def state_fields(self, state_id: int) -> dict[str, int | None]:
+        """:meth:`position_fields` of one state in plain Python (best score and count None for
+        player 1)."""
+        block = state_id >> self.r.tiles
+        if block == 0:
+            return {"player": 1, "best_score": None, "best_count": None}
+        m = self.n - 1
+        return {
+            "player": block % m + 2,
+            "best_score": block // (m * m),
+            "best_count": (block // m) % m + 1,
+        }
+
     def stuck(self, state_id: int) -> Stuck:
-        """Stuck, the turn passes to the next seat's full box (the last seat: the game ends);
-        what that is worth to the mover is in the policy's stuck rows."""
-        nxt = self.next_start(state_id)
-        return Stuck("end" if nxt is None else "pass", nxt, None)
+        """Stuck, the turn passes to the next seat's full box, facing the new best score; the
+        mover becomes an earlier player there, whose payoff the next state's shares hold (the
+        holder's when the mover's score is the best, else the beaten one's; with two players
+        the total less the other's value, as the course's tables have it). The last seat's
+        stuck roll ends the game with the final payoff (:meth:`final_payoff`)."""
+        fields = self.state_fields(state_id)
+        seat, best, count = fields["player"] or 1, fields["best_score"] or 0, fields["best_count"]
+        score = int(self.mask_scores[state_id & self.full])
+        below = seat == 1 or score < best
+        tie = not below and score == best
+        if seat < self.n:
+            nxt = self.next_start(state_id)
+            if self.n == 2:
+                return Stuck("pass", nxt, None, "value", self.total, -1.0)
+            return Stuck("pass", nxt, None, "share_holder" if below or tie else "share_beaten")
+        holders = 1 if below else (count or 0) + 1 if tie else max(count or 0, 1)
+        payoff = self.final_payoff(holders, below or tie, seat)
+        return Stuck("end", None, float(payoff[FIRST_SEAT + seat - 1]))
 
     # -- description -------------------------------------------------------------------------
 
