@@ -618,8 +618,14 @@ class NPlayer(Game):
         return ("share_holder", "share_beaten", *(f"share_{k}" for k in range(1, self.n + 1)))
 
     def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
-        """The one-player rules' dice on the mover's open tiles."""
-        return self.base.roll_chances(state_id & self.full)
+        """The one-player rules' dice on the mover's open tiles; none where the mover has won
+        already (:meth:`alive`: the last seat below the best score, for a share of the win)."""
+        mask = state_id & self.full
+        fields = self.state_fields(state_id)
+        last = fields["player"] == self.n and self.n > 1 and self.r.payoff == "share"
+        if last and int(self.mask_scores[mask]) < (fields["best_score"] or 0):
+            return []
+        return self.base.roll_chances(mask)
 
     def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
         """The one-player box's moves on the mover's tiles; the seat and scores stay."""
