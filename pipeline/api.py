@@ -31,7 +31,6 @@ from pipeline.games.tiles import position_extra
 from pipeline.store import tables
 
 __all__ = [
-    "answer",
     "best_move",
     "board",
     "default_data_dir",
@@ -39,6 +38,7 @@ __all__ = [
     "knucklebones_column",
     "load_table",
     "move_values",
+    "position",
     "query",
 ]
 
@@ -111,7 +111,7 @@ def best_move(
 
     Ties between equally good moves go to the move holding the highest tile where they differ.
     """
-    found = answer(
+    found = position(
         variant, tiles, roll, p1_score=p1_score, player=player, best_score=best_score,
         best_count=best_count, data_dir=data_dir,
     )  # fmt: skip
@@ -130,7 +130,7 @@ def move_values(
     data_dir: str | Path | None = None,
 ) -> pl.DataFrame:
     """Every legal move after ``roll``: move, next_tiles, value, regret, is_best; best first."""
-    found = answer(
+    found = position(
         variant, tiles, roll, p1_score=p1_score, player=player, best_score=best_score,
         best_count=best_count, data_dir=data_dir,
     )  # fmt: skip
@@ -145,7 +145,7 @@ def move_values(
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def answer(
+def position(
     variant: str | Variant,
     tiles: str | Iterable[int],
     roll: int | None = None,

@@ -102,7 +102,7 @@ def test_every_face_gives_the_tables_answer(name: str, where: str, data: dict[st
         tiles = found.state.tiles
         options, fields = position_args(mine)
         # the Python API
-        assert api.answer(name, tiles, roll, data_dir=directory, **fields) == found
+        assert api.position(name, tiles, roll, data_dir=directory, **fields) == found
         assert api.expect(name, tiles, data_dir=directory, **fields) == found.state.value
         assert api.best_move(name, tiles, roll, data_dir=directory, **fields) == found.best_move
         table = api.move_values(name, tiles, roll, data_dir=directory, **fields)

@@ -255,7 +255,7 @@ def assert_same_as_move(
     for (_, value, *_), (_, cli_value) in zip(shown, printed, strict=True):
         assert value == pytest.approx(cli_value, abs=1e-9)
     # the full-precision answer behind `move`: values and regrets to the last bit
-    found = api.answer(variant, tiles, roll, data_dir=data, **seat)
+    found = api.position(variant, tiles, roll, data_dir=data, **seat)
     exact = [(m.move, m.value, m.regret) for m in found.moves]
     assert [(m, v, r) for m, v, r, _ in shown] == exact
     assert [m for m, *_, best in shown if best] == [found.best_move]
@@ -459,7 +459,9 @@ def test_browser_nplayer_stuck_and_won(browser: Any, npage: Path, ndata: Path) -
     open_page(browser, npage, "#four-player/2/11/1/9/4")
     status = browser.find_element("id", "moves-status")
     assert status.get_attribute("data-stuck") == "true" and "player 3 plays next" in status.text
-    found = api.answer("four-player", "9", 4, data_dir=ndata, player=2, best_score=11, best_count=1)
+    found = api.position(
+        "four-player", "9", 4, data_dir=ndata, player=2, best_score=11, best_count=1
+    )
     assert found.passes_turn and float(status.get_attribute("data-value")) == found.value
     open_page(browser, npage, "#four-player/4/11/3/12")
     assert "won" in browser.find_element("id", "moves-status").text

@@ -110,7 +110,7 @@ def assert_same_as_move(
     browser: Any, data: Path, variant: str, tiles: str, roll: int, **extra
 ) -> None:
     """The page shows the library's answer (the Python API's), which is the tables'."""
-    found = api.answer(variant, tiles, roll, data_dir=data, **extra)
+    found = api.position(variant, tiles, roll, data_dir=data, **extra)
     tables.check_position(found.to_json(), data, variant)
     expected = [(m.move, m.value, m.regret, m.best) for m in found.moves]
     assert shown_moves(browser) == expected
@@ -148,7 +148,7 @@ def test_dice_choice_and_stuck_roll(browser: Any, server: str, built: Path) -> N
     choice = browser.find_element("id", "dice-choice")
     assert choice.get_attribute("data-choices") == "2" and "one die or 2" in choice.text
     assert choice.get_attribute("data-dice") == str(
-        api.answer("lever", "123456", data_dir=built).state.dice
+        api.position("lever", "123456", data_dir=built).state.dice
     )
     assert_same_as_move(browser, built, "lever", "123456", 1)
     open_page(browser, server + "/classic/position?tiles=9&roll=4")
@@ -256,7 +256,7 @@ def test_double_shutter_two_rows(browser: Any, server: str, built: Path) -> None
     click(browser, '#picker [data-roll="9"]')
     tiles = "front=12345678 back=123456789"
     shown = shown_moves(browser)
-    found = api.answer("double-shutter", tiles, 9, data_dir=built)
+    found = api.position("double-shutter", tiles, 9, data_dir=built)
     tables.check_position(found.to_json(), built, "double-shutter")
     assert shown == [(m.move, m.value, m.regret, m.best) for m in found.moves]
     assert any(t < 0 for m, *_ in shown for t in m)  # back tile 1, uncovered, is a move too
