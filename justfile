@@ -67,3 +67,7 @@ bench-nplayer *ARGS:
 # The local server under load: 50 clients x 30 s per variant (build them first; see the script)
 bench-serve *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
+
+# One answer behind every face: in-process answers with a roll, a variant's first answer, play's first prompt and bad seat, beside another checkout's (--base DIR, e.g. a worktree of main)
+bench-answer *ARGS:
+    python benchmarks/bench_answer.py {{ARGS}}

@@ -5,9 +5,10 @@ A dice game's position (:meth:`Answers.position`): the game's rules list the leg
 every roll (:meth:`pipeline.games.base.Game.legal_moves`); each move is worth its successor's
 value, looked up in the index (:mod:`pipeline.answer.index`); the best of a roll is the extreme
 value and, among the moves that tie with it (:mod:`pipeline.solve.tolerance`), the largest
-label: the tables' policy. A roll without a legal move is worth what the rules say (the final
-score), or where they cannot say it alone (a turn passed to the next player) the policy's stuck
-row. Every number of dice is worth its rolls' best values, weighted by their chances.
+label: the tables' policy. A roll without a legal move is worth what the rules say: the final
+score, or for a turn passed to the next player the mover's payoff in the state it passes to.
+Every number of dice is worth its rolls' best values, weighted by their chances. Only the
+``states`` rows are read.
 
 A board (:meth:`Answers.board`, Knucklebones): every legal column for the die, exact from the
 tables where the board is built (a column is worth its successor's value seen from the other
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -41,6 +43,8 @@ from pipeline.errors import TableError, UsageError
 from pipeline.games.registry import Variant
 from pipeline.solve.tolerance import is_tie, regret, regrets, tie_tolerance, ties
 
+#: Games kept made (least recently used dropped): every variant of a data directory, and more.
+MAX_GAMES = 64
 #: Knucklebones search depth (placements) used when none is asked, and the deepest an answer
 #: searches (deeper searches take seconds on the full game).
 DEFAULT_DEPTH = 3
@@ -53,9 +57,11 @@ class Answers:
     def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
         self.data_dir = Path(data_dir)
         self.index = Index(self.data_dir, cache_mb)
-        self._games: dict[tuple[str, str], Any] = {}
+        self._games: OrderedDict[int, tuple[Variant, Any]] = OrderedDict()
         self._catalog: Catalog | None = None
         self._search_lock = threading.Lock()
+        self._games_lock = threading.Lock()
+        self._fields: dict[str, tuple[States, list[dict[str, Any]]]] = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -65,12 +71,20 @@ class Answers:
         return self._catalog
 
     def game(self, variant: Variant) -> Any:
-        """The variant's game, made once (its rules: moves, dice, text)."""
-        key = (variant.name, repr(variant.make))
-        found = self._games.get(key)
-        if found is None:
-            found = self._games[key] = variant.make()
-        return found
+        """The variant's game (its rules: moves, dice, text), made once per variant object: a
+        registered variant is always the same object; a custom one is made anew from the rules
+        a build records, so a rule set rebuilt under the same name gets its own game."""
+        with self._games_lock:
+            found = self._games.get(id(variant))
+            if found is not None and found[0] is variant:
+                self._games.move_to_end(id(variant))
+                return found[1]
+        game = variant.make()
+        with self._games_lock:
+            self._games[id(variant)] = (variant, game)  # (the variant kept: its id stays its)
+            while len(self._games) > MAX_GAMES:
+                self._games.popitem(last=False)
+        return game
 
     # -- dice games --------------------------------------------------------------------------
 
@@ -251,11 +265,15 @@ class Answers:
 
     def fields(self, variant: Variant) -> list[dict[str, Any]]:
         """What names a position besides its tiles (the N-player seat, best score, tie
-        count), each with the values the built states take (None: too many to list)."""
+        count), each with the values the built states take (None: too many to list); worked
+        out once per reading of the variant's states."""
         game = self.game(variant)
         if not game.position_fields(np.zeros(0, dtype=np.int64)):
             return []  # the tiles alone name a position (no states read to say so)
         states = self.index.states(variant.name, game.answer_columns)
+        known = self._fields.get(variant.name)
+        if known is not None and known[0] is states:
+            return known[1]
         ids = states.all_ids() if isinstance(states, HeldStates) else np.zeros(0, dtype=np.int64)
         out = []
         for name, values in game.position_fields(ids).items():
@@ -267,6 +285,7 @@ class Answers:
                     "optional": True,
                 }
             )
+        self._fields[variant.name] = (states, out)
         return out
 
     # -- boards -------------------------------------------------------------------------------

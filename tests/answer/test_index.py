@@ -80,6 +80,9 @@ def test_a_changed_table_is_read_again(tmp_path: Path) -> None:
     assert answers.index.reads == 2
     assert before.state.objective == "shut" and after.state.objective == "score"
     tables.check_position(after.to_json(), tmp_path, "five")
+    # a stuck roll is worth the new rules' final value too (the score of the open tiles)
+    stuck = next(r for r in answers.position(variant, "15").rolls if r.kind == "end")
+    assert stuck.value == 6.0
 
 
 def lean_copy(built: Path, target: Path, name: str, rows_per_group: int, shuffle: bool) -> None:
