@@ -115,9 +115,10 @@ def _times(call: Any, asked: list[dict[str, Any]]) -> list[float]:
 
 
 def _summary(found: dict[str, Any]) -> Any:
-    """What both checkouts must agree on: the roll's moves and values (or the columns)."""
+    """What both checkouts must agree on: the roll's moves and values (or the columns; the old
+    server ranked equal columns by number, the tie rule by label)."""
     if "columns" in found:
-        return [(c["column"], round(c["value"], 9)) for c in found["columns"]]
+        return sorted((c["column"], round(c["value"], 9)) for c in found["columns"])
     return [(m["move"], round(m["value"], 9)) for m in found.get("moves", [])]
 
 

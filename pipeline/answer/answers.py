@@ -62,6 +62,7 @@ class Answers:
         self._search_lock = threading.Lock()
         self._games_lock = threading.Lock()
         self._fields: dict[str, tuple[States, list[dict[str, Any]]]] = {}
+        self._boards: dict[str, tuple[Variant, Any]] = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -301,10 +302,7 @@ class Answers:
         """A Knucklebones position (MOVER;OPPONENT; None: the empty boards) and, with ``die``,
         every legal column ranked: exact from the tables where the variant is built (``built``
         None: where its states file is), else the search's estimate ``depth`` placements deep."""
-        game = self.game(variant)
-        rules = game.board_rules()
-        if rules is None:
-            raise UsageError(f"{variant.name} is not a game of boards (name its tiles instead)")
+        rules = self.board_rules(variant)
         position = rules.start() if text is None else rules.read(text)
         if die is not None:
             rules.check_die(die)
@@ -383,6 +381,20 @@ class Answers:
             **head, depth=depth, value=value, columns=cols, win=here.win, diff=here.diff,
             value_exact=bool(here.exact),
         )  # fmt: skip
+
+    def board_rules(self, variant: Variant) -> Any:
+        """The board rules of a game of boards (Knucklebones), made once; UsageError for a game
+        of tiles."""
+        if variant.board is None:
+            raise UsageError(f"{variant.name} is not a game of boards (name its tiles instead)")
+        with self._games_lock:
+            found = self._boards.get(variant.name)
+            if found is not None and found[0] is variant:
+                return found[1]
+        rules = variant.board()
+        with self._games_lock:
+            self._boards[variant.name] = (variant, rules)
+        return rules
 
     # -- which -----------------------------------------------------------------------------------
 

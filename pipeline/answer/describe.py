@@ -48,9 +48,8 @@ def describe(answers: Answers, entry: Entry) -> dict[str, Any]:
         "built": entry.built,
         "tables": sorted(entry.files),
     }
-    game = answers.game(entry.variant)
     if entry.view == "boards":
-        rules = game.board_rules()
+        rules = answers.board_rules(entry.variant)
         out["board"] = {"columns": rules.columns, "rows": rules.rows, "faces": rules.faces}
         out["exact"] = entry.built
         out["default_depth"] = DEFAULT_DEPTH
@@ -59,6 +58,7 @@ def describe(answers: Answers, entry: Entry) -> dict[str, Any]:
         return out
     if not entry.built:
         return out
+    game = answers.game(entry.variant)
     rules = entry.rules or {}
     start = game.start_state()
     if entry.view == "rows":

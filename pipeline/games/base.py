@@ -242,11 +242,6 @@ class Game(ABC):
         """What a roll without a legal move means in ``state_id``."""
         raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
 
-    def board_rules(self) -> Any:
-        """For a game of boards answered by a die and a column (Knucklebones): its
-        :class:`pipeline.games.knucklebones.columns.BoardRules`; None for the others."""
-        return None
-
     def moves_after(self, state_id: int, roll: int) -> list[tuple[int, int]] | None:
         """Every legal move after ``roll`` in state ``state_id`` as (label, next state id), for
         games where a move is worth its next state's value: answers about a variant built

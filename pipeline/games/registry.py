@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import UsageError
 
@@ -42,6 +42,10 @@ class Variant:
     #: Players in turn (the N-player games); known without making the game, so that a command
     #: checks a seat before loading anything.
     players: int = 1
+    #: A game of boards answered by a die and a column (Knucklebones): makes the board rules an
+    #: answer needs (:class:`pipeline.games.knucklebones.columns.BoardRules`) without the game's
+    #: solver (no numba for an answer from tables); None for the other games.
+    board: Callable[[], Any] | None = None
 
     def parse_state(self, text: str, **extra: object) -> int:
         """The canonical state id of a state written as the user writes it."""

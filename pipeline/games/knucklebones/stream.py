@@ -82,13 +82,6 @@ class StreamedKnucklebones(Knucklebones):
         """The graph-free build (:func:`stream`). UsageError for the full game on the CPU."""
         return stream(self, tables, device)
 
-    def board_rules(self) -> Any:
-        """The board rules the answers use (:mod:`pipeline.games.knucklebones.columns`; here
-        too, not in game.py, which that module reads)."""
-        from pipeline.games.knucklebones.columns import BoardRules
-
-        return BoardRules(self)
-
 
 def stream(game: Knucklebones, tables: Sequence[str], device: str = "cpu") -> Streamed:
     """The build of ``game``'s tables by the graph-free solver (see the module docstring),
