@@ -269,7 +269,7 @@ class Answers:
         count), each with the values the built states take (None: too many to list); worked
         out once per reading of the variant's states."""
         game = self.game(variant)
-        if not game.position_fields(np.zeros(0, dtype=np.int64)):
+        if not game.state_fields(game.start_state()):
             return []  # the tiles alone name a position (no states read to say so)
         states = self.index.states(variant.name, game.answer_columns)
         known = self._fields.get(variant.name)
