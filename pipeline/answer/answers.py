@@ -192,11 +192,12 @@ class Answers:
         out.update({key: col[pos] for key, col in states.cols.items()})
         return out
 
-    def stuck(self, variant: Variant, state_id: int) -> tuple[str, int | None, float]:
-        """(kind, next state, value to the mover) of a roll that leaves no legal move in
-        ``state_id`` (the explorer embeds them)."""
+    def stuck(self, variant: Variant, state_ids: list[int]) -> list[tuple[str, int | None, float]]:
+        """(kind, next state, value to the mover) of a roll that leaves no legal move, in each
+        of ``state_ids`` (the explorer embeds them)."""
         game = self.game(variant)
-        return self._stuck(game, self.index.states(variant.name, game.answer_columns), state_id)
+        states = self.index.states(variant.name, game.answer_columns)
+        return [self._stuck(game, states, s) for s in state_ids]
 
     def _rolls(
         self, name: str, game: Any, states: States, state_id: int, rolls: list[int]

@@ -209,11 +209,12 @@ def variant_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
 
 
 def _moves_and_ends(
-    answers: Answers, variant: Variant, states: range
+    answers: Answers, variant: Variant, states: range, pick_first: bool = True
 ) -> tuple[list[list[list[int]]], list[float | None], set[int]]:
     """For each state: ``[[roll, mask, mask, ...], ...]`` (each roll with a legal move: the
-    library's pick first, then by the tie rule, the larger mask first), the value when a roll
-    leaves no legal move (None: never), and the numbers of dice rolled anywhere."""
+    library's pick first, unless not ``pick_first``, then by the tie rule, the larger mask
+    first), the value when a roll leaves no legal move (None: never), and the numbers of dice
+    rolled anywhere."""
     moves: list[list[list[int]]] = []
     end: list[float | None] = []
     dice_used: set[int] = set()
@@ -224,9 +225,12 @@ def _moves_and_ends(
         for r in found.rolls:
             if r.kind == "move":
                 ranked = by_roll[r.roll]
-                pick = next(m.label for m in ranked if m.best)
-                others = sorted((m.label for m in ranked if not m.best), reverse=True)
-                rows.append([r.roll, pick, *others])
+                if pick_first:
+                    pick = next(m.label for m in ranked if m.best)
+                    others = sorted((m.label for m in ranked if not m.best), reverse=True)
+                    rows.append([r.roll, pick, *others])
+                else:
+                    rows.append([r.roll, *sorted((m.label for m in ranked), reverse=True)])
         moves.append(rows)
         stuck = [r.value for r in found.rolls if r.kind != "move"]
         end.append(stuck[0] if stuck else None)
@@ -245,8 +249,9 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
     """Everything the page needs about one N-player variant, from the library's answers.
 
     ``scores[mask]`` each box's score; ``possible`` the scores a turn can end with (the best
-    scores a later seat can face); ``dice[mask]``, ``moves[mask]`` and ``rolls`` as for one
-    player, the same in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
+    scores a later seat can face); ``dice[mask]``, ``moves[mask]`` (the larger mask first: the
+    page applies the tie rule to each block's values) and ``rolls`` as for one player, the same
+    in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
     player 1) with ``shares`` (``holder``: each earlier player holding the best score,
     ``beaten``: each earlier player beaten, ``"k"``: player k after the mover, ``value``: the
     mover's (``states.value``); arrays by mask, the states table's columns) and ``end`` (the
@@ -288,20 +293,26 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
     # the shares are most of the data: a variant too big stops here, before its moves are asked
     if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
         raise TooBig(size)
-    moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1))
+    # player 1's moves, the same in every block: the page picks each block's with the tie rule
+    moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1), pick_first=False)
     scores = game.mask_scores
     possible = game.possible_scores.tolist()
-    for key in blocks.values():
-        key["end"] = [None] * len(possible)
-    # a stuck roll is worth what the block and the score make it (a mask of each score)
+    for block_data in blocks.values():
+        block_data["end"] = [None] * len(possible)
+    # a stuck roll is worth what the block and the score make it (a mask of each score; a
+    # last seat already below the best score has won: never stuck)
     mask_of = {int(score): mask for mask, score in enumerate(scores.tolist()) if mask}
     terminal = arrays["terminal"]
-    for k, block in enumerate(numbers.tolist()):
-        end = blocks[keys[block]]["end"]
-        for at, score in enumerate(possible):
-            state = (block << tiles) | mask_of[score]
-            if not terminal[(k << tiles) | mask_of[score]]:  # (a last seat below the best won)
-                end[at] = answers.stuck(variant, state)[2]
+    asked = [
+        (keys[block], at, (block << tiles) | mask_of[score])
+        for k, block in enumerate(numbers.tolist())
+        for at, score in enumerate(possible)
+        if not terminal[(k << tiles) | mask_of[score]]
+    ]
+    for (where, at, _), (_, _, value) in zip(
+        asked, answers.stuck(variant, [s for _, _, s in asked]), strict=True
+    ):
+        blocks[where]["end"][at] = value
     return {
         "name": variant.name,
         "kind": "nplayer",

@@ -227,8 +227,8 @@ def test_a_stuck_roll_is_worth_what_the_policy_says(name: str, built_more: Path)
     variant = get_variant(name)
     rows = tables.rows(built_more, "policy", name, "stuck")
     stuck = {r["state_id"]: (r["kind"], r["next_state_id"], r["value"]) for r in rows}
-    for state_id in random.Random(f"{SEED}-stuck-{name}").sample(sorted(stuck), 600):
-        kind, nxt, value = answers.stuck(variant, state_id)
+    sample = random.Random(f"{SEED}-stuck-{name}").sample(sorted(stuck), 600)
+    for state_id, (kind, nxt, value) in zip(sample, answers.stuck(variant, sample), strict=True):
         want = stuck[state_id]
         assert (kind, nxt) == want[:2] and tables.close(value, want[2]), (state_id, want)
     assert answers.index.reads == 1  # the states file alone
