@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.answer.catalog import Catalog, view_of
+from pipeline.answer.catalog import Catalog
 from pipeline.answer.index import DEFAULT_CACHE_MB, HeldStates, Index, StateRow, States
 from pipeline.answer.model import (
     Answer,
@@ -396,12 +396,6 @@ class Answers:
         with self._games_lock:
             self._boards[variant.name] = (variant, rules)
         return rules
-
-    # -- which -----------------------------------------------------------------------------------
-
-    def view(self, variant: Variant) -> str:
-        """``tiles``, ``rows`` (Double Shutter) or ``boards`` (Knucklebones)."""
-        return view_of(variant)
 
 
 @dataclass(frozen=True)
