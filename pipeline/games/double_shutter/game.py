@@ -31,7 +31,14 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game, LegalMoves, Stuck
-from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
+from pipeline.games.dice import (
+    chances,
+    choice_problem,
+    dice_choices,
+    dice_problems,
+    range_problem,
+    roll_distribution,
+)
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.tiles import refuse_position
 from pipeline.graph import NO_STATE, PASS, Graph
@@ -279,21 +286,16 @@ class DoubleShutter(TileStrategyHooks, Game):
         digits = self.state_digits(state_id)
         if all(d == r.rows for d in digits):  # every tile down
             return []
-        if r.one_die == "never":
-            return [r.dice]
         front, back = self.front.tolist(), self.back.tolist()
         exposed = sum(
             front[c] if d == 0 else back[c] if d == 1 and r.back_row else 0
             for c, d in enumerate(digits)
         )
-        small = exposed <= r.one_die_sum
-        if r.one_die == "forced":
-            return [1] if small else [r.dice]
-        return [1, r.dice] if small else [r.dice]
+        return dice_choices(r.one_die, r.dice, exposed <= r.one_die_sum)
 
     def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
         """The dice the rules allow (fewest first) and the totals each can roll."""
-        return [(d, roll_distribution(d, self.r.sides)) for d in self.dice_allowed(state_id)]
+        return chances(self.dice_allowed(state_id), self.r.sides)
 
     def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
         """The sets of shuttable tiles adding up to each roll (``rolls`` increasing; the largest

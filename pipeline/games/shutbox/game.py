@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game, LegalMoves, Streamed, Stuck
-from pipeline.games.dice import roll_distribution
+from pipeline.games.dice import chances, dice_choices, roll_distribution
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
     MAX_DICE,
@@ -297,15 +297,11 @@ class ShutTheBox(TileStrategyHooks, Game):
             )
         if r.one_die_shut:
             small = small and all(not state_id >> (t - 1) & 1 for t in r.one_die_shut)
-        if r.one_die == "never":
-            return [r.dice]
-        if r.one_die == "forced":
-            return [1] if small else [r.dice]
-        return [1, r.dice] if small else [r.dice]
+        return dice_choices(r.one_die, r.dice, small)
 
     def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
         """The dice the rules allow (fewest first) and the totals each can roll."""
-        return [(d, roll_distribution(d, self.r.sides)) for d in self.dice_allowed(state_id)]
+        return chances(self.dice_allowed(state_id), self.r.sides)
 
     def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
         """The sets of open tiles adding up to each roll (masks, the largest first)."""
