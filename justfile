@@ -68,6 +68,26 @@ bench-nplayer *ARGS:
 bench-serve *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
 
+# The local server under issue 30's mix of every family, with and without 5 % full-game searches, one and two server processes (build the mix first; see the script)
+bench-serve-mix *ARGS:
+    python benchmarks/bench_serve.py --mix {{ARGS}}
+
+# Issue 31's GPU session on a lent GPU machine: preflight, step1 (benchmark + solve-exact, ~5 min) or step2 (the full game's tables, checks, queries; <= 10 min); logs and summaries in $OUT
+gpu-session STEP *ARGS:
+    python benchmarks/gpu_session.py {{STEP}} {{ARGS}}
+
+# The GPU session here, before any GPU time: every step on tiny boards, CUDA simulator, polars/duckdb/matplotlib refused (a few minutes)
+gpu-session-dry *ARGS:
+    python benchmarks/gpu_session.py dry --out /tmp/stb-gpu-session-dry {{ARGS}}
+
+# First paint of the served pages in headless Chromium, beside a static page's (the tests do not time it)
+bench-first-paint *ARGS:
+    python benchmarks/bench_first_paint.py {{ARGS}}
+
+# The catalog (stb.duckdb): a lookup on a 24-tile box through it against its own file, and what writing it adds to build --variant all (builds the box once: about a minute)
+bench-catalog *ARGS:
+    python benchmarks/bench_catalog.py {{ARGS}}
+
 # One answer behind every face: in-process answers with a roll, a variant's first answer, play's first prompt and bad seat, beside another checkout's (--base DIR, e.g. a worktree of main)
 bench-answer *ARGS:
     python benchmarks/bench_answer.py {{ARGS}}

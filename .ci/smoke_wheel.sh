@@ -45,7 +45,7 @@ WHEEL="$(ls "$WORK"/dist/stb_pipeline-*.whl)"
 "$PYTHON" - "$WHEEL" <<'EOF' || fail "the wheel lacks the query library"
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-for want in ("pipeline/queries/_views.sql", "pipeline/queries/best_opening_roll.sql",
+for want in ("pipeline/queries/best_opening_roll.sql", "pipeline/queries/strategy_mistakes.sql",
              "pipeline/queries/contracts/bellman.sql"):
     assert want in names, want
 EOF
@@ -106,6 +106,11 @@ has 11
 run stb-pipeline build --variant four-player --data-dir "$DATA"
 run stb-pipeline move --variant four-player 134 7 --player 3 --best-score 11 --best-count 1 --data-dir "$DATA"
 has "best move \[3, 4\]"
+# One door: the catalog from the duckdb command, a dataset export and its check.
+run duckdb -readonly -csv "$DATA/stb.duckdb" -c "select count(*) > 0 as ok from policy where variant = 'four-player'"
+has true
+run stb-pipeline export dataset -o "$WORK/dataset" --data-dir "$DATA"
+run stb-pipeline verify --data-dir "$WORK/dataset"
 run stb-pipeline explore --data-dir "$DATA" -o "$WORK/explorer.html"
 [[ -s "$WORK/explorer.html" ]] || fail "explore wrote no page"
 expect_code 2 stb-pipeline knucklebones solve-exact --columns 2 --rows 2 --device cuda

@@ -21,9 +21,10 @@ from rich.table import Table
 
 from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
 from pipeline.games.registry import get_variant
+from pipeline.games.solved import Solved
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import solve_rank_order
-from pipeline.stages import build as stages
+from pipeline.stages import frames as stages
 
 TARGETS = range(21)
 
@@ -52,7 +53,7 @@ def main(exact: bool) -> None:
     singles, t_singles = timed(one_by_one)
     agree = float(np.abs(singles - family.value).max())
     variant = get_variant("double-shutter")
-    solved = stages.Solved(variant, variant.make(), g)
+    solved = Solved(variant, variant.make(), g)
     frames, t_tables = timed(lambda: stages.stage_frames(solved, stages.STAGES))
 
     table = Table(title="Double Shutter (19,683 states)", title_justify="left")

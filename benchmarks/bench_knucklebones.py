@@ -38,12 +38,10 @@ def sample_positions(game: Knucklebones, n: int, seed: int) -> list[tuple[np.nda
     out: list[tuple[np.ndarray, int]] = []
     while len(out) < n:
         pairs = np.zeros(3, dtype=np.int64)
-        while not game.terminal_mask(pairs[None, :])[0] and len(out) < n:
+        while not game.finished(pairs) and len(out) < n:
             face = int(rng.integers(1, 7))
             out.append((pairs.copy(), face))
-            col = player(pairs, face, rng)
-            pairs[col] = game.t.place[pairs[col], face - 1]
-            pairs = game.t.swap[pairs]
+            pairs = game.play(pairs, player(pairs, face, rng), face)
     return out
 
 

@@ -15,7 +15,7 @@ needed) and assembled by ptxas (from the nvidia-cuda-nvcc-cu12 wheel) for its re
 spills and resident warps an SM at the chosen threads a block.
 
 Usage: python benchmarks/bench_knucklebones_gpu.py [BOARD ...] [--tolerance T] [--objective O]
-                                                   [--threads N]
+                                                   [--threads N] [--json PATH]
        BOARD is CxR or CxRdF (default: 3x2 3x3d5 3x3)
 """
 
@@ -86,20 +86,15 @@ def child(board: str, objective: str, device: str, tol: float, save: str, thread
     """Solve once in this process; the measurements as a dict (values saved to ``save``)."""
     import numpy as np
 
-    from pipeline.games.knucklebones import exact, gpu
+    from pipeline.games.knucklebones import exact, solver
 
     rules = parse_board(board, objective)
     t0 = time.perf_counter()
     out: dict = {"positions": exact.tables(rules).n_states}
-    if device == "cpu":
-        sol = exact.solve(rules, tol=tol)
-        out.update(sweeps=sol.sweeps, sweep_s=None, start=float(sol.value[0]))
-        value = sol.value
-    else:
-        g = gpu.solve(rules, tol=tol, threads=threads)
-        out.update(sweeps=g.sweeps, sweep_s=g.sweep_seconds, start=g.value(0))
-        out["dtype"] = np.dtype(g.dtype).name
-        value = g.values(0, g.n_states) if g.n_states <= CPU_MAX_STATES else None
+    sol = solver.solve(rules, device, tol=tol, threads=threads if device == "cuda" else None)
+    out.update(sweeps=sol.sweeps, sweep_s=sol.sweep_seconds, start=sol.value_of(0))
+    out["dtype"] = np.dtype(sol.dtype).name
+    value = sol.values() if sol.n_states <= CPU_MAX_STATES else None
     out["seconds"] = time.perf_counter() - t0
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if save and value is not None:
@@ -140,6 +135,7 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=1e-11)
     parser.add_argument("--objective", default="wins")
     parser.add_argument("--threads", type=int, default=None, help="threads a block on the GPU")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     from pipeline.games.knucklebones import gpu as gpu_solver
 
@@ -169,11 +165,17 @@ def main() -> None:
         cpu = None
         if "positions" in gpu and gpu["positions"] <= CPU_MAX_STATES:
             cpu = run_child(board, args.objective, "cpu", args.tolerance, threads)
-        diff = "-"
+        diff = None
         if cpu and "error" not in cpu and "error" not in gpu:
             a, b = np.load(gpu["save"]), np.load(cpu["save"])
-            diff = f"{np.abs(a - b).max():.1e}"
+            diff = float(np.abs(a - b).max())
         rows.append((board, gpu, cpu, diff))
+    if args.json is not None:  # for benchmarks/gpu_session.py: GPU against CPU on every state
+        found = [
+            {"board": b, "gpu": g, "cpu": c, "max_diff": d, "tolerance": args.tolerance}
+            for b, g, c, d in rows
+        ]
+        args.json.write_text(json.dumps({"simulated": sim, "rows": found}, indent=1))
     head = ["board", "positions", "GPU sweeps", "GPU sweep s", "GPU s", "bounds", "host peak MB",
             "CPU sweeps", "CPU s", "CPU peak MB", "ratio CPU/GPU", "max |GPU - CPU|",
             "start value"]  # fmt: skip
@@ -188,7 +190,8 @@ def main() -> None:
             board, f"{g['positions']:,}", str(g["sweeps"]), f"{g['sweep_s']:.2f}",
             f"{g['seconds']:.1f}", g["dtype"], f"{g['peak_mb']:,.0f}",
             str(c["sweeps"]) if cs else "-", f"{cs:.1f}" if cs else "-",
-            f"{c['peak_mb']:,.0f}" if cs else "-", f"{cs / g['seconds']:.1f}" if cs else "-", diff,
+            f"{c['peak_mb']:,.0f}" if cs else "-", f"{cs / g['seconds']:.1f}" if cs else "-",
+            "-" if diff is None else f"{diff:.1e}",
             f"{g['start']:.10f}",
         ]  # fmt: skip
         print("| " + " | ".join(cells) + " |")

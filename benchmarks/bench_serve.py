@@ -18,12 +18,34 @@ median over it. First paint is measured in headless Chromium when it is installe
 
 Usage: python benchmarks/bench_serve.py --data-dir DIR [--seconds 30] [--clients 50]
        [--variants stb-24t-3d6-score,knucklebones-3x2] [--seed 0]
+
+``--mix`` runs issue 30's load instead (:func:`run_mix`): 50 clients, 30 s, position lookups of
+a mix of classic, two-player, four-player, two-player-stake, double-shutter, a 16-tile box and
+knucklebones-2x2 (state and roll pairs drawn, seeded, from each variant's policy rows; boards
+reached by random play), first alone, then with full-game Knucklebones searches (3x3, six-sided
+die, no tables; ``--search-depth 2``) added: the same 50 lookup clients, and searches sent at a
+fixed rate, 5 % (``--search-share``) of all requests at the lookups' rate of the window without
+them just before (open loop: other people asking; searches sent by the lookups' own clients
+would take those clients away from the lookups, and lighten the load they are compared under).
+The two take turns in ``--rounds`` windows. Each with ``--workers 1`` and ``--workers 2``
+(``--compare-workers``), and ``--baseline-repo`` runs another checkout's server beside them: the
+lookups' median and p99 apart from the searches', failures (any answer but 200, a 503
+included), the CPU of the server's whole process tree per request, and the memory of each of
+its processes (server processes, search workers). Baselines in the same run: the lookups' p99
+without searches (with them it must stay within 1.5x) and one server process (for two).
+
+  stb-pipeline build --variant classic,two-player,four-player,two-player-stake,\
+      double-shutter,knucklebones-2x2 --data-dir DIR
+  stb-pipeline build --tiles 16 --dice 3 --data-dir DIR
+  python benchmarks/bench_serve.py --data-dir DIR --mix [--seconds 30] [--clients 50]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import math
 import os
 import random
 import shutil
@@ -191,9 +213,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
+    add_mix_options(parser)
     args = parser.parse_args()
     if not 1 <= args.clients <= 500 or not 0 < args.seconds <= 600:
         raise SystemExit("--clients 1..500 and --seconds up to 600")
+    if args.mix:
+        run_mix(args)
+        return
     rng = random.Random(args.seed)
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "STB_QUIET": "1"}
@@ -245,6 +271,350 @@ def main() -> None:
     shown = "chromium not installed" if paint is None else f"{paint:.0f} ms"
     console.print(f"first contentful paint of a position page: {shown} (target <= 1000 ms)")
     console.print(f"seed {args.seed}; positions drawn at random and cycled")
+
+
+# -- issue 30: the mix of every family, with and without searches, one and two processes -------
+
+#: The issue's mix: one variant of each family, a 16-tile box and the smallest Knucklebones board.
+MIX = (
+    "classic,two-player,four-player,two-player-stake,double-shutter,stb-16t-3d6-shut,"
+    "knucklebones-2x2"
+)
+BUILD_MIX = (
+    "stb-pipeline build --variant classic,two-player,four-player,two-player-stake,double-shutter,"
+    "knucklebones-2x2 -d DIR && stb-pipeline build --tiles 16 --dice 3 -d DIR"
+)
+#: The issue's target: the lookups' p99 with searches mixed in, over their p99 without.
+P99_RATIO_TARGET = 1.5
+
+
+def add_mix_options(parser: argparse.ArgumentParser) -> None:
+    """The options of :func:`run_mix` (kept apart from the big-variant run's)."""
+    parser.add_argument("--mix", action="store_true", help="run issue 30's mixed load")
+    parser.add_argument("--mix-variants", default=MIX)
+    parser.add_argument("--search-share", type=float, default=0.05)
+    parser.add_argument("--search-depth", type=int, default=2)
+    parser.add_argument("--compare-workers", default="1,2")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="windows per condition, taking turns (--seconds in all per condition)",
+    )
+    parser.add_argument(
+        "--baseline-repo",
+        type=Path,
+        help="also run the server of another checkout (e.g. `git worktree add /tmp/base main`) "
+        "under the same load, one process: the code before this change",
+    )
+
+
+def policy_paths(data_dir: Path, name: str, n: int, seed: int) -> list[str]:
+    """``n`` lookups of a tile game: (state, roll) pairs drawn from the variant's policy rows
+    (a reservoir sample, repeatable with ``seed``), so every one names a real position."""
+    import duckdb
+
+    from pipeline.store.layout import table_files
+
+    files = [str(f) for f in table_files(data_dir, "policy")]
+    con = duckdb.connect()
+    rows = con.execute(
+        "select state_id, roll from read_parquet($files, union_by_name = true) "
+        f"where variant = $v using sample reservoir({int(n)} rows) repeatable ({int(seed)})",
+        {"files": files, "v": name},
+    ).fetchall()
+    con.close()
+    if not rows:
+        raise SystemExit(f"error: {name} has no policy rows in {data_dir}; build it: {BUILD_MIX}")
+    return [f"/{name}/position.json?id={state}&roll={roll}" for state, roll in rows]
+
+
+def mix_paths(data_dir: Path, names: list[str], n: int, rng: random.Random) -> list[str]:
+    """``n`` lookups of each variant of the mix, shuffled together (seeded)."""
+    import duckdb
+
+    from pipeline.store.layout import table_files
+
+    files = [str(f) for f in table_files(data_dir, "states")]
+    built = {
+        r[0]
+        for r in duckdb.execute(
+            "select distinct variant from read_parquet($f, union_by_name = true)", {"f": files}
+        ).fetchall()
+    } if files else set()  # fmt: skip
+    missing = sorted(set(names) - built)
+    if missing:
+        raise SystemExit(f"error: {', '.join(missing)} not built in {data_dir}: {BUILD_MIX}")
+    out: list[str] = []
+    for name in names:
+        if name.startswith("knucklebones"):
+            out += board_paths(name, n, rng)
+        else:
+            out += policy_paths(data_dir, name, n, rng.randrange(1 << 30))
+    rng.shuffle(out)
+    return out
+
+
+async def fetch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> float:
+    """One GET on a kept-alive connection: its seconds, or NaN when the answer is not a 200."""
+    t0 = time.perf_counter()
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    await reader.readexactly(length)
+    return time.perf_counter() - t0 if head.startswith(b"HTTP/1.1 200") else math.nan
+
+
+async def lookup_client(
+    port: int, paths: list[str], start: int, stop_at: float, out: list[float]
+) -> None:
+    """One kept-alive connection sending lookups one after another until ``stop_at`` (closed
+    loop, as a person clicking through positions): seconds each, NaN for a failure."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    k = start
+    try:
+        while time.perf_counter() < stop_at:
+            out.append(await fetch(reader, writer, paths[k % len(paths)]))
+            k += 1
+    except (OSError, asyncio.IncompleteReadError):
+        out.append(math.nan)
+    finally:
+        writer.close()
+
+
+async def search_feeder(
+    port: int, paths: list[str], rate: float, stop_at: float, out: list[float]
+) -> None:
+    """Searches sent at ``rate`` a second until ``stop_at``, whatever the answers' speed (open
+    loop: other people asking, added to the lookups' clients), each on a free kept-alive
+    connection or a new one: seconds each, NaN for a failure (a 503 included)."""
+    free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    opened: list[asyncio.StreamWriter] = []
+
+    async def one(path: str) -> None:
+        if free:
+            conn = free.pop()
+        else:
+            conn = await asyncio.open_connection("127.0.0.1", port)
+            opened.append(conn[1])
+        try:
+            out.append(await fetch(*conn, path))
+            free.append(conn)
+        except (OSError, asyncio.IncompleteReadError):
+            out.append(math.nan)
+
+    tasks, k, next_at = [], 0, time.perf_counter()
+    while next_at < stop_at:
+        await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        tasks.append(asyncio.create_task(one(paths[k % len(paths)])))
+        k += 1
+        next_at += 1.0 / rate
+    await asyncio.gather(*tasks)
+    for writer in opened:
+        writer.close()
+
+
+async def mixed_load(
+    port: int, lookups: list[str], clients: int, seconds: float,
+    searches: list[str] | None = None, rate: float = 0.0,
+) -> tuple[list[float], list[float]]:  # fmt: skip
+    """``clients`` lookup clients for ``seconds``, plus searches at ``rate`` a second:
+    (lookup seconds, search seconds), NaN for each failure."""
+    looked: list[float] = []
+    searched: list[float] = []
+    stop_at = time.perf_counter() + seconds
+    step = max(1, len(lookups) // clients)
+    jobs = [lookup_client(port, lookups, i * step, stop_at, looked) for i in range(clients)]
+    if searches and rate > 0:
+        jobs.append(search_feeder(port, searches, rate, stop_at, searched))
+    await asyncio.gather(*jobs)
+    return looked, searched
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (from /proc)."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, todo = [pid], [pid]
+    while todo:
+        here = todo.pop()
+        kids = [c for c, p in parent.items() if p == here]
+        found += kids
+        todo += kids
+    return found
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and of every process below it now (those alive)."""
+    total = 0.0
+    for p in tree(pid):
+        with contextlib.suppress(OSError, IndexError):
+            total += cpu_seconds(p)
+    return total
+
+
+def nice(pid: int) -> int:
+    """A process's scheduling niceness (the search workers run at 10)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def role(pid: int, root: int, workers: int) -> str:
+    """What a process of the server's tree is: the supervisor of ``--workers N`` (N > 1), a
+    server process, a search worker (niced), or multiprocessing's resource tracker."""
+    if b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+        return "tracker"
+    if nice(pid) > 0:
+        return "search"
+    return "supervisor" if pid == root and workers > 1 else "server"
+
+
+def pss_mb(pid: int) -> float:
+    """Proportional set size (MB): resident memory with shared pages split among sharers."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def memory(root: int, workers: int) -> dict[str, list[tuple[float, float, float]]]:
+    """(RSS, peak RSS, PSS) in MB of each process of the server's tree, by role."""
+    out: dict[str, list[tuple[float, float, float]]] = {}
+    for pid in tree(root):
+        with contextlib.suppress(OSError, KeyError, ValueError):
+            rss, hwm = peak_mb(pid)
+            out.setdefault(role(pid, root, workers), []).append((rss, hwm, pss_mb(pid)))
+    return out
+
+
+def start_server(
+    data_dir: Path, port: int, workers: int, repo: Path | None = None
+) -> subprocess.Popen:
+    """`stb-pipeline serve --workers N` as its own process, once it answers; with ``repo``,
+    that checkout's server (one process, as it may not know --workers)."""
+    env = {**os.environ, "PYTHONPATH": str(repo or REPO), "STB_QUIET": "1"}
+    more = [] if repo is not None else ["--workers", str(workers)]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "serve", "--data-dir", str(data_dir.resolve()),
+         "--port", str(port), *more],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=repo or REPO,  # `python -m` puts the working directory first on the path
+    )  # fmt: skip
+    assert server.stdout is not None
+    server.stdout.readline()  # "serving ... at http://127.0.0.1:PORT/"
+    for _ in range(600):
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return server
+        time.sleep(0.05)
+    server.kill()
+    raise SystemExit("error: the server did not answer within 30 s")
+
+
+def percentile(ms: list[float], q: float) -> float:
+    return ms[int(q * (len(ms) - 1))] if ms else float("nan")
+
+
+def run_mix(args: argparse.Namespace) -> None:
+    """Issue 30's load: lookups of the mix, then with searches added, for each ``--workers``
+    count (see the module docstring)."""
+    rng = random.Random(args.seed)
+    names = args.mix_variants.split(",")
+    lookups = mix_paths(args.data_dir, names, 3000, rng)
+    searches = [f"{p}&depth={args.search_depth}" for p in board_paths("knucklebones", 3000, rng)]
+    with_searches = f"{100 * args.search_share:g} % added"
+    runs: list[tuple[str, int, Path | None]] = [
+        (str(w), w, None) for w in (int(x) for x in args.compare_workers.split(","))
+    ]
+    if args.baseline_repo is not None:
+        runs.insert(0, (f"1 ({args.baseline_repo.name})", 1, args.baseline_repo.resolve()))
+    table = Table(title=f"serve, issue 30's mix: {args.clients} lookup clients x "
+                  f"{args.seconds:.0f} s ({args.rounds} turns), full-game searches at depth "
+                  f"{args.search_depth}")  # fmt: skip
+    for col in ("server processes", "searches", "requests", "failed (lookups / searches)",
+                "req/s", "lookups median ms", "lookups p99 ms", "p99 / without searches",
+                "searches sent", "searches median ms", "searches p99 ms",
+                "server CPU ms/req"):  # fmt: skip
+        table.add_column(col, justify="right")
+    mem = Table(title="memory of the server's processes after its runs (MB: RSS, peak, PSS)")
+    for col in ("server processes", "role", "processes", "RSS each", "peak RSS each",
+                "PSS each", "PSS in all"):  # fmt: skip
+        mem.add_column(col, justify="right")
+    summary: list[str] = []
+    for shown, w, repo in runs:
+        port = free_port()
+        server = start_server(args.data_dir, port, w, repo)
+        try:
+            warm = mixed_load(port, lookups[:400], max(4, 2 * w), 5.0, searches, 5.0)
+            asyncio.run(warm)  # arrays read, search workers started
+            # the conditions take turns, --rounds windows each, so that a machine whose load
+            # drifts (other jobs) weighs on both alike; the searches of a window come at the
+            # share of the lookups' rate in the window without them just before
+            window = args.seconds / args.rounds
+            pooled = {k: ([], []) for k in ("none", with_searches)}
+            cpu = dict.fromkeys(pooled, 0.0)
+            for _ in range(args.rounds):
+                rate = 0.0
+                for label in pooled:
+                    cpu0 = tree_cpu(server.pid)
+                    looked, searched = asyncio.run(
+                        mixed_load(port, lookups, args.clients, window, searches, rate)
+                    )
+                    cpu[label] += tree_cpu(server.pid) - cpu0
+                    pooled[label][0].extend(looked)
+                    pooled[label][1].extend(searched)
+                    rate = args.search_share / (1 - args.search_share) * len(looked) / window
+            base_p99 = None
+            for label, (looked, searched) in pooled.items():
+                look = sorted(1000 * x for x in looked if not math.isnan(x))
+                srch = sorted(1000 * x for x in searched if not math.isnan(x))
+                failed = [sum(math.isnan(x) for x in xs) for xs in (looked, searched)]
+                total = len(looked) + len(searched)
+                p99 = percentile(look, 0.99)
+                base_p99 = p99 if base_p99 is None else base_p99
+                ratio = p99 / base_p99
+                table.add_row(
+                    shown, label, f"{total:,}", f"{failed[0]} / {failed[1]}",
+                    f"{total / args.seconds:,.0f}", f"{statistics.median(look):.1f}",
+                    f"{p99:.1f}", f"{ratio:.2f}", f"{len(searched):,}",
+                    f"{statistics.median(srch):.1f}" if srch else "-",
+                    f"{percentile(srch, 0.99):.1f}" if srch else "-",
+                    f"{1000 * cpu[label] / max(1, total):.2f}",
+                )  # fmt: skip
+                if label != "none":
+                    verdict = "met" if ratio <= P99_RATIO_TARGET else "MISSED"
+                    summary.append(
+                        f"server processes {shown}: lookups' p99 with searches {p99:.1f} ms = "
+                        f"{ratio:.2f}x the {base_p99:.1f} ms without "
+                        f"(target <= {P99_RATIO_TARGET}x: {verdict})"
+                    )
+            for kind, rows in sorted(memory(server.pid, w).items()):
+                if kind == "tracker":
+                    continue
+                rss, hwm, pss = (statistics.mean(r[i] for r in rows) for i in range(3))
+                mem.add_row(
+                    shown, kind, str(len(rows)), f"{rss:.0f}", f"{hwm:.0f}", f"{pss:.0f}",
+                    f"{sum(r[2] for r in rows):.0f}",
+                )  # fmt: skip
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    console = Console(width=200)
+    console.print(table)
+    console.print(mem)
+    for line in summary:
+        console.print(line)
+    console.print(
+        f"seed {args.seed}; variants {args.mix_variants}; lookups drawn from each variant's "
+        f"policy rows (Knucklebones boards by random play) and shuffled; {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

@@ -1,44 +1,50 @@
 """stb-pipeline: exact solutions of Shut the Box family dice games, as Parquet tables.
 
-The Python API (see README, "Python API"): :func:`load_table`, :func:`expect`, :func:`best_move`,
-:func:`move_values`, :func:`position`, :func:`board`, :func:`query` and
-:func:`knucklebones_column`, from :mod:`pipeline.api`.
+The Python API (see README, "Python API"): :func:`load_table`, :func:`scan`, :func:`dataset`,
+:func:`expect`, :func:`best_move`, :func:`move_values`, :func:`position`, :func:`board`,
+:func:`query` and :func:`knucklebones_column`, from :mod:`pipeline.api`.
 They load on first use, so that importing one layer (say :mod:`pipeline.solve.rank_order`)
 loads neither polars nor any game.
 
-Layers, each importing only those before it (docs/architecture.md):
-``errors`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``stages`` -> ``analysis`` ->
-``answer`` -> ``apps`` -> ``api`` / ``cli``.
+Layers, each importing only those before it (docs/architecture.md): ``_version`` ->
+``errors`` -> ``progress`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``stages`` ->
+``analysis`` -> ``answer`` -> ``apps`` -> ``api`` -> ``cli``; this module, the package's face,
+stands on top and nothing of the package imports it (the version lives in
+:mod:`pipeline._version`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from pipeline._version import __version__
 
 __all__ = [
     "__version__",
     "best_move",
     "board",
+    "dataset",
     "expect",
     "knucklebones_column",
     "load_table",
     "move_values",
     "position",
     "query",
+    "scan",
 ]
 
 if TYPE_CHECKING:
     from pipeline.api import (
         best_move,
         board,
+        dataset,
         expect,
         knucklebones_column,
         load_table,
         move_values,
         position,
         query,
+        scan,
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -28,11 +28,15 @@ from pipeline.answer.answers import for_dir
 from pipeline.answer.model import Answer, BoardAnswer
 from pipeline.games.registry import Variant, get_variant
 from pipeline.games.tiles import position_extra
-from pipeline.store import tables
+from pipeline.store import readers, tables
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 __all__ = [
     "best_move",
     "board",
+    "dataset",
     "default_data_dir",
     "expect",
     "knucklebones_column",
@@ -40,6 +44,7 @@ __all__ = [
     "move_values",
     "position",
     "query",
+    "scan",
 ]
 
 
@@ -72,6 +77,35 @@ def load_table(
     variant has not been built.
     """
     return tables.read_table(_dir(data_dir), name, variant)
+
+
+def scan(
+    table: str, variant: str | None = None, data_dir: str | Path | None = None
+) -> pl.LazyFrame:
+    """Table ``table`` over every variant's files as a polars LazyFrame (only ``variant``'s
+    rows when given): the columns and rows of the catalog's view (``stb.duckdb``), a big box's
+    tile columns filled in from its bitmasks. Filters and column choices reach the files.
+
+    >>> import pipeline, polars as pl
+    >>> pipeline.scan("policy", "classic").filter(pl.col("tiles") == "12345").collect().height
+    11
+    """
+    return readers.scan(_dir(data_dir), table, variant)
+
+
+def dataset(
+    table: str, variant: str | None = None, data_dir: str | Path | None = None
+) -> ds.Dataset:
+    """Table ``table`` over every variant's files as a pyarrow dataset (only ``variant``'s rows
+    when given), with the catalog's columns in its order and types. A dataset reads what the
+    files store: the columns a big box leaves to its readers (tile lists and texts, its
+    policy's next state, ``stuck`` and ``kind``) are null here, where :func:`scan` fills them in.
+
+    >>> import pipeline
+    >>> pipeline.dataset("states", "classic").count_rows()
+    512
+    """
+    return readers.dataset(_dir(data_dir), table, variant)
 
 
 def expect(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -64,4 +65,55 @@ def built_more(tmp_path_factory: pytest.TempPathFactory) -> Path:
     box = ["build", "--tiles", "16", "--objective", "score", "--moves", "--data-dir", data]
     result = invoke(box)
     assert result.code == 0, result.stderr
+    return data
+
+
+#: The N-player variants stored on their own, which `--variant all` leaves out (built by name).
+BY_NAME = ("three-player", "four-player", "three-player-two-dice", "two-player-stake")
+#: A small Knucklebones board written as the full game is (lean states and decisions), so that
+#: the full-game queries have tables to read; ``-score`` is its score twin.
+LEAN_BOARD = "kb-lean-2x2-d3"
+
+
+@pytest.fixture(scope="session")
+def built_by_name(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of :func:`built` with, beside `--variant all`, the variants built by name: the
+    opt-in N-player games of :data:`BY_NAME` and the lean tables of :data:`LEAN_BOARD` (a 2x2
+    board with a three-faced die). Every query of the library has its variant here."""
+    from pipeline.games.knucklebones.game import KnuckleRules
+    from tests.support.knucklebones_lean import write_lean_pair
+
+    data = tmp_path_factory.mktemp("by-name") / "data"
+    shutil.copytree(built, data)
+    result = invoke(["build", "--variant", ",".join(BY_NAME), "--data-dir", data])
+    assert result.code == 0, result.stderr
+    write_lean_pair(data, LEAN_BOARD, KnuckleRules(2, 2, 3))
+    return data
+
+
+#: What `doors` adds to the build of every variant: an N-player game and a big box, each stored
+#: in files of its own (the box's tile columns left to the reader, with its moves and edges).
+DOOR_BUILDS = [
+    [
+        *("--players", "3", "--tiles", "5", "--sides", "4"),
+        *("--one-die", "forced", "--one-die-sum", "4", "--name", "three-small"),
+    ],
+    ["--tiles", "13", "--objective", "score", "--moves", "--edges"],
+]
+#: A variant of each kind of file `doors` holds: shared (one player, two players,
+#: Knucklebones), stored on its own (N-player), and a big box.
+DOOR_VARIANTS = ["classic", "two-player", "knucklebones-2x2", "three-small", "stb-13t-2d6-score"]
+
+
+@pytest.fixture(scope="session")
+def doors(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of `built` with the variants of DOOR_BUILDS added (a copy: `built` stays as the
+    plain build): every kind of table file the readers (catalog, polars, pyarrow) meet."""
+    import shutil
+
+    data = tmp_path_factory.mktemp("doors") / "data"
+    shutil.copytree(built, data)
+    for args in DOOR_BUILDS:
+        result = invoke(["build", *args, "--data-dir", data, "--quiet"])
+        assert result.code == 0, result.stderr
     return data

@@ -8,6 +8,7 @@ CLI for help, loads neither polars, duckdb nor any game.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,22 +18,57 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = REPO / "pipeline"
+ARCHITECTURE = REPO / "docs" / "architecture.md"
 
-#: Lowest first. A module may import its own layer and the layers before it.
-LAYERS = (
-    "errors",
-    "progress",
-    "graph",
-    "solve",
-    "games",
-    "store",
-    "stages",
-    "analysis",
-    "answer",
-    "apps",
-    "api",
-    "cli",
-)
+
+def doc_table(first_header: str) -> list[list[str]]:
+    """The rows of the table of docs/architecture.md whose first header cell is
+    ``first_header``: each row its cells, stripped (the header and the rule line left out)."""
+    rows: list[list[str]] = []
+    inside = False
+    for line in ARCHITECTURE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|"):
+            if inside:
+                break
+            continue
+        if not inside:
+            inside = cells[0] == first_header
+            continue
+        if set(cells[0]) <= set("-: "):
+            continue
+        rows.append(cells)
+    assert rows, f"docs/architecture.md has no table headed {first_header!r}"
+    return rows
+
+
+def _module_of_path(cell: str) -> str:
+    """``pipeline/solve/`` -> ``pipeline.solve``; ``pipeline/__init__.py`` -> ``pipeline``."""
+    path = cell.strip("`").removesuffix("/").removesuffix(".py")
+    return path.replace("/", ".").removesuffix(".__init__")
+
+
+#: The layers of docs/architecture.md, lowest first, each with the module (or package) it holds.
+#: A module may import its own layer and the layers before it.
+LAYER_MODULES = tuple((row[0], _module_of_path(row[1])) for row in doc_table("layer"))
+LAYERS = tuple(name for name, _ in LAYER_MODULES)
+#: Each layer's floor and the layers it imports, as docs/architecture.md writes them (a note in
+#: parentheses aside).
+DOC_FLOORS = {row[0]: int(row[2]) for row in doc_table("layer")}
+DOC_IMPORTS = {
+    row[0]: {name.strip() for name in re.sub(r"\(.*?\)", "", row[4]).split(",")} - {"nothing"}
+    for row in doc_table("layer")
+}
+
+#: The parts of pipeline/games/ (docs/architecture.md, "Inside the games layer"): each part's
+#: modules (relative to pipeline.games) and the parts it may import besides itself.
+GAME_PARTS = {
+    row[0]: (
+        tuple(m.strip("` ").removesuffix("/").removesuffix(".py") for m in row[1].split(",")),
+        tuple(p.strip() for p in row[2].split(",") if p.strip() != "nothing"),
+    )
+    for row in doc_table("part")
+}
 
 
 def module_name(path: Path) -> str:
@@ -41,16 +77,20 @@ def module_name(path: Path) -> str:
 
 
 def layer_of(module: str) -> int | None:
-    parts = module.split(".")
-    if len(parts) < 2 or parts[1] == "__main__":
-        return None  # the package's face (lazy API) and `python -m pipeline`
-    return LAYERS.index(parts[1])
+    """The index in :data:`LAYERS` of the layer holding ``module`` (None: in no layer)."""
+    for i, (_, holder) in enumerate(LAYER_MODULES):
+        if module == holder or (module.startswith(holder + ".") and holder != "pipeline"):
+            return i
+    return None
 
 
 def imports_of(path: Path, run_time_only: bool = False) -> list[tuple[str, bool]]:
     """(module imported, at module level?) for every import of a pipeline module in ``path``.
 
-    With ``run_time_only``, imports under ``if TYPE_CHECKING:`` (for type hints) are left out.
+    ``from pipeline.x import name`` imports ``pipeline.x.name`` where that is a module, else
+    ``pipeline.x``: so ``from pipeline import progress`` is an import of the progress layer and
+    ``from pipeline import __version__`` one of the package's face. With ``run_time_only``,
+    imports under ``if TYPE_CHECKING:`` (for type hints) are left out.
     """
     tree = ast.parse(path.read_text())
     top = {id(node) for node in tree.body}
@@ -66,11 +106,13 @@ def imports_of(path: Path, run_time_only: bool = False) -> list[tuple[str, bool]
             continue
         names: list[str] = []
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for alias in node.names:
+                inner = f"{node.module}.{alias.name}"
+                names.append(inner if _exists(inner) else node.module)
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         for name in names:
-            if name.startswith("pipeline.") and _exists(name):
+            if (name == "pipeline" or name.startswith("pipeline.")) and _exists(name):
                 found.append((name, id(node) in top))
     return found
 
@@ -86,22 +128,137 @@ def all_modules() -> dict[str, Path]:
 
 def test_every_module_has_a_layer() -> None:
     for name in all_modules():
-        parts = name.split(".")
-        if len(parts) > 1 and parts[1] != "__main__":
-            assert parts[1] in LAYERS, f"{name} is in no layer: add it to docs/architecture.md"
+        assert layer_of(name) is not None, f"{name} is in no layer: add it to docs/architecture.md"
+
+
+def test_the_layers_are_the_documented_ones() -> None:
+    """The layer table of docs/architecture.md is read as it stands (so the doc is the code's
+    plan): every layer's module exists, and the package's face is the top layer but one."""
+    assert LAYERS[0] == "version" and LAYERS[-2:] == ("face", "main"), LAYERS
+    for _, module in LAYER_MODULES:
+        assert _exists(module), f"docs/architecture.md names {module}, which does not exist"
+
+
+def layer_imports() -> dict[str, set[str]]:
+    """The layers each layer imports (its own apart), from the code."""
+    found: dict[str, set[str]] = {name: set() for name in LAYERS}
+    for name, path in all_modules().items():
+        mine = LAYERS[layer_of(name) or 0]
+        for target, _ in imports_of(path):
+            theirs = layer_of(target)
+            if theirs is not None and LAYERS[theirs] != mine:
+                found[mine].add(LAYERS[theirs])
+    return found
+
+
+def floors(imports: dict[str, set[str]]) -> dict[str, int]:
+    """Each layer's floor: 1 when it imports no other layer, else one above the highest it
+    imports (as `farm-studio look` stacks the rooms). Layers come lowest first, so one pass."""
+    out: dict[str, int] = {}
+    for name in LAYERS:
+        out[name] = 1 + max((out.get(t, 0) for t in imports[name]), default=0)
+    return out
+
+
+def test_layer_imports_and_floors_are_the_documented_ones() -> None:
+    """docs/architecture.md's layers are the code's: each layer imports exactly the layers its
+    row lists, and stands on the floor its row says."""
+    found = layer_imports()
+    wrong = [
+        f"{name} imports {', '.join(sorted(found[name], key=LAYERS.index)) or 'nothing'}; "
+        f"the doc lists {', '.join(sorted(DOC_IMPORTS[name], key=LAYERS.index)) or 'nothing'}"
+        for name in LAYERS
+        if found[name] != DOC_IMPORTS[name]
+    ]
+    assert not wrong, "docs/architecture.md's imports column:\n" + "\n".join(wrong)
+    assert floors(found) == DOC_FLOORS, "docs/architecture.md's floor column"
+
+
+def test_floors_are_counted_as_the_studio_counts_them() -> None:
+    imports = {name: set() for name in LAYERS} | {
+        "solve": {"graph"},
+        "games": {"solve", "errors"},
+        "face": {"games"},
+    }
+    found = floors(imports)
+    assert (found["errors"], found["solve"], found["games"], found["face"]) == (1, 2, 3, 4)
+
+
+def test_nothing_imports_the_face() -> None:
+    """``pipeline/__init__.py`` imports the API, which imports everything: a module of the
+    package that imported it (for ``__version__``, say) would import every layer above its own."""
+    found = [
+        f"{name} imports {target}"
+        for name, path in all_modules().items()
+        for target, _ in imports_of(path)
+        if target == "pipeline"
+    ]
+    assert not found, "\n".join(found)
 
 
 def test_imports_point_down() -> None:
     upward = []
     for name, path in all_modules().items():
         mine = layer_of(name)
-        if mine is None:
-            continue
+        assert mine is not None, name
         for target, _ in imports_of(path):
             theirs = layer_of(target)
             if theirs is not None and theirs > mine:
                 upward.append(f"{name} -> {target}")
     assert not upward, "imports that point up a layer:\n" + "\n".join(sorted(set(upward)))
+
+
+def game_part_of(module: str) -> str | None:
+    """The part of pipeline/games/ (:data:`GAME_PARTS`) that holds ``module``; None outside."""
+    if not module.startswith("pipeline.games."):
+        return None
+    rel = module.removeprefix("pipeline.games.")
+    for part, (modules, _) in GAME_PARTS.items():
+        if any(rel == m or rel.startswith(m + ".") for m in modules):
+            return part
+    return None
+
+
+def test_every_games_module_has_a_part() -> None:
+    missing = [
+        name
+        for name in all_modules()
+        if name.startswith("pipeline.games.") and game_part_of(name) is None
+    ]
+    assert not missing, f"in no part of docs/architecture.md's games table: {missing}"
+
+
+def test_games_imports_point_down() -> None:
+    """Inside pipeline/games/: a family imports the shared modules, itself and the families it
+    is built on, never a family built on it; the shared modules import no family (the
+    registry reaches them only by name, with importlib, on first lookup)."""
+    wrong = []
+    for name, path in all_modules().items():
+        mine = game_part_of(name)
+        if mine is None:
+            continue
+        allowed = {mine, *GAME_PARTS[mine][1]}
+        for target, _ in imports_of(path):
+            theirs = game_part_of(target)
+            if theirs is not None and theirs not in allowed:
+                wrong.append(f"{name} ({mine}) -> {target} ({theirs})")
+    assert not wrong, "imports against the games table:\n" + "\n".join(sorted(set(wrong)))
+
+
+def test_a_module_that_imports_the_face_or_a_family_above_is_seen(tmp_path: Path) -> None:
+    """The checks above can fail: ``from pipeline import __version__`` is an import of the face,
+    ``from pipeline import progress`` one of the progress layer, and an import of the N-player
+    family from the one-player family is against the games table."""
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from pipeline import __version__, progress\n"
+        "def f():\n    from pipeline.games.nplayer.custom import NPLAYER_OPTIONS\n"
+    )
+    found = [t for t, _ in imports_of(module)]
+    assert found == ["pipeline", "pipeline.progress", "pipeline.games.nplayer.custom"]
+    assert layer_of("pipeline") == LAYERS.index("face")
+    assert game_part_of("pipeline.games.nplayer.custom") == "nplayer"
+    assert "nplayer" not in GAME_PARTS["shutbox"][1]
 
 
 @pytest.mark.parametrize("type_hints", [False, True], ids=["run-time", "with-type-hints"])

@@ -22,7 +22,7 @@ import polars as pl
 
 from pipeline.analysis import sql
 from pipeline.errors import ContractError, TableError, UsageError
-from pipeline.store import layout, manifest, schema, tables
+from pipeline.store import catalog, layout, manifest, schema, tables
 
 CONTRACTS_DIR: Traversable = sql.QUERIES_DIR.joinpath("contracts")
 #: Row groups of a lean file (the full Knucklebones game's states: 4,590 groups of 1,048,576
@@ -71,6 +71,7 @@ class ContractResult:
             "manifest": "manifest.json",
             "schema": "one schema per table",
             "temporary": TEMPORARY_LABEL,
+            "catalog": CATALOG_LABEL,
         }
         if self.name in own:
             return own[self.name]
@@ -134,13 +135,15 @@ def failure(checks: list[VariantCheck]) -> ContractError | None:
         return None
     total = sum(len(c.results) for c in checks)
     hint = ""
-    if any(label.endswith(TEMPORARY_LABEL) for label in failed):
-        hint = " (`stb-pipeline verify --fix` removes the temporary files)"
+    if any(label.endswith((TEMPORARY_LABEL, CATALOG_LABEL)) for label in failed):
+        hint = " (`stb-pipeline verify --fix` removes temporary files and rewrites the catalog)"
     return ContractError(f"{len(failed)} of {total} contracts failed: {', '.join(failed)}{hint}")
 
 
 #: How the check for temporary files left by killed builds is named to people.
 TEMPORARY_LABEL = "no temporary files"
+#: How the check of the catalog (stb.duckdb) is named to people.
+CATALOG_LABEL = f"catalog {catalog.CATALOG_NAME}"
 
 
 def verify(
@@ -163,9 +166,14 @@ def verify(
     _check_columns(data_dir)
     tables.read_table(data_dir, "states", variant, sweep=False)  # raises unless built
     recorded = _recorded_tables(data_dir)
-    results = [_manifest_result(data_dir, recorded), _schema_result(data_dir), temporary]
+    results = [
+        _manifest_result(data_dir, recorded),
+        _schema_result(data_dir),
+        temporary,
+        _catalog_result(data_dir, fix),
+    ]
     first_sql = len(results)
-    results += [_run_contract(name, data_dir, variant, recorded) for name in names]
+    results += [run_contract(name, data_dir, variant, recorded) for name in names]
     results += [r for check in extra for r in check(data_dir, variant)]
     if sum(r.checked for r in results[first_sql:]) == 0:
         raise ContractError(
@@ -218,13 +226,15 @@ def contract_rows(name: str, data_dir: Path, variant: str | None = None) -> pl.D
     """
     if name not in contract_names():
         raise UsageError(f"unknown contract {name!r}; contracts: {', '.join(contract_names())}")
-    return _run_contract(name, Path(data_dir), variant, set()).violations
+    return run_contract(name, Path(data_dir), variant, set()).violations
 
 
-def _run_contract(
+def run_contract(
     name: str, data_dir: Path, variant: str | None, recorded: set[str]
 ) -> ContractResult:
-    """Run one SQL contract; one reading an optional table that was never built is skipped."""
+    """Run one SQL contract on the tables of ``data_dir`` (a data directory, or a dataset of
+    `export dataset`); one reading an optional table that is neither in ``recorded`` (the
+    tables manifest.json or the dataset records) nor on disk is skipped."""
     path = CONTRACTS_DIR.joinpath(f"{name}.sql")
     try:
         head, text = sql.header(path), sql.read_sql(path)
@@ -268,6 +278,30 @@ def _manifest_result(data_dir: Path, recorded: set[str]) -> ContractResult:
     return ContractResult(
         "manifest", description, pl.DataFrame({"problem": problems}), checked=len(recorded)
     )
+
+
+def _catalog_result(data_dir: Path, fix: bool) -> ContractResult:
+    """Whether the catalog (stb.duckdb) holds the views `stb-pipeline query` reads over these
+    tables; ``fix`` rewrites it first when it does not."""
+    description = f"{catalog.CATALOG_NAME} holds the views of these tables (those query reads)."
+    if not manifest.manifest_path(data_dir).exists():
+        return ContractResult("catalog", description, pl.DataFrame(), "no manifest.json")
+    now = catalog.state(data_dir)
+    if fix and now != "current":
+        with layout.data_lock(data_dir):
+            catalog.refresh(data_dir)
+        now = catalog.state(data_dir)
+    if now == "busy":
+        skipped = "another process holds it open for writing (the duckdb command: use -readonly)"
+        return ContractResult("catalog", description, pl.DataFrame(), skipped)
+    why = {
+        "missing": "is missing",
+        "stale": "is out of date: its views are not these tables' (a build was cut short, or "
+        "the directory was moved)",
+    }
+    problems = [] if now == "current" else [f"{catalog.CATALOG_NAME} {why[now]}"]
+    frame = pl.DataFrame({"problem": problems}, schema={"problem": pl.String})
+    return ContractResult("catalog", description, frame, checked=1)
 
 
 def _temporary_result(data_dir: Path) -> ContractResult:

@@ -30,7 +30,8 @@ from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from pipeline import __version__, progress
+from pipeline import progress
+from pipeline._version import __version__
 from pipeline.analysis import sql
 from pipeline.errors import PipelineError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant, lookup
@@ -256,7 +257,12 @@ def strategy_comparison(t: Tables) -> Section:
     table = _html_table(
         rows.select([c for c in keep if c in rows.columns]).sort("strategy", "method")
     )
-    text = "Bars: exact win rates; dots and whiskers: Monte Carlo estimates with their intervals."
+    parts = [
+        ("bars: exact win rates", exact),
+        ("dots and whiskers: Monte Carlo estimates with their 95% intervals", sim),
+    ]
+    said = "; ".join(words for words, present in parts if present)
+    text = said[:1].upper() + said[1:] + "."
     return Section("strategies", "Strategy comparison", text, fig, table)
 
 
@@ -284,16 +290,23 @@ def _strategy_chart(
         if s in exact:
             rate = 100 * exact[s]["win_rate"]
             ax.text(rate, i, f" {rate:.3f}%", va="center", fontsize=8)
-        if s in sim:
-            _interval(ax, i, sim[s], labelled=i == 0 or s == order[0])
+        if s in sim:  # the legend names the intervals once
+            _interval(ax, i, sim[s], labelled=s == next(x for x in order if x in sim))
     ax.set_yticks(list(ys), order)
     ax.invert_yaxis()
     ax.set_xlabel("win rate, %")
-    ax.set_title(f"Strategies on {variant}: exact win rate and simulated interval")
+    ax.set_title(f"Strategies on {variant}: {strategy_chart_shows(exact, sim)}")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=False))
     ax.legend(unique.values(), unique.keys(), loc="lower right")
     return fig
+
+
+def strategy_chart_shows(exact: Mapping[str, Any], sim: Mapping[str, Any]) -> str:
+    """What the strategies chart draws, for its title: the exact win rates (bars) and the
+    simulations' intervals (dots and whiskers), each only when there are rows of it."""
+    shown = [("exact win rate", bool(exact)), ("simulated interval", bool(sim))]
+    return " and ".join(words for words, drawn in shown if drawn)
 
 
 def _interval(ax: Axes, i: int, r: dict[str, Any], labelled: bool) -> None:
@@ -388,6 +401,8 @@ def seat_payoffs(t: Tables) -> Section:
     for (variant,), part in wide.group_by("variant", maintain_order=True):
         ax.plot(part["parameter"], part["edge"], marker="o", label=str(variant))
     ax.axhline(0, color="grey", linewidth=0.8)
+    seats = sorted({int(x) for x in wide["parameter"].to_list()})
+    ax.set_xticks(seats)  # seats are whole numbers: one tick each, never 1.5
     ax.set_xlabel("seat (order of play)")
     ax.set_ylabel("expected payoff - even split")
     ax.set_title("Players in turn: who is favoured by seat")

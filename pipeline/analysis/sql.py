@@ -26,10 +26,15 @@ before the first statement:
 
 - optionally ``-- built by:`` the command that builds what the query reads, when plain
   ``stb-pipeline build`` does not (a missing table's error then names it).
+- optionally ``-- families:`` the game families the query is about (names of
+  :data:`pipeline.games.registry.FAMILIES`, commas), and ``-- players: N`` when it is about
+  games of exactly N players: a variant given to it that is of another family (or another
+  number of players) is refused with one line, instead of a header over no rows.
 
 Then one statement, usually a chain of CTEs ending in ``select * from final``. Tables are read
-through views named after them (``states``, ``edges``, ``policy``, ...), so the same file runs
-here and in the ``duckdb`` command after ``.read queries/_views.sql``.
+through views named after them (``states``, ``edges``, ``policy``, ...; one definition, in
+:mod:`pipeline.store.views`), so the same file runs here and in the ``duckdb`` command on the
+catalog: ``duckdb -readonly data/stb.duckdb -c ".read queries/NAME.sql"``.
 
 Values given by the user are checked against the declared type and range (a one-line
 UsageError otherwise), and reach DuckDB only as bound parameters, never as SQL text.
@@ -43,14 +48,18 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
-from pipeline.store import manifest, schema, tables
-from pipeline.store.layout import OWN_DIR, settle, table_files
+from pipeline.store import manifest, sources, views
+from pipeline.store.layout import settle
+from pipeline.store.sources import LeanSample, lean_sample
+
+if TYPE_CHECKING:  # polars loads for a result as a frame (run_query), not for query_arrow
+    import polars as pl
+    import pyarrow as pa
 
 #: The query library inside the installed package (a Path when installed as plain files).
 QUERIES_DIR: Traversable = resources.files("pipeline").joinpath("queries")
@@ -222,123 +231,35 @@ def convert(param: Param, value: Any) -> Any:
     return number
 
 
-@dataclass(frozen=True)
-class LeanSample:
-    """The row groups of one lean file (the full Knucklebones game's states) that a sampled
-    view reads: their id ranges, evenly spaced from the first to the last."""
-
-    path: Path
-    ranges: tuple[tuple[int, int], ...]
-    groups: int
-    rows: int
-    total_rows: int
-
-    def describe(self, root: Path | None = None) -> str:
-        """One line for people: which file (relative to ``root``), how much of it."""
-        path = self.path.relative_to(root) if root is not None else self.path
-        return (
-            f"{path}: {len(self.ranges):,} of {self.groups:,} row groups sampled "
-            f"({self.rows:,} of {self.total_rows:,} rows, evenly spaced by state id)"
-        )
-
-
-def lean_sample(path: Path, groups: int) -> LeanSample | None:
-    """``groups`` row groups of a lean file, evenly spaced (the first and the last among them);
-    None for a file with every column of its table (read whole)."""
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    if tables.declared_columns(path) is None:
-        return None
-    meta = pq.ParquetFile(path).metadata
-    sid = meta.schema.to_arrow_schema().names.index("state_id")
-    n = meta.num_row_groups
-    spaced = np.linspace(0, n - 1, min(groups, n)).round() if n else np.empty(0)
-    chosen = sorted({int(g) for g in spaced})
-    ranges = []
-    for g in chosen:
-        stats = meta.row_group(g).column(sid).statistics
-        if stats is None or not stats.has_min_max:
-            raise TableError(f"{path}: row group {g} has no state_id statistics; rebuild it")
-        ranges.append((int(stats.min), int(stats.max)))
-    rows = sum(meta.row_group(g).num_rows for g in chosen)
-    return LeanSample(Path(path), tuple(ranges), n, rows, meta.num_rows)
-
-
 def connect(
     data_dir: Path, values: dict[str, Any] | None = None, lean_groups: int | None = None
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with a view per table found in ``data_dir`` and the given variables.
 
-    Variable names come from query headers (checked words); values are bound parameters. With
-    ``lean_groups``, a lean file (billions of rows: the full Knucklebones game's states) is read
-    through ``lean_groups`` of its row groups (:func:`lean_sample`), as `verify` does.
+    The views are the catalog's (:mod:`pipeline.store.views`: every variant's files read as one
+    table), defined here again rather than read from ``stb.duckdb``, which another process may
+    hold open. Variable names come from query headers (checked words); values are bound
+    parameters. With ``lean_groups``, a lean file (billions of rows: the full Knucklebones
+    game's states) is read through ``lean_groups`` of its row groups (:func:`lean_sample`), as
+    `verify` does.
     """
     con = duckdb.connect()
     con.execute("set enable_progress_bar = false")  # DuckDB's bar would clutter stderr
-    con.execute("set variable data_dir = $v", {"v": str(data_dir)})
     for key, value in (values or {}).items():
         if value is not None:
             if not NAME_PATTERN.fullmatch(key):
                 raise UsageError(f"{key!r} is not a parameter name")
             con.execute(f"set variable {key} = $v", {"v": value})
-    data = Path(data_dir)
-    names = {p.stem for p in [*data.glob("*.parquet"), *data.glob(f"{OWN_DIR}/*/*.parquet")]}
-    for name in sorted(n for n in names if NAME_PATTERN.fullmatch(n)):
-        _add_view(con, name, table_files(data, name), lean_groups)
-    if table_files(data, "states"):
-        con.execute(RULES_VIEW.replace("$path", "getvariable('path_states')"))
+    root = Path(data_dir).resolve()
+    found = sources.files_of(root)  # a data directory, or an exported dataset
+    samples: dict[str, LeanSample] = {}
+    for f in (f for files in found.values() for f in files if f.lean and lean_groups):
+        sample = lean_sample(root / f.relative, lean_groups or 0)
+        if sample is not None:
+            samples[f.relative] = sample
+    for statement in views.statements(found, root, samples):
+        con.execute(statement)
     return con
-
-
-def _add_view(
-    con: duckdb.DuckDBPyConnection, name: str, files: list[Path], lean_groups: int | None = None
-) -> None:
-    """A view over a table's files (the shared one and the variants' own, read as one table;
-    lean files sampled when ``lean_groups`` is given); TableError naming the file when one is
-    not ours."""
-    # Views cannot take prepared parameters; a variable carries the files instead.
-    con.execute(f"set variable path_{name} = $v", {"v": [str(f) for f in files]})
-    for path in files:
-        tables.check_ours(path)
-    columns = schema.derived_select(name)  # big boxes leave some columns to the reader
-    source = f"read_parquet(getvariable('path_{name}'), union_by_name = true)"
-    sampled = [(f, lean_sample(f, lean_groups)) for f in files] if lean_groups else []
-    if any(found is not None for _, found in sampled):
-        # path_{name} keeps every file (the rules view reads their metadata)
-        whole = [str(f) for f, found in sampled if found is None]
-        con.execute(f"set variable whole_{name} = $v", {"v": whole})
-        parts = []
-        if whole:
-            parts.append(
-                f"select * from read_parquet(getvariable('whole_{name}'), union_by_name = true)"
-            )
-        for i, (_, found) in enumerate(x for x in sampled if x[1] is not None):
-            assert found is not None
-            con.execute(f"set variable lean_{name}_{i} = $v", {"v": str(found.path)})
-            # one scan per row group: each prunes to its group by the state_id statistics
-            lean = f"select * from read_parquet(getvariable('lean_{name}_{i}'))"
-            ranges = found.ranges or ((0, -1),)  # an empty file: no rows, its columns
-            parts += [f"{lean} where state_id between {a} and {b}" for a, b in ranges]
-        source = "(" + " union all by name ".join(parts) + ")"
-    present = [row[0] for row in con.execute(f"describe select * from {source}").fetchall()]
-    # columns no file holds (only lean files there) read as nulls, as they would in a union
-    columns += schema.missing_select(name, present)
-    con.execute(f"create view {name} as select {columns} from {source}")
-
-
-#: View `rules` (variant, game, rules JSON): the rule sets in states.parquet's `stb.rules`
-#: metadata, so queries can pick rows by game (e.g. one-player Shut the Box) and read options.
-RULES_VIEW = """
-create view rules as
-with meta as (
-    select decode(value) as rules_by_variant
-    from parquet_kv_metadata($path)
-    where decode(key) = 'stb.rules'
-)
-select j.key as variant, j.value ->> 'game' as game, j.value as rules
-from meta, json_each(json(meta.rules_by_variant)) as j
-"""
 
 
 def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
@@ -346,6 +267,23 @@ def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
 
     ``name`` and ``data_dir`` are positional only: a parameter of those names given by the user
     (``--param data_dir=...``) is one the query does not declare, refused as such."""
+    return _run(name, data_dir, given, lambda rows: rows.pl())
+
+
+def query_arrow(name: str, data_dir: Path, /, **given: Any) -> pa.Table:
+    """:func:`run_query`'s result as an Arrow table: DuckDB and pyarrow alone, no polars (a
+    GPU machine brings DuckDB for the full game's queries, not polars)."""
+    return _run(name, data_dir, given, _arrow_table)
+
+
+def _arrow_table(rows: duckdb.DuckDBPyRelation) -> pa.Table:
+    """A relation's rows as one Arrow table (``to_arrow_table`` from DuckDB 1.4 on)."""
+    fetch = getattr(rows, "to_arrow_table", None) or rows.fetch_arrow_table
+    return fetch()
+
+
+def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
+    """Run the library query ``name`` and hand its relation to ``fetch``."""
     path = query_file(name)
     values = bind(params(path), given, name)
     settle(data_dir)  # a commit cut short is finished, a killed build's temporary files go
@@ -353,7 +291,8 @@ def run_query(name: str, data_dir: Path, /, **given: Any) -> pl.DataFrame:
     try:
         if "variant" in values:
             check_built(con, data_dir, values["variant"])
-        return con.sql(read_sql(path)).pl()
+            check_game(con, path, name, values["variant"])
+        return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
         command = header(path).get("built by", "stb-pipeline build")
@@ -376,6 +315,50 @@ def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) ->
         raise UsageError(
             f"variant {variant!r} is not built in {data_dir}; built: {', '.join(sorted(known))}"
         )
+
+
+def applies_to(path: Traversable | Path) -> tuple[tuple[str, ...], int | None]:
+    """The game families a query declares it is about (empty: any) and the number of players
+    (None: any), from its ``-- families:`` and ``-- players:`` header lines."""
+    head = header(path)
+    families = tuple(f.strip() for f in head.get("families", "").split(",") if f.strip())
+    players = head.get("players")
+    if players is not None and not players.isdigit():
+        raise UsageError(f"malformed query header line '-- players: {players}' in {path}")
+    return families, None if players is None else int(players)
+
+
+def check_game(
+    con: duckdb.DuckDBPyConnection, path: Traversable | Path, query: str, variant: str
+) -> None:
+    """UsageError when ``variant`` is not a game the query is about (see :func:`applies_to`):
+    such a query would print its header over no rows, or rows that mean nothing."""
+    import json
+
+    from pipeline.games.registry import REGISTRY, variant_from_rules
+
+    families, players = applies_to(path)
+    if (not families and players is None) or "states" not in _views(con):
+        return
+    found = con.execute(
+        "select rules from rules where variant = $v limit 1", {"v": variant}
+    ).fetchall()
+    if not found:
+        return  # not in the states table: check_built has said so where it matters
+    rules = json.loads(found[0][0])
+    game = REGISTRY.get(variant) or variant_from_rules(variant, rules)
+    family = game.family if game is not None else str(rules.get("game"))
+    count = rules.get("players")  # only the games of several players in turn record it
+    if (not families or family in families) and (players is None or count == players):
+        return
+    wanted = "games" if players is None else f"games of {players} players"
+    if families:
+        wanted += f" of the {' or '.join(families)} family"
+        if players is None:  # every registered variant of the family is one of them
+            examples = sorted(n for n, v in REGISTRY.items() if v.family in families)[:4]
+            wanted += f" ({', '.join(examples)}, ...)"
+    who = f"a game of the {family} family" + ("" if count is None else f" for {count} players")
+    raise UsageError(f"query {query} is about {wanted}; {variant} is {who}")
 
 
 def damaged(data_dir: Path, exc: BaseException) -> TableError:

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.store.engine import engine
 from pipeline.store.layout import settle, variant_file
 
 #: Memory for the arrays of every variant held at once (MB), unless told otherwise.
@@ -44,18 +45,6 @@ BASE_COLUMNS = {"value": 8, "dice": 1, "choice_options": 1, "terminal": 1}
 CHUNK_ROWS = 1 << 20
 #: How to rebuild a table that cannot be read.
 REBUILD = "rebuild it (stb-pipeline build --force --variant NAME)"
-
-
-@lru_cache(maxsize=1)
-def engine() -> Any:
-    """DuckDB's compiled engine (``_duckdb``, without the ~0.1 s of Python the duckdb package
-    adds on import; an older duckdb has no such module and is imported whole)."""
-    import importlib
-
-    try:
-        return importlib.import_module("_duckdb")
-    except ImportError:
-        return importlib.import_module("duckdb")
 
 
 class Reader:

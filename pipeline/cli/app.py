@@ -323,9 +323,9 @@ def rules_cmd() -> None:
     from rich.markup import escape
 
     table = fitted_table("option", "meaning", fold="meaning", box=None)
-    for name, (kind, text) in RULE_OPTIONS.items():
-        metavar = "N" if kind is int else "TEXT"
-        meaning = escape(text.removeprefix("Custom rules: "))  # "E[score]" is not markup
+    for name, option in RULE_OPTIONS.items():
+        metavar = "N" if option.kind is int else "TEXT"
+        meaning = escape(option.help.removeprefix("Custom rules: "))  # "E[score]" is not markup
         table.add_row(f"--{name.replace('_', '-')} {metavar}", meaning)
     out.print(table)
 

@@ -8,6 +8,7 @@ import typer
 
 #: Modules under pipeline.cli.commands whose ``register(app)`` adds commands to `stb-pipeline`.
 MODULES: list[str] = [
+    "export",
     "course",
     "query",
     "play",

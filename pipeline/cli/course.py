@@ -10,13 +10,7 @@ from typing import Annotated
 import typer
 
 from pipeline.apps.course.formats import DEFAULT_TOLERANCE, EXIT_BAD_FILE
-
-export_app = typer.Typer(
-    help="Write solved tables in other formats.\n\n"
-    "Example: stb-pipeline export verifier --variant two-player -o data/two-player.verifier",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+from pipeline.cli.export import export_app
 
 DataDir = Annotated[
     Path,
@@ -115,6 +109,6 @@ def check_verifier(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `export` (with `export verifier`) and `check-verifier`."""
-    app.add_typer(export_app, name="export")
+    """Add `check-verifier` (`export verifier` joins the `export` group of
+    :mod:`pipeline.cli.export` as this module loads)."""
     app.command("check-verifier")(check_verifier)

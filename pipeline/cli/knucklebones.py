@@ -288,45 +288,28 @@ def solve_exact_cmd(
     """
     import numpy as np
 
-    from pipeline.games.knucklebones import distributed as knucklebones_dist
-    from pipeline.games.knucklebones import exact as knucklebones_vi
-    from pipeline.games.knucklebones import gpu
+    from pipeline.games.knucklebones import solver
     from pipeline.games.knucklebones.game import KnuckleRules
 
-    gpu.check_device(device)
     rules = KnuckleRules(columns, rows, faces, objective)
-    distributed = workers > 0 or address is not None
-    if device == "cuda" and distributed:
-        raise UsageError("--device cuda runs in this process: leave out --workers and --address")
-    if not distributed and (checkpoint_dir or resume):
-        raise UsageError("--checkpoint-dir and --resume need --workers N or --address")
-    if resume and not checkpoint_dir:
-        raise UsageError("--resume needs --checkpoint-dir")
 
     def progress(sweep: int, residual: float, bound: float, rate: float) -> None:
         """One line per sweep."""
         out.print(f"sweep {sweep}: change {residual:.3g}, bound {bound:.3g}, {rate:,.0f} pos/s")
 
-    if device == "cuda":
-        found = gpu.solve(rules, tol=tolerance, progress=progress)
-        out.print(
-            f"start value {found.value(0):.10f} ({objective}), {found.n_states:,} positions, "
-            f"{np.dtype(found.dtype).name} bounds on the GPU"
-        )
-        out.print(
-            f"{found.sweeps} sweeps, every value within {found.bound:.3g}, "
-            f"{found.sweep_seconds:.1f} s of sweeps, {found.seconds:.1f} s in all"
-        )
-        return
-    if distributed:
-        sol = knucklebones_dist.solve_distributed(
-            rules, workers=workers, address=address, shards=shards,
-            checkpoint_dir=checkpoint_dir, resume=resume, tol=tolerance, progress=progress,
-        )  # fmt: skip
-    else:
-        sol = knucklebones_vi.solve(rules, tol=tolerance, progress=progress)
-    out.print(f"start value {sol.value[0]:.10f} ({objective}), {sol.value.shape[0]:,} positions")
-    out.print(f"{sol.sweeps} sweeps, every value within {sol.bound:.3g}, {sol.seconds:.1f} s")
+    sol = solver.solve(
+        rules, device, tol=tolerance, progress=progress, workers=workers, address=address,
+        shards=shards, checkpoint_dir=checkpoint_dir, resume=resume,
+    )  # fmt: skip
+    where = {"cpu": "in this process", "dask": "on Dask workers", "cuda": "on the GPU"}
+    out.print(
+        f"start value {sol.value_of(0):.10f} ({objective}), {sol.n_states:,} positions, "
+        f"{np.dtype(sol.dtype).name} bounds {where[sol.backend]}"
+    )
+    out.print(
+        f"{sol.sweeps} sweeps, every value within {sol.bound:.3g}, "
+        f"{sol.sweep_seconds:.1f} s of sweeps, {sol.seconds:.1f} s in all"
+    )
 
 
 @kb.command("check-tables")

@@ -14,7 +14,7 @@ import typer
 
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, select_one, select_variants
-from pipeline.games.shutbox.custom import CUSTOM_RULE_OPTIONS, rules_from_options
+from pipeline.games.rule_options import CUSTOM_RULE_OPTIONS, variant_from_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -135,19 +135,19 @@ def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
             inspect.Parameter.KEYWORD_ONLY,
             default=None,
             annotation=Annotated[
-                kind | None,
+                option.kind | None,
                 # hidden: shown once, by `stb-pipeline rules`, not on every command's help
-                typer.Option(f"--{name.replace('_', '-')}", help=text, hidden=True),
+                typer.Option(f"--{name.replace('_', '-')}", help=option.help, hidden=True),
             ],
         )
-        for name, (kind, text) in RULE_OPTIONS.items()
+        for name, option in RULE_OPTIONS.items()
     ]
     params = [p for p in sig.parameters.values() if p.name != "custom"] + extra
 
     @functools.wraps(fn)
     def wrapper(**kwargs: Any) -> Any:
         values = {name: kwargs.pop(f"rule_{name}") for name in RULE_OPTIONS}
-        kwargs["custom"] = rules_from_options(values)
+        kwargs["custom"] = variant_from_options(values)
         return fn(**kwargs)
 
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]

@@ -157,6 +157,16 @@ def answer(
         params["variant"] = variant
     if output is not None:
         outputs.check_output(output, data_dir, force)
+    try:
+        import polars  # noqa: F401  (the tables are drawn from frames)
+    except ModuleNotFoundError:  # a GPU machine: DuckDB and Arrow alone, the rows as CSV
+        rows = sql.query_arrow(name, data_dir, **params)
+        if output is not None:
+            outputs.export_arrow(rows, chosen, output)
+            out.print(f"{rows.num_rows} rows written to {output}")
+        else:
+            print(outputs.arrow_to_csv(rows), end="")
+        return
     frame = sql.run_query(name, data_dir, **params)
     if output is not None:
         outputs.export(frame, chosen, output)

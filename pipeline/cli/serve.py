@@ -39,15 +39,47 @@ def register(app: typer.Typer) -> None:
                 "--cache-mb",
                 min=16,
                 max=65536,
-                help="Memory for the value arrays of big variants (MB).",
+                help="Memory for the value arrays of big variants (MB), per server process.",
             ),
         ] = 256,
+        workers: Annotated[
+            int,
+            typer.Option(
+                "--workers",
+                "-w",
+                min=1,
+                max=64,
+                help="Server processes sharing the port (each holds its own tables in memory).",
+            ),
+        ] = 1,
+        search_workers: Annotated[
+            int,
+            typer.Option(
+                "--search-workers",
+                min=1,
+                max=64,
+                help="Processes per server process that run the Knucklebones searches "
+                "(boards without tables).",
+            ),
+        ] = 1,
+        search_queue: Annotated[
+            int | None,
+            typer.Option(
+                "--search-queue",
+                min=1,
+                max=10000,
+                help="Searches a server process takes at once, waiting or running; one more "
+                "is answered 503 with Retry-After (default: 16 per search worker).",
+            ),
+        ] = None,
     ) -> None:
         """Serve a page (and its JSON API) to look up any position of every built variant.
 
         Reads the tables of DATA_DIR and never writes. Every page has a .json twin: /.json
         lists the variants, /NAME.json describes one, /NAME/position.json?tiles=1245&roll=7
-        answers a position (docs/commands.md). Ctrl-C stops it.
+        answers a position (docs/commands.md). Knucklebones boards without tables are
+        searched in --search-workers processes; --workers N serves from N processes. Ctrl-C
+        stops it.
 
         Example: stb-pipeline serve --data-dir data --port 8025
         """
@@ -56,6 +88,11 @@ def register(app: typer.Typer) -> None:
         from pipeline.apps.server import INSTALL_HINT
         from pipeline.errors import UsageError
 
+        if search_queue is not None and search_queue < search_workers:
+            raise UsageError(
+                f"--search-queue {search_queue} is smaller than --search-workers "
+                f"{search_workers}: the queue holds the searches running too"
+            )
         if not data_dir.is_dir():
             raise UsageError(f"data directory {data_dir} does not exist: build a variant first")
         for module in ("starlette", "uvicorn"):  # the optional extra
@@ -66,7 +103,11 @@ def register(app: typer.Typer) -> None:
         from pipeline.apps.server.web import serve
 
         def ready(url: str) -> None:
-            print(f"serving {data_dir} at {url} (Ctrl-C stops)", flush=True)
+            how = f" from {workers} server processes" if workers > 1 else ""
+            print(f"serving {data_dir} at {url}{how} (Ctrl-C stops)", flush=True)
 
-        serve(data_dir, host, port, cors=cors, cache_mb=cache_mb, ready=ready)
+        serve(
+            data_dir, host, port, cors=cors, cache_mb=cache_mb, ready=ready, workers=workers,
+            search_workers=search_workers, search_queue=search_queue,
+        )  # fmt: skip
         print("stopped", file=sys.stderr)

@@ -27,7 +27,9 @@ def register(app: typer.Typer) -> None:
         fix: Annotated[
             bool,
             typer.Option(
-                "--fix", help="Remove the temporary files of killed builds instead of failing."
+                "--fix",
+                help="Remove the temporary files of killed builds, and rewrite a catalog that "
+                "is missing or out of date, instead of failing.",
             ),
         ] = False,
         quiet: Quiet = False,
@@ -35,16 +37,24 @@ def register(app: typer.Typer) -> None:
         """Check the tables against every contract in queries/contracts/ (exit 3 on a violation).
 
         Each contract prints the rows it checked and its violations. Exit 3 also when a contract
-        file or a table that manifest.json records is missing, when nothing was checked, or when
-        a killed build left temporary files (--fix removes them; any other command does too).
+        file or a table that manifest.json records is missing, when nothing was checked, when
+        a killed build left temporary files (--fix removes them; any other command does too),
+        or when the catalog stb.duckdb is not the tables' (--fix rewrites it). On a folder of
+        `export dataset`: every file's sha256, dataset.json, the published figures, contracts.
 
         Example: stb-pipeline verify --variant classic
         """
         from pipeline.analysis import contracts
         from pipeline.games.registry import split_names
+        from pipeline.store import sources
 
         names = split_names(variant or [])
-        checks = contracts.verify_variants(Path(data_dir), names, fix, [_lean_boards])
+        if sources.is_dataset(Path(data_dir)):  # written by `export dataset`
+            from pipeline.analysis import dataset_checks
+
+            checks = dataset_checks.verify_variants(Path(data_dir), names)
+        else:
+            checks = contracts.verify_variants(Path(data_dir), names, fix, [_lean_boards])
         for sample in contracts.lean_samples(Path(data_dir)):  # what the contracts read of them
             _print(f"lean table {sample.describe(Path(data_dir))}")
         for check in checks:
@@ -56,8 +66,18 @@ def register(app: typer.Typer) -> None:
         if error is not None:
             raise error
         total = sum(len(c.results) for c in checks)
-        rows = sum(r.checked for c in checks for r in c.results if r.name != "manifest")
+        rows = sum(r.checked for c in checks for r in c.results if r.name not in UNITS)
         _print(f"all {total} contracts hold in {data_dir}: {rows:,} rows checked")
+
+
+#: What the checks that do not count rows count.
+UNITS = {
+    "manifest": "tables",
+    "catalog": "files",
+    "checksums": "files",
+    "index": "files",
+    "published": "figures",
+}
 
 
 def _lean_boards(data_dir: Path, variant: str | None) -> list["ContractResult"]:
@@ -87,7 +107,7 @@ def _print_result(r: "ContractResult") -> None:
     if r.skipped:
         _print(f"skip {r.label} ({r.skipped})")
         return
-    unit = "tables" if r.name == "manifest" else "rows"
+    unit = UNITS.get(r.name, "rows")
     n = r.violations.height
     _print(
         f"{'ok' if r.ok else 'FAIL':<4} {r.label}: {r.checked:,} {unit} checked, "

@@ -4,6 +4,12 @@ Game families live in sub-packages of :mod:`pipeline.games` and register their o
 their ``variants`` module; the registry imports those modules the first time a variant is looked
 up, so that importing it (or running ``stb-pipeline --help``) loads no game. Nothing outside
 ``pipeline.games`` (and the game-specific ``pipeline.apps``) names a particular game.
+
+Those lookups, by name with :func:`importlib.import_module`, are the only way the shared modules
+of ``pipeline.games`` reach a family (``tests/test_architecture.py`` holds the rest to it): the
+registry names the families (:data:`FAMILIES`) so that the families need not be imported to be
+listed, and each family hands the registry what it reads (variants, names, recorded rules and
+rule options) when it loads.
 """
 
 from __future__ import annotations
@@ -91,6 +97,10 @@ NAME_READERS: list[Callable[[str], Variant | None]] = []
 #: ``rules["game"]`` -> a function turning (name, recorded rules) back into the variant, so that a
 #: custom variant built under any name can be named again (see pipeline.store.manifest).
 RULE_READERS: dict[str, Callable[[str, dict], Variant]] = {}
+#: family -> a function turning the custom rule options given (checked as far as every family
+#: reads them alike, ``name`` apart) and the name asked for into the variant: how
+#: :func:`pipeline.games.rule_options.variant_from_options` hands options to their family.
+OPTION_READERS: dict[str, Callable[[dict[str, Any], str | None], Variant]] = {}
 
 
 def variant_from_rules(name: str, rules: dict) -> Variant | None:
@@ -98,6 +108,12 @@ def variant_from_rules(name: str, rules: dict) -> Variant | None:
     REGISTRY._load()  # the families register their readers when they load
     reader = RULE_READERS.get(str(rules.get("game")))
     return None if reader is None else reader(name, rules)
+
+
+def option_reader(family: str) -> Callable[[dict[str, Any], str | None], Variant]:
+    """The reader of ``family``'s custom rule options (:data:`OPTION_READERS`)."""
+    REGISTRY._load()  # the families register their readers when they load
+    return OPTION_READERS[family]
 
 
 def register(variant: Variant) -> Variant:

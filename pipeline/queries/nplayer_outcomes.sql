@@ -4,6 +4,8 @@
 -- grain: one row per seat, then one row for a tie
 -- output: seat (null for the tie row), outcome, probability, expected_payoff (share of the win, or winnings in stakes)
 -- param: variant variant default two-player-stake
+-- families: nplayer
+-- families: nplayer
 -- For the stake game (two-player-stake) this is cananian's outcome split: P1 shuts, P2 shuts,
 -- P1 wins on points, P2 wins on points, a tie (the stake returned).
 with params as (

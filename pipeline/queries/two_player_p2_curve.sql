@@ -4,6 +4,10 @@
 -- grain: one row for P1's start, then one row per possible P1 score
 -- output: player (1 or 2), p1_score (null for P1), expected_wins (of that player, a tie counting 1/2), opponent_wins (1 - expected_wins)
 -- param: variant variant default two-player
+-- families: nplayer
+-- players: 2
+-- families: nplayer
+-- players: 2
 with params as (
     select coalesce(getvariable('variant'), 'two-player') as variant
 ),

@@ -4,6 +4,10 @@
 -- grain: one row per nonterminal state of the variant (P1 states, and P2 states for every possible P1 score)
 -- output: line_no (1-based, the file order), line (open tiles increasing without separators, or space-separated above 9 tiles; then P1's score for P2 states; then the mover's expected wins at full precision, comma-separated)
 -- param: variant variant default two-player
+-- families: nplayer
+-- players: 2
+-- families: nplayer
+-- players: 2
 with params as (
     select coalesce(getvariable('variant'), 'two-player') as variant
 ),

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline import __version__
+from pipeline._version import __version__
 from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.store import files, layout, manifest, schema, stream_writer, tables

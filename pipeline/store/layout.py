@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError, TableError
 from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, why, write_bytes_atomic
+from pipeline.store.sources import OWN_DIR
 
 LOCK_NAME = ".stb.lock"
 LOCK_TIMEOUT_S = 600
@@ -95,9 +96,11 @@ def settle(data_dir: Path, sweep: bool = True) -> None:
 
 
 def recover(data_dir: Path) -> None:
-    """Finish a commit whose journal is in place, and remove dead writers' temporary files.
+    """Finish a commit whose journal is in place (renames, manifest, then the catalog
+    ``stb.duckdb`` rewritten for the new tables), and remove dead writers' temporary files.
 
     The caller holds :func:`data_lock`. Safe to run again after being interrupted itself.
+    PipelineError when the catalog cannot be written (the commit is finished all the same).
     """
     data_dir = Path(data_dir)
     journal_path = data_dir / JOURNAL_NAME
@@ -117,13 +120,33 @@ def recover(data_dir: Path) -> None:
                     os.replace(tmp, data_dir / final_name)
             _fsync_dir(data_dir)
             write_bytes_atomic(manifest.manifest_path(data_dir), manifest.dumps(new_manifest))
+            # before the journal goes: a commit cut short here rewrites the catalog when it
+            # is finished
+            unwritten = _write_catalog(data_dir)
             journal_path.unlink()
             _fsync_dir(data_dir)
         except OSError as exc:
             raise PipelineError(
                 f"cannot finish the interrupted commit in {data_dir}: {exc.strerror or exc}"
             ) from None
+        if unwritten is not None:
+            remove_stale(data_dir)
+            raise unwritten
     remove_stale(data_dir)
+
+
+def _write_catalog(data_dir: Path) -> PipelineError | None:
+    """Rewrite the catalog of the tables just committed (:mod:`pipeline.store.catalog`); the
+    error to raise once the commit is done when it cannot be, the old catalog removed then (it
+    would show other tables than these)."""
+    from pipeline.store import catalog
+
+    try:
+        catalog.refresh(data_dir, check=False)
+    except PipelineError as exc:
+        catalog.remove(data_dir)
+        return PipelineError(f"the tables are written, but not the catalog: {exc}")
+    return None
 
 
 def stale_temporaries(data_dir: Path) -> list[Path]:
@@ -131,7 +154,12 @@ def stale_temporaries(data_dir: Path) -> list[Path]:
     process id in their name is no longer running. A live writer's files are never listed."""
     data_dir = Path(data_dir)
     found = [*data_dir.glob(".*.tmp"), *data_dir.glob(f"{OWN_DIR}/*/.*.tmp")]
-    return sorted(p for p in found if not _pid_alive(_tmp_pid(p)))
+    # DuckDB's write-ahead log beside a temporary catalog: its writer's is the catalog's
+    wal = [(p, p.with_suffix("")) for p in data_dir.glob(".*.tmp.wal")]
+    return sorted(
+        [p for p in found if not _pid_alive(_tmp_pid(p))]
+        + [p for p, tmp in wal if not _pid_alive(_tmp_pid(tmp))]
+    )
 
 
 def remove_stale(data_dir: Path) -> list[Path]:
@@ -143,11 +171,6 @@ def remove_stale(data_dir: Path) -> list[Path]:
             stray.unlink(missing_ok=True)
             removed.append(stray)
     return removed
-
-
-#: Folder of the data directory that holds the variants stored in files of their own (large
-#: boards and big custom rule sets), one sub-folder each: variants/<variant>/<table>.parquet.
-OWN_DIR = "variants"
 
 
 def own_key(variant: str, table: str) -> str:

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline import __version__
+from pipeline._version import __version__
 from pipeline.errors import TableError
 
 if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one

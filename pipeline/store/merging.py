@@ -19,24 +19,23 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import polars as pl
-
-from pipeline import __version__
+from pipeline._version import __version__
 from pipeline.errors import TableError
 from pipeline.store import manifest, schema
 from pipeline.store.files import HashedFile, _tmp_name, cannot_write
 from pipeline.store.layout import logical_name
+from pipeline.store.schema import (  # noqa: F401  (part of this module's interface)
+    COLUMNS_KEY,
+    RULES_KEY,
+    VERSION_KEY,
+)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # polars and pyarrow load when rows are merged, not to import the store
+    import polars as pl
     import pyarrow as pa
 
-RULES_KEY = b"stb.rules"
-VERSION_KEY = b"stb.version"
-#: Key-value metadata of a file written with some of its table's columns only (a lean table:
-#: JSON list of the columns it holds, in the table's order; the others read as null).
-COLUMNS_KEY = b"stb.columns"
 #: A variant's rows beyond this many are best produced a slice at a time (:class:`ChunkedRows`).
 STREAM_ROWS = 2_000_000
 #: Rows per slice of the old file and per row group of the new one: small enough that the rows
@@ -92,7 +91,8 @@ class StagedTable:
     """The file's sha256 when known from writing it (else the commit reads it back)."""
 
 
-Rows = pl.DataFrame | ChunkedRows
+#: A table's rows of one variant: one frame, or slices made as they are written.
+Rows: TypeAlias = "pl.DataFrame | ChunkedRows"
 
 
 def slices(rows: Rows) -> Iterator[pl.DataFrame]:
@@ -151,6 +151,8 @@ class TableMerge:
     def add(self, variant: str, rows: Rows, rules: dict[str, Any] | None) -> None:
         """Put ``variant``'s rows in place of its old ones (``rules``: its rule set, recorded in
         the file's metadata; None records none)."""
+        import polars as pl
+
         if variant <= self._last_added:
             raise ValueError(
                 f"variants come in ascending order: {variant!r} after {self._last_added!r}"
@@ -198,6 +200,7 @@ class TableMerge:
     def _open(self, new_schema: pl.Schema | None) -> None:
         """Open the writer once: the table's one schema, then the old file's columns, then the
         first new rows' own columns (a game may add columns after the schema's)."""
+        import polars as pl
         import pyarrow.parquet as pq
 
         if self._writer is not None:
@@ -231,6 +234,8 @@ class TableMerge:
         being replaced are skipped unread (a rebuild of every variant decodes no old row), and
         reading stops at the first group of a later variant. Files whose groups do not say
         their variant are read slice by slice."""
+        import polars as pl
+
         while True:
             if self._batches is not None:
                 batch = next(self._batches, None)
@@ -256,6 +261,8 @@ class TableMerge:
     def _copy_old(self, until: str | None) -> None:
         """Put the old rows of the variants before ``until`` and drop those of ``until`` itself
         (the variant being replaced); all old rows when None."""
+        import polars as pl
+
         while True:
             rows = self._ahead if self._ahead is not None else self._next_old(until)
             self._ahead = None
@@ -274,6 +281,7 @@ class TableMerge:
 
     def _put(self, rows: pl.DataFrame) -> None:
         """Add rows (sorted by variant, after every row put before)."""
+        import polars as pl
         import pyarrow as pa
 
         if not rows.height:
@@ -343,6 +351,7 @@ def _group_variants(old: Any) -> list[str | None]:
 
 def _open_old(path: Path) -> tuple[Any, dict[str, Any], pl.DataFrame | None]:
     """The old file (a ParquetFile, or None), its rule sets, and an empty frame of its columns."""
+    import polars as pl
     import pyarrow as pa
     import pyarrow.parquet as pq
 

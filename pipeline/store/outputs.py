@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from pipeline.errors import PipelineError, UsageError
 from pipeline.store.files import why, write_bytes_atomic
+
+if TYPE_CHECKING:  # a frame comes from polars; an Arrow table where polars is not installed
+    import polars as pl
+    import pyarrow as pa
 
 FORMATS = ("table", "csv", "parquet")
 
 
 def flatten_lists(frame: pl.DataFrame) -> pl.DataFrame:
     """List columns (moves, tiles) as text such as ``[3, 6]``, so that CSV can hold them."""
+    import polars as pl
+
     lists = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.List)]
     return frame.with_columns(
         ("[" + pl.col(name).cast(pl.List(pl.String)).list.join(", ") + "]").alias(name)
@@ -33,6 +38,40 @@ def to_parquet(frame: pl.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.write_parquet(buffer)
     return buffer.getvalue()
+
+
+def arrow_to_csv(table: pa.Table) -> str:
+    """An Arrow table as CSV text, list columns as text such as ``[3, 6]`` (a query's result
+    where polars is not installed, as on a GPU machine)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+            text = [
+                None if v is None else "[" + ", ".join(map(str, v)) + "]"
+                for v in table.column(i).to_pylist()
+            ]
+            table = table.set_column(i, field.name, pa.array(text, pa.string()))
+    buffer = io.BytesIO()
+    pacsv.write_csv(table, buffer, pacsv.WriteOptions(quoting_style="needed"))
+    return buffer.getvalue().decode()
+
+
+def export_arrow(table: pa.Table, fmt: str, path: Path) -> None:
+    """:func:`export` of an Arrow table (where polars is not installed)."""
+    import pyarrow.parquet as pq
+
+    if fmt not in FORMATS:
+        raise UsageError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        data = buffer.getvalue()
+    else:
+        data = arrow_to_csv(table).encode()
+    make_dir(Path(path).parent)
+    write_bytes_atomic(path, data)
 
 
 def export(frame: pl.DataFrame, fmt: str, path: Path) -> None:

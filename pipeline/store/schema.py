@@ -15,6 +15,14 @@ if TYPE_CHECKING:
 
 _TILES = "list[i8]"
 
+#: Key-value metadata of every table file: the rule sets of its variants (JSON by variant) and
+#: the version of the package that wrote it.
+RULES_KEY = b"stb.rules"
+VERSION_KEY = b"stb.version"
+#: Key-value metadata of a file written with some of its table's columns only (a lean table:
+#: JSON list of the columns it holds, in the table's order; the others read as null).
+COLUMNS_KEY = b"stb.columns"
+
 #: Table -> (column, type) in file order. Types: str, i8, i16, i32, i64, f64, bool, list[i8].
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "states": (
@@ -136,6 +144,13 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: Tables a game writes from frames of its own (`Game.extra_tables`), whose columns the game
+#: gives rather than :data:`COLUMNS`.
+GAME_TABLES = ("summary", "benchmarks")
+#: Every table a data directory can hold.
+ALL_TABLES = (*COLUMNS, *GAME_TABLES)
+
+
 #: Columns only the streamed build fills (big custom boxes): the move as a bitmask of tiles
 #: (bit t - 1 for tile t), standing in for the list and text columns it leaves null.
 MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})
@@ -156,6 +171,109 @@ DERIVED: dict[str, dict[str, str]] = {
         "kind": "coalesce(kind, case when best_move_mask is null then 'end' else 'move' end)",
     },
 }
+
+
+#: Where a file that leaves its tile columns to the reader keeps what they say: each list or
+#: text column of tiles, and the id or mask column it is read from. Such a file (a box of 13
+#: tiles or more, built without a graph) writes every column but these as null; its state ids
+#: are bitmasks of open tiles (bit t - 1 for tile t) and its ``*_mask`` columns bitmasks of the
+#: tiles a move shuts. ``None`` stands for the policy's next state, itself filled in
+#: (:data:`DERIVED`). See :func:`tile_select` and :func:`tile_polars`.
+TILE_SOURCES: dict[str, dict[str, str | None]] = {
+    "states": {"tiles": "state_id", "open_tiles": "state_id"},
+    "policy": {"tiles": "state_id", "best_move": "best_move_mask", "next_tiles": None},
+    "moves": {"tiles": "state_id", "move": "move_mask", "next_tiles": "next_state_id"},
+    "edges": {"tiles": "state_id", "move": "move_mask", "next_tiles": "next_state_id"},
+}
+#: Text columns among :data:`TILE_SOURCES` (the others are lists of tiles).
+TILE_TEXT = frozenset({"tiles", "next_tiles"})
+#: The kind of an edge of a box built without a graph (one player: a roll without a move ends
+#: the game), which such a file leaves null.
+EDGE_KIND = "coalesce(kind, case when move_mask is null then 'end' else 'move' end)"
+
+
+def tile_separator(n_tiles: int) -> str:
+    """How ``tiles`` text joins the tiles of a box of ``n_tiles``: digits up to 9, commas above."""
+    return "," if n_tiles > 9 else ""
+
+
+def tile_select(table: str, columns: list[str], n_tiles: int) -> dict[str, str]:
+    """DuckDB expressions (column -> SQL) that fill in the columns a file of ``table`` with
+    ``columns`` leaves to the reader when its ids are bitmasks of ``n_tiles`` tiles: the tile
+    lists and texts (:data:`TILE_SOURCES`), the policy's :data:`DERIVED` columns and an edge's
+    kind. A row that has a value keeps it."""
+    present = set(columns)
+    out = {c: sql for c, sql in DERIVED.get(table, {}).items() if c in present}
+    for column, source in _tile_sources(table, present):
+        ids = out.get("next_state_id", "next_state_id") if source is None else source
+        tiles = f"[t for t in range(1, {n_tiles + 1}) if (({ids}) >> (t - 1)) & 1 = 1]::tinyint[]"
+        if column in TILE_TEXT:
+            tiles = f"array_to_string({tiles}, '{tile_separator(n_tiles)}')"
+        out[column] = f"coalesce({column}, case when ({ids}) is null then null else {tiles} end)"
+    if table == "edges" and {"kind", "move_mask"} <= present:
+        out["kind"] = EDGE_KIND
+    return out
+
+
+def tile_polars(table: str, columns: list[str], n_tiles: int) -> list[pl.Expr]:
+    """The polars twins of :func:`tile_select`: the same columns, the same values."""
+    import polars as pl
+
+    present = set(columns)
+    out = [e for e in derived_polars(table, columns) if e.meta.output_name() in present]
+    filled = {e.meta.output_name(): e for e in out}
+    for column, source in _tile_sources(table, present):
+        if source is None:  # the policy's next state, itself filled in
+            ids = filled.get("next_state_id", pl.col("next_state_id"))
+        else:
+            ids = pl.col(source)
+        tiles = ids.map_batches(
+            lambda masks: tile_lists(masks, n_tiles), return_dtype=pl.List(pl.Int8)
+        )
+        if column in TILE_TEXT:
+            tiles = tiles.cast(pl.List(pl.String)).list.join(tile_separator(n_tiles))
+        out.append(pl.coalesce(column, tiles).alias(column))
+    if table == "edges" and {"kind", "move_mask"} <= present:
+        end = pl.when(pl.col("move_mask").is_null()).then(pl.lit("end")).otherwise(pl.lit("move"))
+        out.append(pl.coalesce("kind", end).alias("kind"))
+    return out
+
+
+#: Rows decoded at a time by :func:`tile_lists` (its bit matrix: 64 bytes a row).
+DECODE_ROWS = 1 << 18
+
+
+def tile_lists(masks: pl.Series, n_tiles: int) -> pl.Series:
+    """Bitmasks of tiles (bit t - 1 for tile t) as lists of tiles, increasing (null stays
+    null), a slice of :data:`DECODE_ROWS` rows at a time."""
+    import numpy as np
+    import polars as pl
+    import pyarrow as pa
+
+    valid = masks.is_not_null().to_numpy()
+    ids = np.ascontiguousarray(masks.fill_null(0).cast(pl.Int64).to_numpy(), dtype="<i8")
+    parts = []
+    for start in range(0, len(ids), DECODE_ROWS):
+        part = ids[start : start + DECODE_ROWS]
+        bits = np.unpackbits(part.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        bits = bits[:, :n_tiles]
+        offsets = np.zeros(len(part) + 1, dtype=np.int32)
+        np.cumsum(bits.sum(axis=1), out=offsets[1:])
+        values = (np.nonzero(bits)[1] + 1).astype(np.int8)
+        mask = pa.array(~valid[start : start + DECODE_ROWS])
+        parts.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(values), mask=mask))
+    lists = pa.chunked_array(parts, type=pa.list_(pa.int8()))
+    return pl.Series(masks.name, lists, dtype=pl.List(pl.Int8))
+
+
+def _tile_sources(table: str, present: set[str]) -> list[tuple[str, str | None]]:
+    """(column, the column it is read from) of :data:`TILE_SOURCES` that a file with the
+    ``present`` columns can fill in (``None``: the policy's next state)."""
+    return [
+        (column, source)
+        for column, source in TILE_SOURCES.get(table, {}).items()
+        if column in present and (source or "next_state_id") in present
+    ]
 
 
 def derived_select(table: str) -> str:
@@ -179,16 +297,10 @@ _SQL_TYPES = {
 }
 
 
-def missing_select(table: str, present: list[str]) -> str:
-    """DuckDB select items (``, null::type as col`` each) for the columns of ``table`` that
-    none of its files hold: a lean file alone (the full Knucklebones game's states) still
-    reads as the table's one schema. Empty when every column is there."""
-    items = []
-    for name, code in COLUMNS.get(table, ()):
-        if name not in present:
-            kind = _SQL_TYPES[code[5:-1]] + "[]" if code.startswith("list[") else _SQL_TYPES[code]
-            items.append(f"null::{kind} as {name}")
-    return "".join(f", {item}" for item in items)
+def sql_type(table: str, column: str) -> str:
+    """DuckDB's name of the type of ``table``'s ``column`` in the one schema (``tinyint[]``)."""
+    code = dict(COLUMNS[table])[column]
+    return _SQL_TYPES[code[5:-1]] + "[]" if code.startswith("list[") else _SQL_TYPES[code]
 
 
 def derived_polars(table: str, columns: list[str]) -> list[pl.Expr]:
@@ -224,6 +336,11 @@ def _dtype(code: str) -> pl.DataType:
     if code.startswith("list["):
         return pl.List(scalar[code[5:-1]])
     return scalar[code]
+
+
+def polars_type(table: str, column: str) -> pl.DataType:
+    """The polars type of ``table``'s ``column`` in the one schema."""
+    return _dtype(dict(COLUMNS[table])[column])
 
 
 def empty_frame(table: str) -> pl.DataFrame | None:

@@ -21,9 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from pipeline import __version__
+from pipeline._version import __version__
 from pipeline.errors import PipelineError, TableError, TablesMissingError
 from pipeline.store import manifest, schema
 from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
@@ -61,7 +59,8 @@ from pipeline.store.merging import (  # noqa: F401  (part of this module's inter
     unfit,
 )
 
-if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
+if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one; polars
+    import polars as pl  # to read or merge rows, not for a streamed build's commit
     import pyarrow as pa
 
 #: Tables whose rows are replaced by key instead of by whole variant: name -> key columns. A
@@ -136,6 +135,8 @@ def read_table(
     TablesMissingError when the table (or the variant in it) has not been built. ``sweep``:
     remove killed builds' temporary files first (see :func:`settle`).
     """
+    import polars as pl
+
     settle(data_dir, sweep)
     files = [variant_file(data_dir, name, variant)] if variant else table_files(data_dir, name)
     files = [f for f in files if f.exists()]
@@ -159,6 +160,8 @@ def read_table(
 
 def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
     """One table file's rows (only ``variant``'s when given); TableError when unreadable."""
+    import polars as pl
+
     check_ours(path)
     try:
         lazy = pl.scan_parquet(path)
@@ -214,6 +217,8 @@ def merged_rows(
 
     The caller holds :func:`data_lock`, so that nobody changes the table before it is committed.
     """
+    import polars as pl
+
     path = table_path(data_dir, name)
     if name not in ROW_KEYS:
         with TableMerge(path, [f.schema for f in frames.values()]) as merge:
@@ -261,7 +266,8 @@ def commit(
     manifest. The caller holds :func:`data_lock`.
 
     Order: temporary files written and flushed; journal written (the commit point); renames;
-    manifest; journal removed. :func:`recover` finishes a commit killed after the commit point.
+    manifest; the catalog (``stb.duckdb``) rewritten; journal removed. :func:`recover` finishes
+    a commit killed after the commit point.
     """
     data_dir = Path(data_dir)
     new_manifest = manifest.read(data_dir)
@@ -317,6 +323,8 @@ def _staged_entry(name: str, table: pa.Table | StagedTable, tmp: Path) -> dict[s
             "content_sha256": digest,
             "variants": dict(sorted(table.variants.items())),
         }
+    import polars as pl  # not for a staged table: a streamed build commits without polars
+
     _write_synced(tmp, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
     digest = manifest.file_sha256(tmp)
     variants = pl.from_arrow(table.select(["variant"]))
@@ -366,6 +374,8 @@ def _kept_rows(
     path: Path, name: str, old: pl.DataFrame, frames: dict[str, pl.DataFrame]
 ) -> pl.DataFrame:
     """The old rows a write of ``frames`` keeps: other variants, or (keyed tables) other keys."""
+    import polars as pl
+
     keys = ROW_KEYS.get(name)
     if keys is None:
         return old.filter(~pl.col("variant").is_in(list(frames)))

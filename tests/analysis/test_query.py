@@ -15,9 +15,8 @@ import polars as pl
 import pytest
 
 from pipeline.analysis import sql
-from pipeline.errors import PipelineError
 from pipeline.store import outputs
-from tests.conftest import REPO
+from tests.conftest import LEAN_BOARD, REPO, invoke
 from tests.games.shutbox.test_shutbox_values import SEED_000_OPENING
 
 EXPECTED = REPO / "tests" / "analysis" / "expected"
@@ -127,6 +126,38 @@ def test_query_gives_the_checked_in_answer(built: Path, path: Path) -> None:
     assert_same_rows(csv_rows(got), csv_rows(path.read_text()), path.name)
 
 
+def test_arrow_results_are_the_frames(built: Path) -> None:
+    """query_arrow (DuckDB and Arrow alone, for machines without polars) gives every checked-in
+    answer as run_query does: the same rows, list columns as the same text."""
+    for path in EXPECTED_FILES:
+        name, variant = path.stem.split("__")
+        got = outputs.arrow_to_csv(sql.query_arrow(name, built, variant=variant))
+        assert_same_rows(csv_rows(got), csv_rows(path.read_text()), f"{path.name} (Arrow)")
+
+
+def test_query_without_polars_prints_csv(built: Path, tmp_path: Path) -> None:
+    """Issue 31: `stb-pipeline query` where polars cannot be imported (a GPU machine that brought
+    DuckDB) prints the rows as CSV and writes files, with the library's answers."""
+    import os
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO / 'tests' / 'support' / 'without'}{os.pathsep}{REPO}",
+        "STB_WITHOUT": "polars,matplotlib",
+    }
+    args = [sys.executable, "-m", "pipeline", "query", "best_opening_roll", "-v", "lever"]
+    shown = subprocess.run([*args, "-d", str(built)], capture_output=True, text=True, env=env)
+    assert shown.returncode == 0, shown.stderr
+    want = csv_rows(outputs.to_csv(sql.run_query("best_opening_roll", built, variant="lever")))
+    assert_same_rows(csv_rows(shown.stdout), want, "best_opening_roll without polars")
+    target = tmp_path / "out.parquet"
+    wrote = subprocess.run(
+        [*args, "-d", str(built), "-o", str(target)], capture_output=True, text=True, env=env
+    )
+    assert wrote.returncode == 0 and "rows written" in wrote.stdout, wrote.stderr
+    assert pl.read_parquet(target).height == len(want)
+
+
 @pytest.mark.parametrize("variant", ["classic", "classic-score", "twelve-tiles"])
 def test_value_by_open_count_and_sum_agrees_with_polars(built: Path, variant: str) -> None:
     states = pl.read_parquet(built / "states.parquet").filter(
@@ -216,35 +247,33 @@ def duckdb_binary() -> str:
     return found
 
 
+#: The variant a query runs on in the duckdb recipe's test when its default is not the one to
+#: use: the full game's queries read the small board written as the full game is (lean states
+#: and decisions). Every other query runs on its default, or with no variant when the variant
+#: is optional (every variant's rows).
+RECIPE_VARIANT = {"knucklebones_openings": LEAN_BOARD, "knucklebones_perfect_loss": LEAN_BOARD}
+
+
 @pytest.mark.parametrize("path", QUERY_FILES, ids=lambda p: p.stem)
 def test_readme_duckdb_recipe_gives_the_same_answer(
-    built: Path, tmp_path: Path, path: Path
+    built_by_name: Path, tmp_path: Path, path: Path
 ) -> None:
-    # The README's recipe, run from a directory whose data/ is the build:
-    #   duckdb -c "set variable variant = 'classic'" -c ".read queries/_views.sql" \
+    # docs/commands.md's recipe, run from a directory whose data/ is the build: the catalog's
+    # views are the ones `stb-pipeline query` reads
+    #   duckdb -readonly data/stb.duckdb -c "set variable variant = 'classic'" \
     #          -c ".read queries/NAME.sql"
-    (tmp_path / "data").symlink_to(built, target_is_directory=True)
+    # on `build --variant all` and the variants built by name (every query's variant is built)
+    (tmp_path / "data").symlink_to(built_by_name, target_is_directory=True)
     (tmp_path / "queries").symlink_to(sql.QUERIES_DIR, target_is_directory=True)
-    variant = sql.params(path)["variant"].default or "classic"
-    try:
-        want = sql.run_query(path.stem, built, variant=variant)
-    except PipelineError as exc:  # a query over a table `build` does not write
-        pytest.skip(f"{path.stem} does not run on this build: {exc}")
-    run = subprocess.run(
-        [
-            duckdb_binary(),
-            "-csv",
-            "-c",
-            f"set variable variant = '{variant}'",
-            "-c",
-            ".read queries/_views.sql",
-            "-c",
-            f".read queries/{path.name}",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    variant = RECIPE_VARIANT.get(path.stem, sql.params(path)["variant"].default)
+    want = sql.run_query(path.stem, built_by_name, variant=variant)
+    assert want.height > 0, f"{path.stem} gives no rows on {variant}: the check would be empty"
+    chosen = [] if variant is None else [f"set variable variant = '{variant}'"]
+    run = duckdb_run(
+        tmp_path,
+        "data/stb.duckdb",
+        *chosen,
+        f".read queries/{path.name}",
     )
     assert run.returncode == 0 and not run.stderr, run.stderr
     # The duckdb command and the duckdb module may be different versions, whose float sums can
@@ -253,26 +282,51 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     assert_same_rows(canonical(got), canonical(expected), f"duckdb {path.stem}")
 
 
-def test_readme_duckdb_recipe_with_a_data_dir_variable(built: Path) -> None:
-    # README: duckdb -c "set variable data_dir = 'data'" -c "set variable variant = 'lever'" ...
-    run = subprocess.run(
-        [
-            duckdb_binary(),
-            "-csv",
-            "-c",
-            f"set variable data_dir = '{built}'",
-            "-c",
-            "set variable variant = 'lever'",
-            "-c",
-            ".read queries/_views.sql",
-            "-c",
-            ".read queries/value_by_open_count_and_sum.sql",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_the_catalog_runs_on_any_build_and_names_a_missing_table(tmp_path: Path) -> None:
+    # A build of one box, as the README's tour makes: no summary, no decisions. The catalog
+    # still has a view of every table; a query of the built tables answers, and reading a table
+    # that is not built fails naming it.
+    data = tmp_path / "data"
+    assert invoke(["build", "--variant", "lever", "-d", data]).code == 0
+    (tmp_path / "queries").symlink_to(sql.QUERIES_DIR, target_is_directory=True)
+
+    def duckdb(*commands: str) -> subprocess.CompletedProcess:
+        return duckdb_run(tmp_path, "data/stb.duckdb", "set variable variant = 'lever'", *commands)
+
+    good = duckdb(".read queries/best_opening_roll.sql")
+    assert good.returncode == 0 and not good.stderr, good.stderr
+    want = outputs.to_csv(sql.run_query("best_opening_roll", data, variant="lever"))
+    assert_same_rows(csv_rows(good.stdout), csv_rows(want), "duckdb on a one-box build")
+    for table in ("summary", "decisions"):
+        counted = duckdb(f"select count(*) from {table}")
+        assert counted.returncode != 0
+        assert table in counted.stderr and "not built" in counted.stderr, counted.stderr
+
+
+def duckdb_run(cwd: Path, database: str, *commands: str) -> subprocess.CompletedProcess:
+    """`duckdb -readonly -csv DATABASE -c COMMAND ...` in ``cwd``."""
+    args = [duckdb_binary(), "-readonly", "-csv", database]
+    for command in commands:
+        args += ["-c", command]
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_catalog_reads_a_copy_elsewhere_through_the_stb_data_dir_variable(
+    built: Path, tmp_path: Path
+) -> None:
+    # docs/commands.md: the catalog's paths are absolute; a copy of the directory elsewhere is
+    # read with `set variable stb_data_dir = 'COPY'` (or rewritten by `verify --fix`)
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    catalog = str(copy / "stb.duckdb")
+    recipe = ["set variable variant = 'lever'", ".read queries/value_by_open_count_and_sum.sql"]
+    run = duckdb_run(REPO, catalog, f"set variable stb_data_dir = '{copy}'", *recipe)
     assert run.returncode == 0 and not run.stderr, run.stderr
     want = outputs.to_csv(sql.run_query("value_by_open_count_and_sum", built, variant="lever"))
-    assert_same_rows(canonical(csv_rows(run.stdout)), canonical(csv_rows(want)), "data_dir")
+    assert_same_rows(canonical(csv_rows(run.stdout)), canonical(csv_rows(want)), "copy")
+    where = duckdb_run(
+        REPO, catalog, f"set variable stb_data_dir = '{copy}'", "from stb_catalog"
+    ).stdout
+    assert f"data_dir,{copy}\n" in where, "stb_catalog names the directory its views read"
+    nowhere = duckdb_run(REPO, catalog, f"set variable stb_data_dir = '{tmp_path}/x'", *recipe)
+    assert nowhere.returncode != 0 and "No files found" in nowhere.stderr, "the variable is read"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
 import matplotlib.image as mpimg
 import polars as pl
 import pytest
+from matplotlib.container import ErrorbarContainer
 
+from pipeline.analysis import report
 from pipeline.analysis.report import PAGE, build_report  # sets the Agg backend first
 from pipeline.store import tables
 
@@ -91,13 +94,19 @@ def add_synthetic_tables(data: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def full_report(built: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+def report_data(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's states and policy with the synthetic tables of the other charts."""
     data = tmp_path_factory.mktemp("report-data")
     for name in ("states", "policy"):
         shutil.copy(built / f"{name}.parquet", data)
     add_synthetic_tables(data)
+    return data
+
+
+@pytest.fixture(scope="module")
+def full_report(report_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("report") / "report"
-    return out, build_report(data, out)
+    return out, build_report(report_data, out)
 
 
 def test_every_chart_is_a_real_png(full_report) -> None:
@@ -154,3 +163,42 @@ def test_report_without_tables_is_one_line_exit_2(cli, tmp_path: Path) -> None:
     assert result.code == 2
     assert "stb-pipeline build" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r" / PAGE).exists()
+
+
+def test_seat_chart_ticks_are_whole_seats(report_data: Path) -> None:
+    """Seats are whole numbers: one tick a seat (matplotlib's own would put ticks at 1.25)."""
+    section = report.seat_payoffs(report.Tables(report_data))
+    assert section.figure is not None
+    ax = section.figure.axes[0]
+    assert list(ax.get_xticks()) == [1, 2, 3]
+    section.figure.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3"]
+    report.plt.close(section.figure)
+
+
+@pytest.mark.parametrize("methods", [("exact", "simulation"), ("exact",), ("simulation",)])
+def test_strategy_chart_title_names_what_is_drawn(
+    report_data: Path, tmp_path: Path, methods: tuple[str, ...]
+) -> None:
+    """Without simulation rows the title promises no interval (and no whisker is drawn);
+    without exact rows, no exact bar."""
+    data = tmp_path / "data"
+    data.mkdir()
+    bench = pl.read_parquet(report_data / "benchmarks.parquet")
+    tables.write_atomic(
+        data / "benchmarks.parquet", bench.filter(pl.col("method").is_in(methods)).to_arrow()
+    )
+    section = report.strategy_comparison(report.Tables(data))
+    assert section.figure is not None
+    ax = section.figure.axes[0]
+    title = ax.get_title()
+    whiskers = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    bars = [p for p in ax.patches if math.isfinite(p.get_width()) and p.get_width() > 0]
+    assert ("simulated interval" in title) == ("simulation" in methods)
+    assert ("whiskers: Monte Carlo" in section.text) == ("simulation" in methods)
+    assert len(whiskers) == (3 if "simulation" in methods else 0)
+    assert ("exact win rate" in title) == ("exact" in methods)
+    assert len(bars) == (3 if "exact" in methods else 0)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("interval" in t for t in legend) == ("simulation" in methods)
+    report.plt.close(section.figure)

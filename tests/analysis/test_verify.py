@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.analysis import contracts as verify
 from pipeline.analysis import sql
+from pipeline.store import catalog
 from pipeline.store.tables import RULES_KEY
 from tests.conftest import invoke
 
@@ -31,9 +32,11 @@ def small_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def copy_of(small_build: Path, tmp_path: Path) -> Path:
-    """A private copy of the small build, free to break."""
+    """A private copy of the small build, free to break (its catalog rewritten for its place:
+    a copy's catalog reads the directory it was copied from)."""
     target = tmp_path / "data"
     shutil.copytree(small_build, target)
+    catalog.refresh(target)
     return target
 
 
@@ -63,12 +66,13 @@ def failed(data: Path, variant: str | None = "classic") -> dict[str, pl.DataFram
 def test_clean_build_keeps_every_contract(small_build: Path) -> None:
     result = invoke(["verify", "--data-dir", small_build])
     assert result.code == 0, result.stdout + result.stderr
-    # the SQL contracts, plus manifest.json, the one schema per table, no temporary files
-    assert f"all {len(verify.contract_names()) + 3} contracts hold" in result.stdout
+    # the SQL contracts, plus manifest.json, the one schema per table, no temporary files, the
+    # catalog
+    assert f"all {len(verify.contract_names()) + 4} contracts hold" in result.stdout
 
 
 def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
-    n = len(verify.contract_names()) + 3  # manifest, schema, temporary files
+    n = len(verify.contract_names()) + 4  # manifest, schema, temporary files, catalog
     names = VARIANTS.split(",")
     both = invoke(["verify", "--variant", names[0], "-v", names[1], "--data-dir", small_build])
     assert both.code == 0, both.stderr
@@ -81,7 +85,7 @@ def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
 
 def test_every_variant_of_the_full_build_keeps_every_contract(built: Path) -> None:
     results = verify.verify(built)
-    own = {"manifest", "schema", "temporary"}
+    own = {"manifest", "schema", "temporary", "catalog"}
     assert {r.name for r in results} == {*own, *verify.contract_names()}
     assert [r.name for r in results if not r.ok or r.skipped] == []
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -203,15 +204,15 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def open_page(browser: Any, page: Path, hash_: str = "") -> None:
     """Load the page (a fresh load, so the hash is read at start) and wait until it is drawn
     (a few seconds at most: a busy machine parses the page's megabytes of data slowly)."""
-    import time
 
     browser.get("about:blank")
     browser.get(page.as_uri() + hash_)
-    for _ in range(400):
-        if browser.execute_script("return document.body.dataset.ready") == "true":
-            return
-        time.sleep(0.025)
-    raise AssertionError("the page never finished drawing")
+    # `get` returns at the load event, and on a loaded machine the page's script may not have
+    # drawn yet: wait for its mark (a deadline, not a timing)
+    deadline = time.monotonic() + 30
+    while browser.execute_script("return document.body.dataset.ready") != "true":
+        assert time.monotonic() < deadline, f"the page never finished drawing {hash_}"
+        time.sleep(0.02)
 
 
 def click(browser: Any, selector: str) -> None:

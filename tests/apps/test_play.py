@@ -13,7 +13,7 @@ from rich.console import Console
 from pipeline import api
 from pipeline.apps import teaching_game as play
 from pipeline.games.registry import get_variant
-from pipeline.games.shutbox.custom import rules_from_options
+from pipeline.games.rule_options import variant_from_options
 
 
 def quiet() -> Console:
@@ -70,7 +70,7 @@ def test_dice_choice_values_agree_with_the_solver(cli, tmp_path: Path) -> None:
     # One die is optional everywhere in this small custom rule set, so every turn has a choice.
     rules = ["--tiles", "5", "--one-die", "optional"]
     assert cli(["build", *rules, "-d", tmp_path]).code == 0
-    variant = rules_from_options({"tiles": 5, "one_die": "optional"})
+    variant = variant_from_options({"tiles": 5, "one_die": "optional"})
     assert variant is not None
     coach = play.Coach(tmp_path, variant)
     for state_id in range(1, 1 << 5):

@@ -703,8 +703,9 @@ def test_running_out_of_memory_is_one_line_exit_1_and_keeps_the_tables(
 
 ANY_COMMAND = [
     ["expect"], ["move"], ["verify"], ["variants"], ["query"], ["export", "verifier"],
-    ["check-verifier"], ["benchmark"], ["build"], ["enumerate"], ["edges"], ["solve"],
-    ["policy"], ["report"], ["play"], ["knucklebones", "solve"], ["knucklebones", "tree"],
+    ["export", "dataset"], ["check-verifier"], ["benchmark"], ["build"], ["enumerate"],
+    ["edges"], ["solve"], ["policy"], ["report"], ["play"], ["knucklebones", "solve"],
+    ["knucklebones", "tree"],
     ["knucklebones", "benchmark"], ["knucklebones", "play"], ["nosuch"],
 ]  # fmt: skip
 #: Commands that write tables: they get a data dir that cannot be created, so only their

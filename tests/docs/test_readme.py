@@ -27,6 +27,7 @@ from pipeline.cli.app import app
 from pipeline.errors import PipelineError
 from pipeline.games.base import Game
 from pipeline.games.registry import REGISTRY
+from pipeline.store import catalog, views
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()
@@ -35,8 +36,10 @@ PAGES = {"README.md": README} | {
     f"docs/{p.name}": p.read_text() for p in sorted((REPO / "docs").glob("*.md"))
 }
 ALL_TEXT = "\n".join(PAGES.values())
-#: Backticked words in the pages that name none of the things checked below.
+#: Backticked words in the pages that name none of the things checked below (`datasets` is a
+#: library, `file_search_path` a DuckDB setting).
 PLAIN_WORDS = {"all", "duckdb", "pipeline", "q", "family", "graph", "rules", "make", "variants"}
+PLAIN_WORDS |= {"datasets", "file_search_path"}
 #: The README's opening commands: install and build, install and test (the test one is .ci/run's).
 OPENING = [
     "pip install . && stb-pipeline build --variant all",
@@ -88,10 +91,9 @@ def test_the_readme_opens_with_install_and_test_and_stays_short() -> None:
 
 def test_every_query_in_the_readme_exists() -> None:
     known = {name for name, _ in sql.list_queries()}
-    named = set(re.findall(r"queries/([a-z_0-9]+)\.sql", ALL_TEXT)) - {"_views"}
+    named = set(re.findall(r"queries/([a-z_0-9]+)\.sql", ALL_TEXT))
     named |= {m for span in code_spans() for m in re.findall(r"query ([a-z_0-9]+)", span)}
     assert named <= known, f"README names unknown queries {sorted(named - known)}"
-    assert (REPO / "queries" / "_views.sql").exists()
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
@@ -103,6 +105,8 @@ def test_every_table_and_column_named_exists_in_a_build(built: Path, page: str) 
         assert table in columns or table in TABLES, f"README names table {table}.parquet"
     all_columns = set().union(*columns.values())
     api_names = set(pipeline.__all__)
+    # and their parameters (`data_dir`)
+    api_names |= {p for n in api_names - {"__version__"} for p in api_parameters(n)}
     params = {name for path in sql.QUERIES_DIR.glob("*.sql") for name in sql.params(path)}
     known = (
         all_columns
@@ -118,11 +122,19 @@ def test_every_table_and_column_named_exists_in_a_build(built: Path, page: str) 
         | {name for name in dir(Game) if not name.startswith("_")}  # the hooks a game defines
         | api_names
         | params
+        | {catalog.INFO_VIEW, views.ROOT_VARIABLE}  # the catalog's view and variable
         | PLAIN_WORDS
     )
     words = {w for w in re.findall(r"`([^`\n]+)`", text) if re.fullmatch(r"[a-z][a-z0-9_]*", w)}
     unknown = words - known
     assert not unknown, f"{page} names columns or things that do not exist: {sorted(unknown)}"
+
+
+def api_parameters(name: str) -> list[str]:
+    """The parameter names of an API function."""
+    import inspect
+
+    return list(inspect.signature(getattr(pipeline, name)).parameters)
 
 
 def category_values(built: Path) -> set[str]:

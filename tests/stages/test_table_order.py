@@ -57,7 +57,7 @@ def _sorted_reference(frame: pl.DataFrame, start: int) -> pl.DataFrame:
 )
 @pytest.mark.parametrize("strategies", [None, ["optimal", "greedy"]])
 def test_start_first_equals_a_stable_sort(ids: list[int], strategies: list[str] | None) -> None:
-    from pipeline.stages.build import start_first
+    from pipeline.stages.frames import start_first
 
     frame = pl.DataFrame({"state_id": pl.Series(ids, dtype=pl.Int64)}).with_row_index("row")
     if strategies is not None:  # each strategy's rows in a block, optimal first
@@ -71,7 +71,7 @@ def test_start_first_equals_a_stable_sort(ids: list[int], strategies: list[str] 
 
 
 def test_strategies_in_blocks_or_mixed_keep_their_first_seen_order() -> None:
-    from pipeline.stages.build import start_first
+    from pipeline.stages.frames import start_first
 
     blocks = pl.DataFrame({"strategy": ["b", "b", "a", "a"], "state_id": [9, 5, 5, 1]})
     assert start_first(blocks, 5)["state_id"].to_list() == [5, 9, 5, 1]

@@ -80,9 +80,17 @@ def test_a_failed_call_is_raised_in_the_producer_and_stops_the_worker() -> None:
 
 
 def test_a_call_the_producer_runs_raises_in_the_producer() -> None:
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        started.set()
+        release.wait(5)
+
     with Background(depth=1, caller_runs=True) as bg:
-        bg.submit(release.wait, 5, key="edges")  # the worker is busy with edges
+        bg.submit(busy, key="edges")
+        # the worker is busy with edges (until then the next submit would find edges queued and
+        # run it here itself: five seconds, and not the case this test is about)
+        assert started.wait(5)
 
         def fail() -> None:
             raise ValueError("rows do not fit")
@@ -102,7 +110,12 @@ def test_close_drops_the_queued_calls() -> None:
         bg.submit(ran.append, i)
     closing = threading.Thread(target=bg.close)
     closing.start()
-    time.sleep(0.05)
+    # release the first call only once close() has dropped the queue (it sets _stop as it
+    # does): a fixed sleep here raced the closing thread on a loaded machine
+    deadline = time.monotonic() + 10
+    while not bg._stop and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert bg._stop, "close() never began"
     release.set()
     closing.join(5)
     assert not closing.is_alive()

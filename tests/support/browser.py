@@ -1,7 +1,8 @@
 """Headless Chromium for the page tests (the offline explorer and the served page).
 
 Debian's chromium and chromium-driver, as .ci/run installs them; a test that asks for the browser
-is skipped with the reason when either (or selenium) is missing.
+is skipped with the reason when either (or selenium) is missing, and fails in CI
+(tests/support/ci.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.support.ci import cannot_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -31,11 +32,15 @@ BROWSER_FLAGS = (
 
 def headless_chromium(profile: Path) -> Iterator[Any]:
     """A selenium driver of headless Chromium with its own empty ``profile`` folder, quit at the
-    end; skips the calling test when the browser, its driver or selenium is missing."""
+    end; skips the calling test (fails it in CI) when the browser, its driver or selenium is
+    missing."""
     if CHROMIUM is None or DRIVER is None:
-        pytest.skip("no browser: install chromium and chromium-driver (see .ci/run)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    from selenium.webdriver.chrome.service import Service
+        cannot_run("no browser: install chromium and chromium-driver (see .ci/browser.sh)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        cannot_run("selenium is not installed: pip install '.[test]'")
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM

@@ -199,7 +199,7 @@ class SolvedSource(Source):
         label = int(self.g.mv_label[self.best[node[0]]])
         if label < 0:
             raise UsageError(f"no open tiles make {roll}: there is no move, the turn ends")
-        return [t for t in range(1, self.game.r.tiles + 1) if label >> (t - 1) & 1]
+        return [t for t in range(1, self.game.r.box.tiles + 1) if label >> (t - 1) & 1]
 
 
 class TableSource(Source):

@@ -25,9 +25,10 @@ from pipeline.errors import UsageError
 from pipeline.games.nplayer.game import NPlayer as TwoPlayer
 from pipeline.games.nplayer.rules import course_rules
 from pipeline.games.registry import Variant, get_variant
+from pipeline.games.solved import Solved
 from pipeline.games.tiles import parse_tiles
 from pipeline.graph import group_starts
-from pipeline.stages import build as stages
+from pipeline.stages import frames as stages
 from pipeline.store import tables
 
 
@@ -43,7 +44,7 @@ def two_player_game(variant: Variant) -> TwoPlayer:
 def solved_data_dir(variant: Variant) -> Iterator[Path]:
     """A temporary data directory holding a variant's states and edges, solved on the spot."""
     game = variant.make()
-    solved = stages.Solved(variant, game, game.graph())
+    solved = Solved(variant, game, game.graph())
     frames = stages.stage_frames(solved, ("edges", "solve"))
     with tempfile.TemporaryDirectory(prefix="stb-verifier-") as tmp:
         for name, frame in frames.items():
@@ -121,11 +122,11 @@ def parse_line(game: TwoPlayer, text: str) -> tuple[int, float]:
     if not math.isfinite(value):
         raise LineError("bad format", f"value {fields[-1]!r} is not a finite number")
     tiles = fields[0].strip()
-    if game.r.tiles > 9 and tiles:
+    if game.r.box.tiles > 9 and tiles:
         # tiles are space-separated; a trailing comma keeps a lone "10" from reading as 1, 0
         tiles = ",".join(tiles.split()) + ","
     try:
-        mask = parse_tiles(tiles, game.r.tiles) if tiles else 0
+        mask = parse_tiles(tiles, game.r.box.tiles) if tiles else 0
     except UsageError as exc:
         raise LineError("bad format", str(exc)) from None
     if len(fields) == 2:

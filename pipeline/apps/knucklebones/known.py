@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 
 from pipeline.errors import TableError
@@ -30,6 +29,9 @@ from pipeline.store import tables
 
 if TYPE_CHECKING:
     from pipeline.analysis.contracts import ContractResult
+
+# The tables are read with pyarrow (a GPU machine has no polars); polars loads only to report
+# the verify contract.
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,10 @@ def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValue
     """Both objectives' exact values for the board of ``rules``, or None when not built.
 
     Reads only the two variants' ``state_id`` and ``value`` columns (a filter pushed down to the
-    Parquet row groups), once; TableError if a variant does not hold every state.
+    Parquet row groups), once, with pyarrow; TableError if a variant does not hold every state.
     """
+    import pyarrow.parquet as pq
+
     if n_states > MAX_GRAPH_STATES:
         return None  # never built (the full game): do not touch the tables at all
     found = _variant_files(data_dir, rules)
@@ -108,19 +112,14 @@ def load_known(data_dir: Path, rules: KnuckleRules, n_states: int) -> KnownValue
         return None
     out = np.full((n_states, 2), np.nan)
     for k, (name, path) in enumerate(found):
-        frame = (
-            pl.scan_parquet(path)
-            .filter(pl.col("variant") == name)
-            .select("state_id", "value")
-            .collect()
-        )
-        ids = frame["state_id"].to_numpy()
-        if frame.height != n_states or ids.min() < 0 or ids.max() >= n_states:
+        rows = pq.read_table(path, columns=["state_id", "value"], filters=[("variant", "=", name)])
+        ids = rows.column("state_id").to_numpy()
+        if rows.num_rows != n_states or ids.min() < 0 or ids.max() >= n_states:
             raise TableError(
-                f"{path}: variant {name} holds {frame.height:,} states, expected {n_states:,}; "
+                f"{path}: variant {name} holds {rows.num_rows:,} states, expected {n_states:,}; "
                 f"rebuild it with `stb-pipeline build --variant {name}`"
             )
-        out[ids, k] = frame["value"].to_numpy()
+        out[ids, k] = rows.column("value").to_numpy()
     if np.isnan(out).any():
         raise TableError(f"{found[0][0]} or {found[1][0]} has states without a value")
     return KnownValues(out, (found[0][0], found[1][0]))
@@ -288,6 +287,8 @@ def verify_lean_boards(data_dir: Path, variant: str | None = None) -> list[Contr
     the SQL Bellman contract): the Bellman equation on :data:`VERIFY_SAMPLES` positions drawn
     uniformly (:func:`check_sample`), both objectives. One result per board (only the board of
     ``variant`` when given); skipped when one objective is not built."""
+    import polars as pl
+
     from pipeline.analysis.contracts import ContractResult
 
     boards: dict[tuple[int, int, int], set[str]] = {}

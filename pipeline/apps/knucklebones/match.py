@@ -23,7 +23,6 @@ from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.players import (  # noqa: F401  (this module's interface too)
     Player,
     greedy_player,
-    legal_columns,
     named_player,
     random_player,
     search_player,
@@ -90,11 +89,10 @@ def play_game(
     game: Knucklebones, a: Player, b: Player, a_first: bool, rng: np.random.Generator
 ) -> GameRecord:
     """Play one game of A against B; the die and the players' tie-breaks use ``rng``."""
-    t = game.t
     pairs = np.zeros(game.r.columns, dtype=np.int64)
     a_to_move = a_first
     record = GameRecord(0)
-    while not game.terminal_mask(pairs[None, :])[0]:
+    while not game.finished(pairs):
         face = int(rng.integers(1, game.r.faces + 1))
         if a_to_move:
             t0 = time.perf_counter()
@@ -102,8 +100,7 @@ def play_game(
             record.decisions_ms.append(1000 * (time.perf_counter() - t0))
         else:
             col = b(pairs, face, rng)
-        pairs[col] = t.place[pairs[col], face - 1]
-        pairs = t.swap[pairs]
+        pairs = game.play(pairs, col, face)
         a_to_move = not a_to_move
     mine, theirs = game.scores(pairs[None, :])
     diff = int(mine[0] - theirs[0])

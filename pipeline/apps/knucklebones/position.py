@@ -57,7 +57,7 @@ def position_pairs(game: Knucklebones, board1: str, board2: str) -> np.ndarray:
     mine = read_board(board1, game.r, "BOARD1")
     theirs = read_board(board2, game.r, "BOARD2")
     pairs = game.pairs_of_boards(mine, theirs)
-    if game.terminal_mask(pairs[None, :])[0]:
+    if game.finished(pairs):
         raise UsageError("the game is over: a board is full")
     return pairs
 
@@ -132,20 +132,13 @@ def table_column_values(
 ) -> list[ColumnValue]:
     """Every legal column for ``die`` (the user's order) valued from the tables: a move is worth
     its successor's value seen from the other side (1 - P(win), -E[difference]), exactly."""
-    cols, after = [], []
-    for i, p in enumerate(pairs):
-        q = game.t.place[p, die - 1]
-        if q >= 0:
-            nxt = pairs.copy()
-            nxt[i] = q
-            cols.append(i + 1)
-            after.append(game.t.swap[nxt])
-    if not cols:
+    moves = game.successors(pairs, die)
+    if not moves:
         return []
-    found = lookup.values(game.canonical(np.array(after)))
+    found = lookup.values(game.canonical(np.array([after for _, after in moves])))
     return [
-        ColumnValue(c, Eval(1.0 - float(w), -float(d), True, True))
-        for c, (w, d) in zip(cols, found, strict=True)
+        ColumnValue(c + 1, Eval(1.0 - float(w), -float(d), True, True))
+        for (c, _), (w, d) in zip(moves, found, strict=True)
     ]
 
 
@@ -211,10 +204,8 @@ def _grow(
         mark = " (best)" if cv.column == best else ""
         child = TreeNode(f"{who} play column {cv.column}{mark}", ev, [])
         node.children.append(child)
-        after = pairs.copy()
-        after[cv.column - 1] = game.t.place[after[cv.column - 1], die - 1]
-        seen = game.t.swap[after]
-        if depth == 1 or game.terminal_mask(seen[None, :])[0]:
+        seen = game.play(pairs, cv.column - 1, die)
+        if depth == 1 or game.finished(seen):
             continue
         for face in range(1, game.r.faces + 1):
             roll = TreeNode(f"{'they' if mover_is_root else 'we'} roll {face}", None, [])
@@ -256,7 +247,7 @@ def play(
     human_turn = human_first
     how = "exact: from the tables" if lookup is not None else f"depth {depth}, exact: no"
     write(f"Knucklebones: you against the solver ({how}), seed {seed}")
-    while not game.terminal_mask(pairs[None, :])[0]:
+    while not game.finished(pairs):
         face = int(rng.integers(1, game.r.faces + 1))
         if human_turn:
             _show(game, pairs, write)
@@ -274,9 +265,8 @@ def play(
                 with progress.task(f"solver searching {depth} placements deep"):
                     col, _ = searcher.best_move(view, face, depth, OURS)
             write(f"solver rolls {face} and plays column {col + 1}")
-        view = view.copy()
-        view[col] = game.t.place[view[col], face - 1]
-        pairs = view if human_turn else game.t.swap[view]
+        after = game.play(view, col, face)  # the other player's view
+        pairs = game.t.swap[after] if human_turn else after
         human_turn = not human_turn
     _show(game, pairs, write)
     mine, theirs = game.scores(pairs[None, :])
@@ -305,7 +295,7 @@ def _ask_column(
 ) -> int | None:
     """The 0-based column the human picks for ``face`` (asks again after a bad answer);
     None at the end of input."""
-    legal = [int(i) + 1 for i in np.flatnonzero(game.t.place[pairs, face - 1] >= 0)]
+    legal = [int(i) + 1 for i in game.legal_columns(pairs)]
     choices = "/".join(map(str, legal))
     while True:
         line = read_line(f"you rolled {face}: column {choices}? ")

@@ -69,6 +69,13 @@ class Positions:
         no file read: the server answers it on its event loop rather than in a worker thread)."""
         return self.answers.index.in_memory(name)
 
+    def searched(self, name: str) -> bool:
+        """Whether ``name``'s positions are answered by the Knucklebones search (a board
+        without tables): compiled work of milliseconds to seconds that holds the GIL, which the
+        server runs in its search processes (:mod:`pipeline.apps.server.searches`)."""
+        entry = self.answers.catalog.snapshot().entries.get(name)
+        return entry is not None and entry.view == "boards" and not entry.built
+
     def index(self) -> dict[str, Any]:
         """Every variant: the built ones, the others with the command that builds them."""
         return listing(self.answers)

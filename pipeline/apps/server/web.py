@@ -14,9 +14,20 @@ the server only reads, parameters reach DuckDB bound, and no CORS header is sent
 ====================================  =========================================================
 
 A page is one HTML template with the same JSON embedded, so it paints without a second request
-and a link restores what it showed. Errors are one line: 400 for a bad request (unknown variant
-or parameter, malformed tiles or board, a number out of range, a path that is no page), 404 for
-a variant that is not built, 503 for a table that cannot be read; never a traceback.
+and a link restores what it showed. Errors are one line, ``{"error": ..., "status": ...}`` on a
+``.json`` path (the page shows the same line elsewhere), whatever answers them: 400 for a bad
+request (unknown variant or parameter, an empty one, malformed tiles or board, a number out of
+range, a path that is no page, a Host header that is not this machine's when it listens on
+loopback), 404 for a variant that is not built, 405 for a method other than GET or HEAD, 503
+for a table that cannot be read or a full search queue (with ``Retry-After``); never a
+traceback.
+
+Where each answer is computed: from value arrays already read, on the event loop (no I/O); the
+other table lookups in the thread pool (DuckDB releases the GIL); a Knucklebones board without
+tables, searched, in the search processes of :mod:`pipeline.apps.server.searches`, so that a
+search never holds up a lookup. :func:`serve` runs one server process, or ``workers`` of them
+sharing one listening socket (uvicorn's supervisor), each with its own tables in memory and its
+own search processes.
 """
 
 from __future__ import annotations
@@ -24,23 +35,38 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pipeline.apps.server.positions import Positions
+from pipeline.apps.server.searches import DEFAULT_WORKERS, Busy, SearchPool
 from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 
 #: The longest query string accepted (a 24-tile position with its fields is about 100 bytes).
 MAX_QUERY = 1000
+#: Parameters whose empty value is a value: ``tiles=`` is the box with every tile shut. Any other
+#: parameter given empty (``roll=``, ``die=``) is a 400, not taken as absent.
+EMPTY_IS_A_VALUE = frozenset({"tiles"})
+#: The Host names a server listening on loopback answers (a web page elsewhere cannot then reach
+#: it through a DNS name that points at 127.0.0.1).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: The environment variable carrying the settings to each server process of ``--workers N``.
+SETTINGS_ENV = "STB_SERVE_SETTINGS"
 #: Where the page's data goes in the template.
 DATA_MARK = "/*SERVE_DATA*/null"
 TEMPLATE = "serve.html"
@@ -48,12 +74,13 @@ log = logging.getLogger("stb-pipeline.serve")
 
 
 def status_of(exc: Exception) -> int:
-    """The HTTP status of an error: the user's (400), not built (404), the tables' (503)."""
+    """The HTTP status of an error: the user's (400), not built (404), the tables' or a full
+    search queue (503)."""
     if isinstance(exc, UsageError):
         return 400
     if isinstance(exc, TablesMissingError):
         return 404
-    if isinstance(exc, TableError):
+    if isinstance(exc, TableError | Busy):
         return 503
     if isinstance(exc, PipelineError):
         return 400
@@ -80,16 +107,112 @@ def render(data: dict[str, Any]) -> str:
     return template().replace(DATA_MARK, text, 1)
 
 
+def wants_json(path: str) -> bool:
+    """Whether ``path`` is a ``.json`` twin (its answers, errors included, are JSON)."""
+    return path.endswith(".json")
+
+
+def parse(request: Request) -> dict[str, str]:
+    """The request's parameters; UsageError for a query too long, a parameter given twice, or
+    one given empty (other than :data:`EMPTY_IS_A_VALUE`)."""
+    if len(request.url.query) > MAX_QUERY:
+        raise UsageError(f"query string longer than {MAX_QUERY} characters")
+    params = dict(request.query_params)
+    if len(params) != len(request.query_params.multi_items()):
+        raise UsageError("a parameter is given twice")
+    empty = sorted(k for k, v in params.items() if v == "" and k not in EMPTY_IS_A_VALUE)
+    if empty:
+        raise UsageError(f"parameter {empty[0][:40]!r} is empty: give it a value or leave it out")
+    return params
+
+
+def host_name(header: str | None) -> str | None:
+    """The host of a Host header, without its port (``[::1]:8025`` -> ``[::1]``); None when
+    the header is missing or malformed."""
+    if not header:
+        return None
+    value = header.strip().lower()
+    if value.startswith("["):  # an IPv6 address
+        end = value.find("]")
+        rest = value[end + 1 :] if end > 0 else "x"
+        if rest and not (rest[:1] == ":" and rest[1:].isdigit()):
+            return None
+        return value[: end + 1]
+    name, colon, port = value.partition(":")
+    if colon and not port.isdigit():
+        return value if value == "::1" else None
+    return name or None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What :func:`create_app` serves and how (JSON-able: it travels to each server process)."""
+
+    data_dir: str
+    cors: bool = False
+    allowed_hosts: list[str] | None = None
+    cache_mb: int = 256
+    search_workers: int = DEFAULT_WORKERS
+    search_queue: int | None = None
+
+
+def variant_data(positions: Positions, name: str, params: Mapping[str, str]) -> dict[str, Any]:
+    """A variant's page: what the page needs to draw it, and the list of variants."""
+    if params:
+        raise UsageError("a variant's page takes no parameters (see /NAME/position)")
+    return {"variant": positions.describe(name), "index": positions.index()}
+
+
+def position_data(
+    positions: Positions, name: str, params: Mapping[str, str], page: bool
+) -> dict[str, Any]:
+    """One position's answer; for the page (``page``) also what draws its form and list."""
+    found = positions.position(name, params)
+    if page:
+        return {**found, "variant_info": positions.describe(name), "index": positions.index()}
+    return found
+
+
+class HostGuard:
+    """Refuses a request whose Host header is not one of ``allowed`` with the server's own
+    one-line 400 (``respond``: JSON on a ``.json`` path, the page elsewhere)."""
+
+    def __init__(self, app: ASGIApp, allowed: list[str], respond: Callable[..., Response]) -> None:
+        self.app = app
+        self.allowed = {h.lower() for h in allowed}
+        self.respond = respond
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = Headers(scope=scope).get("host")
+            if host_name(given) not in self.allowed:
+                shown = "no Host header" if not given else f"Host {given[:60]!r}"
+                message = (
+                    f"{shown} is not this machine: the server listens on loopback and answers "
+                    f"requests for {', '.join(sorted(self.allowed))} only"
+                )
+                await self.respond(scope["path"], 400, message)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(
     data_dir: Path,
     cors: bool = False,
     allowed_hosts: list[str] | None = None,
     cache_mb: int = 256,
+    search_workers: int = DEFAULT_WORKERS,
+    search_queue: int | None = None,
 ) -> Starlette:
     """The application serving ``data_dir`` (read only). ``allowed_hosts``: Host headers
     accepted (None: any; the command passes the loopback names when it binds to loopback, so
-    a web page elsewhere cannot reach the server through a DNS name pointing at 127.0.0.1)."""
+    a web page elsewhere cannot reach the server through a DNS name pointing at 127.0.0.1).
+    ``search_workers`` and ``search_queue``: the processes for Knucklebones searches and the
+    searches they take at once (:class:`~pipeline.apps.server.searches.SearchPool`)."""
     positions = Positions(Path(data_dir), cache_mb=cache_mb)
+    searches = SearchPool(
+        Path(data_dir), workers=search_workers, queue=search_queue, cache_mb=cache_mb
+    )
     page = template()
     if page.count(DATA_MARK) != 1:
         raise PipelineError(f"the serve template lacks its data mark {DATA_MARK!r}")
@@ -100,25 +223,52 @@ def create_app(
             out["Access-Control-Allow-Origin"] = "*"
         return out
 
-    def answer(request: Request, kind: str, compute: Any) -> Response:
-        """Run ``compute`` (JSON) and send it as JSON or inside the page."""
-        try:
-            if len(request.url.query) > MAX_QUERY:
-                raise UsageError(f"query string longer than {MAX_QUERY} characters")
-            params = dict(request.query_params)
-            if len(params) != len(request.query_params.multi_items()):
-                raise UsageError("a parameter is given twice")
-            data, status = compute(params), 200
-        except Exception as exc:  # every error is one line, never a traceback
-            status = status_of(exc)
-            if status == 500:
-                log.exception("internal error on %s", request.url.path)
-            data = {"error": one_line(exc), "status": status}
-        if kind == "json":
+    def reply(
+        path: str, data: dict[str, Any], status: int = 200, extra: Mapping[str, str] | None = None
+    ) -> Response:
+        """``data`` as JSON on a ``.json`` path, else inside the page."""
+        sent = {**headers(), **(extra or {})}
+        if wants_json(path):
             body = json.dumps(data, separators=(",", ":"), allow_nan=False)
-            return Response(body, status, media_type="application/json", headers=headers())
-        payload = {"page": request.url.path, "data": data}
-        return HTMLResponse(render(payload), status, headers=headers())
+            return Response(body, status, media_type="application/json", headers=sent)
+        return HTMLResponse(render({"page": path, "data": data}), status, headers=sent)
+
+    def failure(path: str, exc: Exception) -> Response:
+        """The one-line answer to an error (never a traceback; an internal one is logged)."""
+        status = status_of(exc)
+        if status == 500:
+            log.error("internal error on %s", path, exc_info=exc)
+        extra = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
+        return reply(path, {"error": one_line(exc), "status": status}, status, extra)
+
+    def error_reply(path: str, status: int, message: str) -> Response:
+        return reply(path, {"error": message, "status": status}, status)
+
+    def answer(request: Request, compute: Callable[[dict[str, str]], dict[str, Any]]) -> Response:
+        """Run ``compute(params)`` here and send what it returns (or its error)."""
+        try:
+            return reply(request.url.path, compute(parse(request)))
+        except Exception as exc:  # every error is one line, never a traceback
+            return failure(request.url.path, exc)
+
+    async def answer_for(
+        request: Request, name: str, fn: Callable[..., Any], *args: Any
+    ) -> Response:
+        """``fn(positions, name, params, *args)`` where it belongs: a search in the search
+        processes, a position from arrays already read on the event loop (no I/O), anything
+        else in the thread pool."""
+        path = request.url.path
+        try:
+            params = parse(request)
+            if positions.searched(name):
+                data = await searches.run(fn, name, params, *args)
+            elif fn is position_data and positions.in_memory(name):
+                data = fn(positions, name, params, *args)
+            else:
+                data = await run_in_threadpool(fn, positions, name, params, *args)
+            return reply(path, data)
+        except Exception as exc:  # every error is one line, never a traceback
+            return failure(path, exc)
 
     def split(request: Request) -> tuple[str, str]:
         """(name, kind) of a path part: ``x.json`` is (x, json), ``x`` is (x, html)."""
@@ -128,51 +278,47 @@ def create_app(
         return raw, "html"
 
     def index(request: Request) -> Response:
-        kind = "json" if request.url.path == "/.json" else "html"
-
         def compute(params: dict[str, str]) -> dict[str, Any]:
             if params:
                 raise UsageError("the index takes no parameters")
             return positions.index()
 
-        return answer(request, kind, compute)
+        return answer(request, compute)
 
-    def variant(request: Request) -> Response:
-        name, kind = split(request)
-
-        def compute(params: dict[str, str]) -> dict[str, Any]:
-            if params:
-                raise UsageError("a variant's page takes no parameters (see /NAME/position)")
-            return {"variant": positions.describe(name), "index": positions.index()}
-
-        return answer(request, kind, compute)
+    async def variant(request: Request) -> Response:
+        name, _ = split(request)
+        return await answer_for(request, name, variant_data)
 
     async def position(request: Request) -> Response:
         name = request.path_params["variant"]
-        if positions.in_memory(name):  # no I/O: answer on the event loop, no thread hop
-            return answer(
-                request,
-                "json" if request.url.path.endswith(".json") else "html",
-                lambda params: compute_position(request, name, params),
-            )
-        return await run_in_threadpool(
-            answer, request, "json" if request.url.path.endswith(".json") else "html",
-            lambda params: compute_position(request, name, params),
-        )  # fmt: skip
-
-    def compute_position(request: Request, name: str, params: dict[str, str]) -> dict[str, Any]:
-        found = positions.position(name, params)
-        if not request.url.path.endswith(".json"):  # the page also draws the form and the list
-            return {**found, "variant_info": positions.describe(name), "index": positions.index()}
-        return found
+        return await answer_for(request, name, position_data, not wants_json(request.url.path))
 
     def other(request: Request) -> Response:
         def compute(params: dict[str, str]) -> dict[str, Any]:
             shown = request.url.path[:60]
             raise UsageError(f"{shown!r} is not a page of this server (see / for the variants)")
 
-        kind = "json" if request.url.path.endswith(".json") else "html"
-        return answer(request, kind, compute)
+        return answer(request, compute)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """Starlette's own errors (405 for a method other than GET or HEAD) answered as ours."""
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            message = f"method {request.method[:20]} is not allowed: this server only reads (GET)"
+        else:
+            message = (str(exc.detail).splitlines() or ["error"])[0]
+        response = error_reply(request.url.path, exc.status_code, message)
+        response.headers.update(exc.headers or {})
+        return response
+
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        """An error outside the answers (starlette logs its traceback): one line too."""
+        return error_reply(request.url.path, 500, one_line(exc))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(searches.close)  # a running search is finished first
 
     routes = [
         Route("/", index),
@@ -183,11 +329,46 @@ def create_app(
         Route("/{path:path}", other),
     ]
     middleware = (
-        [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
+        [Middleware(HostGuard, allowed=allowed_hosts, respond=error_reply)] if allowed_hosts else []
     )
-    app = Starlette(routes=routes, middleware=middleware)
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: http_error, Exception: internal_error},
+        lifespan=lifespan,
+    )
     app.state.positions = positions
+    app.state.searches = searches
     return app
+
+
+def app_from_environment() -> Starlette:
+    """The application of one server process of ``serve --workers N`` (uvicorn's factory):
+    its settings come from :data:`SETTINGS_ENV`, set by :func:`serve` before the processes
+    start."""
+    return app_from_settings(Settings(**json.loads(os.environ[SETTINGS_ENV])))
+
+
+def loopback_hosts(host: str) -> list[str] | None:
+    """The Host names to accept when listening on ``host`` (None: any, off loopback)."""
+    return list(LOOPBACK_HOSTS) if host in LOOPBACK_HOSTS else None
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use is one clear line (every server
+    process of ``--workers N`` accepts from it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        why = exc.strerror or str(exc)
+        raise PipelineError(f"cannot listen on {host}:{port} ({why})") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(
@@ -197,22 +378,55 @@ def serve(
     cors: bool = False,
     cache_mb: int = 256,
     ready: Any = None,
+    workers: int = 1,
+    search_workers: int = DEFAULT_WORKERS,
+    search_queue: int | None = None,
 ) -> None:
-    """Run the server until Ctrl-C (or SIGTERM); returns after a clean shutdown."""
+    """Run the server until Ctrl-C (or SIGTERM); returns after a clean shutdown. ``workers``
+    server processes share the listening socket (each with its own tables in memory and
+    ``search_workers`` search processes)."""
     import uvicorn
 
-    loopback = host in ("127.0.0.1", "localhost", "::1")
-    hosts = ["127.0.0.1", "localhost", "[::1]", "::1"] if loopback else None
-    if hosts is not None:
-        hosts = [*hosts, f"127.0.0.1:{port}", f"localhost:{port}"]
-    app = create_app(data_dir, cors=cors, allowed_hosts=hosts, cache_mb=cache_mb)
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+    settings = Settings(
+        str(Path(data_dir).resolve()), cors, loopback_hosts(host), cache_mb, search_workers,
+        search_queue,
+    )  # fmt: skip
+    sock = listen(host, port)
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+    common = {"log_level": "warning", "access_log": False, "lifespan": "on"}
+    try:
+        if workers <= 1:
+            app = app_from_settings(settings)
+            server = uvicorn.Server(uvicorn.Config(app, **common))  # type: ignore[arg-type]
+            if ready is not None:
+                ready(url)
+            with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C
+                server.run(sockets=[sock])
+            if not server.started:
+                raise PipelineError(f"the server on {host}:{port} did not start (see above)")
+            return
+        from uvicorn.supervisors import Multiprocess
+
+        os.environ[SETTINGS_ENV] = json.dumps(asdict(settings))
+        config = uvicorn.Config(
+            f"{__name__}:app_from_environment", factory=True, workers=workers,
+            **common,  # type: ignore[arg-type]
+        )  # fmt: skip
+        if ready is not None:
+            ready(url)
+        with contextlib.suppress(KeyboardInterrupt):
+            Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+
+
+def app_from_settings(settings: Settings) -> Starlette:
+    """The application of :class:`Settings` (one process)."""
+    return create_app(
+        Path(settings.data_dir),
+        cors=settings.cors,
+        allowed_hosts=settings.allowed_hosts,
+        cache_mb=settings.cache_mb,
+        search_workers=settings.search_workers,
+        search_queue=settings.search_queue,
     )
-    server = uvicorn.Server(config)
-    if ready is not None:
-        ready(f"http://{'[' + host + ']' if ':' in host else host}:{port}/")
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-        server.run()
-    if not server.started:
-        raise PipelineError(f"cannot listen on {host}:{port} (in use, or not an address here)")

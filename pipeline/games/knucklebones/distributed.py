@@ -47,15 +47,14 @@ from pipeline.games.knucklebones.exact import (
     DEFAULT_TOLERANCE,
     Progress,
     Shard,
-    ViSolution,
     check_tolerance,
     init_shard,
-    midpoint,
     shard_bounds,
     sweep_shard,
     tables,
 )
 from pipeline.games.knucklebones.game import KnuckleRules
+from pipeline.games.knucklebones.solution import Solution, midpoint
 
 INSTALL_HINT = "Dask is not installed: pip install 'stb-pipeline[distributed]'"
 STATE_FILE = "state.json"
@@ -234,7 +233,7 @@ def solve_distributed(
     max_sweeps: int = DEFAULT_MAX_SWEEPS,
     dtype: type = np.float64,
     progress: Progress | None = None,
-) -> ViSolution:
+) -> Solution:
     """Solve a Knucklebones board with one Dask task per shard and sweep.
 
     Starts a LocalCluster of ``workers`` processes, or joins the scheduler at ``address``
@@ -274,11 +273,12 @@ def _run(
     tol: float,
     max_sweeps: int,
     progress: Progress | None,
-) -> ViSolution:
+) -> Solution:
     """The sweeps of :func:`solve_distributed`, from sweep 0 or the checkpoint."""
     t0 = time.perf_counter()
     n, n_states = len(plan.starts) - 1, plan.starts[-1]
     sweep, residual, width = _start(client, plan, root, resume)
+    swept = 0.0
     width = 2 * width if np.isfinite(width) else width  # state.json stores the bound
     while width > 2 * tol:
         if sweep >= max_sweeps:
@@ -289,7 +289,12 @@ def _run(
         record = {"residual": residual, "bound": width / 2}
         _write_state(root, {"plan": plan.to_dict(), "sweep": sweep, **record})
         shutil.rmtree(root / f"sweep-{sweep - 1:06d}", ignore_errors=True)
+        dt = time.perf_counter() - t1
+        swept += dt
         if progress is not None:
-            progress(sweep, residual, width / 2, n_states / (time.perf_counter() - t1))
+            progress(sweep, residual, width / 2, n_states / dt)
     value = _values(root, sweep, n)
-    return ViSolution(plan.rules, value, width / 2, residual, sweep, time.perf_counter() - t0)
+    return Solution.of(
+        plan.rules, value, "dask", np.dtype(plan.dtype).type, width / 2, residual, sweep,
+        time.perf_counter() - t0, swept,
+    )  # fmt: skip

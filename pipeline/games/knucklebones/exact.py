@@ -77,6 +77,7 @@ from numba.typed import List as NumbaList
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones import rules as move_rules
 from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
+from pipeline.games.knucklebones.solution import Solution, midpoint
 from pipeline.solve.ties import tie_tolerance
 
 # The move rules, shared with the GPU kernels (pipeline/games/knucklebones/rules.py).
@@ -132,7 +133,7 @@ def tables(rules: KnuckleRules) -> Tables:
         slots=rules.slots,
         n_pairs=t.n_pairs,
         n_states=n_positions(t.n_pairs, c),
-        moved=np.where(t.place >= 0, t.swap[t.place], -1).astype(np.int64),
+        moved=t.moved.astype(np.int64),
         swap=np.ascontiguousarray(t.swap, dtype=np.int64),
         binom=binomials(t.n_pairs + c, c),
         mover_size=t.mover_size.astype(np.int64),
@@ -512,18 +513,6 @@ def sweep_shard(
     return residual, width
 
 
-@dataclass
-class ViSolution:
-    """Values of every canonical position (state id order) and how they were reached."""
-
-    rules: KnuckleRules
-    value: np.ndarray  # midpoint of the final bounds, float64
-    bound: float  # every |value - exact| <= bound (half the largest U - L)
-    residual: float  # largest change of a bound in the last sweep
-    sweeps: int
-    seconds: float
-
-
 Progress = Callable[[int, float, float, float], None]
 """progress(sweep, residual, bound, positions per second) after each sweep."""
 
@@ -545,7 +534,7 @@ def solve(
     progress: Progress | None = None,
     threads: int | None = None,
     compact: bool = True,
-) -> ViSolution:
+) -> Solution:
     """Solve a Knucklebones board in one process (every core via numba, or ``threads``).
 
     Sweeps until every value is within ``tol`` of the exact one (see the module docstring);
@@ -574,13 +563,14 @@ def _solve(
     dtype: type,
     progress: Progress | None,
     compact: bool = True,
-) -> ViSolution:
+) -> Solution:
     """:func:`solve` with the threads set."""
     t0 = time.perf_counter()
     tb = tables(rules)
     starts = shard_bounds(tb.n_states, shards)
     parts = [init_shard(tb, int(a), int(b), dtype) for a, b in pairwise(starts)]
     sweeps, residual, width = 0, np.inf, np.inf
+    swept = 0.0
     small: Compact | None = None
     while width > 2 * tol:
         if sweeps >= max_sweeps:
@@ -601,12 +591,16 @@ def _solve(
                 # the compact problem holds its own moves: the sweep order and pairs can go
                 parts[0].order, parts[0].pairs = parts[0].order[:0], parts[0].pairs[:0]
         sweeps += 1
+        dt = time.perf_counter() - t1
+        swept += dt
         if progress is not None:
-            progress(sweeps, residual, width / 2, tb.n_states / (time.perf_counter() - t1))
+            progress(sweeps, residual, width / 2, tb.n_states / dt)
     if small is not None:
         small.scatter(parts[0].values)
     value = np.concatenate([midpoint(s.values) for s in parts])
-    return ViSolution(rules, value, width / 2, residual, sweeps, time.perf_counter() - t0)
+    return Solution.of(
+        rules, value, "cpu", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
+    )
 
 
 @dataclass
@@ -658,11 +652,6 @@ class Compact:
     def scatter(self, values: np.ndarray) -> None:
         """Write the bounds back into the shard's array."""
         values[self.src] = self.values
-
-
-def midpoint(bounds: np.ndarray) -> np.ndarray:
-    """(lower + upper) / 2 of an [n, 2] bounds array, as float64."""
-    return (bounds[:, 0].astype(np.float64) + bounds[:, 1]) / 2
 
 
 def policy_blocks(

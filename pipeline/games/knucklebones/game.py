@@ -27,14 +27,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from math import comb
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
 from pipeline.graph import Graph
+
+if TYPE_CHECKING:
+    import polars as pl
 
 OBJECTIVES = ("wins", "score")
 MAX_COLUMNS = 4
@@ -114,6 +116,10 @@ class PairTables:
             opp[:, v] = 0
             new = pair_of[lookup[np.where(ok, mover @ base, 0)], lookup[opp @ base]]
             self.place[:, v] = np.where(ok, new, -1)
+        # moved[p, v - 1]: that pair seen by the opponent, who moves next (-1: full). A move is
+        # "every pair turned (swap), the played column's pair moved": Knucklebones.play and the
+        # compiled rules (rules.move_pair, rules.turned_after) read it so.
+        self.moved = np.where(self.place >= 0, self.swap[self.place], -1)
 
     @property
     def n_columns(self) -> int:
@@ -253,6 +259,47 @@ class Knucklebones(Game):
             return diff
         return 0.5 + 0.5 * np.sign(diff)
 
+    # -- moves -------------------------------------------------------------------------------
+    # The one statement of a move on boards in play (real column order, the mover's view; the
+    # canonical, sorted form is the compiled kernels' in rules.py, from the same tables).
+
+    def legal_columns(self, pairs: np.ndarray) -> np.ndarray:
+        """The mover's columns (0-based, the board's own order) that are not full: where any
+        die may go."""
+        return np.flatnonzero(self.t.mover_size[pairs] < self.r.rows)
+
+    def play(self, pairs: np.ndarray, column: int, die: int) -> np.ndarray:
+        """The position after the mover places ``die`` in ``column`` (0-based): the die joins
+        the mover's column, the opponent's dice of that value in the facing column are removed,
+        and the board is turned to the other player, who moves next (the result is from their
+        view; the column order is kept).
+
+        ``pairs`` is one position (``[columns]``) or many (``[n, columns]``, the same column
+        and die for each). ValueError where the column is full.
+        """
+        pairs = np.asarray(pairs)
+        moved = self.t.moved[pairs[..., column], die - 1]
+        if np.any(moved < 0):
+            raise ValueError(f"column {column + 1} is full")
+        # in the positions' own integer type (the graph's are int16 or int32: a quarter of the
+        # memory of int64 for tens of millions of rows)
+        after = self.t.swap.astype(pairs.dtype, copy=False)[pairs]
+        after[..., column] = moved
+        return after
+
+    def successors(self, pairs: np.ndarray, die: int) -> list[tuple[int, np.ndarray]]:
+        """Every legal column (0-based) for ``die`` and the position it leads to (seen by the
+        opponent, see :meth:`play`), in column order."""
+        return [(int(c), self.play(pairs, int(c), die)) for c in self.legal_columns(pairs)]
+
+    def finished(self, pairs: np.ndarray) -> bool:
+        """Whether the game is over in one position: a board is full."""
+        return bool(self.terminal_mask(np.asarray(pairs)[None, :])[0])
+
+    def state_of(self, pairs: np.ndarray) -> int:
+        """The canonical state id of one position (its columns in any order)."""
+        return int(self.canonical(np.asarray(pairs)[None, :])[0])
+
     # -- graph -------------------------------------------------------------------------------
 
     def graph(self) -> Graph:
@@ -312,7 +359,6 @@ class Knucklebones(Game):
         lp = pos[live]
         f, c = self.r.faces, self.r.columns
         n_live = lp.shape[0]
-        swap = self.t.swap.astype(lp.dtype)
 
         def movable(j: int, v: int) -> np.ndarray:
             # Equal pairs are interchangeable: only the first of a run of equal pairs moves.
@@ -337,9 +383,7 @@ class Knucklebones(Game):
                 at_node = ok * f + v
                 at = starts[at_node] + filled[at_node]
                 filled[at_node] += 1
-                after = lp[ok]
-                after[:, j] = self.t.place[lp[ok, j], v]
-                dst[at] = self.canonical(swap[after])
+                dst[at] = self.canonical(self.play(lp[ok], j, v + 1))
                 label[at] = j
         return node, dst, label
 
@@ -358,6 +402,8 @@ class Knucklebones(Game):
     def board_texts(self, pos: np.ndarray) -> pl.Series:
         """The ``tiles`` text ("mover;opponent", see :meth:`board_text`) of rows of sorted pair
         indices."""
+        import polars as pl  # the graph build's frames only: the solvers run without it
+
         # Text per facing pair, gathered natively by polars (no Python object per row).
         col_txt = [self.t.column_text(i) for i in range(self.t.n_columns)]
         mover_txt = pl.Series([col_txt[i] for i in self.t.pair_mover], dtype=pl.String)
@@ -379,6 +425,8 @@ class Knucklebones(Game):
 
     def describe_pairs(self, pos: np.ndarray) -> pl.DataFrame:
         """:meth:`describe_states` of rows of sorted pair indices (the states' positions)."""
+        import polars as pl  # the graph build's frames only: the solvers run without it
+
         mine, theirs = self.scores(pos)
         empty = 2 * self.r.slots - self.t.mover_size[pos].sum(1) - self.t.opp_size[pos].sum(1)
         return pl.DataFrame(
@@ -393,6 +441,8 @@ class Knucklebones(Game):
 
     def describe_moves(self, label: np.ndarray) -> pl.Series:
         """A move as the list holding its column number (1-based, canonical order)."""
+        import polars as pl  # the graph build's frames only: the solvers run without it
+
         lab = label.astype(np.int64)
         col = pl.Series(np.where(lab >= 0, lab + 1, 0), dtype=pl.Int8)
         frame = pl.DataFrame({"ok": lab >= 0, "col": col})
@@ -426,7 +476,7 @@ class Knucklebones(Game):
 
     def state_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> int:
         """Canonical state id of two boards (mover first)."""
-        return int(self.canonical(self.pairs_of_boards(mine, theirs)[None, :])[0])
+        return self.state_of(self.pairs_of_boards(mine, theirs))
 
 
 def parse_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:

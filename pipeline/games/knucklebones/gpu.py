@@ -42,6 +42,7 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones import exact
 from pipeline.games.knucklebones.game import KnuckleRules
+from pipeline.games.knucklebones.solution import Solution
 
 #: Threads per block (the simulator runs each thread as a Python thread: keep it small there).
 #: ptxas gives the full game's sweep kernel 156 registers a thread (sm_90, no spills): an SM's
@@ -56,18 +57,10 @@ HEADROOM = 512 * 2**20
 FLOAT32_TOLERANCE = 1e-6
 INSTALL_HINT = "pip install '.[gpu]' (numba-cuda, numpy<2.5), or use --device cpu"
 
-DEVICES = ("cpu", "cuda")
-
 
 def simulated() -> bool:
     """Whether numba's CUDA simulator is on (it must be set before numba is imported)."""
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
-
-
-def check_device(device: str) -> None:
-    """UsageError unless ``device`` is one of :data:`DEVICES`."""
-    if device not in DEVICES:
-        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
 
 
 def _has_numba_cuda() -> bool:
@@ -218,33 +211,6 @@ def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, in
     return Ptx(init_ptx, sweep_ptx, cc)
 
 
-@dataclass
-class GpuSolution:
-    """The bounds of every position, on the GPU, and how they were reached."""
-
-    rules: KnuckleRules
-    bounds: Any  # a device array [n_states, 2] (lower, upper), state id order
-    dtype: type
-    bound: float  # every |value - exact| <= bound (half the largest U - L)
-    residual: float  # largest change of a bound in the last sweep
-    sweeps: int
-    seconds: float  # the whole solve, start to finish
-    sweep_seconds: float  # the sweeps alone (the first includes compiling the sweep kernel)
-
-    @property
-    def n_states(self) -> int:
-        """Positions solved."""
-        return int(self.bounds.shape[0])
-
-    def values(self, a: int, b: int) -> np.ndarray:
-        """The values (bound midpoints, float64) of state ids a..b-1, copied to the host."""
-        return exact.midpoint(self.bounds[a:b].copy_to_host())
-
-    def value(self, state_id: int) -> float:
-        """The value of one position."""
-        return float(self.values(state_id, state_id + 1)[0])
-
-
 def launch_shape(cuda: Any, n: int, threads: int | None = None) -> tuple[int, int]:
     """(blocks, threads) of a grid-stride launch over ``n`` ids (``threads`` a block: default
     :data:`THREADS`; :data:`SIM_THREADS` under the simulator, whatever is asked)."""
@@ -262,8 +228,9 @@ def solve(
     progress: Callable[[int, float, float, float], None] | None = None,
     dtype: type | None = None,
     threads: int | None = None,
-) -> GpuSolution:
-    """Solve a Knucklebones board on the GPU (see the module docstring).
+) -> Solution:
+    """Solve a Knucklebones board on the GPU (see the module docstring): the bounds stay on the
+    GPU, read a range at a time (:meth:`Solution.values`).
 
     ``dtype`` None picks float64 where the bounds fit in the GPU's free memory, else float32.
     UsageError (one line) without numba-cuda, without a GPU, for a board too big for the GPU,
@@ -304,6 +271,6 @@ def solve(
         sweeps += 1
         if progress is not None:
             progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
-    return GpuSolution(
-        rules, bounds, dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
+    return Solution.of(
+        rules, bounds, "cuda", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
     )

@@ -10,18 +10,37 @@ compiles them for the GPU as device functions.
 from __future__ import annotations
 
 import os
+import types
 from typing import Any
 
 from numba import cuda, float64, int64
 
 from pipeline.games.knucklebones import rules
 
+
+def interpreted(module: types.ModuleType) -> dict[str, Any]:
+    """Every njit function of ``module`` as its Python source, calling the others as Python
+    too (a copy of the module's globals where each njit function is its source)."""
+    scope = dict(vars(module))
+    found = {}
+    for name, obj in vars(module).items():
+        source = getattr(obj, "py_func", None)
+        if isinstance(source, types.FunctionType):
+            found[name] = types.FunctionType(
+                source.__code__, scope, name, source.__defaults__, source.__closure__
+            )
+    scope.update(found)
+    return found
+
+
 if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
     # The simulator hands kernels its own array wrappers, which compiled CPU functions cannot
-    # take: it runs the rules' Python source instead (the same definitions, interpreted).
-    unrank, successors, dice = rules.unrank.py_func, rules.successors.py_func, rules.dice.py_func
-    final_value, combine = rules.final_value.py_func, rules.combine.py_func
-else:  # numba-cuda compiles these njit functions as device functions for the GPU
+    # take: it runs the rules' Python source instead (the same definitions, interpreted, the
+    # functions they call included).
+    _source = interpreted(rules)
+    unrank, successors, dice = _source["unrank"], _source["successors"], _source["dice"]
+    final_value, combine = _source["final_value"], _source["combine"]
+else:  # numba-cuda compiles these njit functions (and those they call) for the GPU
     unrank, successors, dice = rules.unrank, rules.successors, rules.dice
     final_value, combine = rules.final_value, rules.combine
 

@@ -18,16 +18,11 @@ from pipeline.games.knucklebones.search import OURS, SEED, Searcher, greedy_gain
 Player = Callable[[np.ndarray, int, np.random.Generator], int]
 
 
-def legal_columns(game: Knucklebones, pairs: np.ndarray) -> np.ndarray:
-    """Columns of the mover that are not full."""
-    return np.flatnonzero(game.t.place[pairs, 0] >= 0)
-
-
 def random_player(game: Knucklebones) -> Player:
     """Any column that is not full, uniformly."""
 
     def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        return int(rng.choice(legal_columns(game, pairs)))
+        return int(rng.choice(game.legal_columns(pairs)))
 
     return play
 

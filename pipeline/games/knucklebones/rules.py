@@ -1,14 +1,16 @@
-"""The rules of a Knucklebones move on canonical state ids, written once for both targets.
+"""The rules of a Knucklebones move on canonical state ids, written once for every target.
 
-These are the scalar kernels of the exact solver: unranking a state id into its sorted facing
-pairs, the successor id of every (face, column) move, the dice on each board and the value of a
-finished game. They are plain ``numba.njit`` functions that use nothing but scalar arithmetic,
-loops and caller-provided arrays (no allocation, no NumPy calls), so the same definitions are
-compiled by numba for the CPU (:mod:`pipeline.games.knucklebones.exact`) and, called from a
-``numba.cuda.jit`` kernel, as device functions for the GPU (:mod:`pipeline.games.knucklebones.
-gpu`): numba-cuda compiles an ``njit`` function called from a kernel for the CUDA target. There
-is one copy of the rules, so the two backends cannot drift apart; the tests compare them state by
-state.
+These are the scalar kernels of the exact solver and of the search: unranking a state id into
+its sorted facing pairs, a move (:func:`move_pair`, :func:`turned_after`) and the successor id
+of every (face, column) move, the dice on each board and the value of a finished game. They are
+plain ``numba.njit`` functions that use nothing but scalar arithmetic, loops and caller-provided
+arrays (no allocation, no NumPy calls), so the same definitions are compiled by numba for the
+CPU (:mod:`pipeline.games.knucklebones.exact`, :mod:`pipeline.games.knucklebones.search`) and,
+called from a ``numba.cuda.jit`` kernel, as device functions for the GPU
+(:mod:`pipeline.games.knucklebones.gpu`): numba-cuda compiles an ``njit`` function called from a
+kernel for the CUDA target. There is one copy of the rules, so the backends cannot drift apart;
+the tests compare them state by state, and with
+:meth:`pipeline.games.knucklebones.game.Knucklebones.play`, the same move on boards in play.
 
 Arrays are passed as arrays and row indices rather than row views: on the CPU a view costs an
 atomic reference count that threads fight over, and on the GPU the scratch arrays are the
@@ -55,27 +57,53 @@ def sort_small(q, c):
 
 
 @njit(cache=True)
+def move_pair(here, before, j, v, moved):
+    """The pair that column ``j`` of a sorted position becomes when it takes face ``v + 1``,
+    seen by the opponent (``moved[pair, v]``); -1 when there is no such move: the column is
+    full, or it holds the same pair as column ``j - 1`` (``before``, unread for ``j = 0``), so
+    that the move is that column's."""
+    if j > 0 and here == before:
+        return -1
+    return moved[here, v]
+
+
+@njit(cache=True)
+def turned_after(sw, c, j, m, q):
+    """The sorted position after column ``j`` takes its moved pair ``m``, into ``q``: every
+    other pair turned to the opponent's view (``sw``, the position's pairs swapped), then
+    sorted. A move is "turn the board, the played column's pair moved" (``PairTables.moved``),
+    as :meth:`pipeline.games.knucklebones.game.Knucklebones.play` makes it in column order."""
+    for k in range(c):
+        q[k] = sw[k]
+    q[j] = m
+    sort_small(q, c)
+
+
+@njit(cache=True)
+def rank(q, c, binom):
+    """The colex rank (the canonical state id) of the sorted pairs ``q[:c]``."""
+    r = 0
+    for i in range(c):
+        r += binom[q[i] + i, i + 1]
+    return r
+
+
+@njit(cache=True)
 def successors(pairs, row, c, f, moved, swap, binom, sw, q, ids, out):
     """Ids of every move's successor of the sorted pairs ``pairs[row]`` into ids[out, v * c + j]
-    (-1: no such move): column j takes face v + 1, then the position is seen by the opponent
-    (every pair swapped, re-sorted, ranked). ``moved[pair, v]`` is the swapped pair after
-    placing; ``sw`` and ``q`` are scratch arrays of ``c`` entries."""
+    (-1: no such move, see :func:`move_pair`): column j takes face v + 1, then the position is
+    seen by the opponent (:func:`turned_after`) and ranked. ``sw`` and ``q`` are scratch arrays
+    of ``c`` entries."""
     for k in range(c):
         sw[k] = swap[pairs[row, k]]
     for v in range(f):
         for j in range(c):
-            m = moved[pairs[row, j], v]
-            if m < 0 or (j > 0 and pairs[row, j] == pairs[row, j - 1]):
-                ids[out, v * c + j] = -1  # full column, or equal pairs: one move (the first)
+            m = move_pair(pairs[row, j], pairs[row, max(j - 1, 0)], j, v, moved)
+            if m < 0:
+                ids[out, v * c + j] = -1
                 continue
-            for k in range(c):
-                q[k] = sw[k]
-            q[j] = m
-            sort_small(q, c)
-            r = 0
-            for i in range(c):
-                r += binom[q[i] + i, i + 1]
-            ids[out, v * c + j] = r
+            turned_after(sw, c, j, m, q)
+            ids[out, v * c + j] = rank(q, c, binom)
 
 
 @njit(cache=True)

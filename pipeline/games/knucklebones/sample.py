@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.players import Player, legal_columns, named_player
+from pipeline.games.knucklebones.players import Player, named_player
 
 #: Random-vs-random games of the sample, and their seed (recorded in every row).
 GAMES = 100
@@ -49,17 +49,15 @@ class Decision:
 def sample_decisions(game: Knucklebones, games: int = GAMES, seed: int = SEED) -> list[Decision]:
     """Every decision in ``games`` random-vs-random games played with ``seed``."""
     rng = np.random.default_rng(seed)
-    t = game.t
     out = []
     for _ in range(games):
         pairs = np.zeros(game.r.columns, dtype=np.int64)
         ply = 0
-        while not game.terminal_mask(pairs[None, :])[0]:
+        while not game.finished(pairs):
             face = int(rng.integers(1, game.r.faces + 1))
             out.append(Decision(pairs.copy(), face, ply, "sample"))
-            col = int(rng.choice(legal_columns(game, pairs)))
-            pairs[col] = t.place[pairs[col], face - 1]
-            pairs = t.swap[pairs]
+            col = int(rng.choice(game.legal_columns(pairs)))
+            pairs = game.play(pairs, col, face)
             ply += 1
     return out
 
@@ -68,13 +66,11 @@ def opening_decisions(game: Knucklebones) -> list[Decision]:
     """Every die on the empty board (ply 0: every column is the same position), then every die
     of the reply to each first die (ply 1; the first die in the first column, which is any
     column up to symmetry)."""
-    t, c, f = game.t, game.r.columns, game.r.faces
-    empty = np.zeros(c, dtype=np.int64)
+    f = game.r.faces
+    empty = np.zeros(game.r.columns, dtype=np.int64)
     out = [Decision(empty, d, 0, "opening") for d in range(1, f + 1)]
     for first in range(1, f + 1):
-        after = empty.copy()
-        after[0] = t.place[0, first - 1]
-        seen = t.swap[after]  # the replier's view
+        seen = game.play(empty, 0, first)  # the replier's view
         out += [Decision(seen, d, 1, "opening") for d in range(1, f + 1)]
     return out
 
@@ -109,26 +105,23 @@ def decision_rows(
     players = {name: named_player(game, name) for name in PLAYERS}
     kinds = (opening_decisions(game), sample_decisions(game, games, seed))
     chosen = [picks(found, players, seed) for found in kinds]
-    t = game.t
     rows: dict[str, list] = {k: [] for k in ("kind", "decision", "ply", "state_id", "board")}
     rows.update({k: [] for k in ("roll", "column_number", "next_state_id")})
     rows.update({pick_column(name): [] for name in PLAYERS})
     n = 0
     for found, picked in zip(kinds, chosen, strict=True):
         for i, d in enumerate(found):
-            state = int(game.canonical(d.pairs[None, :])[0])
+            state = game.state_of(d.pairs)
             board = game.board_text(d.pairs)
-            for col in legal_columns(game, d.pairs):
-                after = d.pairs.copy()
-                after[col] = t.place[after[col], d.die - 1]
+            for col, after in game.successors(d.pairs, d.die):
                 rows["kind"].append(d.kind)
                 rows["decision"].append(n)
                 rows["ply"].append(d.ply)
                 rows["state_id"].append(state)
                 rows["board"].append(board)
                 rows["roll"].append(d.die)
-                rows["column_number"].append(int(col) + 1)
-                rows["next_state_id"].append(int(game.canonical(t.swap[after][None, :])[0]))
+                rows["column_number"].append(col + 1)
+                rows["next_state_id"].append(game.state_of(after))
                 for name in PLAYERS:
                     rows[pick_column(name)].append(bool(picked[name][i] == col))
             n += 1

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from pipeline.games.knucklebones import rules
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.solve.ties import is_tie, tie_tolerance
 
@@ -83,6 +84,7 @@ class Searcher:
         self.arrays = (
             t.place,
             t.swap,
+            t.moved,
             t.mover_size,
             t.opp_size,
             t.mover_score,
@@ -146,24 +148,6 @@ def greedy_gain(
 
 
 @numba.njit(cache=True)
-def _rank(srt, binom):
-    r = 0
-    for i in range(srt.shape[0]):
-        r += binom[srt[i] + i, i + 1]
-    return r
-
-
-@numba.njit(cache=True)
-def _sorted_insert(pairs, j, new, swap):
-    """The opponent's sorted view after column j of ``pairs`` becomes pair ``new``."""
-    out = np.empty_like(pairs)
-    for i in range(pairs.shape[0]):
-        out[i] = swap[new] if i == j else swap[pairs[i]]
-    out.sort()
-    return out
-
-
-@numba.njit(cache=True)
 def _best_gain(pairs, place, mover_score, opp_score, faces):
     """Expected best immediate score-difference gain of the mover's next die."""
     total = 0.0
@@ -201,10 +185,7 @@ def _leaf(pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score
         d = diff + mean * (k_m - k_o)
         return 0.5 + 0.5 * np.sign(d), d
     g_m = _best_gain(pairs, place, mover_score, opp_score, faces)
-    flipped = np.empty_like(pairs)
-    for i in range(pairs.shape[0]):
-        flipped[i] = swap[pairs[i]]
-    g_o = _best_gain(flipped, place, mover_score, opp_score, faces) if k_o > 0 else 0.0
+    g_o = _best_gain(_turned(pairs, swap), place, mover_score, opp_score, faces) if k_o > 0 else 0.0
     d = diff + g_m - g_o + mean * ((k_m - 1) - max(k_o - 1, 0))
     spread = np.sqrt(params[2] + params[3] * (k_m + k_o))
     w = 1.0 / (1.0 + np.exp(-params[1] * d / spread))
@@ -240,15 +221,6 @@ def _tt_store(tt_key, tt_val, slot, key, w, d, exact):
 
 
 @numba.njit(cache=True)
-def _move_to(pairs, j, f, place):
-    """The pair column ``j`` becomes with die face index ``f``; -1 when the column is full or
-    repeats column ``j - 1`` (same move)."""
-    if j > 0 and pairs[j] == pairs[j - 1]:
-        return -1
-    return place[pairs[j], f]
-
-
-@numba.njit(cache=True)
 def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
     Rust solver's by difference."""
@@ -259,8 +231,17 @@ def _better(kind, w, d, bw, bd):
 
 
 @numba.njit(cache=True)
-def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_score, opp_score,
-                 binom, slots, faces, tt_key, tt_val, params, known):  # fmt: skip
+def _turned(pairs, swap):
+    """Every pair of ``pairs`` seen by the opponent (not sorted): the board turned."""
+    out = np.empty_like(pairs)
+    for i in range(pairs.shape[0]):
+        out[i] = swap[pairs[i]]
+    return out
+
+
+@numba.njit(cache=True)
+def chance_value(pairs, depth, kind, place, swap, moved, mover_size, opp_size, mover_score,
+                 opp_score, binom, slots, faces, tt_key, tt_val, params, known):  # fmt: skip
     """(win, diff, exactness) of a sorted position before the roll, searching ``depth`` plies.
 
     Exactness: ESTIMATE when some searched line -- any roll, any move considered, not only the
@@ -271,9 +252,10 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
     ended, diff = _final_diff(pairs, mover_size, opp_size, mover_score, opp_score, slots)
     if ended:
         return 0.5 + 0.5 * np.sign(diff), diff, ENDED
+    c = pairs.shape[0]
     if known.shape[0] > 0:
         # Solved exactly already: the table's value beats any search of any depth.
-        r = _rank(pairs, binom)
+        r = rules.rank(pairs, c, binom)
         return known[r, 0], known[r, 1], TABLES
     if depth == 0:
         w, d = _leaf(
@@ -281,22 +263,25 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
             faces, params,
         )  # fmt: skip
         return w, d, ESTIMATE
-    key = (_rank(pairs, binom) * 64 + depth) * 4 + kind
+    key = (rules.rank(pairs, c, binom) * 64 + depth) * 4 + kind
     slot = _tt_slot(key, tt_key)
     if tt_key[slot] == key:
         return tt_val[slot, 0], tt_val[slot, 1], tt_val[slot, 2]
     tw, td = 0.0, 0.0
     ex_lo, ex_hi = TABLES, ENDED
+    sw = _turned(pairs, swap)
     for f in range(faces):
         bw, bd = -1.0, -1e18
-        for j in range(pairs.shape[0]):
-            q = _move_to(pairs, j, f, place)
-            if q < 0:
+        for j in range(c):
+            # the rules' move (rules.py): the column's pair moved, the board turned
+            m = rules.move_pair(pairs[j], pairs[max(j - 1, 0)], j, f, moved)
+            if m < 0:
                 continue
+            child = np.empty_like(pairs)
+            rules.turned_after(sw, c, j, m, child)
             cw, cd, cx = chance_value(
-                _sorted_insert(pairs, j, q, swap), depth - 1, kind, place, swap, mover_size,
-                opp_size, mover_score, opp_score, binom, slots, faces, tt_key, tt_val, params,
-                known,
+                child, depth - 1, kind, place, swap, moved, mover_size, opp_size, mover_score,
+                opp_score, binom, slots, faces, tt_key, tt_val, params, known,
             )  # fmt: skip
             # Every move considered counts, not just the one chosen: the best move's value is
             # exact only if the moves it was compared with were exact too.
@@ -312,18 +297,22 @@ def chance_value(pairs, depth, kind, place, swap, mover_size, opp_size, mover_sc
 
 
 @numba.njit(cache=True)
-def move_table(pairs, face, depth, kind, out, place, swap, mover_size, opp_size, mover_score,
-               opp_score, binom, slots, faces, tt_key, tt_val, params, known):  # fmt: skip
+def move_table(pairs, face, depth, kind, out, place, swap, moved, mover_size, opp_size,
+               mover_score, opp_score, binom, slots, faces, tt_key, tt_val, params,
+               known):  # fmt: skip
     """Fill ``out`` rows with (column, win, diff, exactness) of each distinct legal move; count."""
     n = 0
-    for j in range(pairs.shape[0]):
-        q = _move_to(pairs, j, face - 1, place)
-        if q < 0:
+    sw = _turned(pairs, swap)
+    c = pairs.shape[0]
+    for j in range(c):
+        m = rules.move_pair(pairs[j], pairs[max(j - 1, 0)], j, face - 1, moved)
+        if m < 0:
             continue
-        child = _sorted_insert(pairs, j, q, swap)
+        child = np.empty_like(pairs)
+        rules.turned_after(sw, c, j, m, child)
         cw, cd, cx = chance_value(
-            child, depth - 1, kind, place, swap, mover_size, opp_size, mover_score, opp_score,
-            binom, slots, faces, tt_key, tt_val, params, known,
+            child, depth - 1, kind, place, swap, moved, mover_size, opp_size, mover_score,
+            opp_score, binom, slots, faces, tt_key, tt_val, params, known,
         )  # fmt: skip
         out[n, 0] = j
         out[n, 1] = 1.0 - cw

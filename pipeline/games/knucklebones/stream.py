@@ -1,10 +1,11 @@
 """Knucklebones boards built without a graph: the exact solver's tables, a batch at a time.
 
 The graph build of a board holds every move (the 3x2 board: 77 million moves, 6.8 GB) and runs
-the graph value iteration. Here :func:`pipeline.games.knucklebones.exact.solve` solves the board
-from the state ids alone (bounds, no moves), then the tables are produced by blocks of state
-ids: ``states`` (every state), ``policy`` (every (live state, face)) and, when asked, ``moves``
-and ``edges`` (every legal move), with the columns and rows of the graph build:
+the graph value iteration. Here :func:`pipeline.games.knucklebones.solver.solve` (on the CPU,
+:func:`pipeline.games.knucklebones.exact.solve`) solves the board from the state ids alone
+(bounds, no moves), then the tables are produced by blocks of state ids: ``states`` (every
+state), ``policy`` (every (live state, face)) and, when asked, ``moves`` and ``edges`` (every
+legal move), with the columns and rows of the graph build:
 
 - rows in the same order (state id, then face, then column label), the same integer columns
   (ids, labels, tie counts) and the same texts; ``best_move`` and ``move`` as the graph build
@@ -35,8 +36,9 @@ from numba import njit, prange
 from pipeline import progress
 from pipeline.errors import UsageError
 from pipeline.games.base import Streamed
-from pipeline.games.knucklebones import exact, sample
+from pipeline.games.knucklebones import exact, sample, solver
 from pipeline.games.knucklebones.game import Knucklebones, PairTables
+from pipeline.games.knucklebones.solution import Solution
 
 #: The build's bound on |value - exact value|: far below the tie rule's 1e-12, so that moves
 #: whose exact values tie stay tied (two values within 1e-13 of equal ones differ by 2e-13).
@@ -76,7 +78,7 @@ class StreamedKnucklebones(Knucklebones):
     (the named variants are these; the hook lives here, not in game.py, because this module
     needs the solver, which needs game.py)."""
 
-    devices = ("cpu", "cuda")
+    devices = solver.DEVICES
 
     def stream(self, tables: Sequence[str], device: str = "cpu") -> Streamed:
         """The graph-free build (:func:`stream`). UsageError for the full game on the CPU."""
@@ -132,28 +134,22 @@ def stream(game: Knucklebones, tables: Sequence[str], device: str = "cpu") -> St
     return out
 
 
-def _solve(game: Knucklebones, device: str, tol: float) -> exact.ViSolution:
-    """Every value of ``game``'s board, within ``tol``, on the CPU or the GPU."""
+def _solve(game: Knucklebones, device: str, tol: float, dtype: type | None = None) -> Solution:
+    """Every value of ``game``'s board, within ``tol``, on ``device`` (the sweeps a progress
+    job)."""
     with progress.task("sweeps", unit="sweeps") as job:
 
         def report(sweep: int, residual: float, bound: float, rate: float) -> None:
             job.update(sweep, note=f"every value within {bound:.1e}")
 
-        if device == "cpu":
-            return exact.solve(game.r, tol=tol, progress=report)
-        from pipeline.games.knucklebones import gpu
-
-        g = gpu.solve(game.r, tol=tol, progress=report)
-        return exact.ViSolution(
-            game.r, g.values(0, g.n_states), g.bound, g.residual, g.sweeps, g.seconds
-        )
+        return solver.solve(game.r, device, tol=tol, progress=report, dtype=dtype)
 
 
 def _batches(
     game: Knucklebones, out: Streamed, found: dict[str, Any], device: str = "cpu"
 ) -> Iterator[dict]:
     """Solve, then yield the rows of each block of state ids as {table: columns}."""
-    sol = _solve(game, device, BUILD_TOLERANCE)
+    sol = _solve(game, device, BUILD_TOLERANCE).host()  # blocks read the values many times
     found["solution"] = sol
     skipped = [t for t in ("moves", "edges") if t not in out.tables]
     out.note = (
@@ -255,16 +251,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
         yield {
             "decisions": {k: pa.array(v) if isinstance(v, list) else v for k, v in picked.items()}
         }
-        with progress.task("sweeps", unit="sweeps") as job:
-
-            def report(sweep: int, residual: float, bound: float, rate: float) -> None:
-                job.update(sweep, note=f"every value within {bound:.1e}")
-
-            sol: Any = (
-                gpu.solve(game.r, tol=tol, progress=report, dtype=dtype)
-                if device == "cuda"
-                else _HostValues(exact.solve(game.r, tol=tol, progress=report))
-            )
+        sol = _solve(game, device, tol, dtype)
         found["solution"] = sol
         out.note = (
             f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps "
@@ -278,7 +265,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
                 yield {"states": {"state_id": np.arange(a, b, dtype=np.int64), "value": value}}
                 job.advance(b - a)
         # the next objective's solve needs the GPU's memory: drop these bounds now
-        found["start"] = sol.value(game.start_state())
+        found["start"] = sol.value_of(game.start_state())
         del sol
         found.pop("solution")
 
@@ -286,25 +273,12 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     return out
 
 
-class _HostValues:
-    """The CPU solver's solution with the GPU solution's ``values(a, b)`` and ``value(i)``."""
-
-    def __init__(self, sol: exact.ViSolution) -> None:
-        self.sol, self.sweeps, self.bound = sol, sol.sweeps, sol.bound
-
-    def values(self, a: int, b: int) -> np.ndarray:
-        return self.sol.value[a:b]
-
-    def value(self, state_id: int) -> float:
-        return float(self.sol.value[state_id])
-
-
 #: Columns of an edges row that a moves row has too (the others are constants).
 EDGE_COLUMNS = ("state_id", "tiles", "roll", "move", "next_state_id", "next_tiles")
 
 
 def _block(
-    game: Knucklebones, sol: exact.ViSolution, a: int, b: int, every_move: bool
+    game: Knucklebones, sol: Solution, a: int, b: int, every_move: bool
 ) -> dict[str, dict[str, Any]]:
     """The states and policy rows (and every legal move's, with ``every_move``) of ids a..b-1."""
     rules, value = game.r, sol.value

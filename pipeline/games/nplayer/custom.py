@@ -1,4 +1,5 @@
-"""Custom N-player rule sets from the command-line rule options (``--players 3 --tiles 8 ...``)."""
+"""Custom N-player rule sets: from the command-line rule options (``--players 3 --tiles 8 ...``,
+read through :mod:`pipeline.games.rule_options`) or recorded by a build."""
 
 from __future__ import annotations
 
@@ -6,42 +7,34 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, check_custom_name
+from pipeline.games.rule_options import options_of
 
-#: Rule options that only the N-player game reads.
-NPLAYER_OPTIONS = ("players", "payoff", "shut_multiplier")
+#: Rule options that only the N-player game reads (the others are the one-player dice rules).
+NPLAYER_OPTIONS = options_of("nplayer")
 #: One-player rule options the N-player game has no use for (its objective is the payoff).
 REFUSED = ("objective", "target")
 
 
-def rules_from_values(given: dict[str, Any], name: str | None) -> Variant:
-    """The custom N-player variant for the rule options given (``players`` among them).
+def variant_from_options(given: dict[str, Any], name: str | None = None) -> Variant:
+    """The custom N-player variant for the rule options given (one of :data:`NPLAYER_OPTIONS`
+    among them).
 
     The dice options are checked as the one-player game checks them (the same messages), then
     the players and payoff.
     """
     from pipeline.games.nplayer.rules import NPlayerRules
-    from pipeline.games.shutbox.rules import RuleSet
 
+    if "players" not in given:
+        raise UsageError("--payoff and --shut-multiplier go with --players N")
     for key in REFUSED:
         if key in given:
             raise UsageError(
                 f"--{key} is a one-player rule: with --players the payoff decides what a player "
                 "maximises (--payoff share or stake)"
             )
-    dice_rules = {k: v for k, v in given.items() if k not in NPLAYER_OPTIONS}
-    one = RuleSet(objective="score", **dice_rules)  # the one-player game's own checks
-    rules = NPlayerRules(
-        tiles=one.tiles,
-        dice=one.dice,
-        sides=one.sides,
-        one_die=one.one_die,
-        one_die_sum=one.one_die_sum,
-        one_die_shut=one.one_die_shut,
-        max_per_move=one.max_per_move,
-        scoring=one.scoring,
-        **{k: given[k] for k in NPLAYER_OPTIONS if k in given},
-    )
-    return custom_variant(rules, name)
+    dice = {k: v for k, v in given.items() if k not in NPLAYER_OPTIONS}
+    own = {k: given[k] for k in NPLAYER_OPTIONS if k in given}
+    return custom_variant(NPlayerRules.make(**own, **dice), name)
 
 
 def custom_variant(rules: Any, name: str | None = None) -> Variant:

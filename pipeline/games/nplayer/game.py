@@ -62,7 +62,7 @@ class NPlayer(Game):
 
     def __init__(self, rules: NPlayerRules | None = None) -> None:
         self.r = rules or NPlayerRules()
-        self.base = ShutTheBox(self.r.one_player(), rank_order=False)
+        self.base = ShutTheBox(self.r.box, rank_order=False)
         self.objective = "wins" if self.r.payoff == "share" else "stake"
         self.n = self.r.players
 
@@ -73,7 +73,7 @@ class NPlayer(Game):
     @property
     def n_masks(self) -> int:
         """Number of tile masks, 2**tiles."""
-        return 1 << self.r.tiles
+        return 1 << self.r.box.tiles
 
     @property
     def full(self) -> int:
@@ -132,7 +132,7 @@ class NPlayer(Game):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(mask, seat, best score, tie count) of each state id; best and count 0 for seat 1."""
         ids = np.asarray(state_id, dtype=np.int64)
-        block = ids >> self.r.tiles
+        block = ids >> self.r.box.tiles
         m = self.n - 1
         later = block > 0
         seat = np.where(later, block % m + 2, 1)
@@ -173,7 +173,7 @@ class NPlayer(Game):
         best score (a lookup reading tables) needs no graph build.
         """
         masks = np.arange(self.n_masks, dtype=np.int64)
-        cap = self.base.r.max_per_move or self.r.tiles
+        cap = self.base.r.max_per_move or self.r.box.tiles
         # makeable[m] bit k: some subset of m of at most `cap` tiles sums to k
         sizes = [[1] + [0] * cap for _ in range(self.n_masks)]
         for m in range(1, self.n_masks):
@@ -184,7 +184,7 @@ class NPlayer(Game):
         makeable = [_or(row[1:]) for row in sizes]
         stuck = np.zeros(self.n_masks, dtype=bool)
         for dice, ok in self.base.dice_available(masks).items():
-            for total, _, _ in roll_distribution(dice, self.r.sides):
+            for total, _, _ in roll_distribution(dice, self.r.box.sides):
                 blocked = np.array([not (b >> total) & 1 for b in makeable])
                 stuck |= ok & blocked
         scores = self.mask_scores[stuck & (masks != 0)]
@@ -202,7 +202,7 @@ class NPlayer(Game):
         src = b.node_state[b.mv_node]
         count = np.bitwise_count(src.astype(np.uint64))
         real = b.mv_label != PASS
-        for layer in range(self.r.tiles, 0, -1):  # moves only go to fewer open tiles
+        for layer in range(self.r.box.tiles, 0, -1):  # moves only go to fewer open tiles
             hit = real & (count == layer) & reach[src]
             reach[b.mv_dst[hit]] = True
         stuck = b.node_state[b.mv_node[~real]]
@@ -454,7 +454,7 @@ class NPlayer(Game):
     def shares_of(self, state_id: np.ndarray) -> np.ndarray:
         """Payoff vectors [state, entry] of the given state ids."""
         numbers, vectors = self.payoffs
-        block = np.asarray(state_id, dtype=np.int64) >> self.r.tiles
+        block = np.asarray(state_id, dtype=np.int64) >> self.r.box.tiles
         where = np.searchsorted(numbers, block)
         return vectors[where, np.asarray(state_id) & self.full]
 
@@ -565,7 +565,7 @@ class NPlayer(Game):
         return {
             "state_id": block * f + masks,
             "rank": np.bitwise_count(masks.astype(np.uint64)).astype(np.int64)
-            + (self.n - seat) * (self.r.tiles + 1),
+            + (self.n - seat) * (self.r.box.tiles + 1),
             "terminal": terminal,
             "ch_state": position * f + b.ch_state[keep_ch],
             "ch_choice": b.ch_choice[keep_ch],
@@ -649,7 +649,7 @@ class NPlayer(Game):
     def state_fields(self, state_id: int) -> dict[str, int | None]:
         """:meth:`position_fields` of one state in plain Python (best score and count None for
         player 1)."""
-        block = state_id >> self.r.tiles
+        block = state_id >> self.base.r.tiles
         if block == 0:
             return {"player": 1, "best_score": None, "best_count": None}
         m = self.n - 1
@@ -690,7 +690,7 @@ class NPlayer(Game):
         vec = self.shares_of(state_id)
         later = seat > 1
         # p1_score (Int16) is the course's column: two players with sum scoring
-        p1 = best if self.n == 2 and self.r.scoring == "sum" else np.zeros_like(best)
+        p1 = best if self.n == 2 and self.r.box.scoring == "sum" else np.zeros_like(best)
         shares: dict[str, pl.Series] = {
             "share_holder": pl.Series(np.where(later, vec[:, HOLDER], np.nan)).fill_nan(None),
             "share_beaten": pl.Series(
@@ -719,7 +719,7 @@ class NPlayer(Game):
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of open tiles ("1245") for player ``player`` facing the best score
         ``best_score`` held by ``best_count`` players (two players: ``p1_score``)."""
-        mask = parse_tiles(text, self.r.tiles)
+        mask = parse_tiles(text, self.r.box.tiles)
         seat, best, count = self.check_position(
             extra.get("player"),
             extra.get("best_score"),

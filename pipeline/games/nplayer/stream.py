@@ -120,7 +120,7 @@ class _Box:
         alive = game.alive(seat, best)
         me = FIRST_SEAT + seat - 1
         null = np.ones(f, dtype=bool)
-        two = game.n == 2 and game.r.scoring == "sum"
+        two = game.n == 2 and game.r.box.scoring == "sum"
         cols: dict[str, Any] = {
             "state_id": number * f + np.arange(f, dtype=np.int64),
             "tiles": self.text,
@@ -129,7 +129,7 @@ class _Box:
             "open_sum": self.open_sum,
             "score": self.score,
             "terminal": ~alive,
-            "rank": (self.n_open + (game.n - seat) * (game.r.tiles + 1)).astype(np.int32),
+            "rank": (self.n_open + (game.n - seat) * (game.r.box.tiles + 1)).astype(np.int32),
             "value": vectors[:, me].copy(),
             "dice": np.ma.array(record["state_choice"].astype(np.int16), mask=~alive),
             "choice_options": np.where(alive, record["state_choices"], 0).astype(np.int16),

@@ -6,19 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.games.nplayer import custom
-from pipeline.games.registry import RULE_READERS, Variant, register
+from pipeline.games.registry import OPTION_READERS, RULE_READERS, Variant, register
 
 
 def nplayer(name: str, description: str, separate: bool = True, **rules: Any) -> Variant:
-    """Register an N-player variant with the given NPlayerRules fields; stored in files of its
-    own and built without a graph (:mod:`pipeline.games.nplayer.stream`) unless ``separate``
-    is False."""
+    """Register an N-player variant with the given rule fields (:meth:`NPlayerRules.make`);
+    stored in files of its own and built without a graph (:mod:`pipeline.games.nplayer.stream`)
+    unless ``separate`` is False."""
 
     def make() -> Any:
         from pipeline.games.nplayer.game import NPlayer
         from pipeline.games.nplayer.rules import NPlayerRules
 
-        return NPlayer(NPlayerRules(**rules))
+        return NPlayer(NPlayerRules.make(**rules))
 
     # those stored on their own are built by name (as the big Knucklebones boards): `all` keeps
     # to the shared tables
@@ -64,5 +64,7 @@ nplayer(
     payoff="stake",
 )
 
-# Custom N-player rule sets built under any name are named again from their recorded rules.
+# Custom N-player rule sets built under any name are named again from their recorded rules;
+# the command line's rule options with --players are read here.
 RULE_READERS["shut-the-box-n-player"] = custom.variant_from_rules
+OPTION_READERS["nplayer"] = custom.variant_from_options

@@ -191,7 +191,7 @@ def reach_rows(s: SolvedView, evaluated: list[Evaluated]) -> pl.DataFrame:
 
 def _start_first(ids: np.ndarray, start: int) -> np.ndarray:
     """Positions of ``ids`` in the order the tables list rows: the start state first, then by
-    state id, equal ids in their order (as :func:`pipeline.stages.build.start_first` sorts)."""
+    state id, equal ids in their order (as :func:`pipeline.stages.frames.start_first` sorts)."""
     return np.lexsort((ids, ids != start))
 
 

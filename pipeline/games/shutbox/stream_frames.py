@@ -1,7 +1,7 @@
 """Streamed Shut the Box batches as rows of today's tables (polars), for the build's writer.
 
 :mod:`pipeline.games.shutbox.stream` yields numeric columns only (ids, masks, values). The
-tables ``stages.py`` writes today also describe each state and move in words: ``tiles``,
+tables ``pipeline.stages.frames`` writes also describe each state and move in words: ``tiles``,
 ``open_tiles``, ``best_move`` (a list of tiles) and ``next_tiles``. These helpers add them, one
 batch at a time, so a streamed build can hand ``tables.ChunkedRows`` frames with today's columns,
 in today's order. Describing costs more than solving (strings for every row): for the biggest
@@ -82,7 +82,7 @@ def policy_frame(game: ShutTheBox, cols: Mapping[str, np.ndarray]) -> pl.DataFra
             value=pl.Series(np.asarray(cols["value"])),
             n_optimal=pl.Series(np.asarray(cols["n_optimal"]), dtype=pl.Int16),
             n_moves=pl.Series(np.asarray(cols["n_moves"]), dtype=pl.Int16),
-            # one player: a roll with no legal move ends the game (see stages.move_kind)
+            # one player: a roll with no legal move ends the game (see frames.move_kind)
             kind=pl.Series(np.where(stuck, "end", "move"), dtype=pl.String),
         )
     )

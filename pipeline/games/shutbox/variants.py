@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.games.registry import NAME_READERS, RULE_READERS, Variant, register
+from pipeline.games.registry import NAME_READERS, OPTION_READERS, RULE_READERS, Variant, register
 from pipeline.games.shutbox import custom
 from pipeline.games.tiles import TileCodec
 
@@ -59,6 +59,8 @@ stb(
     scoring="digital",
 )
 
-# Custom rule sets are named after their rules; every command accepts those names.
+# Custom rule sets are named after their rules; every command accepts those names. The command
+# line's rule options are read here (but those of a family built on this one: rule_options.py).
 NAME_READERS.append(custom.variant_from_name)
 RULE_READERS["shut-the-box"] = custom.variant_from_rules
+OPTION_READERS["shutbox"] = custom.variant_from_options

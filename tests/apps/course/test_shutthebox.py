@@ -135,7 +135,7 @@ def test_generalised_rules_match_the_game_module() -> None:
     from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
     from pipeline.solve.rank_order import solve_rank_order
 
-    game = TwoPlayer(TwoPlayerRules(tiles=5, dice=3, sides=4, one_die_sum=4))
+    game = TwoPlayer(TwoPlayerRules.make(tiles=5, dice=3, sides=4, one_die_sum=4))
     g = game.graph()
     value = solve_rank_order(g).value[game.full]
     code, out, _ = call(

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,12 @@ from pipeline.apps.server.web import create_app
 
 
 @pytest.fixture(scope="module")
-def client(built: Path) -> TestClient:
-    """The application over the session's build of every variant."""
-    return TestClient(create_app(built))
+def client(built: Path) -> Iterator[TestClient]:
+    """The application over the session's build of every variant (its search worker, started
+    by the full game's positions, stopped at the end)."""
+    app = create_app(built)
+    yield TestClient(app)
+    app.state.searches.close()
 
 
 @pytest.fixture(scope="module")
@@ -304,6 +308,13 @@ BAD = [
     ("/%2e%2e/%2e%2e/etc/passwd.json", "not a page"),
     ("/classic/..%2f..%2fmanifest.json", "not a page"),
     ("/.json?x=1", "no parameters"),
+    # an empty parameter is a mistake, not "absent" (issue 30: roll= answered without a roll)
+    ("/classic/position.json?tiles=12345&roll=", "'roll' is empty"),
+    ("/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=", "'die' is empty"),
+    ("/knucklebones/position.json?board=_/_/_;_/_/_&die=1&depth=", "'depth' is empty"),
+    ("/two-player/position.json?tiles=123&player=", "'player' is empty"),
+    ("/classic/position.json?id=", "'id' is empty"),
+    ("/classic.json?x=", "'x' is empty"),
 ]
 
 
@@ -323,9 +334,46 @@ def test_bad_requests_are_one_line_400s(client: TestClient, url: str, words: str
     assert html.status_code == 400 and "Traceback" not in html.text
 
 
-def test_only_get(client: TestClient) -> None:
-    assert client.post("/.json").status_code == 405
-    assert client.delete("/classic/position.json?tiles=1").status_code == 405
+def test_an_internal_error_is_one_line_json_and_logged(
+    built: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(built)
+
+    def broken() -> dict:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(app.state.positions, "index", broken)
+    response = TestClient(app).get("/.json")
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": "internal error; the server log has the details",
+        "status": 500,
+    }
+    assert "KeyError" in caplog.text  # the details are in the server's log, not the answer
+
+
+def test_an_empty_tiles_parameter_is_the_shut_box(client: TestClient) -> None:
+    """``tiles=`` is a value (every tile shut), unlike any other empty parameter."""
+    found = get(client, "/classic/position.json?tiles=")
+    assert found["state"]["tiles"] == "" and found["state"]["value"] == 1.0
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
+@pytest.mark.parametrize("url", ["/.json", "/classic/position.json?tiles=1", "/classic.json"])
+def test_only_get_and_the_405_is_json_on_a_json_path(
+    client: TestClient, method: str, url: str
+) -> None:
+    response = client.request(method, url)
+    assert response.status_code == 405
+    assert set(response.headers["allow"].replace(" ", "").split(",")) == {"GET", "HEAD"}
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json() == {
+        "error": f"method {method} is not allowed: this server only reads (GET)",
+        "status": 405,
+    }
+    page = client.request(method, url.replace(".json", "", 1))  # the page twin: the page
+    assert page.status_code == 405 and page.text.startswith("<!DOCTYPE html>")
+    assert "this server only reads" in page.text and "Traceback" not in page.text
 
 
 def test_damaged_and_missing_tables(built: Path, tmp_path: Path) -> None:
@@ -361,11 +409,23 @@ def test_nothing_is_written(built: Path) -> None:
 
 
 def test_cors_and_host_checks(built: Path) -> None:
+    from pipeline.apps.server.web import loopback_hosts
+
     open_ = TestClient(create_app(built, cors=True))
     assert open_.get("/.json").headers["Access-Control-Allow-Origin"] == "*"
-    guarded = TestClient(create_app(built, allowed_hosts=["127.0.0.1", "localhost"]))
-    assert guarded.get("/.json", headers={"Host": "evil.example"}).status_code == 400
-    assert guarded.get("/.json", headers={"Host": "127.0.0.1:8025"}).status_code == 200
+    assert loopback_hosts("0.0.0.0") is None  # off loopback: any Host
+    guarded = TestClient(create_app(built, allowed_hosts=loopback_hosts("127.0.0.1")))
+    for host in ("127.0.0.1:8025", "localhost", "LOCALHOST:80", "[::1]:8025", "127.0.0.1"):
+        assert guarded.get("/.json", headers={"Host": host}).status_code == 200, host
+    for host in ("evil.example", "127.0.0.1.evil.example", "localhost:x", "[::1]x", ""):
+        bad = guarded.get("/classic/position.json?tiles=1", headers={"Host": host})
+        assert bad.status_code == 400, host
+        # JSON like every other error of a .json path (it was starlette's plain text)
+        assert bad.headers["content-type"].startswith("application/json")
+        assert bad.json()["status"] == 400 and "is not this machine" in bad.json()["error"]
+        page = guarded.get("/classic/position?tiles=1", headers={"Host": host})
+        assert page.status_code == 400 and page.text.startswith("<!DOCTYPE html>")
+        assert "is not this machine" in page.text
 
 
 def test_page_embeds_its_answer(client: TestClient) -> None:

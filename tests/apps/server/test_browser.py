@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import threading
@@ -48,7 +49,7 @@ def serving(data: Path) -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = uvicorn.Config(
-        create_app(data), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        create_app(data), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
     )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
@@ -307,8 +308,93 @@ def test_knucklebones_full_game_estimate(browser: Any, server: str) -> None:
     assert {c for c, *_ in shown} == {c.column for c in solved.columns}
 
 
-def test_first_paint_and_screenshots(browser: Any, server: str, tmp_path: Path) -> None:
-    """The page paints at once (its answer is embedded), and looks right: two screenshots."""
+#: Pages of every family and view, each with the unit its values are read in: a probability as
+#: a percentage, a score or stake in points.
+PHONE_PAGES = [
+    ("/", None),
+    ("/classic/position?tiles=12345&roll=7", "%"),
+    ("/classic-score/position?tiles=9&roll=4", "pts"),  # a stuck roll: the game ends
+    ("/two-player/position?tiles=13456789&player=2&best_score=17&roll=12", "%"),
+    ("/double-shutter/position?state=000000012&roll=8", "pts"),
+    ("/twelve-tiles/position?tiles=1,2,3,4,5,6,7,8,9,10,11,12&roll=7", "%"),
+    ("/knucklebones-2x2/position?board=4_/1_;_/3_&die=3", "%"),
+    ("/knucklebones-2x2-score/position?board=4_/1_;_/3_&die=3", "pts"),
+    ("/knucklebones/position?board=44_/1__/___;___/3__/___&die=4&depth=2", "%"),
+]
+#: The shown form of a value: an optional bound ("< 0.0001 %"), a number, the unit.
+SHOWN = re.compile(r"^(?P<bound>[<>] )?(?P<number>-?\d+(\.\d+)?)(?P<pct> %)?$")
+
+
+def assert_fits_a_phone(browser: Any, url: str) -> None:
+    """No horizontal scrolling: the page is no wider than the screen, and no element reaches
+    past its right edge."""
+    width, view = browser.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert view == 390 and width <= view, (url, width)
+    past = browser.execute_script(
+        "const w = document.documentElement.clientWidth; return [...document.querySelectorAll("
+        "'body *')].filter((e) => { const r = e.getBoundingClientRect(); "
+        "return r.width > 0 && r.right > w + 0.5; }).map((e) => e.tagName + '#' + e.id);"
+    )
+    assert past == [], (url, past)
+
+
+def assert_values_read_well(browser: Any, url: str, unit: str) -> None:
+    """Every value a person reads is a percentage (or points) with a few digits, within the
+    rounding of its digits of the exact figure, which is the element's title (on hover) and,
+    for a move's value, its row's data-value."""
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll('#value, #moves td.num[title], "
+        "#rolls td.num[title], #shares td.num[title]')].map((e) => [e.textContent.trim(), "
+        "e.title, e.parentElement.dataset.value ?? null, "
+        "e.parentElement.querySelector('td.num') === e]);"
+    )
+    assert len(cells) >= 3, url
+    for text, title, row_value, first in cells:
+        exact = float(title)
+        m = SHOWN.match(text)
+        assert m is not None, (url, text)
+        assert (m["pct"] is not None) == (unit == "%" and text != "0"), (url, text)  # 0 lost
+        shown = float(m["number"])
+        value = 100 * exact if unit == "%" else exact
+        if m["bound"]:  # too close to 0 (or to 100 %) for the digits shown
+            assert (value < shown) if m["bound"] == "< " else (value > shown), (url, text, title)
+            assert abs(value - shown) < 0.01 or abs(value) < 0.0001, (url, text, title)
+            continue
+        digits = len(m["number"].split(".")[1]) if "." in m["number"] else 0
+        assert abs(shown - value) <= 0.5 * 10**-digits + 1e-9, (url, text, title)
+        assert len(m["number"].lstrip("-").replace(".", "").lstrip("0")) <= 5, (url, text)
+        if row_value is not None and first:  # a move's own value: the row's exact figure
+            assert float(row_value) == exact, (url, text, title)
+
+
+def test_the_page_fits_a_phone_and_reads_in_percent(
+    browser: Any, server: str, four_player: tuple
+) -> None:
+    """At 390 px wide (a phone), every family's page fits the screen, and its values read as
+    percentages (or points) with the exact figure on hover (issue 30, item 6)."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True},
+    )
+    pages = [(server + url, unit) for url, unit in PHONE_PAGES]
+    pages.append((four_player[0] + "/four-player/position?tiles=134&player=3&best_score=11"
+                  "&best_count=1&roll=7", "%"))  # fmt: skip
+    try:
+        for url, unit in pages:
+            open_page(browser, url)
+            assert error_text(browser) == "", url
+            assert_fits_a_phone(browser, url)
+            if unit is not None:
+                assert_values_read_well(browser, url, unit)
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_screenshots(browser: Any, server: str, tmp_path: Path) -> None:
+    """The page looks right: two screenshots. How soon it paints (its answer is embedded) is
+    measured by benchmarks/bench_first_paint.py, not timed here."""
     shots = {
         "serve-box.png": "/classic/position?tiles=12345&roll=7",
         "serve-knucklebones.png": "/knucklebones-2x2/position?board=4_/1_;_/3_&die=3",
@@ -316,11 +402,6 @@ def test_first_paint_and_screenshots(browser: Any, server: str, tmp_path: Path) 
     target = os.environ.get("STB_SERVE_SHOTS")
     for name, url in shots.items():
         open_page(browser, server + url)
-        paint = browser.execute_script(
-            "const p = performance.getEntriesByName('first-contentful-paint')[0];"
-            "return p ? p.startTime : performance.now();"
-        )
-        assert paint < 5000  # a generous bound for a busy machine; the benchmark measures it
         shot = tmp_path / name
         assert browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 20_000  # a drawn page, not a blank one

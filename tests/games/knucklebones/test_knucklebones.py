@@ -65,10 +65,7 @@ def test_the_game_ends_when_a_board_fills_and_scores_after_removals() -> None:
     mine = board("11_/222/333", g)
     theirs = board("66_/4_/5", g)
     pairs = g.pairs_of_boards(mine, theirs)
-    j = 0
-    after = pairs.copy()
-    after[j] = g.t.place[pairs[j], 6 - 1]
-    seen_by_opponent = g.t.swap[after][None, :]
+    seen_by_opponent = g.play(pairs, 0, 6)[None, :]
     assert g.terminal_mask(seen_by_opponent)[0]
     opp_total, mover_total = g.scores(seen_by_opponent)
     assert mover_total[0] == 4 + 6 + 2 * 9 + 3 * 9  # 1-1-6, 2-2-2, 3-3-3
@@ -76,6 +73,51 @@ def test_the_game_ends_when_a_board_fills_and_scores_after_removals() -> None:
     # The opponent (now to move) has lost: value 0 for them, so 1 for the mover.
     assert g.final_values(seen_by_opponent)[0] == 0.0
     assert not g.terminal_mask(pairs[None, :])[0]
+
+
+def test_a_move_places_removes_and_turns_the_board() -> None:
+    """The one move (issue 30): the die joins the mover's column, the opponent's equal dice in
+    the facing column go, and the position is then seen by the opponent, columns in order."""
+    g = game(3, 3)
+    pairs = g.pairs_of_boards(board("44_/1__/___", g), board("2__/44_/___", g))
+    after = g.play(pairs, 1, 4)
+    assert g.board_text(after) == "2/_/_;44/14/_"  # the opponent's board first: they move next
+    assert [c for c, _ in g.successors(pairs, 4)] == [0, 1, 2]
+    full = g.pairs_of_boards(board("444/1__/___", g), board("_/_/_", g))
+    assert g.legal_columns(full).tolist() == [1, 2]
+    assert [c for c, _ in g.successors(full, 2)] == [1, 2]
+    with pytest.raises(ValueError, match="column 1 is full"):
+        g.play(full, 0, 2)
+    assert g.state_of(after) == int(g.canonical(after[None, :])[0])
+    assert not g.finished(after)
+
+
+def test_the_move_is_the_compiled_rules_move_on_every_state() -> None:
+    """Knucklebones.play (boards in play, column order kept) and the compiled rules of the
+    solvers and the search (rules.move_pair, rules.turned_after: sorted positions) make the same
+    successor of every state, die and column of a small board; the move of many positions at
+    once is the move of each."""
+    from pipeline.games.knucklebones import exact
+
+    g = game(2, 2, faces=3)
+    pos = g.positions
+    live = np.flatnonzero(~g.terminal_mask(pos))
+    succ = exact.successor_ids(g.r, live.astype(np.int64))
+    c, f = g.r.columns, g.r.faces
+    checked = 0
+    for row, i in enumerate(live.tolist()):
+        pairs = pos[i].astype(np.int64)
+        for die in range(1, f + 1):
+            for col, after in g.successors(pairs, die):
+                first = int(np.flatnonzero(pairs == pairs[col])[0])  # equal pairs: one move
+                assert g.state_of(after) == succ[row, (die - 1) * c + first]
+                checked += 1
+    assert checked > 1000
+    for die in range(1, f + 1):
+        open_first = live[g.t.mover_size[pos[live, 0]] < g.r.rows]
+        many = g.play(pos[open_first], 0, die)
+        one = np.array([g.play(pos[i], 0, die) for i in open_first])
+        assert (many == one).all() and many.dtype == pos.dtype
 
 
 def test_parse_board_accepts_slots_and_rejects_bad_boards() -> None:

@@ -84,7 +84,7 @@ def test_cli_build_streams_states_and_policy_and_verifies(
     assert "moves and edges skipped" in result.stdout
     own = tmp_path / "variants" / separate_2x2
     assert sorted(p.name for p in own.iterdir()) == ["policy.parquet", "states.parquet"]
-    assert "0.571747648" in result.stdout  # README: knucklebones-2x2 starts at 0.5717476480
+    assert "0.571747648" in result.stdout  # docs/variants.md: 2x2 starts at 0.5717476480
     rules = tables.table_rules(tmp_path / "variants" / separate_2x2, "states")
     assert rules == {separate_2x2: KnuckleRules(2, 2).to_dict()}
     assert cli(["verify", "-d", tmp_path]).code == 0

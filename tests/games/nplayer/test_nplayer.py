@@ -18,15 +18,22 @@ from tests.support.two_player_reference import reference_solver as two_player_re
 
 SMALL = [
     # (rules, reference options)
-    (NPlayerRules(players=3, tiles=4, sides=3, one_die_sum=3), {"one_die_sum": 3, "sides": 3}),
-    (NPlayerRules(players=3, tiles=5, sides=2, one_die_sum=0), {"sides": 2}),
-    (NPlayerRules(players=4, tiles=4, dice=1, sides=4, one_die_sum=0), {"dice": 1, "sides": 4}),
+    (NPlayerRules.make(players=3, tiles=4, sides=3, one_die_sum=3), {"one_die_sum": 3, "sides": 3}),
+    (NPlayerRules.make(players=3, tiles=5, sides=2, one_die_sum=0), {"sides": 2}),
     (
-        NPlayerRules(players=2, tiles=4, sides=3, one_die_sum=3, scoring="digital", payoff="stake"),
+        NPlayerRules.make(players=4, tiles=4, dice=1, sides=4, one_die_sum=0),
+        {"dice": 1, "sides": 4},
+    ),
+    (
+        NPlayerRules.make(
+            players=2, tiles=4, sides=3, one_die_sum=3, scoring="digital", payoff="stake"
+        ),
         {"sides": 3, "one_die_sum": 3, "digital": True, "payoff": "stake"},
     ),
     (
-        NPlayerRules(players=3, tiles=4, sides=3, one_die_sum=2, payoff="stake", shut_multiplier=3),
+        NPlayerRules.make(
+            players=3, tiles=4, sides=3, one_die_sum=2, payoff="stake", shut_multiplier=3
+        ),
         {"sides": 3, "one_die_sum": 2, "payoff": "stake", "multiplier": 3},
     ),
 ]
@@ -46,7 +53,7 @@ def test_every_share_equals_the_exact_reference(rules: NPlayerRules, options: di
     game = NPlayer(rules)
     g = game.graph()
     sol = solve_rank_order(g)
-    play = reference_solver(rules.players, rules.tiles, **options)
+    play = reference_solver(rules.players, rules.box.tiles, **options)
     mask, seat, best, count = game.position(g.state_id)
     vectors = game.shares_of(g.state_id)
     checked = 0
@@ -70,7 +77,7 @@ def test_every_share_equals_the_exact_reference(rules: NPlayerRules, options: di
 def test_two_players_are_the_course_game_state_for_state() -> None:
     """N = 2 under the course's rules: the ids of the old two-player tables (P1: the mask; P2:
     P1's score * 2**9 + mask) and values within 1e-15 of the course game's own solver."""
-    game = NPlayer(NPlayerRules())
+    game = NPlayer(NPlayerRules.make())
     g = game.graph()
     sol = solve_rank_order(g)
     p1, p2 = two_player_reference()
@@ -127,7 +134,7 @@ def test_stake_game_against_cananians_figures() -> None:
 def test_outcomes_and_payoffs_add_up(players: int) -> None:
     """Every game ends in exactly one way; the seats' shares of the win sum to 1, and playing
     for P(shut) never beats playing for the share."""
-    game = NPlayer(NPlayerRules(players=players, tiles=6, sides=3, one_die_sum=4))
+    game = NPlayer(NPlayerRules.make(players=players, tiles=6, sides=3, one_die_sum=4))
     found = game.outcomes()
     assert sum(found["shut"]) + sum(found["points"]) + found["tie"][0] == pytest.approx(
         1, abs=1e-12
@@ -144,16 +151,16 @@ def test_named_variants() -> None:
     rolling two dice, cananian's stake game."""
     assert get_variant("two-player").make().rules()["players"] == 2
     three = get_variant("three-player").make()
-    assert three.r.players == 3 and three.r.one_die_sum == 6 and three.r.one_die_mode == "forced"
+    assert three.r.players == 3 and three.r.box.one_die_sum == 6 and three.r.box.one_die == "forced"
     assert get_variant("four-player").make().r.players == 4
     two_dice = get_variant("three-player-two-dice").make()
-    assert two_dice.r.one_die_mode == "never" and two_dice.r.players == 3
+    assert two_dice.r.box.one_die == "never" and two_dice.r.players == 3
     stake = get_variant("two-player-stake").make()
-    assert (stake.r.payoff, stake.r.scoring, stake.r.shut_multiplier) == ("stake", "digital", 2)
+    assert (stake.r.payoff, stake.r.box.scoring, stake.r.shut_multiplier) == ("stake", "digital", 2)
 
 
 def test_state_ids_round_trip() -> None:
-    game = NPlayer(NPlayerRules(players=4, tiles=5, sides=3, one_die_sum=3))
+    game = NPlayer(NPlayerRules.make(players=4, tiles=5, sides=3, one_die_sum=3))
     ids = np.array(
         [
             game.block_of(k, b, c) * 32 + m
@@ -207,4 +214,43 @@ def test_impossible_positions_are_refused(extra: dict, message: str) -> None:
 )
 def test_bad_rules(rules: dict, message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        NPlayerRules(**rules)
+        NPlayerRules.make(**rules)
+
+
+def test_the_rules_hold_the_one_player_rule_set() -> None:
+    """The N-player rules are the one-player dice rules (a RuleSet, playing for the score) plus
+    the players and payoff: the dice rules are checked by the RuleSet, with its messages; a
+    one-die rule with nothing left in force is stored as ``never``, however it was given."""
+    from pipeline.games.shutbox.rules import RuleSet
+
+    course = NPlayerRules.make()
+    assert course.box == RuleSet(one_die="forced", one_die_sum=6, objective="score")
+    assert (course.players, course.payoff, course.shut_multiplier) == (2, "share", 2)
+    for said in ({"one_die_sum": 0}, {"one_die_sum": None}, {"one_die": "never"}, {"dice": 1}):
+        box = NPlayerRules.make(**said).box
+        assert (box.one_die, box.one_die_sum, box.one_die_shut) == ("never", None, ())
+    assert NPlayerRules.make(one_die_sum=0) == NPlayerRules.make(one_die="never")
+    with pytest.raises(UsageError, match="dice must be between 1 and 8, not 9"):
+        NPlayerRules.make(dice=9)  # the RuleSet's own check and words
+    with pytest.raises(UsageError, match="one-die rule must be one of"):
+        NPlayerRules.make(dice=1, one_die="sometimes")  # checked before "one die: never"
+    with pytest.raises(UsageError, match="play for the score"):
+        NPlayerRules(RuleSet(tiles=5), players=3)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["two-player", "three-player", "four-player", "three-player-two-dice", "two-player-stake"],
+)
+def test_recorded_rules_read_back_to_the_same_rules(name: str) -> None:
+    """What a build records (to_dict, in the manifest and the files' metadata) names the
+    variant's rules again, and keeps the flat fields the tables have always recorded."""
+    rules = get_variant(name).make().r
+    recorded = rules.to_dict()
+    assert NPlayerRules.from_dict(recorded) == rules
+    assert list(recorded) == [
+        "game", "players", "tiles", "dice", "sides", "one_die", "one_die_sum", "one_die_shut",
+        "max_per_move", "scoring", "payoff", "shut_multiplier",
+    ]  # fmt: skip
+    if name != "three-player-two-dice":  # the course's dice rules, as recorded before
+        assert (recorded["one_die"], recorded["one_die_sum"]) == ("forced", 6)

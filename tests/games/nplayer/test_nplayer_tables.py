@@ -45,7 +45,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_graph_free_build_equals_the_graph_solve(small: Path) -> None:
     """Every state's value and every player's share equal the graph build's within 1e-12;
     the policy's moves are the graph solve's."""
-    game = NPlayer(NPlayerRules(players=3, tiles=5, sides=4, one_die_sum=4))
+    game = NPlayer(NPlayerRules.make(players=3, tiles=5, sides=4, one_die_sum=4))
     g = game.graph()
     sol = solve_rank_order(g)
     states = tables.read_table(small, "states", NAME).sort("state_id")

@@ -121,10 +121,10 @@ def test_values_match_an_independent_solver_on_the_seed_rules(solved) -> None:
 @pytest.mark.parametrize(
     "rules",
     [
-        TwoPlayerRules(tiles=4, sides=3, one_die_sum=3),
-        TwoPlayerRules(tiles=5, dice=2, sides=2, one_die_sum=0),
-        TwoPlayerRules(tiles=3, dice=1, sides=4, one_die_sum=2),
-        TwoPlayerRules(tiles=6, dice=3, sides=2, one_die_sum=4),
+        TwoPlayerRules.make(tiles=4, sides=3, one_die_sum=3),
+        TwoPlayerRules.make(tiles=5, dice=2, sides=2, one_die_sum=0),
+        TwoPlayerRules.make(tiles=3, dice=1, sides=4, one_die_sum=2),
+        TwoPlayerRules.make(tiles=6, dice=3, sides=2, one_die_sum=4),
     ],
 )
 def test_small_games_exact_against_independent_solver(rules: TwoPlayerRules) -> None:
@@ -134,7 +134,8 @@ def test_small_games_exact_against_independent_solver(rules: TwoPlayerRules) -> 
     g.validate()
     exact = solve_exact(g)
     floats = solve_rank_order(g).value
-    p1, p2 = reference_solver(rules.tiles, rules.dice, rules.sides, rules.one_die_sum, exact=True)
+    box = rules.box
+    p1, p2 = reference_solver(box.tiles, box.dice, box.sides, box.one_die_sum or 0, exact=True)
     mask, score = game.split_ids(g.state_id)
     for i, (m, s) in enumerate(zip(mask.tolist(), score.tolist(), strict=True)):
         ref = p1(m) if s == 0 else p2(m, s)
@@ -146,7 +147,7 @@ def test_small_games_exact_against_independent_solver(rules: TwoPlayerRules) -> 
 
 def test_possible_scores_may_exceed_those_from_the_full_box() -> None:
     """With 4 tiles and 2d6 only a stuck P1 position never reached from the full box scores 9."""
-    game = TwoPlayer(TwoPlayerRules(tiles=4))
+    game = TwoPlayer(TwoPlayerRules.make(tiles=4))
     assert 9 in game.possible_scores.tolist()
     assert 9 not in game.scores_from_start().tolist()
     assert game.parse_state("234", p1_score=9) == 9 * 16 + 0b1110
@@ -201,7 +202,7 @@ def test_parse_state_rejects(tiles: str, p1_score: int | None, message: str) -> 
 )
 def test_rules_reject_out_of_range(kwargs: dict, message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        TwoPlayerRules(**kwargs)
+        TwoPlayerRules.make(**kwargs)
 
 
 def test_ranges_text() -> None:
@@ -220,7 +221,9 @@ def test_random_small_rules_against_independent_solver(
     tiles: int, dice: int, sides: int, one_die_sum: int
 ) -> None:
     """Any small rule set: the graph is valid and the float solver matches the reference."""
-    game = TwoPlayer(TwoPlayerRules(tiles, dice, sides, one_die_sum))
+    game = TwoPlayer(
+        TwoPlayerRules.make(tiles=tiles, dice=dice, sides=sides, one_die_sum=one_die_sum)
+    )
     g = game.graph()
     g.validate()
     values = solve_rank_order(g).value

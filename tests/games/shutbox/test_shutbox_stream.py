@@ -217,7 +217,8 @@ def test_frames_equal_todays_states_and_policy_rows(name: str) -> None:
     from polars.testing import assert_frame_equal
 
     from pipeline.games.shutbox.stream_frames import policy_frame, states_frame
-    from pipeline.stages.build import Solved, policy_rows, state_rows
+    from pipeline.games.solved import Solved
+    from pipeline.stages.frames import policy_rows, state_rows
 
     variant = REGISTRY[name]
     game = variant.make()

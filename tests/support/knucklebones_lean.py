@@ -1,0 +1,39 @@
+"""The full Knucklebones game's table layout on a small board, without a GPU.
+
+`build --variant knucklebones --device cuda` writes the full game's ``states`` table lean (the id
+and the value) and its ``decisions`` table; the lookups, `verify` and the full-game queries read
+them. :func:`write_lean` writes the same files for any board from the CPU solver, so that those
+readers run in the tests on a board small enough to solve in a second.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.games.knucklebones.game import KnuckleRules
+
+
+def write_lean(data: Path, name: str, rules: KnuckleRules) -> None:
+    """The lean states table of ``rules`` (the full game's layout), from the CPU solver, and
+    its decisions table, as ``build --device cuda`` commits them: variants/<name>/*.parquet."""
+    from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
+    from pipeline.games.registry import Variant
+    from pipeline.stages import streamed as streamed_build
+    from pipeline.store import catalog, layout
+
+    game = StreamedKnucklebones(rules)
+    variant = Variant(name, "test", lambda: game, False, family="knucklebones", separate=True)
+    staged, _ = streamed_build.write_streamed(
+        variant, game, lean_stream(game, rows=1 << 14, device="cpu"), data
+    )
+    for key, table in staged.items():
+        Path(table.path).rename(layout.table_path(data, key))
+    catalog.refresh(data)  # a commit rewrites the catalog: its views now read these files too
+
+
+def write_lean_pair(data: Path, name: str, rules: KnuckleRules) -> None:
+    """Both objectives of ``rules``'s board, lean: ``name`` (wins) and ``name-score``."""
+    for objective in ("wins", "score"):
+        suffix = "-score" if objective == "score" else ""
+        board = KnuckleRules(rules.columns, rules.rows, rules.faces, objective)
+        write_lean(data, f"{name}{suffix}", board)
