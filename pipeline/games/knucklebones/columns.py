@@ -80,7 +80,7 @@ class BoardRules:
 
     def state_id(self, position: Position) -> int:
         """The canonical state id (the tables' ``state_id``)."""
-        return int(self.game.canonical(position.pairs[None, :])[0])
+        return self.game.state_of(position.pairs)
 
     def scores(self, position: Position) -> tuple[int, int]:
         """The mover's and the opponent's totals."""
@@ -89,7 +89,7 @@ class BoardRules:
 
     def over(self, position: Position) -> bool:
         """Whether a board is full (the game is over)."""
-        return bool(self.game.terminal_mask(position.pairs[None, :])[0])
+        return self.game.finished(position.pairs)
 
     def final_value(self, position: Position) -> float:
         """The mover's value of a finished game (a draw is 1/2 of a win)."""
@@ -102,18 +102,8 @@ class BoardRules:
 
     def successors(self, position: Position, die: int) -> list[tuple[int, Position]]:
         """Every legal column for ``die`` (1-based, the user's order) with the position the
-        opponent then faces: the die placed, the equal dice facing it knocked out, the board
-        turned to the other player."""
-        t = self.game.t
-        out = []
-        for c in range(self.columns):
-            placed = t.place[position.pairs[c], die - 1]
-            if placed < 0:
-                continue
-            after = position.pairs.copy()
-            after[c] = placed
-            out.append((c + 1, Position(t.swap[after])))
-        return out
+        opponent then faces (the game's one move: :meth:`Knucklebones.successors`)."""
+        return [(c + 1, Position(after)) for c, after in self.game.successors(position.pairs, die)]
 
     def searcher(self) -> Searcher:
         """The search over this board (its transposition table kept across answers)."""
