@@ -29,9 +29,10 @@ CONTRACTS_DIR: Traversable = sql.QUERIES_DIR.joinpath("contracts")
 #: rows) the SQL contracts read, evenly spaced by state id: every row would be hours of work and
 #: a grouping over billions of keys. The sampled Bellman check of those tables runs beside them.
 LEAN_GROUPS = 16
-#: Tables a contract may need that a build can leave out (games too large for them); a contract
-#: reading one that is neither built nor recorded in manifest.json is "skipped", not failed.
-OPTIONAL_TABLES = ("edges", "policy", "moves")
+#: Tables a contract may need that a build can leave out (games too large for them, or the
+#: strategies stage's, which `build` runs for some boxes only); a contract reading one that is
+#: neither built nor recorded in manifest.json is "skipped", not failed.
+OPTIONAL_TABLES = ("edges", "policy", "moves", "strategy_search", "strategy_exceptions")
 #: The columns every game's tables share, which the contracts read.
 REQUIRED_COLUMNS = {
     "states": ("variant", "state_id", "value", "maximise", "terminal", "objective"),

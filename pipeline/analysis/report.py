@@ -325,6 +325,59 @@ def _interval(ax: Axes, i: int, r: dict[str, Any], labelled: bool) -> None:
     )
 
 
+def rule_card(t: Tables) -> Section:
+    """The rules a person can remember (strategy_card) and the value with n exceptions learnt
+    on top of the best one (strategy_exceptions), for classic where searched."""
+    search = t.need("strategy_search", why=" (stb-pipeline build, or stb-pipeline strategies)")
+    found = search["variant"].unique().sort().to_list()
+    variant = "classic" if "classic" in found else found[0]
+    card = sql.run_query("strategy_card", t.data_dir, variant=variant)
+    curve = sql.run_query("strategy_exceptions", t.data_dir, variant=variant)
+    objective = str(search.filter(pl.col("variant") == variant)["objective"][0])
+    percent = objective != "score"
+    scale = 100.0 if percent else 1.0
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    label = f"best rule ({curve['spec'][0]}) + n exceptions"
+    ax.plot(curve["n"], curve["value"] * scale, marker="o", markersize=3, label=label)
+    lines = [("optimal play", "#d95f02", "--"), ("best rule of at most 1 key", "#7570b3", "--")]
+    named = card.filter(pl.col("line").str.starts_with("named") & (pl.col("spec") != "optimal"))
+    if named.height:
+        lines.append((str(named["line"][0]), "#999999", ":"))
+    for line, colour, style in lines:
+        value = float(card.filter(pl.col("line") == line)["value"][0])
+        text = f"{line}: {_card_value(value, percent)}"
+        ax.axhline(value * scale, color=colour, linestyle=style, linewidth=1, label=text)
+    ax.set_xlabel("exceptions learnt (each the one that pays most, recomputed exactly)")
+    ax.set_ylabel("P(shut the box), %" if percent else f"expected final score ({objective})")
+    ax.set_title(f"{variant}: a simple rule, and the exceptions worth learning")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    unit = "P(shut), %" if percent else "value"
+    shown = card.select(
+        "line",
+        "rule",
+        "exceptions",
+        (pl.col("value") * scale).round(4).alias(unit),
+        (pl.col("gap") * scale).round(4).alias("lost, points" if percent else "lost"),
+    )
+    gain = (pl.col("gain") * scale).round(5).alias("gain, points" if percent else "gain")
+    top = curve.filter(pl.col("n").is_between(1, 10)).select("n", "exception", gain)
+    text = (
+        "Every rule of up to three move keys (and, where the rules offer one die, a one-die "
+        "threshold) is priced exactly; the card shows the best of each size beside optimal play "
+        "and the named strategies, and the curve what learning exceptions to the best rule "
+        "brings. `stb-pipeline query strategy_card` and `stb-pipeline query strategy_exceptions` "
+        "give the same numbers; the first ten exceptions are listed below the card."
+    )
+    tables_html = _html_table(shown) + _html_table(top)
+    return Section("rule_card", "Rules a person can remember", text, fig, tables_html)
+
+
+def _card_value(value: float, percent: bool) -> str:
+    """A card's value as the chart's legend writes it."""
+    return f"{value:.3%}" if percent else f"{value:.3f}"
+
+
 def double_shutter_pn(t: Tables) -> Section:
     """Double Shutter p(n) = P(final score > n) playing to maximise P(score <= n), as in the
     Double Shutter article."""
@@ -486,6 +539,7 @@ SECTIONS: list[tuple[str, Callable[[Tables], Section]]] = [
     ("Best first move for each roll", opening_rolls),
     ("P(shut) for every classic position", pshut_grid),
     ("Strategy comparison", strategy_comparison),
+    ("Rules a person can remember", rule_card),
     ("Double Shutter p(n)", double_shutter_pn),
     ("Two players: player 2's chance", two_player_curve),
     ("Players in turn: payoff by seat", seat_payoffs),

@@ -164,9 +164,10 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "p_above (p(n) = P(final score > n) under the strategy maximising P(score <= n), "
             "n = `parameter`). N-player games, for player `parameter` under optimal play: "
             "expected_payoff, p_shut (shuts the box), p_points (wins alone on points), "
-            "payoff_shut_chaser (the payoff when that player maximises P(shut) instead, the "
-            "others playing for theirs), loss_shut_chaser (what that costs); p_tie (the lowest "
-            "score is shared; no parameter)",
+            "payoff_shut_chaser (the payoff when that player maximises P(shut) instead, rolling "
+            "on until stuck even once below the best score, the others playing for theirs "
+            "knowing it), loss_shut_chaser (what that costs); p_tie (the lowest score is "
+            "shared; no parameter)",
             "objective": "what the strategy behind the figure optimises: score (minimise the "
             "expected score), shut (maximise P(score = 0)), target (maximise P(score <= "
             "parameter)); N-player games: wins or stake, the variant's objective",
@@ -226,6 +227,73 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "kind": "what the row is, never null: `move` (the strategy's one move), `mixed` "
             "(random: several moves, each with a probability), `end` (no legal move: the game "
             "ends) or `pass` (no legal move: the other player's turn)",
+        },
+    ),
+    "strategy_search": (
+        "one line of the rule search of a one-player box for one objective: optimal play, a "
+        "named strategy, or one of the best rules of the family (up to three move keys, each "
+        "larger or smaller first, and a one-die threshold where the rules offer one die; written "
+        "by the strategies stage: `build` for boxes of at most 9 tiles without a choice of dice, "
+        "`stb-pipeline strategies` for any box with a graph)",
+        {
+            "variant": "variant name",
+            "objective": "what `value` measures: the variant's own objective, or the other of "
+            "shut (P(shut)) and score (the expected final score)",
+            "kind": "`optimal` (the solver's play for this objective), `named` (one of the eight "
+            "named strategies; they roll the dice the variant's own solver rolls) or `rule` (a "
+            "rule of the family)",
+            "size": "how many keys the rule uses (a rule is listed with the fewest keys that play "
+            "the same moves; a named strategy: its ranking keys); null for optimal and random",
+            "rank": "a rule's place among the distinct rules of its size, best first (1 = the "
+            "best rule of that many keys); null otherwise",
+            "rule": "the rule in words (ties left by its keys go to the move holding the "
+            "highest tile where the moves differ)",
+            "spec": "the rule as `play --rule` takes it: keys max-KEY or min-KEY joined by "
+            "commas (keys: high, count, low, top, score, totals, chance, small, smalls; see "
+            "docs/commands.md), then one-die-leT (roll one die once the open tiles sum to T or "
+            "less) or one-die-never where the rules offer one die; the strategy's name for "
+            "named rows",
+            "one_die_at_most": "the rule's one-die threshold T (0: never); null where the rules "
+            "leave no choice of dice",
+            "value": "the value from the start under this play, per `objective` (exact: policy "
+            "evaluation, no sampling)",
+            "gap": "value lost against optimal play for this objective (never negative)",
+            "p_shut": "P(every tile shut) under the same play",
+            "expected_score": "the expected final score under the same play",
+            "equivalent": "how many rules of the family play exactly these moves",
+            "searched": "how many rules of this many keys were priced (every order of keys, "
+            "both directions, every one-die threshold)",
+            "policies": "how many distinct plays those rules make, whose simplest rule has this "
+            "many keys",
+        },
+    ),
+    "strategy_exceptions": (
+        "one step of the exceptions curve of a box's best rule (of at most three keys) for "
+        "one objective: n = 0 is the rule alone, then each (position, roll) override, or "
+        "(position) choice of dice, that gains the most under the play so far, recomputed "
+        "exactly after each, up to 50",
+        {
+            "variant": "variant name",
+            "objective": "the objective the rule and its exceptions are chosen for",
+            "size": "how many keys the rule uses",
+            "spec": "the rule, as `play --rule` takes it",
+            "n": "how many exceptions are learnt (0: the rule alone)",
+            "state_id": "the position of the exception (null at n = 0)",
+            "tiles": "its open tiles",
+            "roll": "the roll of a move exception (null for a choice of dice)",
+            "move": "the tiles to shut there instead (null for a choice of dice)",
+            "instead_of": "what the rule, with the exceptions before it, shuts there",
+            "dice": "a choice-of-dice exception: the dice to roll instead",
+            "instead_of_dice": "the dice the rule rolls there",
+            "exception": 'the exception in words ("with 1 2 3 7 open and a roll of 7, shut 7, '
+            'not 3 4")',
+            "reach": "probability that the play before this exception reaches the position "
+            "and roll (0 for an exception taken only to let later ones pay: see "
+            "docs/benchmarks.md)",
+            "gain": "what the exception adds to the value from the start (for the score: how "
+            "much it lowers it)",
+            "value": "the value from the start with the first n exceptions",
+            "gap": "value still lost against optimal play",
         },
     ),
     "decisions": (

@@ -25,7 +25,9 @@ before the first statement:
       -- param: top int 1..10000 default 10
 
 - optionally ``-- built by:`` the command that builds what the query reads, when plain
-  ``stb-pipeline build`` does not (a missing table's error then names it).
+  ``stb-pipeline build`` does not (a missing table's error then names it), and ``-- needs rows
+  in:`` a table that must hold rows of the variant asked for (`build` fills it for some
+  variants only; the error then names that command with ``--variant``).
 - optionally ``-- families:`` the game families the query is about (names of
   :data:`pipeline.games.registry.FAMILIES`, commas), and ``-- players: N`` when it is about
   games of exactly N players: a variant given to it that is of another family (or another
@@ -292,10 +294,11 @@ def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
         if "variant" in values:
             check_built(con, data_dir, values["variant"])
             check_game(con, path, name, values["variant"])
+            check_rows(con, path, values["variant"])
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
-        command = header(path).get("built by", "stb-pipeline build")
+        command = build_hint(path, values.get("variant"))
         raise TablesMissingError(
             f"query {name}: a table it reads is not built in {data_dir} ({first}); "
             f"run `{command}` first"
@@ -359,6 +362,33 @@ def check_game(
             wanted += f" ({', '.join(examples)}, ...)"
     who = f"a game of the {family} family" + ("" if count is None else f" for {count} players")
     raise UsageError(f"query {query} is about {wanted}; {variant} is {who}")
+
+
+def check_rows(con: duckdb.DuckDBPyConnection, path: Traversable | Path, variant: str) -> None:
+    """TablesMissingError unless ``variant`` has rows in the table a query's ``-- needs rows
+    in:`` line names (a table that `build` fills for some variants only), naming the command
+    that builds them (its ``-- built by:`` line)."""
+    table = header(path).get("needs rows in")
+    if table is None or table not in _views(con):
+        return  # a table not built at all is reported when the query reads it
+    query = f"select count(*) from {table} where variant = $v"
+    [(rows,)] = con.execute(query, {"v": variant}).fetchall()
+    if not rows:
+        raise TablesMissingError(
+            f"variant {variant!r} has no rows in {table}: `{build_hint(path, variant)}` writes "
+            "them, for the variants it applies to"
+        )
+
+
+def build_hint(path: Traversable | Path, variant: str | None) -> str:
+    """The command that builds what a query reads: its ``-- built by:`` line (plain `build` by
+    default), with ``--variant`` where the query needs the variant's rows in a table that
+    `build` fills for some variants only (``-- needs rows in:``)."""
+    found = header(path)
+    command = found.get("built by", "stb-pipeline build")
+    if variant is not None and "needs rows in" in found:
+        command += f" --variant {variant}"
+    return command
 
 
 def damaged(data_dir: Path, exc: BaseException) -> TableError:

@@ -205,6 +205,9 @@ def _shut_the_box(game: Game, name: str) -> ShutTheBox:
 
 Ask = Callable[[str, int], int | None]
 """Asks the player to pick 1..n (prompt, n); returns the number picked, or None to stop."""
+Advise = Callable[[int, int | None], str | None]
+"""A line of advice for the player's choice at (state id, roll; None before the roll), or None
+(``play --rule``: :meth:`pipeline.apps.rule_coach.RuleCoach.advice`)."""
 
 
 def play_game(
@@ -214,6 +217,7 @@ def play_game(
     seed: int | None = None,
     show_values: bool = True,
     seat: int = 1,
+    advise: Advise | None = None,
 ) -> GameRecord:
     """Play one game: roll with a seeded RNG, rank each choice, record the mistakes.
 
@@ -225,7 +229,8 @@ def play_game(
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
-    session = _Session(coach, ask, console, np.random.default_rng(seed), seat, show_values)
+    rng = np.random.default_rng(seed)
+    session = _Session(coach, ask, console, rng, seat, show_values, advise=advise)
     record = session.open(seed)
     state: int | None = coach.start
     turn = 0
@@ -252,6 +257,13 @@ class _Session:
     show_values: bool
     #: Each player's final score once their turn has ended (players in turn).
     scores: dict[int, int] = field(default_factory=dict)
+    advise: Advise | None = None
+
+    def coach_line(self, state: int, roll: int | None) -> None:
+        """The advice for the player's choice, when a rule coaches (``play --rule``)."""
+        line = self.advise(state, roll) if self.advise is not None else None
+        if line:
+            self.console.print(f"[cyan]{line}[/]")
 
     def open(self, seed: int) -> GameRecord:
         """A new record, announced with the seed and the value of optimal play from the start."""
@@ -303,6 +315,7 @@ class _Session:
         """How many dice to roll: the player's pick (judged), or the best; None to stop."""
         options = self.coach.dice_options(state)
         if len(options) > 1 and human:
+            self.coach_line(state, None)
             picked = self.choose(options, "dice")
             if picked is not None:
                 self.judge(record, turn, info["tiles"], "before rolling", picked, options)
@@ -348,6 +361,7 @@ class _Session:
         if not human:
             self.console.print(f"The solver shuts {moves[0].label}.")
             return moves[0]
+        self.coach_line(info["state_id"], roll)
         move = self.choose(moves, "shut")
         if move is not None:
             self.judge(record, turn, info["tiles"], f"roll {roll}", move, moves)

@@ -128,10 +128,11 @@ def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
         seconds = "skipped" if r.skipped else f"{r.seconds:.2f}"
         table.add_row(r.variant, f"{r.states:,}", f"{r.nodes:,}", f"{r.moves:,}", start, seconds)
     out.print(table)
-    out.print(f"tables: {', '.join(written) or 'none written (nothing changed)'}")
+    # these lines wrap at the table's width (a pipe: 1000 columns, so never)
+    out.print(f"tables: {', '.join(written) or 'none written (nothing changed)'}", soft_wrap=False)
     for r in reports:
         if r.note:
-            out.print(f"{r.variant}: {r.note}")
+            out.print(f"{r.variant}: {r.note}", soft_wrap=False)
 
 
 _stage_command(
@@ -157,6 +158,14 @@ _stage_command(
     ("policy",),
     "Write the best move of every (state, roll) and every move's regret.",
     "stb-pipeline policy --variant classic",
+)
+_stage_command(
+    "strategies",
+    ("strategies",),
+    "Search the rules a person can remember (up to three move keys and a one-die threshold) on "
+    "one-player boxes, each priced exactly, and the exceptions worth learning, into "
+    "strategy_search.parquet and strategy_exceptions.parquet.",
+    "stb-pipeline strategies --variant lever,twelve-tiles",
 )
 
 
@@ -201,7 +210,10 @@ def build_cmd(
     quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
-    """Run every stage (enumerate, edges, solve, policy) for the variants.
+    """Run every stage (enumerate, edges, solve, policy, strategies) for the variants.
+
+    The strategies stage (the rules a person can remember) runs for one-player boxes of at most
+    9 tiles without a choice of dice; `stb-pipeline strategies` runs it for the others.
 
     A variant whose rules and code hash match data/manifest.json, and whose tables are unchanged
     since, is skipped (and says so); --force rebuilds it. Custom rules: see `stb-pipeline rules`.
@@ -209,7 +221,7 @@ def build_cmd(
     Example: stb-pipeline build --variant classic --data-dir data
     """
     extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
-    stage_list = ("enumerate", "edges", "solve", "policy")
+    stage_list = ("enumerate", "edges", "solve", "policy", "strategies")
     _run_stages(
         variant,
         custom,

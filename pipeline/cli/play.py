@@ -43,6 +43,16 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--quiz", help="Hide the values until you have chosen."),
         ] = False,
+        rule: Annotated[
+            str | None,
+            typer.Option(
+                "--rule",
+                help="One-player boxes: say at each choice what a rule would play and where it "
+                "has an exception worth learning: best (best-1, best-2: fewer keys; needs "
+                "`stb-pipeline strategies`), greedy, max-tiles, fewest-tiles, most-options, "
+                "most-outcomes, or keys such as max-high,min-count.",
+            ),
+        ] = None,
         data_dir: DataDir = DEFAULT_DATA_DIR,
         custom: Variant | None = None,
     ) -> None:
@@ -50,7 +60,7 @@ def register(app: typer.Typer) -> None:
 
         Type the number of a choice and Enter; q (or end of input) stops. Answers can be piped.
 
-        Example: printf '1\\n1\\n1\\n' | stb-pipeline play --variant classic --seed 7
+        Example: printf '1\\n1\\n1\\n' | stb-pipeline play --variant classic --seed 7 --rule greedy
         """
         from pipeline.apps.seats import check_seat
 
@@ -59,6 +69,13 @@ def register(app: typer.Typer) -> None:
         from pipeline.apps import teaching_game as play
 
         coach = play.Coach(data_dir, chosen)
+        advise = None
+        if rule is not None:
+            from pipeline.apps.rule_coach import rule_coach
+
+            advise = rule_coach(data_dir, chosen, rule).advice
         console = out.real()
         ask = play.line_asker(sys.stdin.readline, console, echo=not sys.stdin.isatty())
-        play.play_game(coach, ask, console, seed=seed, show_values=not quiz, seat=seat)
+        play.play_game(
+            coach, ask, console, seed=seed, show_values=not quiz, seat=seat, advise=advise
+        )

@@ -175,6 +175,15 @@ class Game(ABC):
         frame = self.summary(solved.graph, solved.solve())
         return {} if frame is None or frame.height == 0 else {"summary": frame}
 
+    #: Whether `build` runs the strategies stage (:meth:`rule_search`) for this game: only
+    #: where the search is cheap beside the build; `stb-pipeline strategies` runs it anyway.
+    search_in_build: bool = False
+
+    def rule_search(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
+        """The strategies stage's tables: the rules a person can remember, searched and priced
+        (``strategy_search``, ``strategy_exceptions``); none for a game without such rules."""
+        return {}
+
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray] | None:
         """For tile strategies: the face value of each bit of a move label and each state's
         final score; None when the game has no tiles to shut."""

@@ -5,7 +5,6 @@
 -- output: n; p_n = P(score > n) (probability, 0..1); p_within = 1 - p_n; increasing n
 -- param: variant variant default double-shutter
 -- families: double_shutter
--- families: double_shutter
 with params as (
     select coalesce(getvariable('variant'), 'double-shutter') as variant
 ),

@@ -5,7 +5,6 @@
 -- output: board, columns, rows, faces, wins_variant, first_player_win (P(the first player wins) under optimal play, a draw counting 1/2), second_player_win (= 1 - first_player_win: the game is zero-sum with a draw worth 1/2 to each), value_of_going_first (= first_player_win - second_player_win, in win probability), score_variant, first_player_score_diff (expected final score difference first minus second under play maximising it, in points; going second is worth minus this), value_of_going_first_score (= 2 x first_player_score_diff, points); boards in order of size
 -- param: variant variant optional
 -- families: knucklebones
--- families: knucklebones
 -- variant: keep only the board of this variant, either objective; unset, every Knucklebones board built
 with params as (
     select getvariable('variant') as variant

@@ -5,7 +5,6 @@
 -- output: ply, board (mover;opponent, columns joined by /), roll, columns (columns with room), best_column (perfect play: best win chance, then best score difference, then the lowest column), win (P(win) after it, a draw counting 1/2), score_diff (expected final score difference after the best column by score, points), best_score_column (the column best by score difference; it can differ), win_lost_worst (win probability the worst column gives away), all_same (every column leads to the same position), facing_column (ply 1: the best column faces the opponent's die, removing the matching dice)
 -- param: variant variant default knucklebones
 -- families: knucklebones
--- families: knucklebones
 -- built by: stb-pipeline build --variant knucklebones --variant knucklebones-score --device cuda
 --
 -- Why only the exact tables answer this: a column's value is its successor's, seen from the

@@ -5,7 +5,6 @@
 -- output: player, decisions (sampled decisions whose columns differ by more than 1e-6 in win chance), share_suboptimal (share where the player's column loses more than 1e-6), mean_win_lost (win probability lost per decision, decisions weighted alike), max_win_lost, mean_points_lost (expected score difference lost against the best column by score, points), games, seed (the sample: every decision of that many random-vs-random games)
 -- param: variant variant default knucklebones
 -- families: knucklebones
--- families: knucklebones
 -- built by: stb-pipeline build --variant knucklebones --variant knucklebones-score --device cuda
 --
 -- Why only the exact tables answer this: a column's value is its successor's, seen from the

@@ -5,7 +5,6 @@
 -- output: strategy, decisions (the (state, roll) pairs with two or more distinct moves), share_suboptimal (share of them where the strategy's move loses more than 1e-9), mean_regret (value lost per decision, averaged over every decision alike; win probability for a wins variant, points for -score), max_regret, opening_regret (expected value lost by the first move of the game, over the six rolls)
 -- param: variant variant default knucklebones-2x2
 -- families: knucklebones
--- families: knucklebones
 --
 -- Why per decision, from `moves`: the benchmarks table's Knucklebones rows are simulations of the
 -- full 3x3 game between heuristic players, never against exact play on a solved board, so they

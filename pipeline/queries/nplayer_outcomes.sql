@@ -5,9 +5,10 @@
 -- output: seat (null for the tie row), outcome, probability, expected_payoff (share of the win, or winnings in stakes)
 -- param: variant variant default two-player-stake
 -- families: nplayer
--- families: nplayer
 -- For the stake game (two-player-stake) this is cananian's outcome split: P1 shuts, P2 shuts,
 -- P1 wins on points, P2 wins on points, a tie (the stake returned).
+-- A last player whose score is already below the best has won and stops rolling (share payoff):
+-- that game counts as a win on points, never as a shut, even where rolling on could shut the box.
 with params as (
     select coalesce(getvariable('variant'), 'two-player-stake') as variant
 ),

@@ -5,7 +5,6 @@
 -- output: move, is_best, mover_value (the move's value to the mover), regret, seat, who (holder of the best / beaten / mover / later), players_like_this (how many players that row speaks for), share (each such player's expected share of the win, or winnings)
 -- param: variant variant default two-player
 -- families: nplayer
--- families: nplayer
 -- param: player int 1..6 default 2
 -- param: best_score int default 8
 -- param: best_count int 1..5 default 1

@@ -5,7 +5,6 @@
 -- output: variant, seat, players, expected_payoff, fair_payoff (the payoff if no seat were favoured), edge (expected_payoff - fair_payoff), is_last, payoff_shut_chaser, loss_shut_chaser
 -- param: variant variant optional
 -- families: nplayer
--- families: nplayer
 with figures as (
     select variant, figure, parameter as seat, value
     from summary

@@ -6,8 +6,6 @@
 -- param: variant variant default two-player
 -- families: nplayer
 -- players: 2
--- families: nplayer
--- players: 2
 with params as (
     select coalesce(getvariable('variant'), 'two-player') as variant
 ),

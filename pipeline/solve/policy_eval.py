@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from pipeline.graph import Graph
 from pipeline.solve.rank_order import Solution, best_moves, layers
@@ -286,6 +286,124 @@ def _evaluate_layers(
                 acc[k] = c if first else acc[k] + c
         if group >= 0:
             value[group, :] = acc
+
+
+def evaluate_picks(
+    graphs: Sequence[Graph],
+    base: np.ndarray,
+    node_class: np.ndarray,
+    picks: np.ndarray,
+    choice: np.ndarray,
+    layers_of: Plan | None = None,
+) -> np.ndarray:
+    """The state values of many deterministic policies that roll the same dice and differ only
+    in which move they play at some nodes, on one or more graphs of the same structure (the
+    same game priced for several objectives): float64 [G, K, S].
+
+    Policy k plays move row ``base[n] + picks[k, node_class[n]]`` at every node n of class
+    ``node_class[n] >= 0``, and ``base[n]`` at the others: a policy is its K x C picks, not
+    K x M weights, so tens of thousands of candidate rules are priced in a few passes. Policies
+    run in parallel, each in rank order, every graph in the same pass; a node's value is its
+    move's value and a state's the sum of its rolls in row order, so each ``[g, k]`` equals
+    :func:`evaluate`'s values of that policy on ``graphs[g]`` exactly.
+    """
+    g = graphs[0]
+    if g.cyclic:
+        raise ValueError("policy evaluation runs in rank order, so it needs an acyclic graph")
+    if any(not same_structure(g, other) for other in graphs[1:]):
+        raise ValueError("graphs evaluated together must have the same states, rolls and moves")
+    base, node_class, picks = _checked_picks(g, base, node_class, picks)
+    choice = np.asarray(choice, dtype=np.int64)
+    if choice.shape != (g.n_states,):
+        raise ValueError("policy arrays do not match the graph's shapes")
+    p = layers_of or plan(g)
+    states, states_off, _, _, chance, chance_off = p.flat
+    terminal = np.stack([x.terminal for x in graphs])
+    offset = np.stack([x.mv_offset for x in graphs])
+    scale = np.stack([x.mv_scale.astype(np.float64) for x in graphs])
+    value = np.full((len(graphs), picks.shape[0], g.n_states), np.nan)
+    _evaluate_picks_layers(
+        states, states_off, chance, chance_off, terminal, g.mv_dst, offset, scale,
+        base, node_class, picks, chosen_mask(g, choice), g.ch_state, g.ch_node, g.ch_prob, value,
+    )  # fmt: skip
+    if np.any(np.isnan(value)):
+        raise ValueError("some states were never valued: a choice the rules do not offer?")
+    return value
+
+
+def _checked_picks(
+    g: Graph, base: np.ndarray, node_class: np.ndarray, picks: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The picks' arrays as the compiled pass reads them; ValueError unless every policy plays
+    a move row of each node."""
+    n_nodes = g.node_state.shape[0]
+    base = np.ascontiguousarray(base, dtype=np.int64)
+    node_class = np.ascontiguousarray(node_class, dtype=np.int64)
+    picks = np.ascontiguousarray(picks)
+    if base.shape != (n_nodes,) or node_class.shape != (n_nodes,) or picks.ndim != 2:
+        raise ValueError("base rows and classes need one entry per node, picks one row per policy")
+    starts = g.move_starts()
+    if np.any(base < starts[:-1]) or np.any(base >= starts[1:]):
+        raise ValueError("a deterministic policy needs one move row of each node, in node order")
+    n_classes = picks.shape[1]
+    if np.any(node_class >= n_classes) or (picks.size and picks.min() < 0):
+        raise ValueError("a node's class must be a column of the picks, and picks >= 0")
+    # the largest pick each class allows: the fewest moves left after the base row in its nodes
+    room = np.full(n_classes, np.iinfo(np.int64).max)
+    classed = node_class >= 0
+    np.minimum.at(room, node_class[classed], (starts[1:] - 1 - base)[classed])
+    if picks.size and np.any(picks.max(axis=0) > room):
+        raise ValueError("a pick goes past the last move of a node of its class")
+    return base, node_class, picks
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _evaluate_picks_layers(
+    states, states_off, chance, chance_off, terminal, dst, offset, scale,
+    base, node_class, picks, chosen, ch_state, ch_node, prob, value,
+):  # fmt: skip
+    n_graphs = value.shape[0]
+    for k in prange(picks.shape[0]):
+        acc = np.zeros(n_graphs)
+        for layer in range(states_off.shape[0] - 1):
+            for j in range(states_off[layer], states_off[layer + 1]):
+                i = states[j]
+                for x in range(n_graphs):
+                    if not np.isnan(terminal[x, i]):
+                        value[x, k, i] = terminal[x, i]
+            group = -1
+            for j in range(chance_off[layer], chance_off[layer + 1]):
+                r = chance[j]
+                if not chosen[r]:
+                    continue
+                first = ch_state[r] != group
+                if first:
+                    if group >= 0:
+                        for x in range(n_graphs):
+                            value[x, k, group] = acc[x]
+                    group = ch_state[r]
+                node = ch_node[r]
+                m = base[node]
+                if node_class[node] >= 0:
+                    m += picks[k, node_class[node]]
+                d = dst[m]
+                for x in range(n_graphs):
+                    succ = value[x, k, d] if d >= 0 else 0.0
+                    c = prob[r] * (offset[x, m] + scale[x, m] * succ)
+                    acc[x] = c if first else acc[x] + c
+            if group >= 0:
+                for x in range(n_graphs):
+                    value[x, k, group] = acc[x]
+
+
+def evaluate_and_reach(
+    g: Graph, policy: Policy, start: int, layers_of: Plan | None = None
+) -> tuple[PolicyValue, Reach]:
+    """:func:`evaluate` and :func:`reach` of one policy, which is validated once."""
+    policies = stack(g, [policy])
+    value, node_value, move_value = _evaluate(g, policies, layers_of, keep_moves=True)
+    found = PolicyValue(value[:, 0], node_value[:, 0], move_value[:, 0])
+    return found, reach_many(g, policies, start, layers_of)[0]
 
 
 def reach(g: Graph, policy: Policy, start: int, layers_of: Plan | None = None) -> Reach:

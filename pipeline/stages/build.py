@@ -1,5 +1,5 @@
-"""The build: the stages (enumerate, edges, solve, policy) of every variant asked for, written
-into the data directory and committed together.
+"""The build: the stages (enumerate, edges, solve, policy, strategies) of every variant asked
+for, written into the data directory and committed together.
 
 A variant built from its graph gets its rows from :mod:`pipeline.stages.frames` (polars, loaded
 only then); one too big for a graph streams them from its game's solver
@@ -313,6 +313,8 @@ def _report(
         skipped += ["reach", "node_reach"] if "benchmarks" in frames else []
     plural = "s" if len(skipped) > 1 else ""
     note = f"{', '.join(skipped)} table{plural} skipped (too large)" if skipped else ""
+    if list(stages) == ["strategies"] and "strategy_search" not in frames:
+        note = "no rules to search: the strategies stage is for one-player Shut the Box boxes"
     if s.solution is not None and s.solution.iterations:
         sweeps = f"{s.solution.iterations} sweeps, last change {s.solution.residual:.1e}"
         note = "; ".join(filter(None, [note, f"value iteration: {sweeps}"]))

@@ -28,8 +28,26 @@ from pipeline.store import tables
 
 
 def build_hooks() -> list[Callable[[Solved], dict[str, pl.DataFrame]]]:
-    """Extra tables written by `build`: the game's own (summary, strategy benchmarks, ...)."""
-    return [lambda s: s.game.extra_tables(s)]
+    """Extra tables written by `build`: the game's own (summary, strategy benchmarks, ...),
+    and the strategies stage's where the game runs it in a build (cheap boxes)."""
+    return [
+        lambda s: s.game.extra_tables(s),
+        lambda s: one_thread(s.game.rule_search, s) if s.game.search_in_build else {},
+    ]
+
+
+def one_thread(hook: Callable[[Solved], dict[str, pl.DataFrame]], s: Solved) -> Any:
+    """``hook(s)`` with its compiled kernels on one thread (numba's thread count is per
+    thread): the hooks run beside the stages, which keep the other core busy, and the small
+    boxes a build searches gain nothing from splitting a pass in two (it only adds waiting)."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return hook(s)
+    finally:
+        numba.set_num_threads(before)
 
 
 def state_rows(s: Solved, with_values: bool) -> pl.DataFrame:
@@ -217,9 +235,9 @@ def iter_stage_frames(s: Solved, stages: Sequence[str]) -> Iterator[tuple[str, A
     """The tables the requested stages produce for one variant, each as soon as it is made
     (so that it can be written and dropped before the next is computed).
 
-    With every stage, the build hooks' tables (strategy benchmarks, reach, ...) are computed on
-    a second thread meanwhile: they only read the solved graph, and their compiled and numpy
-    work runs beside the stages' on the other core.
+    With every stage (a build), the build hooks' tables (strategy benchmarks, reach, the
+    strategies stage's, ...) are computed on a second thread meanwhile: they only read the solved
+    graph, and their compiled and numpy work runs beside the stages' on the other core.
     """
     start = s.game.start_state()
     hooks = None
@@ -241,10 +259,14 @@ def iter_stage_frames(s: Solved, stages: Sequence[str]) -> Iterator[tuple[str, A
                 extra = hooks.result()
             while extra:
                 name, frame = extra.pop(0)
-                yield name, start_first(frame, start)
+                yield name, frame if name in OWN_ORDER else start_first(frame, start)
     finally:
         if hooks is not None and not hooks.cancel():
             concurrent.futures.wait([hooks])  # a failed build lets the thread end first
+
+
+#: Hook tables whose rows keep the order they are made in (a ranking, a curve), not by state.
+OWN_ORDER = frozenset({"strategy_search", "strategy_exceptions"})
 
 
 def start_first(frame: pl.DataFrame | tables.ChunkedRows, start: int) -> Any:
@@ -308,4 +330,6 @@ def _run_stage(s: Solved, stage: str, stages: Sequence[str], out: dict[str, Any]
         out["policy"], moves = policy_rows(s, with_moves=not s.game.skip_edges)
         if moves is not None:
             out["moves"] = moves
+    elif stage == "strategies" and not set(STAGES) <= set(stages):
+        out.update(s.game.rule_search(s))  # in a build, a hook computes them (or not)
     s.seconds[stage] = s.seconds.get(stage, 0.0) + time.perf_counter() - t0

@@ -111,7 +111,9 @@ def test_changed_value_breaks_bellman_and_is_reported(copy_of: Path) -> None:
     )
     broken = failed(copy_of)
     assert broken["bellman"]["state_id"].to_list() == [511]
-    assert set(broken) == {"bellman", "manifest"}
+    # the start state is also the rule search's optimal line, which no longer agrees
+    assert set(broken) == {"bellman", "manifest", "strategy_search"}
+    assert broken["strategy_search"]["what"].to_list() == ["optimal line"]
     result = invoke(["verify", "--data-dir", copy_of])
     assert result.code == 3
     assert result.stderr.count("\n") == 1 and "bellman" in result.stderr

@@ -472,7 +472,7 @@ def test_verify_fails_when_it_checked_nothing(small: Path, tmp_path: Path) -> No
     data = tmp_path / "data"
     shutil.copytree(small, data)
     (data / "manifest.json").unlink()
-    for name in ("edges", "policy", "moves"):
+    for name in ("edges", "policy", "moves", "strategy_search", "strategy_exceptions"):
         (data / f"{name}.parquet").unlink()  # contracts over them are skipped
     states = pl.read_parquet(data / "states.parquet")
     states.head(0).write_parquet(data / "states.parquet")

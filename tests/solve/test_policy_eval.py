@@ -156,3 +156,44 @@ def test_policies_evaluated_together_must_roll_the_same_dice() -> None:
         policy_eval.stack(g, [])
     with pytest.raises(ValueError, match="sum to 1"):
         policy_eval.checked(g, np.zeros((2, g.mv_node.shape[0])), sol.choice)
+
+
+def test_picked_policies_equal_their_plain_evaluation() -> None:
+    """evaluate_picks: policies given as picks at classes of nodes, on several objectives'
+    graphs at once, have exactly the values evaluate gives each of them."""
+    _, g, sol, start = solved("classic")
+    _, g_score, _, _ = solved("classic-score")
+    starts = g.move_starts()
+    size = np.diff(starts)
+    multi = np.flatnonzero(size >= 2)
+    classes = np.full(size.shape[0], -1)
+    classes[multi] = np.arange(multi.shape[0])
+    rng = np.random.default_rng(5)
+    picks = (rng.random((7, multi.shape[0])) * size[multi]).astype(np.int64)
+    values = policy_eval.evaluate_picks([g, g_score], starts[:-1], classes, picks, sol.choice)
+    assert values.shape == (2, 7, g.n_states)
+    for k in range(7):
+        rows = starts[:-1].copy()
+        rows[multi] += picks[k]
+        policy = policy_eval.deterministic(g, rows, sol.choice)
+        for x, graph in enumerate((g, g_score)):
+            assert np.array_equal(values[x, k], policy_eval.evaluate(graph, policy).value)
+    assert values[0, 0, start] > 0
+
+
+def test_picked_policies_are_checked() -> None:
+    _, g, sol, _ = solved("six-tiles-one-die")
+    starts = g.move_starts()
+    size = np.diff(starts)
+    classes = np.where(size >= 2, 0, -1)
+    fine = np.zeros((1, 1), dtype=np.int64)
+    policy_eval.evaluate_picks([g], starts[:-1], classes, fine, sol.choice)
+    with pytest.raises(ValueError, match="past the last move"):
+        policy_eval.evaluate_picks([g], starts[:-1], classes, fine + size.max(), sol.choice)
+    with pytest.raises(ValueError, match="one move row of each node"):
+        policy_eval.evaluate_picks([g], starts[1:], classes, fine, sol.choice)
+    with pytest.raises(ValueError, match="a column of the picks"):
+        policy_eval.evaluate_picks([g], starts[:-1], classes + 1, fine, sol.choice)
+    _, other, _, _ = solved("classic")
+    with pytest.raises(ValueError, match="same states"):
+        policy_eval.evaluate_picks([g, other], starts[:-1], classes, fine, sol.choice)

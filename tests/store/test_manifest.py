@@ -59,7 +59,7 @@ def test_manifest_describes_every_table(built: Path) -> None:
         assert record["package_version"] == __version__
         assert record["code_hash"] == manifest.code_hash()
         assert record["seeds"] == {}  # the core stages use no random generator
-        assert record["stages"] == ["enumerate", "edges", "solve", "policy"]
+        assert record["stages"] == ["enumerate", "edges", "solve", "policy", "strategies"]
         for name, rows in record["tables"].items():
             assert found["tables"][name]["variants"][variant] == rows
 

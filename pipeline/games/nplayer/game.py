@@ -226,11 +226,13 @@ class NPlayer(Game):
 
     # -- the compiled solve of every player's payoff ---------------------------------------------
 
-    def alive(self, seat: int, best: int) -> np.ndarray:
+    def alive(self, seat: int, best: int, played_out: bool = False) -> np.ndarray:
         """Masks where the mover still rolls: not shut, and (share payoff, last seat) not
-        already below the best score (that player has won)."""
+        already below the best score (that player has won), unless every turn is
+        ``played_out`` (the last player rolls on until stuck: it changes no payoff of optimal
+        play, but a player following another policy, such as chasing a shut, may roll on)."""
         alive = np.arange(self.n_masks) != 0
-        if seat == self.n and seat > 1 and self.r.payoff == "share":
+        if seat == self.n and seat > 1 and self.r.payoff == "share" and not played_out:
             alive &= self.mask_scores >= best
         return alive
 
@@ -359,9 +361,32 @@ class NPlayer(Game):
         """Probabilities of how the game ends under optimal play, from player 1's full box:
         ``shut`` and ``points`` (one per seat: that player shuts, or wins alone on points) and
         ``tie`` (the lowest score shared), with every seat's expected ``payoff``. With
-        ``chaser`` k, player k maximises their chance of shutting the box instead (the others
-        play for their payoff, knowing it)."""
-        _, _, start = self._solve(ext=True, chaser=chaser)
+        ``chaser`` k, player k maximises their chance of shutting the box instead: they play
+        the one-player policy that does (:attr:`shut_chaser`), priced by :meth:`price`."""
+        if chaser:
+            return self.price({chaser: self.shut_chaser})
+        return self.price({})
+
+    @cached_property
+    def shut_chaser(self) -> tuple[np.ndarray, np.ndarray]:
+        """The one-player policy that maximises P(shut) (ties: the largest label, two dice):
+        its move row at every node and its dice in every mask of the one-player graph."""
+        from pipeline.games.shutbox.rule_search import objective_graph
+        from pipeline.solve.rank_order import best_moves, solve_rank_order
+
+        g = objective_graph(self.base, self.one_player_graph, "shut")
+        solution = solve_rank_order(g)
+        rows, _ = best_moves(g, solution)
+        return rows.astype(np.int64), solution.choice.astype(np.int64)
+
+    def price(self, policies: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[str, list[float]]:
+        """:meth:`outcomes` when the seats of ``policies`` follow the given one-player policies
+        (seat -> (move row of every node, dice of every mask) of the one-player graph, as
+        :mod:`pipeline.games.shutbox.rule_keys` makes for a rule) and the others play for
+        their payoff, knowing it. With a policy given, every turn is played out (a last player
+        already below the best score rolls on: the policy may want to), which changes nothing
+        for optimal play."""
+        _, _, start = self._solve(ext=True, fixed=policies)
         at = self.outcome_index()
         n = self.n
         return {
@@ -372,7 +397,7 @@ class NPlayer(Game):
         }
 
     def _solve(
-        self, ext: bool, chaser: int = 0
+        self, ext: bool, fixed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Solve every block, last seat first: (block numbers, vectors of every block (None with
         ``ext``: only the starts are kept), player 1's start vector)."""
@@ -380,7 +405,7 @@ class NPlayer(Game):
         index = {blk: i for i, (blk, *_) in enumerate(blocks)}
         out = None if ext else np.zeros((len(blocks), self.n_masks, self.width(ext)))
         last = np.zeros((self.n_masks, self.width(ext)))
-        for _, _, vectors in self._solve_blocks(ext, chaser, out, index):
+        for _, _, vectors in self._solve_blocks(ext, fixed, out, index):
             last = vectors  # player 1's block comes last
         numbers = np.array([blk for blk, *_ in blocks], dtype=np.int64)
         return numbers, out, last[self.full].copy()
@@ -388,7 +413,7 @@ class NPlayer(Game):
     def _solve_blocks(
         self,
         ext: bool,
-        chaser: int = 0,
+        fixed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
         out: np.ndarray | None = None,
         index: dict[int, int] | None = None,
         record: dict[str, np.ndarray] | None = None,
@@ -396,7 +421,9 @@ class NPlayer(Game):
         """Solve every block, last seat first, yielding (block number, (seat, best, count),
         payoff vectors of its masks) after each; player 1's block comes last. The vectors go
         into ``out[index[block]]`` when given (else a scratch array, overwritten by the next
-        block); ``record`` (see :meth:`new_record`) receives each block's choices."""
+        block); ``record`` (see :meth:`new_record`) receives each block's choices. The seats of
+        ``fixed`` follow the given one-player policies (see :meth:`price`), on the game where
+        every turn is played out."""
         from pipeline.games.nplayer import kernels  # numba loads only to solve
 
         csr = self._csr
@@ -406,18 +433,18 @@ class NPlayer(Game):
             record = self.new_record()
         scratch = np.zeros((self.n_masks, self.width(ext)))
         starts: dict[tuple[int, int], np.ndarray] = {}
+        fixed = fixed or {}
+        free = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         for seat in range(self.n, 0, -1):
             mine: dict[tuple[int, int], np.ndarray] = {}
             terminal, term_row = self.terminal_rows(seat, ext)
             for best, count in self.contexts(seat):
                 number = self.block_of(seat, best, max(count, 1))
                 target = scratch if out is None or index is None else out[index[number]]
-                aim = FIRST_SEAT + seat - 1
-                if seat == chaser:  # this player maximises P(shutting the box)
-                    aim = self.outcome_index()["shut"] + seat - 1
+                pick, choice = fixed.get(seat, free)
                 kernels.solve_block(
-                    aim,
-                    self.alive(seat, best),
+                    FIRST_SEAT + seat - 1,
+                    self.alive(seat, best, played_out=bool(fixed)),
                     terminal,
                     term_row,
                     csr["ch_start"],
@@ -435,6 +462,8 @@ class NPlayer(Game):
                     record["node_optimal"],
                     record["state_choice"],
                     record["state_choices"],
+                    pick,
+                    choice,
                 )
                 mine[(best, count)] = target[self.full].copy()
                 yield number, (seat, best, count), target

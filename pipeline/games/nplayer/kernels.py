@@ -34,6 +34,8 @@ def solve_block(
     node_optimal: np.ndarray,
     state_choice: np.ndarray,
     state_choices: np.ndarray,
+    fixed_pick: np.ndarray,
+    fixed_choice: np.ndarray,
 ) -> None:
     """Fill ``out[mask]`` (payoff vectors) for every mask of a block.
 
@@ -49,7 +51,12 @@ def solve_block(
     Ties, for the mover, within the shared tolerance (1e-12 relative): between moves, the largest
     label (the move holding the highest tile where two differ); between choices, the largest
     (more dice). Others' payoffs follow the move so chosen.
+
+    A mover who follows a fixed policy (``fixed_pick``: a move row of every node of the
+    one-player graph, ``fixed_choice``: the dice of every mask; both empty when the mover
+    optimises) plays it instead: the block is then priced, not solved, for the mover.
     """
+    fixed = fixed_pick.shape[0] > 0
     n_masks = alive.shape[0]
     width = out.shape[1]
     acc = np.zeros(width)
@@ -67,30 +74,25 @@ def solve_block(
         while row < end:
             choice = ch_choice[row]
             n_choices += 1
+            if fixed and choice != fixed_choice[mask]:
+                while row < end and ch_choice[row] == choice:
+                    row += 1
+                continue
             acc[:] = 0.0
             while row < end and ch_choice[row] == choice:
                 node = ch_node[row]
                 p = ch_prob[row]
-                top = -np.inf
-                for m in range(mv_start[node], mv_start[node + 1]):
-                    if mv_label[m] < 0:
-                        v = pass_vec[pass_row[mask], mover]
+                if fixed:
+                    pick = fixed_pick[node]
+                    ties = 1
+                    if mv_label[pick] < 0:
+                        top = pass_vec[pass_row[mask], mover]
                     else:
-                        v = out[mv_dst[m], mover]
-                    if v > top:
-                        top = v
-                tol = tie_tolerance(top)
-                pick = -1
-                ties = 0
-                for m in range(mv_start[node], mv_start[node + 1]):
-                    if mv_label[m] < 0:
-                        v = pass_vec[pass_row[mask], mover]
-                    else:
-                        v = out[mv_dst[m], mover]
-                    if abs(v - top) <= tol:
-                        ties += 1
-                        if pick < 0 or mv_label[m] > mv_label[pick]:
-                            pick = m
+                        top = out[mv_dst[pick], mover]
+                else:
+                    pick, top, ties = _best_move(
+                        node, mask, mover, out, mv_start, mv_dst, mv_label, pass_row, pass_vec
+                    )
                 node_pick[node] = pick
                 node_value[node] = top
                 node_optimal[node] = ties
@@ -116,3 +118,34 @@ def solve_block(
         out[mask, :] = best_vec
         state_choice[mask] = best_choice
         state_choices[mask] = n_choices
+
+
+@njit(cache=True)
+def _best_move(
+    node: int,
+    mask: int,
+    mover: int,
+    out: np.ndarray,
+    mv_start: np.ndarray,
+    mv_dst: np.ndarray,
+    mv_label: np.ndarray,
+    pass_row: np.ndarray,
+    pass_vec: np.ndarray,
+) -> tuple[int, float, int]:
+    """The mover's best move row at ``node`` (ties: the largest label), its value to the mover
+    and how many moves tie for it."""
+    top = -np.inf
+    for m in range(mv_start[node], mv_start[node + 1]):
+        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
+        if v > top:
+            top = v
+    tol = tie_tolerance(top)
+    pick = -1
+    ties = 0
+    for m in range(mv_start[node], mv_start[node + 1]):
+        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
+        if abs(v - top) <= tol:
+            ties += 1
+            if pick < 0 or mv_label[m] > mv_label[pick]:
+                pick = m
+    return pick, top, ties

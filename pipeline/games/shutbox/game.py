@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game, LegalMoves, Streamed, Stuck
+from pipeline.games.base import Game, LegalMoves, SolvedView, Streamed, Stuck
 from pipeline.games.dice import chances, dice_choices, roll_distribution
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
@@ -358,6 +358,18 @@ class ShutTheBox(TileStrategyHooks, Game):
         if r.objective == "target":
             return float(r.target is not None and score <= r.target)
         return float(score)
+
+    @property
+    def search_in_build(self) -> bool:  # type: ignore[override]
+        """`build` searches the rule family for boxes of at most 9 tiles where the rules leave
+        no choice of dice (a choice multiplies the rules by its one-die thresholds)."""
+        return self.r.tiles <= 9 and self.r.one_die != "optional"
+
+    def rule_search(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
+        """The rule family searched on this box (:mod:`pipeline.games.shutbox.rule_tables`)."""
+        from pipeline.games.shutbox import rule_tables
+
+        return rule_tables.build_tables(solved)
 
     def tile_view(self, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         """Tile strategies see tiles 1..n and the final score of each state."""
