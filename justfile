@@ -91,3 +91,7 @@ bench-catalog *ARGS:
 # The rule family's search: time and peak memory per variant, the build with and without the strategies stage, the values found
 bench-strategies *ARGS:
     python benchmarks/bench_strategy_search.py {{ARGS}}
+
+# One answer behind every face: in-process answers with a roll, a variant's first answer, play's first prompt and bad seat, beside another checkout's (--base DIR, e.g. a worktree of main)
+bench-answer *ARGS:
+    python benchmarks/bench_answer.py {{ARGS}}

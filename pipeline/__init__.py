@@ -1,15 +1,16 @@
 """stb-pipeline: exact solutions of Shut the Box family dice games, as Parquet tables.
 
 The Python API (see README, "Python API"): :func:`load_table`, :func:`scan`, :func:`dataset`,
-:func:`expect`, :func:`best_move`, :func:`move_values`, :func:`query` and
-:func:`knucklebones_column`, from :mod:`pipeline.api`.
+:func:`expect`, :func:`best_move`, :func:`move_values`, :func:`position`, :func:`board`,
+:func:`query` and :func:`knucklebones_column`, from :mod:`pipeline.api`.
 They load on first use, so that importing one layer (say :mod:`pipeline.solve.rank_order`)
 loads neither polars nor any game.
 
 Layers, each importing only those before it (docs/architecture.md): ``_version`` ->
 ``errors`` -> ``progress`` -> ``graph`` -> ``solve`` -> ``games`` -> ``store`` -> ``stages`` ->
-``analysis`` -> ``apps`` -> ``api`` -> ``cli``; this module, the package's face, stands on top and
-nothing of the package imports it (the version lives in :mod:`pipeline._version`).
+``analysis`` -> ``answer`` -> ``apps`` -> ``api`` -> ``cli``; this module, the package's face,
+stands on top and nothing of the package imports it (the version lives in
+:mod:`pipeline._version`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from pipeline._version import __version__
 __all__ = [
     "__version__",
     "best_move",
+    "board",
     "dataset",
     "expect",
     "knucklebones_column",
     "load_table",
     "move_values",
+    "position",
     "query",
     "scan",
 ]
@@ -33,11 +36,13 @@ __all__ = [
 if TYPE_CHECKING:
     from pipeline.api import (
         best_move,
+        board,
         dataset,
         expect,
         knucklebones_column,
         load_table,
         move_values,
+        position,
         query,
         scan,
     )

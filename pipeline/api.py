@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline.analysis import answers, sql
+from pipeline.analysis import sql
+from pipeline.answer.answers import for_dir
+from pipeline.answer.model import Answer, BoardAnswer
 from pipeline.games.registry import Variant, get_variant
 from pipeline.games.tiles import position_extra
 from pipeline.store import readers, tables
@@ -33,12 +35,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "best_move",
+    "board",
     "dataset",
     "default_data_dir",
     "expect",
     "knucklebones_column",
     "load_table",
     "move_values",
+    "position",
     "query",
     "scan",
 ]
@@ -122,7 +126,7 @@ def expect(
     of N players in turn (the seat to move, the lowest score before it and how many share it).
     """
     extra = position_extra(p1_score, player, best_score, best_count)
-    found = answers.expect(_dir(data_dir), _variant(variant), _tiles_text(tiles), **extra)
+    found = for_dir(_dir(data_dir)).expect(_variant(variant), _tiles_text(tiles), **extra)
     return float(found.value)
 
 
@@ -141,9 +145,11 @@ def best_move(
 
     Ties between equally good moves go to the move holding the highest tile where they differ.
     """
-    extra = position_extra(p1_score, player, best_score, best_count)
-    advice = answers.best_move(_dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **extra)
-    return None if advice.best_move is None else [int(t) for t in advice.best_move]
+    found = position(
+        variant, tiles, roll, p1_score=p1_score, player=player, best_score=best_score,
+        best_count=best_count, data_dir=data_dir,
+    )  # fmt: skip
+    return None if found.best_move is None else [int(t) for t in found.best_move]
 
 
 def move_values(
@@ -158,9 +164,54 @@ def move_values(
     data_dir: str | Path | None = None,
 ) -> pl.DataFrame:
     """Every legal move after ``roll``: move, next_tiles, value, regret, is_best; best first."""
+    found = position(
+        variant, tiles, roll, p1_score=p1_score, player=player, best_score=best_score,
+        best_count=best_count, data_dir=data_dir,
+    )  # fmt: skip
+    schema: dict[str, pl.DataType] = {
+        "move": pl.List(pl.Int64),
+        "next_tiles": pl.String(),
+        "value": pl.Float64(),
+        "regret": pl.Float64(),
+        "is_best": pl.Boolean(),
+    }
+    rows = [(m.move, m.next_tiles, m.value, m.regret, m.best) for m in found.moves]
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def position(
+    variant: str | Variant,
+    tiles: str | Iterable[int],
+    roll: int | None = None,
+    *,
+    p1_score: int | None = None,
+    player: int | None = None,
+    best_score: int | None = None,
+    best_count: int | None = None,
+    data_dir: str | Path | None = None,
+) -> Answer:
+    """Everything about one position, as `serve` shows it: the state and its value, every number
+    of dice with its value, every roll's best move, and with ``roll`` every legal move ranked
+    (:class:`pipeline.answer.model.Answer`; ``.to_json()`` is the server's JSON)."""
     extra = position_extra(p1_score, player, best_score, best_count)
-    advice = answers.best_move(_dir(data_dir), _variant(variant), _tiles_text(tiles), roll, **extra)
-    return advice.moves
+    return for_dir(_dir(data_dir)).position(
+        _variant(variant), _tiles_text(tiles), roll=roll, **extra
+    )
+
+
+def board(
+    variant: str | Variant,
+    position: str | None = None,
+    die: int | None = None,
+    *,
+    depth: int | None = None,
+    data_dir: str | Path | None = None,
+) -> BoardAnswer:
+    """A Knucklebones position (``"MOVER;OPPONENT"``, e.g. ``"44_/1__/___;___/3__/___"``;
+    None: the empty boards) and with ``die`` every legal column ranked: exact from the tables
+    where the variant is built under ``data_dir``, else the search's estimate ``depth``
+    placements deep (:class:`pipeline.answer.model.BoardAnswer`)."""
+    return for_dir(_dir(data_dir)).board(_variant(variant), position, die, depth)
 
 
 def knucklebones_column(

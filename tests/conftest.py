@@ -48,6 +48,26 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
+#: The variants of :func:`built_more`: a game of four players and the stake game (stored on
+#: their own, solved without a graph) and a 16-tile box (streamed; its moves table too, for the
+#: tests to compare with), beside two-player.
+MORE = ("two-player", "four-player", "two-player-stake")
+BOX16 = "stb-16t-2d6-score"
+
+
+@pytest.fixture(scope="session")
+def built_more(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding :data:`MORE` and the 16-tile box :data:`BOX16` (built once
+    per session: about 5 s)."""
+    data = tmp_path_factory.mktemp("data-more")
+    result = invoke(["build", "--variant", ",".join(MORE), "--data-dir", data])
+    assert result.code == 0, result.stderr
+    box = ["build", "--tiles", "16", "--objective", "score", "--moves", "--data-dir", data]
+    result = invoke(box)
+    assert result.code == 0, result.stderr
+    return data
+
+
 #: The N-player variants stored on their own, which `--variant all` leaves out (built by name).
 BY_NAME = ("three-player", "four-player", "three-player-two-dice", "two-player-stake")
 #: A small Knucklebones board written as the full game is (lean states and decisions), so that

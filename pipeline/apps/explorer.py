@@ -2,8 +2,9 @@
 one-player Shut the Box variants and of the N-player games (its value, every player's share, and
 every legal move ranked with its regret).
 
-The solved tables are embedded as JSON, one object per variant, with arrays indexed by state id
-(the bitmask of open tiles), so the page needs no server and no network:
+The library's answers (:mod:`pipeline.answer`, what `move` and `serve` say) are embedded as JSON,
+one object per variant, with arrays indexed by state id (the bitmask of open tiles), so the page
+needs no server and no network:
 
 ``value[s]``
     ``states.value``: the value of state ``s`` under optimal play.
@@ -11,29 +12,28 @@ The solved tables are embedded as JSON, one object per variant, with arrays inde
     ``states.dice`` (the optimal number of dice, 0 when terminal) and ``states.choice_options``
     (2 where the player may roll one die or ``rules.dice``).
 ``end[s]``
-    the final value when no move is legal in ``s`` (``policy.value`` of its stuck rows; null
-    when ``s`` is never stuck).
+    the final value when no move is legal in ``s`` (the library's stuck roll; null when ``s``
+    is never stuck).
 ``moves[s]``
     ``[[roll, mask, mask, ...], ...]``: the legal moves of each roll with a legal move, as
-    bitmasks of the tiles shut; the policy's move first, the others by the tie rule (the larger
-    mask first). The page ranks them as `stb-pipeline move` does: least regret first, the
-    policy's move first among equal regrets (then the larger mask).
+    bitmasks of the tiles shut; the tie rule's pick first, the others the larger mask first.
+    The page ranks them as `stb-pipeline move` does: least regret first, the pick first among
+    equal regrets (then the larger mask).
 ``rolls``
-    ``{dice: [[roll, prob], ...]}``, from ``edges``.
+    ``{dice: [[roll, prob], ...]}``: the totals of every number of dice rolled.
 
-A move's value is not stored: it is ``value[s & ~mask]``, the value of the state it leads to, and
-its regret is ``max((best - value) * sign, 0)`` with ``best`` the best value of the roll (the
-pipeline's own formula). :func:`check_against_tables` proves, before the page is written, that
-these rebuild the ``moves`` and ``policy`` values bit for bit, so the page shows the tables'
-numbers while staying small (twelve tiles: 66,048 moves in well under a megabyte).
+A move's value is not stored: it is ``value[s & ~mask]``, the value of the state it leads to,
+and its regret what it loses against the best value of the roll, as the library computes them
+(:mod:`pipeline.solve.tolerance`; the page's script repeats the formula, as it runs offline);
+the tests check the page's ranking against `move` and the tables. So the page stays small
+(twelve tiles: 66,048 moves in well under a megabyte).
 
 An N-player variant (``"kind": "nplayer"``; see :func:`nplayer_payload`) is one such box per
 block (a seat facing the best score so far, held by some players): the legal moves, dice and
 rolls of a mask are the same in every block, so they are stored once, and each block adds every
-player's share of each mask (``states.share_*``), the mover's value when stuck, and the few
-policy moves the tie rule does not pick out by itself. A variant whose data would pass
-:data:`MAX_VARIANT_BYTES` is listed on the page as too big (browse it with `stb-pipeline
-serve`) instead of embedded.
+player's share of each mask (``states.share_*``) and the mover's value when stuck. A variant
+whose data would pass :data:`MAX_VARIANT_BYTES` is listed on the page as too big (browse it
+with `stb-pipeline serve`) instead of embedded.
 """
 
 from __future__ import annotations
@@ -46,16 +46,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+import numpy as np
 
+from pipeline.answer.answers import Answers, for_dir
 from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 from pipeline.games.dice import roll_distribution
 from pipeline.games.nplayer.game import NPlayer
-from pipeline.games.registry import get_variant
+from pipeline.games.registry import Variant, get_variant
 from pipeline.games.shutbox.game import ShutTheBox
-from pipeline.solve.tolerance import TIE_TOLERANCE
 from pipeline.store import tables
-from pipeline.store.manifest import REBUILD
 from pipeline.store.outputs import make_dir
 
 #: The variants the page offers by default (those built): every registered one-player Shut the
@@ -183,368 +182,156 @@ def built_rules(data_dir: Path, name: str) -> dict[str, Any] | None:
     return found
 
 
-def state_arrays(data_dir: Path, name: str, tiles: int) -> dict[str, Any]:
-    """``value``, ``dice`` and ``choice`` by state id, and ``maximise``, from ``states``."""
-    states = tables.read_table(data_dir, "states", name).sort("state_id")
-    if states["state_id"].to_list() != list(range(1 << tiles)):
-        raise TableError(f"states of {name} are not the 2**{tiles} boxes; rebuild it")
-    if states["value"].null_count():
-        raise ExplorerTablesMissing(
-            f"{name} is enumerated but not solved: run `stb-pipeline build --variant {name}`"
-        )
-    return {
-        "value": states["value"].to_list(),
-        "dice": states["dice"].fill_null(0).to_list(),
-        "choice": states["choice_options"].to_list(),
-        "maximise": bool(states["maximise"].all()),
-    }
-
-
-def ranked_moves(data_dir: Path, name: str) -> pl.DataFrame:
-    """Every legal move with its mask (``state_id - next_state_id``: a move clears its tiles'
-    bits), in the order the page stores them: the policy's move first in each (state, roll),
-    then by the tie rule (the larger mask first). The page ranks them by regret."""
-    moves = tables.read_table(data_dir, "moves", name).select(
-        "state_id", "roll", "next_state_id", "value", "regret", "is_best"
-    )
-    return moves.with_columns(mask=pl.col("state_id") - pl.col("next_state_id")).sort(
-        ["state_id", "roll", "is_best", "mask"], descending=[False, False, True, True]
-    )
-
-
-def move_lists(moves: pl.DataFrame, n_states: int) -> list[list[list[int]]]:
-    """``[[roll, mask, ...], ...]`` for each state id, from the ranked moves."""
-    out: list[list[list[int]]] = [[] for _ in range(n_states)]
-    for state, roll, mask in moves.select("state_id", "roll", "mask").iter_rows():
-        rows = out[state]
-        if not rows or rows[-1][0] != roll:
-            rows.append([roll])
-        rows[-1].append(mask)
-    return out
-
-
-def end_values(policy: pl.DataFrame, n_states: int) -> list[float | None]:
-    """The final value of each state when a roll leaves no legal move (None: never stuck)."""
-    out: list[float | None] = [None] * n_states
-    for state, value in policy.filter(pl.col("stuck")).select("state_id", "value").iter_rows():
-        out[state] = value
-    return out
-
-
-def roll_table(data_dir: Path, name: str) -> dict[str, list[list[float]]]:
-    """``{dice: [[roll, prob], ...]}``: the totals each number of dice can roll, from ``edges``."""
-    edges = tables.read_table(data_dir, "edges", name).select("dice", "roll", "prob").unique()
-    out: dict[str, list[list[float]]] = {}
-    for dice, roll, prob in edges.sort("dice", "roll").iter_rows():
-        out.setdefault(str(dice), []).append([roll, prob])
-    return out
-
-
-def check_against_tables(
-    values: list[float], moves: pl.DataFrame, policy: pl.DataFrame, maximise: bool
-) -> None:
-    """Prove that the page's formulas give the tables' numbers exactly: each move's value is the
-    value of the state it leads to, its regret ``max((best - value) * sign, 0)``, and the
-    policy's value the best move value, and one move per roll is the policy's. TableError (the
-    tables disagree: run verify) otherwise."""
-    sign = 1.0 if maximise else -1.0
-    lookup = pl.DataFrame({"next_state_id": range(len(values)), "derived": values})
-    joined = moves.join(lookup, on="next_state_id", how="left")
-    best = pl.col("derived").max() if maximise else pl.col("derived").min()
-    joined = joined.with_columns(best=best.over("state_id", "roll"))
-    joined = joined.with_columns(
-        derived_regret=pl.max_horizontal((pl.col("best") - pl.col("derived")) * sign, 0.0)
-    )
-    bad_moves = joined.filter(
-        (pl.col("derived") != pl.col("value")) | (pl.col("derived_regret") != pl.col("regret"))
-    )
-    node_best = joined.group_by("state_id", "roll").agg(
-        pl.col("best").first(), n_best=pl.col("is_best").sum()
-    )
-    bad_policy = (
-        policy.filter(~pl.col("stuck"))
-        .join(node_best, on=["state_id", "roll"], how="left")
-        .filter(
-            pl.col("best").is_null()
-            | (pl.col("best") != pl.col("value"))
-            | (pl.col("n_best") != 1)  # the page takes the policy's move to be the one marked
-        )
-    )
-    if bad_moves.height or bad_policy.height:
-        raise TableError(
-            f"{bad_moves.height} moves and {bad_policy.height} policy rows disagree with the "
-            "states table; run `stb-pipeline verify` and rebuild"
-        )
-
-
-def variant_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, Any]:
-    """Everything the page needs about one variant (see the module docstring)."""
+def variant_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -> dict[str, Any]:
+    """Everything the page needs about one one-player variant (see the module docstring), from
+    the library's answers: each state's value and dice, and each roll's legal moves with the
+    tie rule's pick first."""
     n_states = 1 << rules["tiles"]
-    arrays = state_arrays(data_dir, name, rules["tiles"])
-    moves = ranked_moves(data_dir, name)
-    policy = tables.read_table(data_dir, "policy", name).select(
-        "state_id", "roll", "stuck", "value"
-    )
-    check_against_tables(arrays["value"], moves, policy, arrays["maximise"])
+    arrays = answers.arrays(variant)
+    if arrays["state_id"].tolist() != list(range(n_states)):
+        raise TableError(
+            f"states of {variant.name} are not the 2**{rules['tiles']} boxes; rebuild it"
+        )
+    moves, end, dice_used = _moves_and_ends(answers, variant, range(n_states))
+    first = answers.expect(variant, state_id=n_states - 1)
     return {
-        "name": name,
-        "description": get_variant(name).description,
+        "name": variant.name,
+        "description": variant.description,
         "rules": rules,
-        **arrays,
-        "end": end_values(policy, n_states),
-        "moves": move_lists(moves, n_states),
-        "rolls": roll_table(data_dir, name),
+        "value": arrays["value"].tolist(),
+        "dice": arrays["dice"].astype(int).tolist(),
+        "choice": arrays["choice_options"].astype(int).tolist(),
+        "maximise": first.maximise,
+        "end": end,
+        "moves": moves,
+        "rolls": _rolls(dice_used, rules["sides"]),
     }
 
 
-def read_columns(data_dir: Path, table: str, name: str, columns: list[str]) -> pl.DataFrame:
-    """Only ``columns`` of ``name``'s rows of ``table`` (base columns, never derived ones): the
-    four-player moves table is 1.5 million rows, whose text and list columns the page never
-    reads. TableError when the file cannot be read."""
-    path = tables.variant_file(data_dir, table, name)
-    try:
-        lazy = pl.scan_parquet(path).filter(pl.col("variant") == name).select(columns)
-        return lazy.collect()
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
+def _moves_and_ends(
+    answers: Answers, variant: Variant, states: range, pick_first: bool = True
+) -> tuple[list[list[list[int]]], list[float | None], set[int]]:
+    """For each state: ``[[roll, mask, mask, ...], ...]`` (each roll with a legal move: the
+    library's pick first, unless not ``pick_first``, then by the tie rule, the larger mask
+    first), the value when a roll leaves no legal move (None: never), and the numbers of dice
+    rolled anywhere."""
+    moves: list[list[list[int]]] = []
+    end: list[float | None] = []
+    dice_used: set[int] = set()
+    for s in states:
+        found, by_roll = answers.every_roll(variant, s)
+        dice_used.update(d.dice for d in found.dice)
+        rows = []
+        for r in found.rolls:
+            if r.kind == "move":
+                ranked = by_roll[r.roll]
+                if pick_first:
+                    pick = next(m.label for m in ranked if m.best)
+                    others = sorted((m.label for m in ranked if not m.best), reverse=True)
+                    rows.append([r.roll, pick, *others])
+                else:
+                    rows.append([r.roll, *sorted((m.label for m in ranked), reverse=True)])
+        moves.append(rows)
+        stuck = [r.value for r in found.rolls if r.kind != "move"]
+        end.append(stuck[0] if stuck else None)
+    return moves, end, dice_used
 
 
-def nplayer_states(data_dir: Path, name: str, rules: dict[str, Any]) -> pl.DataFrame:
-    """The N-player ``states`` rows by id, with ``block`` and ``mask``; checked to be whole
-    blocks of every mask, solved, each value the mover's share (to the tie tolerance: the
-    two-player graph solve and the share solve may differ in the last bit), with no choice of
-    dice, and
-    terminal exactly where the page takes them to be (a shut box; with the share payoff, the
-    last player already below the best score)."""
-    tiles, n = rules["tiles"], rules["players"]
-    shares = [f"share_{k}" for k in range(1, n + 1)]
-    tables.settle(data_dir)  # as every reader: finish an interrupted commit, sweep temporaries
-    states = (
-        read_columns(
-            data_dir,
-            "states",
-            name,
-            [
-                "state_id",
-                "player",
-                "best_score",
-                "best_count",
-                "score",
-                "terminal",
-                "value",
-                "dice",
-                "choice_options",
-                "share_holder",
-                "share_beaten",
-                *shares,
-            ],
-        )
-        .sort("state_id")
-        .with_columns(
-            block=(pl.col("state_id") // (1 << tiles)), mask=pl.col("state_id") & ((1 << tiles) - 1)
-        )
-    )
-    if states["value"].null_count():
-        raise ExplorerTablesMissing(
-            f"{name} is enumerated but not solved: run `stb-pipeline build --variant {name}`"
-        )
-    sizes = states.group_by("block").agg(n=pl.len(), low=pl.col("mask").min())
-    if sizes.filter((pl.col("n") != 1 << tiles) | (pl.col("low") != 0)).height:
-        raise TableError(f"states of {name} are not whole blocks of 2**{tiles} boxes; rebuild it")
-    if states["choice_options"].max() > 1:  # type: ignore[operator]
-        raise UsageError(
-            f"{name} lets the mover choose the number of dice; the explorer shows N-player "
-            "variants whose rules set the dice"
-        )
-    mine = pl.coalesce(
-        [pl.when(pl.col("player") == k).then(pl.col(f"share_{k}")) for k in range(1, n + 1)]
-    )
-    below = (pl.col("player") == n) & (pl.col("score") < pl.col("best_score"))
-    ends = (pl.col("mask") == 0) | (below.fill_null(False) & (rules["payoff"] == "share"))
-    first = states.filter(pl.col("block") == 0).select("mask", first_dice=pl.col("dice"))
-    bad = states.join(first, on="mask").filter(
-        ((pl.col("value") - mine).abs() > TIE_TOLERANCE)
-        | (pl.col("terminal") != ends)
-        | (~pl.col("terminal") & (pl.col("dice") != pl.col("first_dice")))
-    )
-    if bad.height:
-        raise TableError(
-            f"{bad.height} states of {name} disagree with the page's reading of them (value = "
-            "the mover's share, the same dice in every block); run `stb-pipeline verify`"
-        )
-    return states
+def _rolls(dice_used: set[int], sides: int) -> dict[str, list[list[float]]]:
+    """``{dice: [[roll, prob], ...]}``: the totals each number of dice rolled can make."""
+    return {
+        str(d): [[t, ways / denom] for t, ways, denom in roll_distribution(d, sides)]
+        for d in sorted(dice_used)
+    }
 
 
-def nplayer_moves(
-    states: pl.DataFrame, moves: pl.DataFrame, policy: pl.DataFrame, tiles: int
-) -> tuple[pl.DataFrame, list[list[int]]]:
-    """Player 1's legal moves (the same in every block), sorted by (mask, roll, larger move
-    first), and the policy's moves that the tie rule does not pick out by itself, as
-    ``[block, mask, roll, move]``.
-
-    Proves, as :func:`check_against_tables` does for one player, that each move's value is the
-    mover's value of the box it leaves (in the same block), its regret ``max(best - value, 0)``,
-    the policy's value the best, and that every block has player 1's moves. TableError else."""
-    full = (1 << tiles) - 1
-    moves = moves.with_columns(
-        block=(pl.col("state_id") // (1 << tiles)),
-        mask=pl.col("state_id") & full,
-        move=(pl.col("state_id") - pl.col("next_state_id")),
-    )
-    first = moves.filter(pl.col("block") == 0).select("mask", "roll", "move")
-    count_first = first.group_by("mask", "roll").agg(n_first=pl.len())
-    numbers = states["block"].unique().sort().to_list()  # sparse: see NPlayer.block_of
-    bad = [0, 0, 0]
-    picks: list[list[int]] = []
-    # a few blocks at a time: the checks' joins over all of four players' 1.5 million moves
-    # would hold half a gigabyte at once
-    for at in range(0, len(numbers), CHECK_BLOCKS):
-        low, high = numbers[at], numbers[min(at + CHECK_BLOCKS, len(numbers)) - 1]
-        span = pl.col("state_id").is_between(low << tiles, ((high + 1) << tiles) - 1)
-        counts, found = _check_moves(
-            states.filter(span), moves.filter(span), policy.filter(span), first, count_first, tiles
-        )
-        bad = [a + b for a, b in zip(bad, counts, strict=True)]
-        picks += found
-    if any(bad):
-        raise TableError(
-            f"{bad[0]} moves, {bad[1]} rolls and {bad[2]} policy rows disagree with the states "
-            "table; run `stb-pipeline verify` and rebuild"
-        )
-    return first.sort(["mask", "roll", "move"], descending=[False, False, True]), picks
-
-
-def _check_moves(
-    states: pl.DataFrame,
-    moves: pl.DataFrame,
-    policy: pl.DataFrame,
-    first: pl.DataFrame,
-    count_first: pl.DataFrame,
-    tiles: int,
-) -> tuple[list[int], list[list[int]]]:
-    """:func:`nplayer_moves`'s checks on some whole blocks: the number of moves, rolls and
-    policy rows that disagree, and the policy moves off the tie rule."""
-    lookup = states.select(next_state_id="state_id", derived="value")
-    joined = moves.join(lookup, on="next_state_id", how="left").with_columns(
-        best=pl.col("derived").max().over("state_id", "roll")
-    )
-    tol = TIE_TOLERANCE * pl.max_horizontal(1.0, pl.col("best").abs())
-    joined = joined.with_columns(
-        derived_regret=pl.max_horizontal(pl.col("best") - pl.col("derived"), 0.0),
-        tie=(pl.col("derived") - pl.col("best")).abs() <= tol,
-    )
-    bad_moves = joined.filter(
-        pl.col("derived").is_null()
-        | ((pl.col("next_state_id") // (1 << tiles)) != pl.col("block"))
-        | (pl.col("derived") != pl.col("value"))
-        | (pl.col("derived_regret") != pl.col("regret"))
-    ).height
-    nodes = joined.group_by("state_id", "block", "mask", "roll").agg(
-        pl.col("best").first(),
-        n=pl.len(),
-        n_best=pl.col("is_best").sum(),
-        table_pick=pl.col("move").filter(pl.col("is_best")).first(),
-        rule_pick=pl.col("move").filter(pl.col("tie")).max(),
-    )
-    nodes = nodes.join(count_first, on=["mask", "roll"], how="left")
-    strange = joined.join(first, on=["mask", "roll", "move"], how="anti").height
-    bad_nodes = nodes.filter((pl.col("n_best") != 1) | (pl.col("n") != pl.col("n_first"))).height
-    bad_policy = (
-        policy.filter(~pl.col("stuck"))
-        .join(nodes, on=["state_id", "roll"], how="left")
-        .filter(pl.col("best").is_null() | (pl.col("best") != pl.col("value")))
-        .height
-    )
-    picks = (
-        nodes.filter(pl.col("table_pick") != pl.col("rule_pick"))
-        .sort("state_id", "roll")
-        .select("block", "mask", "roll", "table_pick")
-    )
-    return [bad_moves + strange, bad_nodes, bad_policy], [list(row) for row in picks.iter_rows()]
-
-
-def nplayer_payload(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, Any]:
-    """Everything the page needs about one N-player variant.
+def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -> dict[str, Any]:
+    """Everything the page needs about one N-player variant, from the library's answers.
 
     ``scores[mask]`` each box's score; ``possible`` the scores a turn can end with (the best
-    scores a later seat can face); ``dice[mask]``, ``moves[mask]`` and ``rolls`` as for one
-    player, the same in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
+    scores a later seat can face); ``dice[mask]``, ``moves[mask]`` (the larger mask first: the
+    page applies the tie rule to each block's values) and ``rolls`` as for one player, the same
+    in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
     player 1) with ``shares`` (``holder``: each earlier player holding the best score,
     ``beaten``: each earlier player beaten, ``"k"``: player k after the mover, ``value``: the
     mover's (``states.value``); arrays by mask, the states table's columns) and ``end`` (the
     mover's value when a roll leaves no move, by the score's place in ``possible``; null where
     the block is never stuck with that score); ``picks``: ``[block key, mask, roll, move]``
-    where the policy's move is not the tie rule's (within 1e-12 of the best, the larger tile
-    mask), usually none."""
+    where the library's pick is not what the page's own rule picks (the same tie rule: none)."""
     tiles, n = rules["tiles"], rules["players"]
     full = (1 << tiles) - 1
-    states = nplayer_states(data_dir, name, rules)
+    game = answers.game(variant)
+    arrays = answers.arrays(variant)
+    ids = arrays["state_id"]
+    blocks_of = ids >> tiles
+    numbers, counts = np.unique(blocks_of, return_counts=True)
+    if (counts != 1 << tiles).any():
+        raise TableError(
+            f"states of {variant.name} are not whole blocks of 2**{tiles} boxes; rebuild it"
+        )
+    if (arrays["choice_options"] > 1).any():
+        raise UsageError(
+            f"{variant.name} lets the mover choose the number of dice; the explorer shows "
+            "N-player variants whose rules set the dice"
+        )
+    fields = game.position_fields(numbers << tiles)
     blocks: dict[str, dict[str, Any]] = {}
     keys: dict[int, str] = {}
-    for part in states.partition_by("block", maintain_order=True):
-        block, seat = part["block"][0], part["player"][0]
-        best, count = part["best_score"][0] or 0, part["best_count"][0] or 0
+    for k, block in enumerate(numbers.tolist()):
+        seat, best, count = (int(fields[f][k]) for f in ("player", "best_score", "best_count"))
         keys[block] = f"{seat}/{best}/{count}"
-        # the mover's own share is ``value`` (the moves table's values come from it)
-        shares: dict[str, list[float]] = {"value": part["value"].to_list()}
+        rows = slice(k << tiles, (k + 1) << tiles)
+        # the mover's own share is ``value`` (the moves' values come from it)
+        shares: dict[str, list[float | None]] = {"value": arrays["value"][rows].tolist()}
         if seat > 1:
-            shares["holder"] = part["share_holder"].to_list()
+            shares["holder"] = _nulls(arrays["share_holder"][rows])
         if seat - 1 > count:
-            shares["beaten"] = part["share_beaten"].to_list()
-        for k in range(seat + 1, n + 1):
-            shares[str(k)] = part[f"share_{k}"].to_list()
+            shares["beaten"] = _nulls(arrays["share_beaten"][rows])
+        for j in range(seat + 1, n + 1):
+            shares[str(j)] = _nulls(arrays[f"share_{j}"][rows])
         blocks[keys[block]] = {"shares": shares}
-    # the shares are most of the data: a variant too big stops here, before its moves are read
+    # the shares are most of the data: a variant too big stops here, before its moves are asked
     if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
         raise TooBig(size)
-    moves = read_columns(
-        data_dir,
-        "moves",
-        name,
-        ["state_id", "roll", "next_state_id", "value", "regret", "is_best"],
-    )
-    policy = read_columns(data_dir, "policy", name, ["state_id", "roll", "stuck", "value"])
-    first, picks = nplayer_moves(states, moves, policy, tiles)
-    lists: list[list[list[int]]] = [[] for _ in range(full + 1)]
-    for mask, roll, move in first.iter_rows():
-        rows = lists[mask]
-        if not rows or rows[-1][0] != roll:
-            rows.append([roll])
-        rows[-1].append(move)
-    player1 = states.filter(pl.col("block") == 0)
-    possible = sorted(states["best_score"].drop_nulls().unique().to_list())
-    place = {score: i for i, score in enumerate(possible)}
-    stuck = (
-        policy.filter(pl.col("stuck"))
-        .join(states.select("state_id", "block", "score"), on="state_id")
-        .group_by("block", "score")
-        .agg(pl.col("value").min(), high=pl.col("value").max())
-    )
-    if stuck.filter(pl.col("value") != pl.col("high")).height:
-        raise TableError(f"{name}: a stuck roll's value is not its score's; rebuild it")
-    for key in blocks.values():
-        key["end"] = [None] * len(possible)
-    for block, score, value, _ in stuck.iter_rows():
-        blocks[keys[block]]["end"][place[score]] = value
-    used = sorted(d for d in player1["dice"].drop_nulls().unique().to_list() if d)
+    # player 1's moves, the same in every block: the page picks each block's with the tie rule
+    moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1), pick_first=False)
+    scores = game.mask_scores
+    possible = game.possible_scores.tolist()
+    for block_data in blocks.values():
+        block_data["end"] = [None] * len(possible)
+    # a stuck roll is worth what the block and the score make it (a mask of each score; a
+    # last seat already below the best score has won: never stuck)
+    mask_of = {int(score): mask for mask, score in enumerate(scores.tolist()) if mask}
+    terminal = arrays["terminal"]
+    asked = [
+        (keys[block], at, (block << tiles) | mask_of[score])
+        for k, block in enumerate(numbers.tolist())
+        for at, score in enumerate(possible)
+        if not terminal[(k << tiles) | mask_of[score]]
+    ]
+    for (where, at, _), (_, _, value) in zip(
+        asked, answers.stuck(variant, [s for _, _, s in asked]), strict=True
+    ):
+        blocks[where]["end"][at] = value
     return {
-        "name": name,
+        "name": variant.name,
         "kind": "nplayer",
-        "description": get_variant(name).description,
+        "description": variant.description,
         "rules": rules,
         "players": n,
-        "scores": player1["score"].to_list(),
+        "scores": scores.tolist(),
         "possible": possible,
-        "dice": player1["dice"].fill_null(0).to_list(),
-        "moves": lists,
-        "rolls": {
-            str(d): [[t, ways / denom] for t, ways, denom in roll_distribution(d, rules["sides"])]
-            for d in used
-        },
+        "dice": arrays["dice"][: full + 1].astype(int).tolist(),
+        "moves": moves,
+        "rolls": _rolls(dice_used, rules["sides"]),
         "blocks": blocks,
-        "picks": [[keys[b], mask, roll, move] for b, mask, roll, move in picks],
+        "picks": [],
     }
+
+
+def _nulls(values: np.ndarray) -> list[float | None]:
+    """A float column as a list, NaN (null in the table) as None."""
+    return [None if v != v else v for v in values.tolist()]
 
 
 class TooBig(Exception):
@@ -557,9 +344,10 @@ class TooBig(Exception):
 
 def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, Any]:
     """The payload of a one-player or an N-player variant."""
+    answers, variant = for_dir(data_dir), get_variant(name)
     if rules.get("game") == "shut-the-box-n-player":
-        return nplayer_payload(data_dir, name, rules)
-    return variant_payload(data_dir, name, rules)
+        return nplayer_payload(answers, variant, rules)
+    return variant_payload(answers, variant, rules)
 
 
 def size_of(payload: Any) -> int:

@@ -6,8 +6,9 @@ first with what each one loses against the best (in the variant's objective: win
 expected score, ...), the player answers by number, and every choice that loses something is
 recorded. At the end the game lists those mistakes and their total.
 
-Everything comes from the built tables (``states``, ``policy``, ``moves``): :class:`Coach` reads
-them once per game. Input and output go through callables, so tests drive a game with a list of
+Every value comes from the library's one answer (:mod:`pipeline.answer`): :class:`Coach` asks
+it about each position as the game reaches it, so the game starts at once and nothing is ranked
+that is never shown. Input and output go through callables, so tests drive a game with a list of
 answers and the CLI with stdin (end of input ends the game cleanly).
 """
 
@@ -17,25 +18,26 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.answer.answers import Answers, for_dir
+from pipeline.answer.model import Answer
+from pipeline.apps.seats import check_seat
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
-from pipeline.games.dice import roll_distribution
+from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import Variant
 from pipeline.games.shutbox.game import ShutTheBox
-from pipeline.store import tables
+from pipeline.solve.tolerance import tie_tolerance
 
 #: Objectives whose values are probabilities (shown in %, losses in percentage points).
 PROBABILITIES = ("shut", "target", "wins")
-#: Values closer than this (relative) are ties, as in the solver.
-TIE = 1e-12
 #: What a value means, by objective, for the player.
 OBJECTIVE_TEXT = {
     "shut": "win probability",
@@ -93,171 +95,112 @@ class GameRecord:
 
 
 class Coach:
-    """The solved tables of one Shut the Box variant, ready to rank choices.
+    """The answers about one Shut the Box variant, as the game asks them.
 
-    One-player variants, and the two-player game (issue 3) when it is registered and built: its
-    states carry ``player`` and ``p1_score``, ids ``p1_score * 2**tiles + mask``, and values are
-    the mover's expected wins. Rolls and moves come from the one-player rules both share.
+    One-player variants and the games of N players in turn (the two-player course game too: its
+    states carry ``p1_score``, ids ``p1_score * 2**tiles + mask``, and values are the mover's
+    expected wins). Nothing is read when the coach is made: each position is asked of the
+    library (:class:`pipeline.answer.answers.Answers`) when the game reaches it, so a game
+    starts at once and a bad argument is refused before any table is read.
     """
 
-    def __init__(self, data_dir: Path, variant: Variant) -> None:
-        """Read the variant's ``states``, ``policy`` and ``moves`` tables; UsageError when the
-        variant is not a Shut the Box game or is not solved."""
+    def __init__(self, data_dir: Path, variant: Variant, answers: Answers | None = None) -> None:
+        """UsageError when the variant is not a Shut the Box game (its tables are read later)."""
         game = variant.make()
-        box = _shut_the_box(game, variant.name)
-        self.variant, self.game, self.box = variant.name, game, box
-        self.n_masks = 1 << box.r.tiles
-        states = _solved_states(data_dir, variant.name)
-        self.objective = str(states["objective"][0])
-        self.maximise = bool(states["maximise"][0])
-        self.two_player = _is_two_player(states)
+        self.box = _shut_the_box(game, variant.name)
+        self.variant, self.game, self._variant = variant.name, game, variant
+        self.answers = answers if answers is not None else for_dir(data_dir)
+        self.n_masks = 1 << self.box.r.tiles
         #: Players in turn (1 for the one-player games).
-        self.players = _players(states)
-        if self.players == 1:
-            states = states.with_columns(player=pl.lit(1), p1_score=pl.lit(None, pl.Int64))
-        if "best_score" not in states.columns:
-            states = states.with_columns(best_score=pl.lit(None, pl.Int64))
-        if "best_count" not in states.columns:
-            states = states.with_columns(best_count=pl.lit(None, pl.Int8))
-        start = states.filter(pl.col("state_id") == game.start_state())
-        #: Each seat's expected payoff at the start (players in turn; empty otherwise).
-        self.start_shares: dict[int, float] = {
-            k: float(start[f"share_{k}"][0])
-            for k in range(1, self.players + 1)
-            if f"share_{k}" in start.columns and start.height and start[f"share_{k}"][0] is not None
-        }
-        self.state: dict[int, dict[str, Any]] = {
-            r["state_id"]: r for r in states.select(STATE_COLUMNS).iter_rows(named=True)
-        }
-        self.node_value = _node_values(data_dir, variant.name)
-        self.moves = _ranked_moves(data_dir, variant.name)
+        self.players = game.n if isinstance(game, NPlayer) else 1
+        #: The two-player course game (sum scoring, ids by player 1's score): its own wording.
+        self.two_player = self.players == 2 and self.box.r.scoring == "sum"
 
     @property
     def start(self) -> int:
-        """The full box (player 1's, in the two-player game)."""
+        """The full box (player 1's, in the games of several players)."""
         return self.game.start_state()
 
+    def check_seat(self, seat: int) -> None:
+        """UsageError unless ``seat`` is one of the game's (0 watches every seat)."""
+        check_seat(self.variant, self.players, seat)
+
+    def answer(self, state_id: int, roll: int | None = None) -> Answer:
+        """The library's answer for a state (and a roll)."""
+        return self.answers.position(self._variant, state_id=state_id, roll=roll)
+
+    @cached_property
+    def objective(self) -> str:
+        return self.answers.expect(self._variant, state_id=self.start).objective
+
+    @cached_property
+    def maximise(self) -> bool:
+        return self.answers.expect(self._variant, state_id=self.start).maximise
+
+    @cached_property
+    def start_shares(self) -> dict[int, float]:
+        """Each seat's expected payoff at the start (players in turn; empty otherwise)."""
+        shares = self.answers.expect(self._variant, state_id=self.start).shares
+        return {
+            s.seat: float(s.share) for s in shares if s.seat is not None and s.share is not None
+        }
+
+    def info(self, state_id: int) -> dict[str, Any]:
+        """What the game shows of a state: tiles, value, terminal, score, open_sum, dice, player,
+        p1_score, best_score, best_count."""
+        return self._info(state_id)
+
+    @lru_cache(maxsize=4096)  # noqa: B019  (the coach lives as long as its game)
+    def _info(self, state_id: int) -> dict[str, Any]:
+        state = self.answers.expect(self._variant, state_id=state_id)
+        mask = np.array([state_id % self.n_masks], dtype=np.int64)
+        best = state.fields.get("best_score")
+        return {
+            "state_id": state_id,
+            "tiles": state.tiles,
+            "value": state.value,
+            "terminal": state.terminal,
+            "score": int(self.box.scores(mask)[0]),
+            "open_sum": int(self.box.open_sums(mask)[0]),
+            "dice": state.dice,
+            "player": state.fields.get("player") or 1,
+            "p1_score": best if self.two_player else None,
+            "best_score": best,
+            "best_count": state.fields.get("best_count"),
+        }
+
     def after_stuck(self, state_id: int) -> int | None:
-        """Where play goes when the mover is stuck: player 2's start, or None (the game ends)."""
-        info = self.state[state_id]
+        """Where play goes when the mover is stuck: the next player's start, or None (the game
+        ends)."""
         next_start = getattr(self.game, "next_start", None)
-        if next_start is not None and self.players > 1:  # players in turn
-            return next_start(state_id)
-        if not self.two_player or info["player"] != 1:
-            return None
-        return int(info["open_sum"]) * self.n_masks + self.n_masks - 1
+        return None if next_start is None else next_start(state_id)
 
     def dice_options(self, state_id: int) -> list[Option]:
         """How many dice the rules allow here, each with its value; best first."""
-        mask = np.array([state_id % self.n_masks], dtype=np.int64)
-        allowed = self.box.dice_available(mask)
-        options = []
-        for dice, ok in sorted(allowed.items(), reverse=True):
-            if not ok[0]:
-                continue
-            value = math.fsum(
-                ways / denom * self.node_value[(state_id, total)]
-                for total, ways, denom in roll_distribution(dice, self.box.r.sides)
-            )
-            label = "one die" if dice == 1 else f"{dice} dice"
-            options.append(Option(label, value, 0.0, False, dice=dice))
-        best_dice = self.state[state_id]["dice"]
-        best = next(o for o in options if o.dice == best_dice)
-        sign = 1.0 if self.maximise else -1.0
-        ranked = [
-            Option(
-                o.label,
-                o.value,
-                max(0.0, sign * (best.value - o.value)),
-                o.dice == best_dice,
-                dice=o.dice,
-            )
-            for o in options
-        ]
-        return sorted(ranked, key=lambda o: (not o.is_best, o.loses))
+        return [
+            Option("one die" if o.dice == 1 else f"{o.dice} dice", o.value, o.regret, o.best,
+                   dice=o.dice)
+            for o in self.answer(state_id).dice
+        ]  # fmt: skip
 
     def move_options(self, state_id: int, roll: int) -> list[Option]:
         """Every legal move after ``roll``, best first (empty when the player is stuck)."""
-        return self.moves.get((state_id, roll), [])
+        return [
+            Option(_tiles_label(m.move), m.value, m.regret, m.best, m.next_id, m.next_tiles)
+            for m in self.answer(state_id, roll).moves
+        ]
 
-
-#: The ``states`` columns the coach keeps, by state id.
-STATE_COLUMNS = (
-    "state_id",
-    "tiles",
-    "value",
-    "terminal",
-    "score",
-    "open_sum",
-    "dice",
-    "player",
-    "p1_score",
-    "best_score",
-    "best_count",
-)
+    def rolls(self, state_id: int) -> list[int]:
+        """The rolls possible in a state (any number of dice)."""
+        return [r.roll for r in self.answer(state_id).rolls]
 
 
 def _shut_the_box(game: Game, name: str) -> ShutTheBox:
-    """The one-player rules of ``game`` (itself, or the two-player game's ``base``)."""
+    """The one-player rules of ``game`` (itself, or the N-player game's ``base``)."""
     box = game if isinstance(game, ShutTheBox) else getattr(game, "base", None)
     if not isinstance(box, ShutTheBox):
         raise UsageError(f"play supports Shut the Box variants; {name} is not one")
     return box
-
-
-def _solved_states(data_dir: Path, name: str) -> pl.DataFrame:
-    """The variant's ``states`` rows; UsageError when they carry no values (not solved)."""
-    states = tables.read_table(data_dir, "states", name)
-    if states["value"].null_count():
-        raise UsageError(f"variant {name} is not solved: run `stb-pipeline build --variant {name}`")
-    return states
-
-
-def _players(states: pl.DataFrame) -> int:
-    """Players in turn: the ``players`` column of an N-player variant, 2 for a two-player
-    table without it, 1 otherwise."""
-    if "players" in states.columns and states["players"].is_not_null().any():
-        return max(int(n) for n in states["players"].drop_nulls().to_list())
-    return 2 if _is_two_player(states) else 1
-
-
-def _is_two_player(states: pl.DataFrame) -> bool:
-    """Whether the variant has player-2 states.
-
-    The columns exist for every variant once any two-player variant is in the table (null for
-    one-player rows): only a variant with player-2 states is two-player.
-    """
-    return (
-        "p1_score" in states.columns
-        and "player" in states.columns
-        and bool(states["p1_score"].is_not_null().any())
-    )
-
-
-def _node_values(data_dir: Path, name: str) -> dict[tuple[int, int], float]:
-    """The value of each decision node (state id, roll) before the move, from ``policy``."""
-    policy = tables.read_table(data_dir, "policy", name)
-    return {(s, r): v for s, r, v in policy.select("state_id", "roll", "value").iter_rows()}
-
-
-def _ranked_moves(data_dir: Path, name: str) -> dict[tuple[int, int], list[Option]]:
-    """Every legal move of each decision node (state id, roll), best first, from ``moves``."""
-    moves = tables.read_table(data_dir, "moves", name).sort(
-        ["state_id", "roll", "regret", "is_best"], descending=[False, False, False, True]
-    )
-    out: dict[tuple[int, int], list[Option]] = {}
-    for row in moves.iter_rows(named=True):
-        out.setdefault((row["state_id"], row["roll"]), []).append(
-            Option(
-                label=_tiles_label(row["move"]),
-                value=row["value"],
-                loses=row["regret"],
-                is_best=row["is_best"],
-                next_state=row["next_state_id"],
-                next_tiles=row["next_tiles"],
-            )
-        )
-    return out
 
 
 Ask = Callable[[str, int], int | None]
@@ -282,14 +225,7 @@ def play_game(
     seat (optimally, by the tables); only the player's own choices are judged. Seat 0 watches
     the solver play every seat.
     """
-    if coach.players == 1 and seat != 1:
-        raise UsageError(
-            f"--seat {seat} needs a game of several players; one-player games have seat 1 only"
-        )
-    if not 0 <= seat <= coach.players:
-        raise UsageError(
-            f"--seat {seat}: {coach.variant} has seats 1..{coach.players} (0 to watch)"
-        )
+    coach.check_seat(seat)
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
@@ -299,7 +235,7 @@ def play_game(
     state: int | None = coach.start
     turn = 0
     while state is not None:
-        info = coach.state[state]
+        info = coach.info(state)
         if info["terminal"]:
             session.finish(record, info, stuck=False)
             break
@@ -333,8 +269,7 @@ class _Session:
         """A new record, announced with the seed and the value of optimal play from the start."""
         coach = self.coach
         what = OBJECTIVE_TEXT.get(coach.objective, coach.objective)
-        start = coach.state[coach.start]
-        start_value = start["value"]
+        start_value = coach.info(coach.start)["value"]
         if self.seat > 1 and coach.players == 2 and coach.objective == "wins":
             # The mover's values: player 2's expected wins at the start are 1 minus player 1's.
             start_value = 1.0 - start_value
@@ -406,9 +341,7 @@ class _Session:
         if after is None:
             self.finish(record, info, stuck=True, roll=roll)
             return None
-        best = self.coach.state[after]["best_score"]
-        if best is None:
-            best = self.coach.state[after]["p1_score"]
+        best = self.coach.info(after)["best_score"]
         self.console.print(
             f"No move shuts tiles adding to {roll}: player {info['player']} ends with "
             f"{info['score']}. Player {int(info['player']) + 1} must finish below {best} to win."
@@ -555,7 +488,7 @@ def _judge(
 ) -> None:
     """Tell the player how good the choice was, and record it when it lost something."""
     best = options[0]
-    if chosen.loses <= TIE * max(1.0, abs(best.value)):
+    if chosen.loses <= tie_tolerance(best.value):
         console.print(f"[green]{chosen.label}: a best choice.[/]")
         return
     record.mistakes.append(Mistake(turn, tiles, situation, chosen.label, best.label, chosen.loses))

@@ -258,10 +258,10 @@ def expect_cmd(
 
     Example: stb-pipeline expect --variant four-player 134 --player 3 --best-score 11
     """
-    from pipeline.analysis import answers
+    from pipeline.answer.answers import for_dir
 
     extra = position_extra(p1_score, player, best_score, best_count)
-    found = answers.expect(data_dir, pick_one(variant, custom, data_dir), tiles, **extra)
+    found = for_dir(data_dir).expect(pick_one(variant, custom, data_dir), tiles, **extra)
     say(f"{found.value!r}")
 
 
@@ -288,24 +288,19 @@ def move_cmd(
 
     Example: stb-pipeline move --variant classic 12345 7
     """
-    from pipeline.analysis import answers
+    from pipeline.answer.answers import for_dir
 
     chosen = pick_one(variant, custom, data_dir)
     extra = position_extra(p1_score, player, best_score, best_count)
-    advice = answers.best_move(data_dir, chosen, tiles, roll, **extra)
-    if advice.best_move is None:
-        ends = "the turn passes" if advice.passes_turn else "the game ends"
-        out.print(f"no legal move: {ends}, value {advice.value!r}")
+    found = for_dir(data_dir).position(chosen, tiles, roll=roll, **extra)
+    if found.best_move is None:
+        ends = "the turn passes" if found.passes_turn else "the game ends"
+        out.print(f"no legal move: {ends}, value {found.value!r}")
         return
-    out.print(f"best move {advice.best_move}  value {advice.value!r}")
+    out.print(f"best move {found.best_move}  value {found.value!r}")
     table = fitted_table("move", "leaves", "value", "loses", fold="leaves")
-    for row in advice.rows:  # the rows of advice.moves, without loading polars
-        table.add_row(
-            str(row["move"]),
-            row["next_tiles"] or "(shut)",
-            f"{row['value']:.12g}",
-            f"{row['regret']:.3g}",
-        )
+    for m in found.moves:
+        table.add_row(str(m.move), m.next_tiles or "(shut)", f"{m.value:.12g}", f"{m.regret:.3g}")
     out.print(table)
 
 

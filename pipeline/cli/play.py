@@ -62,9 +62,12 @@ def register(app: typer.Typer) -> None:
 
         Example: printf '1\\n1\\n1\\n' | stb-pipeline play --variant classic --seed 7 --rule greedy
         """
-        from pipeline.apps import teaching_game as play
+        from pipeline.apps.seats import check_seat
 
         chosen = pick_one(variant, custom, data_dir)
+        check_seat(chosen.name, chosen.players, seat)  # at once: before any game or table
+        from pipeline.apps import teaching_game as play
+
         coach = play.Coach(data_dir, chosen)
         advise = None
         if rule is not None:

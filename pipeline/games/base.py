@@ -50,6 +50,37 @@ class Streamed:
     columns left out as nulls, as if they were written."""
 
 
+@dataclass(frozen=True)
+class LegalMoves:
+    """Every legal move of one state after some rolls (asked in increasing order), as arrays of
+    one row per move: grouped by roll, increasing, the largest label first within a roll (the
+    tie rule's order). A move is worth its successor's value (:attr:`Game.move_value`)."""
+
+    roll: np.ndarray
+    """int64: the roll (or die) each move answers."""
+    label: np.ndarray
+    """int64: the move's label (the tie rule picks the largest among equal values)."""
+    next: np.ndarray
+    """int64: the state id the move leads to."""
+
+
+@dataclass(frozen=True)
+class Stuck:
+    """What happens when a roll leaves the mover no legal move, and what it is worth to the
+    mover: ``value`` where the rules alone say (a final score), else ``offset + scale *``
+    the ``column`` of the ``states`` row of ``next`` (a turn passed: the mover's payoff there)."""
+
+    kind: str
+    """``end`` (the game is over) or ``pass`` (the next player plays)."""
+    next: int | None
+    """The state play goes on from (a pass), else None."""
+    value: float | None
+    """The mover's value, where the rules alone give it; None: read it from ``next``."""
+    column: str = "value"
+    offset: float = 0.0
+    scale: float = 1.0
+
+
 class Named(Protocol):
     """Anything with a name (a variant, as a hook sees it)."""
 
@@ -173,6 +204,52 @@ class Game(ABC):
         runs whichever are asked), for games too big to hold as a graph; None: build from
         :meth:`graph`."""
         return None
+
+    # -- answers about one position (pipeline.answer): the rules, the tables give the values --
+
+    #: The ``states`` columns an answer reports beside the value (the N-player shares).
+    answer_columns: tuple[str, ...] = ()
+    #: How a move's value follows from its successor's value v: ``offset + scale * v`` (a game
+    #: whose successor is seen by the opponent, Knucklebones: 1 - v, or -v).
+    move_value: tuple[float, float] = (0.0, 1.0)
+
+    def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+        """Each number of dice the rules allow in ``state_id`` (fewest first), with its rolls
+        as (total, ways, denominator); empty where nothing is rolled."""
+        raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
+
+    def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
+        """Every legal move of ``state_id`` after each of ``rolls`` (increasing; see
+        :class:`LegalMoves`)."""
+        raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
+
+    def move_tiles(self, label: int) -> list[int]:
+        """A move label as the list the tables write in ``move`` (the tiles shut)."""
+        raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
+
+    def state_text(self, state_id: int) -> str:
+        """The ``tiles`` text of one state, as the states table writes it (a light override
+        answers without polars)."""
+        return self.tiles_text(state_id)
+
+    def state_code(self, state_id: int) -> str | None:
+        """Another way the tables write a state, where the game has one (Double Shutter: its
+        digits, the ``state`` column); None otherwise."""
+        return None
+
+    def position_fields(self, state_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """What names a position besides its tiles, by state id (the N-player games' seat, best
+        score so far and how many share it; 0 where it does not apply); none by default."""
+        return {}
+
+    def state_fields(self, state_id: int) -> dict[str, int | None]:
+        """:meth:`position_fields` of one state, None where a field does not apply (a few
+        microseconds: every answer shows them)."""
+        return {}
+
+    def stuck(self, state_id: int) -> Stuck:
+        """What a roll without a legal move means in ``state_id``."""
+        raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
 
     def moves_after(self, state_id: int, roll: int) -> list[tuple[int, int]] | None:
         """Every legal move after ``roll`` in state ``state_id`` as (label, next state id), for

@@ -24,6 +24,21 @@ def roll_distribution(dice: int, sides: int) -> list[tuple[int, int, int]]:
     return [(t, c, denom) for t, c in enumerate(counts) if c]
 
 
+def dice_choices(one_die: str, dice: int, small: bool) -> list[int]:
+    """The numbers of dice a player may roll, fewest first, under a one-die rule (``never``,
+    ``forced`` or ``optional``) where ``small`` says the position meets its condition."""
+    if one_die == "never":
+        return [dice]
+    if one_die == "forced":
+        return [1] if small else [dice]
+    return [1, dice] if small else [dice]
+
+
+def chances(dice: list[int], sides: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+    """Each number of dice with the totals it can roll, as (total, ways, denominator)."""
+    return [(d, roll_distribution(d, sides)) for d in dice]
+
+
 def range_problem(what: str, value: int, low: int, high: int) -> list[str]:
     """A one-line reason when ``value`` is outside ``low..high`` (empty when inside)."""
     return [] if low <= value <= high else [f"{what} must be between {low} and {high}, not {value}"]

@@ -45,6 +45,13 @@ class Variant:
     #: The game's state codec when it needs no game object (tile games: a TileCodec). Lets a
     #: lookup on built tables parse its argument, and describe masks, without the game.
     codec: TileCodec | None = None
+    #: Players in turn (the N-player games); known without making the game, so that a command
+    #: checks a seat before loading anything.
+    players: int = 1
+    #: A game of boards answered by a die and a column (Knucklebones): makes the board rules an
+    #: answer needs (:class:`pipeline.games.knucklebones.columns.BoardRules`) without the game's
+    #: solver (no numba for an answer from tables); None for the other games.
+    board: Callable[[], Any] | None = None
 
     def parse_state(self, text: str, **extra: object) -> int:
         """The canonical state id of a state written as the user writes it."""

@@ -15,7 +15,7 @@ from numba import njit
 
 from pipeline.graph import Graph
 from pipeline.solve.policy_eval import Plan, plan
-from pipeline.solve.tolerance import TIE_TOLERANCE
+from pipeline.solve.ties import is_tie
 
 
 @dataclass(frozen=True)
@@ -156,5 +156,5 @@ def _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, sum
         c = ch_choice[chance[j]]
         j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, sums)
         for k in range(best.shape[0]):
-            if abs(sums[k] - best[k]) <= TIE_TOLERANCE * max(1.0, abs(best[k])) and c > out[k]:
+            if is_tie(sums[k], best[k]) and c > out[k]:
                 out[k] = c

@@ -6,7 +6,12 @@ import numpy as np
 from numba import njit
 
 from pipeline.graph import Graph
-from pipeline.solve.tolerance import TIE_TOLERANCE
+from pipeline.solve import tolerance
+
+#: The tie rule of :mod:`pipeline.solve.tolerance`, compiled for the kernels (the one
+#: definition; a kernel calls it like any compiled function).
+tie_tolerance = njit(cache=True)(tolerance.tie_tolerance)
+is_tie = njit(cache=True)(tolerance.is_tie)
 
 
 @njit(cache=True)
@@ -18,7 +23,7 @@ def _best_rows(
     n_optimal = np.zeros(n, dtype=np.int32)
     for node in range(n):
         target = node_value[node]
-        tol = TIE_TOLERANCE * max(1.0, abs(target))
+        tol = tie_tolerance(target)
         pick = -1
         for m in range(starts[node], starts[node + 1]):
             if abs(move_value[m] - target) <= tol:

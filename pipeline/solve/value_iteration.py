@@ -22,6 +22,7 @@ import numpy as np
 
 from pipeline.graph import Graph
 from pipeline.solve.rank_order import Solution
+from pipeline.solve.ties import tie_tolerance
 
 #: Stop once no state changed by more than this in a sweep.
 DEFAULT_TOLERANCE = 1e-12
@@ -186,7 +187,7 @@ def _choices(g: Graph, node_value: np.ndarray, prob: np.ndarray) -> tuple[np.nda
 
 @numba.njit(cache=True)
 def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices):
-    """Per state: the value of each choice, the best (ties within 1e-12 to the largest)."""
+    """Per state: the value of each choice, the best (ties, by the tie rule, to the largest)."""
     for s in range(ch_start.shape[0] - 1):
         i, end = ch_start[s], ch_start[s + 1]
         best, chosen, count = -np.inf, -1, 0
@@ -197,7 +198,7 @@ def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_cho
                 total += prob[i] * node_value[ch_node[i]]
                 i += 1
             count += 1
-            tol = 1e-12 * max(1.0, abs(best))
+            tol = tie_tolerance(best)
             if sign * total > best + tol:
                 best, chosen = sign * total, c
             elif abs(sign * total - best) <= tol and c > chosen:

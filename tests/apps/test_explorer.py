@@ -1,5 +1,6 @@
-"""`stb-pipeline explore`: the page embeds the tables faithfully, and in a real (headless) browser
-it ranks the moves exactly as `stb-pipeline move` does, for one player and for N players.
+"""`stb-pipeline explore`: the page embeds the library's answers, which are the tables', and in a
+real (headless) browser it ranks the moves exactly as `stb-pipeline move` does, for one player
+and for N players.
 
 The browser tests need Debian's chromium and chromium-driver and the selenium package (see
 .ci/run, which installs them); without them they are skipped, saying why.
@@ -18,18 +19,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.analysis import answers
+from pipeline import api
 from pipeline.apps import explorer
-from pipeline.apps.explorer import (
-    check_against_tables,
-    delayed_progress,
-    embedded_data,
-    nplayer_moves,
-    nplayer_states,
-    ranked_moves,
-    render,
-)
-from pipeline.errors import TableError
+from pipeline.apps.explorer import delayed_progress, embedded_data, render
 from pipeline.games.registry import get_variant
 from pipeline.store import tables
 from tests.conftest import Result, invoke
@@ -60,12 +52,10 @@ def page(data: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ndata(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """two-player and four-player built into a fresh directory."""
-    directory = tmp_path_factory.mktemp("explorer-nplayer")
-    result = invoke(["build", "--variant", ",".join(NPLAYER), "--data-dir", directory])
-    assert result.code == 0, result.stderr
-    return directory
+def ndata(built_more: Path) -> Path:
+    """two-player and four-player built into one directory (with the stake game, too big for
+    the page, and a 16-tile box)."""
+    return built_more
 
 
 @pytest.fixture(scope="module")
@@ -123,47 +113,6 @@ def test_embedded_json_matches_the_tables(data: Path, page: Path, name: str) -> 
     assert sum(len(v) for v in found["rolls"].values()) == edges.height
 
 
-def test_tables_that_disagree_are_refused(data: Path) -> None:
-    """The page derives move values from the states table; a moves table saying otherwise
-    (a stale or hand-edited file) stops the page instead of showing wrong numbers."""
-    values = tables.read_table(data, "states", "classic").sort("state_id")["value"].to_list()
-    moves = ranked_moves(data, "classic")
-    policy = tables.read_table(data, "policy", "classic")
-    check_against_tables(values, moves, policy, maximise=True)
-    tampered = moves.with_columns(regret=pl.col("regret") + 1e-15)
-    with pytest.raises(TableError, match="disagree"):
-        check_against_tables(values, tampered, policy, maximise=True)
-
-
-def test_errors(data: Path, tmp_path: Path) -> None:
-    missing = invoke(["explore", "--data-dir", tmp_path / "empty"])
-    assert missing.code == 1 and "stb-pipeline build --variant" in missing.stderr
-    not_built = invoke(["explore", "--data-dir", data, "--variant", "twelve-tiles"])
-    assert not_built.code == 1
-    assert "stb-pipeline build --variant twelve-tiles" in not_built.stderr
-    for bad in ("knucklebones-2x2", "no-such-variant"):
-        result = invoke(["explore", "--data-dir", data, "--variant", bad])
-        assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
-    # an N-player variant is shown once built
-    absent = invoke(["explore", "--data-dir", data, "--variant", "four-player"])
-    assert absent.code == 1 and "stb-pipeline build --variant four-player" in absent.stderr
-
-
-def test_refuses_to_replace_a_file_outside_the_data_dir(data: Path, tmp_path: Path) -> None:
-    mine = tmp_path / "mine.html"
-    mine.write_text("my own page")
-    refused = invoke(["explore", "--data-dir", data, "-v", "classic", "-o", mine])
-    assert refused.code == 2 and "--force" in refused.stderr
-    assert mine.read_text() == "my own page"
-    forced = invoke(["explore", "--data-dir", data, "-v", "classic", "-o", mine, "--force"])
-    assert forced.code == 0, forced.stderr
-    assert [v["name"] for v in embedded_data(mine.read_text())["variants"]] == ["classic"]
-    first = invoke(["explore", "--data-dir", data, "-v", "lever", "-o", data / "x.html"])
-    assert first.code == 0, first.stderr
-    again = invoke(["explore", "--data-dir", data, "-v", "lever", "-o", data / "x.html"])
-    assert again.code == 0, again.stderr  # inside the data dir: generated, so replaced
-
-
 # -- N players without a browser ---------------------------------------------------------------
 
 
@@ -205,34 +154,6 @@ def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) ->
         at = found["possible"].index(score)
         assert found["blocks"][f"{seat}/{best or 0}/{count or 0}"]["end"][at] == value
     assert found["picks"] == []
-
-
-def test_nplayer_policy_off_the_tie_rule_is_listed(ndata: Path) -> None:
-    """A policy move the tie rule would not pick (here: a tampered table where it is a worse
-    move, its regret zero all the same) is listed for the page, which then marks it as the
-    tables do; a regret that is not the page's formula is refused."""
-    rules = tables.file_rules(tables.variant_file(ndata, "states", "four-player"))["four-player"]
-    states = nplayer_states(ndata, "four-player", rules)
-    moves = tables.read_table(ndata, "moves", "four-player")
-    policy = tables.read_table(ndata, "policy", "four-player").select(
-        "state_id", "roll", "stuck", "value"
-    )
-    cols = ("state_id", "roll", "next_state_id", "value", "regret", "is_best")
-    first, picks = nplayer_moves(states, moves.select(cols), policy, 9)
-    assert picks == [] and first.height == moves.filter(pl.col("state_id") < 512).height
-    # player 1, open 1..9, roll 7: swap the policy's move with the worst one
-    node = moves.filter((pl.col("state_id") == 511) & (pl.col("roll") == 7)).sort("value")
-    worst = node.row(0, named=True)
-    swapped = moves.with_columns(
-        is_best=pl.when((pl.col("state_id") == 511) & (pl.col("roll") == 7))
-        .then(pl.col("next_state_id") == worst["next_state_id"])
-        .otherwise(pl.col("is_best"))
-    )
-    _, picks = nplayer_moves(states, swapped.select(cols), policy, 9)
-    assert picks == [[0, 511, 7, 511 - worst["next_state_id"]]]
-    with pytest.raises(TableError, match="disagree"):
-        tampered = moves.with_columns(regret=pl.col("regret") + 1e-15)
-        nplayer_moves(states, tampered.select(cols), policy, 9)
 
 
 def test_a_variant_too_big_is_listed_not_dropped(
@@ -281,7 +202,9 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def open_page(browser: Any, page: Path, hash_: str = "") -> None:
-    """Load the page (a fresh load, so the hash is read at start) and wait until it is drawn."""
+    """Load the page (a fresh load, so the hash is read at start) and wait until it is drawn
+    (a few seconds at most: a busy machine parses the page's megabytes of data slowly)."""
+
     browser.get("about:blank")
     browser.get(page.as_uri() + hash_)
     # `get` returns at the load event, and on a loaded machine the page's script may not have
@@ -333,10 +256,10 @@ def assert_same_as_move(
     for (_, value, *_), (_, cli_value) in zip(shown, printed, strict=True):
         assert value == pytest.approx(cli_value, abs=1e-9)
     # the full-precision answer behind `move`: values and regrets to the last bit
-    advice = answers.best_move(data, get_variant(variant), tiles, roll, **seat)
-    exact = [(r["move"], r["value"], r["regret"]) for r in advice.moves.iter_rows(named=True)]
+    found = api.position(variant, tiles, roll, data_dir=data, **seat)
+    exact = [(m.move, m.value, m.regret) for m in found.moves]
     assert [(m, v, r) for m, v, r, _ in shown] == exact
-    assert [m for m, *_, best in shown if best] == [advice.best_move]
+    assert [m for m, *_, best in shown if best] == [found.best_move]
 
 
 def test_browser_classic_by_clicks(browser: Any, page: Path, data: Path) -> None:
@@ -347,7 +270,7 @@ def test_browser_classic_by_clicks(browser: Any, page: Path, data: Path) -> None
     click(browser, '#rolls [data-roll="7"]')
     assert browser.execute_script("return location.hash") == "#classic/12345/7"
     value = float(browser.find_element("id", "value").get_attribute("data-value"))
-    assert value == answers.expect(data, get_variant("classic"), "12345").value
+    assert value == api.expect("classic", "12345", data_dir=data)
     assert_same_as_move(browser, data, "classic", "12345", 7)
     # playing the best move (shut 3 and 4) goes to 125, ready for the next roll
     click(browser, "#moves tr.best button")
@@ -381,7 +304,7 @@ def test_browser_lever_dice_choice(browser: Any, page: Path, data: Path) -> None
     assert_same_as_move(browser, data, "lever", "123456", 1)
     # the state's value is the better of its two dice choices
     choices = [browser.execute_script(f"return diceValue(state.v, 63, {d})") for d in (1, 2)]
-    assert max(choices) == pytest.approx(answers.expect(data, get_variant("lever"), "123456").value)
+    assert max(choices) == pytest.approx(api.expect("lever", "123456", data_dir=data))
 
 
 @pytest.mark.parametrize(
@@ -446,7 +369,7 @@ def assert_same_position(
     """The page's value and every player's share are the library's and the states table's."""
     kw = seat_kwargs(seat, best, count)
     value = float(browser.find_element("id", "value").get_attribute("data-value"))
-    assert value == answers.expect(data, get_variant(variant), tiles, **kw).value
+    assert value == api.expect(variant, tiles, data_dir=data, **kw)
     state = get_variant(variant).parse_state(tiles, **kw)
     row = tables.read_table(data, "states", variant).row(
         by_predicate=pl.col("state_id") == state, named=True
@@ -537,10 +460,10 @@ def test_browser_nplayer_stuck_and_won(browser: Any, npage: Path, ndata: Path) -
     open_page(browser, npage, "#four-player/2/11/1/9/4")
     status = browser.find_element("id", "moves-status")
     assert status.get_attribute("data-stuck") == "true" and "player 3 plays next" in status.text
-    advice = answers.best_move(
-        ndata, get_variant("four-player"), "9", 4, player=2, best_score=11, best_count=1
+    found = api.position(
+        "four-player", "9", 4, data_dir=ndata, player=2, best_score=11, best_count=1
     )
-    assert advice.passes_turn and float(status.get_attribute("data-value")) == advice.value
+    assert found.passes_turn and float(status.get_attribute("data-value")) == found.value
     open_page(browser, npage, "#four-player/4/11/3/12")
     assert "won" in browser.find_element("id", "moves-status").text
     assert not browser.find_elements("css selector", "#rolls [data-roll]")
@@ -557,8 +480,8 @@ def test_browser_nplayer_policy_listed_off_the_tie_rule(
     open_page(browser, npage, "#four-player/1/0/0/123456789/7")
     shown = shown_moves(browser)
     assert shown[0][3] and shown[0][2] == 0.0
-    # say the tables picked the second move (here only in the page's data: the policy checks
-    # list such moves, test_nplayer_policy_off_the_tie_rule_is_listed)
+    # say the tables picked the second move (here only in the page's data: the page still
+    # reads such a list, which the library's answers never need)
     other = shown[1][0]
     four["picks"] = [["1/0/0", 511, 7, mask_of(other)]]
     page = tmp_path / "picks.html"

@@ -73,7 +73,8 @@ def test_dice_choice_values_agree_with_the_solver(cli, tmp_path: Path) -> None:
     variant = variant_from_options({"tiles": 5, "one_die": "optional"})
     assert variant is not None
     coach = play.Coach(tmp_path, variant)
-    for state_id, info in coach.state.items():
+    for state_id in range(1, 1 << 5):
+        info = coach.info(state_id)
         if info["terminal"]:
             continue
         options = coach.dice_options(state_id)
@@ -155,24 +156,53 @@ def test_two_player_game_against_the_solver(two_player: play.Coach, seat: int) -
         assert "Player" in record.outcome or "tie" in record.outcome
         outcomes.add("you win" in record.outcome)
     assert outcomes == {True, False}, "over eight games both sides win sometimes"
-    start = two_player.state[two_player.start]["value"]
+    start = two_player.info(two_player.start)["value"]
     record = play.play_game(two_player, scripted([1] * 40), quiet(), seed=0, seat=seat)
     want = start if seat == 1 else 1 - start
     assert math.isclose(record.start_value, want, rel_tol=1e-12)
 
 
-def test_player_one_stuck_hands_over_to_player_two(two_player: play.Coach) -> None:
-    stuck = {s for (s, roll) in two_player.node_value if not two_player.move_options(s, roll)}
+def test_player_one_stuck_hands_over_to_player_two(two_player: play.Coach, built: Path) -> None:
+    """Every state where a roll leaves the mover stuck (the policy's stuck rows): player 1
+    hands over to player 2's full box facing player 1's score; player 2 stuck ends the game."""
+    from tests.support import tables
+
+    stuck = {r["state_id"] for r in tables.rows(built, "policy", "two-player", "stuck")}
     checked = 0
-    for state_id in stuck:
-        info = two_player.state[state_id]
+    for state_id in sorted(stuck):
+        info = two_player.info(state_id)
         after = two_player.after_stuck(state_id)
         if info["player"] == 2:
             assert after is None, "player 2 stuck ends the game"
             continue
         assert after is not None
-        p2 = two_player.state[after]
+        p2 = two_player.info(after)
         assert p2["player"] == 2 and p2["p1_score"] == info["open_sum"]
-        assert p2["tiles"] == two_player.state[two_player.start]["tiles"]
+        assert p2["tiles"] == two_player.info(two_player.start)["tiles"]
         checked += 1
     assert checked > 100
+
+
+def test_a_bad_seat_is_refused_before_any_table_is_read(cli, tmp_path: Path) -> None:
+    """`play` checks its arguments first: a seat the game does not have is refused even where
+    nothing is built (the tables would be read only for the first prompt)."""
+    four = cli(["play", "--variant", "four-player", "--seat", "5", "-d", tmp_path])
+    assert four.code == 2 and "has seats 1..4" in four.stderr, four.stderr
+    one = cli(["play", "--variant", "classic", "--seat", "2", "-d", tmp_path])
+    assert one.code == 2 and "one-player games have seat 1 only" in one.stderr
+    assert not list(tmp_path.iterdir()), "nothing was read or written"
+
+
+def test_the_coach_reads_nothing_until_asked(built: Path) -> None:
+    """Making a coach reads no table (so `play` prompts at once); the first question reads
+    the variant's values once, and every later one answers from memory."""
+    from pipeline.answer.answers import Answers
+
+    answers = Answers(built)
+    coach = play.Coach(built, get_variant("two-player"), answers)
+    assert answers.index.reads == 0 and answers.index.held() == []
+    assert coach.dice_options(coach.start)[0].is_best
+    assert answers.index.reads == 1 and answers.index.held() == ["two-player"]
+    record = play.play_game(coach, scripted([1] * 40), quiet(), seed=3, seat=2)
+    assert record.finished
+    assert answers.index.reads == 1  # the values alone (a pass is worth a state's share)

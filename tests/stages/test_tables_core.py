@@ -185,41 +185,6 @@ def test_a_big_boxs_policy_leaves_derivable_columns_to_its_readers(tmp_path: Pat
     assert cli(["verify", "-d", tmp_path]).code == 0
 
 
-def test_move_on_a_big_box_ranks_every_move_without_the_moves_table(tmp_path: Path, cli) -> None:
-    """A big box writes its moves table only with --moves; `move` ranks the moves of a roll
-    from the rules and the states table instead, exactly as the moves table does."""
-    from pipeline.analysis import answers
-    from pipeline.store import manifest
-
-    name = "stb-16t-2d6-score"
-    built = cli(["build", "--tiles", "16", "--moves", "--objective", "score", "-d", tmp_path])
-    assert built.code == 0, built.stderr
-    variant = manifest.built_variants(tmp_path)[name]
-    asked = [("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", 12), ("2,3,5,7,11,13", 10)]
-    with_table = [answers.best_move(tmp_path, variant, tiles, roll) for tiles, roll in asked]
-    (tmp_path / "variants" / name / "moves.parquet").rename(tmp_path / "elsewhere.parquet")
-    without = [answers.best_move(tmp_path, variant, tiles, roll) for tiles, roll in asked]
-    for a, b in zip(with_table, without, strict=True):
-        assert a == b
-        # equal as printed too: -0.0 == 0.0, but `move` would show it as "-0"
-        assert [repr(r["regret"]) for r in a.rows] == [repr(r["regret"]) for r in b.rows]
-        assert len(b.rows) > 1 and b.rows[0]["move"] == b.best_move
-        assert b.rows[0]["regret"] == 0.0 and b.rows[-1]["regret"] > 0
-    shown = cli(["move", "--variant", name, *asked[0], "-d", tmp_path])
-    assert shown.code == 0, shown.stderr
-    assert "best move" in shown.stdout
-
-
-def test_move_without_a_moves_table_says_how_to_get_one(tmp_path: Path, cli) -> None:
-    """A game that does not list its moves from its rules (Double Shutter has no moves_after)
-    cannot rank them without the moves table: one line says to build it."""
-    assert cli(["build", "--variant", "double-shutter", "-d", tmp_path]).code == 0
-    (tmp_path / "moves.parquet").unlink()
-    result = cli(["move", "--variant", "double-shutter", "000000000", "7", "-d", tmp_path])
-    assert result.code == 2
-    assert result.stderr.count("\n") == 1 and "--moves" in result.stderr
-
-
 def test_a_box_that_moved_to_its_own_files_leaves_the_shared_tables(
     tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,11 +1,11 @@
 """`stb-pipeline serve`: a local, read-only web server over the solved tables.
 
-:mod:`pipeline.apps.server.catalog` finds what a data directory holds (and what it does not),
-:mod:`pipeline.apps.server.positions` answers one position of any family (DuckDB over the
-tables, value arrays for the big variants stored on their own, the Knucklebones search where no
-table is built), and :mod:`pipeline.apps.server.web` serves the page and its JSON API (starlette
-and uvicorn, the optional extra ``pip install '.[serve]'``). Only ``web`` imports them, so the
-rest is usable, and tested, without the extra.
+HTTP only: :mod:`pipeline.apps.server.positions` reads a request's parameters and asks the
+library's one answer (:mod:`pipeline.answer`: what a data directory holds, every position of
+any family from its values in memory, the Knucklebones search where no table is built), and
+:mod:`pipeline.apps.server.web` serves the page and its JSON API (starlette and uvicorn, the
+optional extra ``pip install '.[serve]'``). Only ``web`` imports them, so the rest is usable,
+and tested, without the extra; no module here imports a game.
 """
 
 #: Where the server listens unless told otherwise: this machine only.

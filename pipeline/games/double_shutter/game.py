@@ -24,24 +24,31 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import polars as pl
-import pyarrow as pa
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game
-from pipeline.games.columns import describe_distinct
-from pipeline.games.dice import choice_problem, dice_problems, range_problem, roll_distribution
+from pipeline.games.base import Game, LegalMoves, Stuck
+from pipeline.games.dice import (
+    chances,
+    choice_problem,
+    dice_choices,
+    dice_problems,
+    range_problem,
+    roll_distribution,
+)
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.tiles import refuse_position
 from pipeline.graph import NO_STATE, PASS, Graph
-from pipeline.solve.batch import BatchSolution, solve_rank_order_batch
-from pipeline.solve.rank_order import Solution
 
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # polars, pyarrow and the batch solver (numba) load where they are used:
+    # an answer from the tables needs the rules alone
+    import polars as pl
+
+    from pipeline.solve.batch import BatchSolution
+    from pipeline.solve.rank_order import Solution
 
 MAX_COLUMNS = 9
 MAX_DICE = 4
@@ -267,11 +274,106 @@ class DoubleShutter(TileStrategyHooks, Game):
             out.append((idx, ids[idx] + delta, total, label))
         return out
 
+    # -- answers (pipeline.answer): one state's moves from arrays of every set of tiles ------
+
+    def state_digits(self, state_id: int) -> list[int]:
+        """The digit of each column (tiles down), column 1 first."""
+        return [(state_id // int(p)) % 3 for p in self.place]
+
+    def dice_allowed(self, state_id: int) -> list[int]:
+        """:meth:`dice_available` of one state in plain Python, fewest dice first."""
+        r = self.r
+        digits = self.state_digits(state_id)
+        if all(d == r.rows for d in digits):  # every tile down
+            return []
+        front, back = self.front.tolist(), self.back.tolist()
+        exposed = sum(
+            front[c] if d == 0 else back[c] if d == 1 and r.back_row else 0
+            for c, d in enumerate(digits)
+        )
+        return dice_choices(r.one_die, r.dice, exposed <= r.one_die_sum)
+
+    def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+        """The dice the rules allow (fewest first) and the totals each can roll."""
+        return chances(self.dice_allowed(state_id), self.r.sides)
+
+    def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
+        """The sets of shuttable tiles adding up to each roll (``rolls`` increasing; the largest
+        label first within a roll)."""
+        sets = self._candidates(tuple(int(r) for r in rolls))
+        digits = self.state_digits(state_id)
+        up = sum(1 << c for c, d in enumerate(digits) if d == 0)  # front tile standing
+        back = sum(1 << c for c, d in enumerate(digits) if d == 1)  # only the back one
+        ok = ((sets["need_up"] & ~up) == 0) & ((sets["need_back"] & ~back) == 0)
+        return LegalMoves(sets["total"][ok], sets["label"][ok], state_id + sets["delta"][ok])
+
+    def _candidates(self, rolls: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """:attr:`_answer_sets` of the given totals (cached per tuple of rolls)."""
+        cache: dict[tuple[int, ...], dict[str, np.ndarray]] = self.__dict__.setdefault(
+            "_candidate_cache", {}
+        )
+        found = cache.get(rolls)
+        if found is None:
+            sets = self._answer_sets
+            keep = np.isin(sets["total"], rolls)
+            found = cache[rolls] = {name: column[keep] for name, column in sets.items()}
+        return found
+
+    @cached_property
+    def _answer_sets(self) -> dict[str, np.ndarray]:
+        """Every set of tiles a move could shut (:meth:`tile_sets`), by total and the largest
+        label first within one: the columns whose front tile it needs standing, those whose
+        back tile alone it needs, how much it adds to a state id, its total and label."""
+        found = sorted(self.tile_sets(self.r.dice * self.r.sides), key=lambda t: (t[1], -t[2]))
+        up, back, delta, total, label = [], [], [], [], []
+        for chosen, value, lab in found:
+            up.append(sum(1 << c for c, what in chosen.items() if NEEDS[what] == 0))
+            back.append(sum(1 << c for c, what in chosen.items() if NEEDS[what] == 1))
+            delta.append(sum(STEPS[what] * int(self.place[c]) for c, what in chosen.items()))
+            total.append(value)
+            label.append(lab)
+        return {
+            name: np.array(values, dtype=np.int64)
+            for name, values in (
+                ("need_up", up), ("need_back", back), ("delta", delta), ("total", total),
+                ("label", label),
+            )
+        }  # fmt: skip
+
+    def move_tiles(self, label: int) -> list[int]:
+        """A move label as its signed tiles: front tiles t, then back tiles as -t."""
+        n = self.r.columns
+        front = [t for t in range(1, n + 1) if label >> (n + t - 1) & 1]
+        return front + [-t for t in range(1, n + 1) if label >> (t - 1) & 1]
+
+    def state_text(self, state_id: int) -> str:
+        """The standing tiles as the tables write them ("front=1234 back=98")."""
+        if state_id == self.shut_state:
+            return ""
+        digits = self.state_digits(state_id)
+        cols = range(self.r.columns)
+        front = "".join(str(int(self.front[c])) for c in cols if digits[c] == 0) or "-"
+        if not self.r.back_row:
+            return f"front={front}"
+        standing = sorted(int(self.back[c]) for c in cols if digits[c] <= 1)
+        return f"front={front} back={''.join(map(str, standing)) or '-'}"
+
+    def state_code(self, state_id: int) -> str:
+        """The digits of the ``state`` column ("000000012")."""
+        return "".join(map(str, self.state_digits(state_id)))
+
+    def stuck(self, state_id: int) -> Stuck:
+        """Stuck, the game ends with the standing tiles' score."""
+        value = self.stuck_values(np.array([state_id], dtype=np.int64))[0]
+        return Stuck("end", None, float(value))
+
     # -- the threshold family and the summary -------------------------------------------------
 
     def threshold_family(self, g: Graph, targets: Sequence[int]) -> BatchSolution:
         """Solve graph ``g`` of this box for every objective "maximise P(final score <= n)", n in
         ``targets``, at once (column k of the result belongs to ``targets[k]``)."""
+        from pipeline.solve.batch import solve_rank_order_batch
+
         limits = np.asarray(targets, dtype=np.int64)
         score = self.scores(g.state_id)
         meets = (score[:, None] <= limits[None, :]).astype(np.float64)
@@ -282,6 +384,8 @@ class DoubleShutter(TileStrategyHooks, Game):
     def summary(self, g: Graph, solution: Solution) -> pl.DataFrame:
         """Headline figures: the value at the start under this box's objective (expected score,
         or P(score != 0), or P(score > target)), and p(n) for each of ``self.thresholds``."""
+        import polars as pl
+
         start = int(np.flatnonzero(g.state_id == self.start_state())[0])
         value = float(solution.value[start])
         figure = {"score": "min_expected_score", "shut": "p_not_zero", "target": "p_above"}
@@ -315,6 +419,8 @@ class DoubleShutter(TileStrategyHooks, Game):
     def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
         """Columns state, tiles, front_tiles, back_tiles, open_tiles, n_open, open_sum,
         exposed_sum, score for each state id."""
+        import polars as pl
+
         ids = np.asarray(state_id, dtype=np.int64)
         d = self.digits(ids)
         by_value = np.argsort(self.back)
@@ -354,6 +460,10 @@ class DoubleShutter(TileStrategyHooks, Game):
     def describe_moves(self, label: np.ndarray) -> pl.Series:
         """Each move label as its signed tiles: front tiles t, then back tiles as -t (null for a
         pass)."""
+        import polars as pl
+
+        from pipeline.games.columns import describe_distinct
+
         n = self.r.columns
 
         def lists(found: np.ndarray) -> pl.Series:
@@ -429,6 +539,9 @@ class DoubleShutter(TileStrategyHooks, Game):
 
 def _lists(mask: np.ndarray, values: np.ndarray) -> pl.Series:
     """Per row of ``mask`` [rows, k], the ``values`` [k] where it is true, as a list column."""
+    import polars as pl
+    import pyarrow as pa
+
     _, cols = np.nonzero(mask)  # row-major: each row's values in order
     offsets = np.concatenate(([0], np.cumsum(mask.sum(axis=1)))).astype(np.int32)
     array = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[cols]))

@@ -78,6 +78,7 @@ from pipeline.errors import UsageError
 from pipeline.games.knucklebones import rules as move_rules
 from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
 from pipeline.games.knucklebones.solution import Solution, midpoint
+from pipeline.solve.ties import tie_tolerance
 
 # The move rules, shared with the GPU kernels (pipeline/games/knucklebones/rules.py).
 _unrank = move_rules.unrank
@@ -89,8 +90,6 @@ _combine = move_rules.combine
 #: Default bound on |value - exact value| (the stopping rule: max(U - L) <= 2 * tol).
 DEFAULT_TOLERANCE = 1e-11
 DEFAULT_MAX_SWEEPS = 10_000
-#: Tie rule of the policy (solvers/kernels.py): within 1e-12 relative, the largest label wins.
-TIE_TOLERANCE = 1e-12
 #: States per policy block (times faces rows).
 POLICY_BLOCK = 1_000_000
 #: Parallel blocks per thread in a level (more blocks balance the uneven successor counts).
@@ -393,10 +392,10 @@ def _pairs_of(ids, c, n_pairs, binom, nb, out):
 
 
 @njit(cache=True)
-def _best_move(ids, v, c, value, offset, tie):
+def _best_move(ids, v, c, value, offset):
     """(best label, next id, node value, tied moves, moves) of face ``v + 1`` given the
-    successor ids: ties within ``tie`` (relative) go to the largest label, as in
-    solvers/kernels.py."""
+    successor ids: ties (the shared tie rule, :mod:`pipeline.solve.tolerance`) go to the
+    largest label, as in every solver."""
     best = -np.inf
     n_moves = 0
     for j in range(c):
@@ -404,7 +403,7 @@ def _best_move(ids, v, c, value, offset, tie):
         if r >= 0:
             best = max(best, offset - value[r])
             n_moves += 1
-    tol = tie * max(1.0, abs(best))
+    tol = tie_tolerance(best)
     label, nxt, tied = -1, -1, 0
     for j in range(c):
         r = ids[v * c + j]
@@ -416,7 +415,7 @@ def _best_move(ids, v, c, value, offset, tie):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_size, opp_size,
-                  offset, tie):  # fmt: skip
+                  offset):  # fmt: skip
     """Policy rows of the live states among ids a..b-1 (state, then face: the graph's nodes),
     and each row's successor ids by column label (-1: no such move)."""
     n = b - a
@@ -448,7 +447,7 @@ def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_s
                 k = row[i] * f + v
                 state[k], roll[k] = a + i, v + 1
                 label[k], nxt[k], val[k], tied[k], moves[k] = _best_move(
-                    ids[0], v, c, value, offset, tie
+                    ids[0], v, c, value, offset
                 )
                 for j in range(c):
                     succ[k, j] = ids[0, v * c + j]
@@ -674,8 +673,8 @@ def policy_block(rules: KnuckleRules, value: np.ndarray, a: int, b: int) -> dict
     table writes ``[label + 1]``), ``next_state_id``, ``value`` (of the best move), ``n_optimal``
     (moves tied for best), ``n_moves`` and ``successors`` ([rows, columns]: the successor id of
     each column label, -1 where the label is no move). A live state always has a move (its
-    board has room), so ``stuck`` is always false. Ties within :data:`TIE_TOLERANCE` (relative)
-    go to the largest label, as in the graph solver.
+    board has room), so ``stuck`` is always false. Ties under the shared tie rule
+    (:mod:`pipeline.solve.tolerance`) go to the largest label, as in the graph solver.
     """
     tb = tables(rules)
     if value.shape != (tb.n_states,):
@@ -688,7 +687,7 @@ def policy_block(rules: KnuckleRules, value: np.ndarray, a: int, b: int) -> dict
     )  # fmt: skip
     cols = _policy_block(
         a, b, value, tb.columns, tb.faces, tb.slots, tb.n_pairs, tb.moved, tb.swap, tb.binom,
-        tb.mover_size, tb.opp_size, tb.offset, TIE_TOLERANCE,
+        tb.mover_size, tb.opp_size, tb.offset,
     )  # fmt: skip
     return dict(zip(names, cols, strict=True))
 

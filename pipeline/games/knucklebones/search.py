@@ -37,6 +37,7 @@ import numpy as np
 
 from pipeline.games.knucklebones import rules
 from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.solve.ties import is_tie, tie_tolerance
 
 OURS = 0
 SEED = 1
@@ -223,8 +224,10 @@ def _tt_store(tt_key, tt_val, slot, key, w, d, exact):
 def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
     Rust solver's by difference."""
-    tie = abs(w - bw) <= 1e-12
-    return (kind == 0 and (w > bw + 1e-12 or (tie and d > bd))) or (kind == 1 and d > bd)
+    tie = is_tie(w, bw)
+    return (kind == 0 and (w > bw + tie_tolerance(bw) or (tie and d > bd))) or (
+        kind == 1 and d > bd
+    )
 
 
 @numba.njit(cache=True)

@@ -16,8 +16,16 @@ def knucklebones(name: str, description: str, in_all: bool = True, **rules: Any)
 
         return StreamedKnucklebones(KnuckleRules(**rules))
 
+    def board() -> Any:
+        from pipeline.games.knucklebones.columns import BoardRules
+        from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+        return BoardRules(Knucklebones(KnuckleRules(**rules)))
+
     # the boards left out of `all` hold tens of millions of rows: they get files of their own
-    variant = Variant(name, description, make, in_all, family="knucklebones", separate=not in_all)
+    variant = Variant(
+        name, description, make, in_all, family="knucklebones", separate=not in_all, board=board
+    )
     return register(variant)
 
 

@@ -47,7 +47,10 @@ def custom_variant(rules: Any, name: str | None = None) -> Variant:
 
         return NPlayer(rules)
 
-    return Variant(label, "custom N-player rule set", make, False, family="nplayer", separate=True)
+    return Variant(
+        label, "custom N-player rule set", make, False, family="nplayer", separate=True,
+        players=rules.players,
+    )  # fmt: skip
 
 
 def variant_from_rules(name: str, rules: dict[str, Any]) -> Variant:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game, Streamed
+from pipeline.games.base import Game, LegalMoves, Streamed, Stuck
 from pipeline.games.dice import roll_distribution
 from pipeline.games.nplayer.rules import BEATEN, FIRST_SEAT, HOLDER, MAX_PLAYERS, NPlayerRules
 from pipeline.games.shutbox.game import ShutTheBox
@@ -638,6 +638,75 @@ class NPlayer(Game):
         from pipeline.games.nplayer import stream
 
         return stream.streamed(self, tables)
+
+    # -- answers (pipeline.answer): a seat's moves are the one-player box's on its mask --------
+
+    @property
+    def answer_columns(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Every player's expected payoff (the shares), beside the mover's value."""
+        return ("share_holder", "share_beaten", *(f"share_{k}" for k in range(1, self.n + 1)))
+
+    def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+        """The one-player rules' dice on the mover's open tiles; none where the mover has won
+        already (:meth:`alive`: the last seat below the best score, for a share of the win)."""
+        mask = state_id & self.full
+        fields = self.state_fields(state_id)
+        last = fields["player"] == self.n and self.n > 1 and self.r.payoff == "share"
+        if last and int(self.mask_scores[mask]) < (fields["best_score"] or 0):
+            return []
+        return self.base.roll_chances(mask)
+
+    def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
+        """The one-player box's moves on the mover's tiles; the seat and scores stay."""
+        found = self.base.legal_moves(state_id & self.full, rolls)
+        return LegalMoves(found.roll, found.label, state_id ^ found.label)
+
+    def move_tiles(self, label: int) -> list[int]:
+        """The tiles a move shuts."""
+        return self.base.move_tiles(label)
+
+    def state_text(self, state_id: int) -> str:
+        """The mover's open tiles."""
+        return self.base.state_text(state_id & self.full)
+
+    def position_fields(self, state_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """The seat to move, the best score before it and how many players share it (0 for
+        player 1, who faces none)."""
+        _, seat, best, count = self.position(state_ids)
+        return {"player": seat, "best_score": best, "best_count": count}
+
+    def state_fields(self, state_id: int) -> dict[str, int | None]:
+        """:meth:`position_fields` of one state in plain Python (best score and count None for
+        player 1)."""
+        block = state_id >> self.base.r.tiles
+        if block == 0:
+            return {"player": 1, "best_score": None, "best_count": None}
+        m = self.n - 1
+        return {
+            "player": block % m + 2,
+            "best_score": block // (m * m),
+            "best_count": (block // m) % m + 1,
+        }
+
+    def stuck(self, state_id: int) -> Stuck:
+        """Stuck, the turn passes to the next seat's full box, facing the new best score; the
+        mover becomes an earlier player there, whose payoff the next state's shares hold (the
+        holder's when the mover's score is the best, else the beaten one's; with two players
+        the total less the other's value, as the course's tables have it). The last seat's
+        stuck roll ends the game with the final payoff (:meth:`final_payoff`)."""
+        fields = self.state_fields(state_id)
+        seat, best, count = fields["player"] or 1, fields["best_score"] or 0, fields["best_count"]
+        score = int(self.mask_scores[state_id & self.full])
+        below = seat == 1 or score < best
+        tie = not below and score == best
+        if seat < self.n:
+            nxt = self.next_start(state_id)
+            if self.n == 2:
+                return Stuck("pass", nxt, None, "value", self.total, -1.0)
+            return Stuck("pass", nxt, None, "share_holder" if below or tie else "share_beaten")
+        holders = 1 if below else (count or 0) + 1 if tie else max(count or 0, 1)
+        payoff = self.final_payoff(holders, below or tie, seat)
+        return Stuck("end", None, float(payoff[FIRST_SEAT + seat - 1]))
 
     # -- description -------------------------------------------------------------------------
 

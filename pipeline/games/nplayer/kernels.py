@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.solve.tolerance import TIE_TOLERANCE
+from pipeline.solve.ties import tie_tolerance
 
 
 @njit(cache=True)
@@ -108,8 +108,7 @@ def solve_block(
             if not have:
                 take = True
             else:
-                tol = TIE_TOLERANCE * max(1.0, abs(max(value, best_val)))
-                near = abs(value - best_val) <= tol
+                near = abs(value - best_val) <= tie_tolerance(max(value, best_val))
                 take = choice > best_choice if near else value > best_val
             if take:
                 have = True
@@ -140,7 +139,7 @@ def _best_move(
         v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
         if v > top:
             top = v
-    tol = TIE_TOLERANCE * max(1.0, abs(top))
+    tol = tie_tolerance(top)
     pick = -1
     ties = 0
     for m in range(mv_start[node], mv_start[node + 1]):

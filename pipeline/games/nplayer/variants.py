@@ -22,9 +22,13 @@ def nplayer(name: str, description: str, separate: bool = True, **rules: Any) ->
 
     # those stored on their own are built by name (as the big Knucklebones boards): `all` keeps
     # to the shared tables
+    players = int(rules.get("players", 2))
     return register(
-        Variant(name, description, make, in_all=not separate, family="nplayer", separate=separate)
-    )
+        Variant(
+            name, description, make, in_all=not separate, family="nplayer", separate=separate,
+            players=players,
+        )
+    )  # fmt: skip
 
 
 COURSE = "9 tiles, one die (forced) once the mover's open tiles sum to 6 or less"

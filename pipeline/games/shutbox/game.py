@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.base import Game, SolvedView, Streamed
-from pipeline.games.dice import roll_distribution
+from pipeline.games.base import Game, LegalMoves, SolvedView, Streamed, Stuck
+from pipeline.games.dice import chances, dice_choices, roll_distribution
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
     MAX_DICE,
@@ -283,6 +283,82 @@ class ShutTheBox(TileStrategyHooks, Game):
             if total == roll and mask & state_id == mask
         ]
 
+    # -- answers (pipeline.answer): plain Python and cached arrays, a few microseconds each ----
+
+    def dice_allowed(self, state_id: int) -> list[int]:
+        """:meth:`dice_available` of one state, fewest dice first (none when shut)."""
+        if state_id == 0:
+            return []
+        r = self.r
+        small = True
+        if r.one_die_sum is not None:
+            small = sum(t for t in range(1, r.tiles + 1) if state_id >> (t - 1) & 1) <= (
+                r.one_die_sum
+            )
+        if r.one_die_shut:
+            small = small and all(not state_id >> (t - 1) & 1 for t in r.one_die_shut)
+        return dice_choices(r.one_die, r.dice, small)
+
+    def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
+        """The dice the rules allow (fewest first) and the totals each can roll."""
+        return chances(self.dice_allowed(state_id), self.r.sides)
+
+    def legal_moves(self, state_id: int, rolls: Sequence[int]) -> LegalMoves:
+        """The sets of open tiles adding up to each roll (masks, the largest first)."""
+        masks, roll_of = self._candidates(tuple(int(r) for r in rolls))
+        ok = (masks & state_id) == masks
+        return LegalMoves(roll_of[ok], masks[ok], state_id ^ masks[ok])
+
+    def _candidates(self, rolls: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Every set of tiles the rules let a move shut for each roll, end to end (largest mask
+        first within a roll), and the roll of each; cached per tuple of rolls."""
+        cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = self.__dict__.setdefault(
+            "_candidate_cache", {}
+        )
+        found = cache.get(rolls)
+        if found is None:
+            top = max(rolls, default=0)
+            by_roll: dict[int, list[int]] = {}
+            for mask, total in self.subsets_by_sum(top):
+                by_roll.setdefault(total, []).append(mask)
+            parts = [sorted(by_roll.get(r, []), reverse=True) for r in rolls]
+            found = (
+                np.array([m for part in parts for m in part], dtype=np.int64),
+                np.repeat(np.array(rolls, dtype=np.int64), [len(p) for p in parts]),
+            )
+            cache[rolls] = found
+        return found
+
+    def move_tiles(self, label: int) -> list[int]:
+        """The tiles of a move's mask, increasing."""
+        return mask_tiles(label)
+
+    def state_text(self, state_id: int) -> str:
+        """The open tiles as the tables write them ("1245", or "1,2,10" above nine tiles)."""
+        sep = "" if self.r.tiles <= 9 else ","
+        return sep.join(map(str, mask_tiles(state_id)))
+
+    def stuck(self, state_id: int) -> Stuck:
+        """Stuck, the game ends with the score of the open tiles."""
+        return Stuck("end", None, self.stuck_value(state_id))
+
+    def stuck_value(self, state_id: int) -> float:
+        """:meth:`stuck_values` of one state in plain Python (the numpy form loops over the
+        tiles with arrays of one element: a tenth of a millisecond)."""
+        r = self.r
+        tiles = mask_tiles(state_id)
+        if r.scoring == "sum":
+            score = sum(tiles)
+        else:  # digital: the open tiles read as a number, smallest first
+            score = 0
+            for t in tiles:
+                score = score * 10 + t
+        if r.objective == "shut":
+            return float(score == 0)
+        if r.objective == "target":
+            return float(r.target is not None and score <= r.target)
+        return float(score)
+
     @property
     def search_in_build(self) -> bool:  # type: ignore[override]
         """`build` searches the rule family for boxes of at most 9 tiles where the rules leave
@@ -319,3 +395,14 @@ class ShutTheBox(TileStrategyHooks, Game):
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of open tiles written as digits ("1245") or separated ("1,2,10")."""
         return parse_open_tiles(text, self.r.tiles, **extra)
+
+
+def mask_tiles(mask: int) -> list[int]:
+    """The tiles of a bitmask, increasing (bit t - 1 is tile t)."""
+    out, tile = [], 1
+    while mask:
+        if mask & 1:
+            out.append(tile)
+        mask >>= 1
+        tile += 1
+    return out

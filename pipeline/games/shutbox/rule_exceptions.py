@@ -30,7 +30,7 @@ import numpy as np
 from pipeline.games.shutbox.rule_search import Objective, optimal_rows
 from pipeline.graph import Graph
 from pipeline.solve import policy_eval
-from pipeline.solve.tolerance import TIE_TOLERANCE
+from pipeline.solve.tolerance import tolerance
 
 #: Exceptions computed per rule by the build (the curve's length).
 MAX_EXCEPTIONS = 50
@@ -150,13 +150,13 @@ class _Priced:
         legal = g.mv_label >= 0
         node_of = g.mv_node
         move_adv = sign * (v.move_value - v.node_value[node_of])
-        move_ok = legal & (move_adv > _tolerance(v.node_value[node_of]))
+        move_ok = legal & (move_adv > tolerance(v.node_value[node_of]))
         groups = np.bincount(
             dice.group, weights=dice.prob * v.node_value[g.ch_node], minlength=dice.state.shape[0]
         )
         dice_adv = sign * (groups - v.value[dice.state])
         dice_ok = (dice.dice != self.choice[dice.state]) & (
-            dice_adv > _tolerance(v.value[dice.state])
+            dice_adv > tolerance(v.value[dice.state])
         )
         move_gain = np.where(move_ok, self.reach.node[node_of] * move_adv, 0.0)
         dice_gain = np.where(dice_ok, self.reach.state[dice.state] * dice_adv, 0.0)
@@ -178,11 +178,6 @@ class _Priced:
         state = int(dice.state[at])
         reach = float(self.reach.state[state])
         return Override(state, -1, -1, -1, int(dice.dice[at]), int(self.choice[state]), reach, 0, 0)
-
-
-def _tolerance(value: np.ndarray) -> np.ndarray:
-    """Advantages within this of 0 are ties (the solver's relative tolerance)."""
-    return TIE_TOLERANCE * np.maximum(1.0, np.abs(value))
 
 
 def _largest(move_gain: np.ndarray, dice_gain: np.ndarray) -> tuple[str, int] | None:

@@ -12,7 +12,7 @@ import os
 import numpy as np
 from numba import njit, prange
 
-from pipeline.solve.tolerance import TIE_TOLERANCE
+from pipeline.solve.ties import is_tie, tie_tolerance
 
 # OpenMP workers spin while they wait by default: on a busy machine an idle worker then holds
 # a core the last worker of a layer needs (a 4,096-state box took 0.57 s instead of 2 ms).
@@ -197,7 +197,7 @@ def _node_ties(
             found += 1
         else:
             cand[k - lo] = np.nan  # never within the tolerance: not a legal move
-    tol = TIE_TOLERANCE * max(1.0, abs(best))
+    tol = tie_tolerance(best)
     pick = -1
     n_opt = 0
     for k in range(lo, sub_start[r + 1]):
@@ -218,7 +218,7 @@ def _choose(
     if pattern == USUAL:
         return g_usual, dice[1]
     best = max(g_one, g_usual) if maxi else min(g_one, g_usual)
-    if abs(g_usual - best) <= TIE_TOLERANCE * max(1.0, abs(best)):
+    if is_tie(g_usual, best):
         return best, dice[1]
     return best, dice[0]
 

@@ -1,6 +1,6 @@
-"""`stb-pipeline serve`'s JSON API: the answers are the tables' (the same as `move`, `expect`
-and `knucklebones solve` through the library), every bad request is a one-line 400, a damaged
-table is a clear message while the rest keeps serving, and nothing is written."""
+"""`stb-pipeline serve`'s JSON API: the answers are the tables' (their policy and moves rows,
+and the same as `move`, `expect` and the Python API), every bad request is a one-line 400, a
+damaged table is a clear message while the rest keeps serving, and nothing is written."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.analysis import answers
+from pipeline import api
 from pipeline.apps.knucklebones.position import analyse
-from pipeline.games.registry import get_variant, select_one
-from pipeline.store.manifest import built_variants
+from pipeline.games.registry import get_variant
 from tests.conftest import REPO, invoke
+from tests.support import tables
 
 pytest.importorskip("starlette", reason="serve needs the [serve] extra")
 pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
@@ -55,12 +55,16 @@ def get(client: TestClient, url: str, status: int = 200) -> dict[str, Any]:
     return response.json()
 
 
-def same_as_move(found: dict[str, Any], advice: answers.MoveAdvice) -> None:
-    """The served moves are `move`'s: same order, tiles, values and regrets to the last bit."""
+def same_as_move(found: dict[str, Any], data: Path, variant: str, **extra: Any) -> None:
+    """The served answer is the tables' (policy and moves rows) and the Python API's: the same
+    moves in the same order, with the same values and regrets to the last bit."""
+    tables.check_position(found, data, variant)
+    moves = api.move_values(variant, found["state"]["tiles"], found["roll"], data_dir=data, **extra)
     served = [(m["move"], m["value"], m["regret"], m["best"]) for m in found["moves"]]
-    expected = [(r["move"], r["value"], r["regret"], r["is_best"]) for r in advice.rows]
-    assert served == expected
-    assert found["outcome"]["value"] == advice.value
+    assert served == [
+        tuple(r.values())
+        for r in moves.select("move", "value", "regret", "is_best").iter_rows(named=True)
+    ]
 
 
 def test_index_lists_built_and_unbuilt(client: TestClient) -> None:
@@ -91,10 +95,8 @@ def test_positions_equal_move(
     query = "&".join(f"{k}={v}" for k, v in extra.items())
     found = get(client, f"/{variant}/position.json?tiles={tiles}&roll={roll}&{query}")
     p1 = {"p1_score": extra["p1_score"]} if "p1_score" in extra else {}
-    advice = answers.best_move(built, get_variant(variant), tiles, roll, **p1)
-    same_as_move(found, advice)
-    expect = answers.expect(built, get_variant(variant), tiles, **p1)
-    assert found["state"]["value"] == expect.value and found["state"]["dice"] == expect.dice
+    same_as_move(found, built, variant, **p1)
+    assert found["state"]["value"] == api.expect(variant, tiles, data_dir=built, **p1)
     # the link restores the position
     again = get(client, found["link"].replace("/position?", "/position.json?"))
     assert again == found
@@ -103,14 +105,8 @@ def test_positions_equal_move(
 def test_double_shutter_by_its_digits(client: TestClient, built: Path) -> None:
     found = get(client, "/double-shutter/position.json?state=000000012&roll=8")
     assert found["state"]["tiles"] == "front=1234567 back=23456789"
-    advice = answers.best_move(built, get_variant("double-shutter"), found["state"]["tiles"], 8)
-    same_as_move(found, advice)
-    # every roll's best move is the policy's
-    for r in found["rolls"]:
-        one = answers.best_move(
-            built, get_variant("double-shutter"), found["state"]["tiles"], r["roll"]
-        )
-        assert (r["best"], r["value"]) == (one.best_move, one.value)
+    assert found["state"]["state"] == "000000012"
+    same_as_move(found, built, "double-shutter")  # every roll's best move is the policy's
 
 
 def test_two_player_fields_come_from_the_states_table(client: TestClient) -> None:
@@ -125,13 +121,10 @@ def test_two_player_fields_come_from_the_states_table(client: TestClient) -> Non
 
 
 @pytest.fixture(scope="module")
-def nplayer(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """two-player (from the session's build) and four-player (stored on its own, built
-    without a graph) in one data directory."""
-    data = tmp_path_factory.mktemp("serve-nplayer")
-    result = invoke(["build", "--variant", "two-player,four-player", "--data-dir", data])
-    assert result.code == 0, result.stderr
-    return data
+def nplayer(built_more: Path) -> Path:
+    """two-player and four-player (stored on its own, built without a graph) in one data
+    directory (with the stake game and a 16-tile box)."""
+    return built_more
 
 
 def same_shares(found: dict[str, Any], data: Path, variant: str, tiles: str, extra: dict) -> None:
@@ -148,8 +141,7 @@ def same_shares(found: dict[str, Any], data: Path, variant: str, tiles: str, ext
     assert abs(mover["share"] - found["state"]["value"]) <= 1e-12
     assert [s["seat"] for s in shares if s["seat"] is not None] == list(range(seat, n + 1))
     state_id = get_variant(variant).parse_state(tiles, **extra)
-    rows = answers._rows(data, "states", variant, "state_id = $s", s=state_id)
-    row = rows[0]
+    row = tables.state(data, variant, state_id)
     for s in shares:
         column = f"share_{s['seat']}" if s["seat"] is not None else f"share_{s['who']}"
         assert s["share"] == row[column]
@@ -184,6 +176,7 @@ def test_nplayer_positions_equal_the_library(
     best = api.best_move(variant, tiles, roll, data_dir=nplayer, **lib)
     assert [m["move"] for m in found["moves"] if m["best"]] == [best]
     assert found["state"]["value"] == api.expect(variant, tiles, data_dir=nplayer, **lib)
+    tables.check_position(found, nplayer, variant)
     seat = extra.get("player", 1)
     fields = found["state"]["fields"]
     assert fields["player"] == seat and fields["best_score"] == extra.get("best_score")
@@ -238,24 +231,19 @@ def test_big_box_from_value_arrays_equals_move(big: Path, tiles: str, roll: int)
     client = TestClient(create_app(big))
     name = next(v["name"] for v in get(client, "/.json")["built"])
     found = get(client, f"/{name}/position.json?tiles={tiles}&roll={roll}")
-    variant = select_one(name, None, built_variants(big))
-    same_as_move(found, answers.best_move(big, variant, tiles, roll))
-    assert found["state"]["value"] == answers.expect(big, variant, tiles).value
-    for r in found["rolls"]:  # every roll's best move is the policy's
-        one = answers.best_move(big, variant, tiles, r["roll"])
-        assert (r["best"], r["value"]) == (one.best_move, one.value)
+    tables.check_position(found, big, name)  # every roll's best move is the policy's
+    shown = invoke(["move", "--variant", name, tiles, str(roll), "-d", big])
+    assert shown.code == 0 and f"best move {found['moves'][0]['move']}" in shown.stdout
 
 
 @pytest.mark.parametrize("variant", ["classic-score", "digital-score", "classic"])
 def test_stuck_values_in_plain_python_are_the_games(variant: str) -> None:
     import numpy as np
 
-    from pipeline.apps.server.positions import stuck_value
-
     game = get_variant(variant).make()
     ids = np.arange(1 << game.r.tiles, dtype=np.int64)
     expected = game.stuck_values(ids).tolist()
-    assert [stuck_value(game, int(s)) for s in ids] == expected
+    assert [game.stuck_value(int(s)) for s in ids] == expected
 
 
 def test_knucklebones_exact_from_the_tables(client: TestClient, built: Path) -> None:
@@ -266,11 +254,16 @@ def test_knucklebones_exact_from_the_tables(client: TestClient, built: Path) -> 
     assert all(c.value.from_tables for c in solved.columns)
     by_col = {c.column: c.value.win for c in solved.columns}
     assert {c["column"]: c["value"] for c in found["columns"]} == by_col
-    assert found["columns"][0]["column"] == solved.best.column and found["columns"][0]["best"]
     score = get(client, url.replace("2x2", "2x2-score"))
     assert {c["column"]: c["value"] for c in score["columns"]} == {
         c.column: c.value.diff for c in solved.columns
     }
+    # the best column is the policy's (its boards in canonical order: columns as given here)
+    for variant, answer in (("knucklebones-2x2", found), ("knucklebones-2x2-score", score)):
+        state_id = get_variant(variant).parse_state(found["board"])
+        policy = next(r for r in tables.policy(built, variant, state_id) if r["roll"] == 4)
+        assert answer["columns"][0]["best"] and answer["columns"][0]["column"] == policy["best"][0]
+        assert tables.close(answer["value"], tables.state(built, variant, state_id)["value"])
 
 
 def test_knucklebones_full_game_is_a_marked_estimate(client: TestClient) -> None:
@@ -302,7 +295,7 @@ BAD = [
     ("/classic/position.json?tiles=" + "1" * 5000, "longer than"),
     ("/classic/position.json?tiles=%00%01", "not printable"),
     ("/classic/position.json", "name the position"),
-    ("/classic/position.json?id=600", "no such position"),
+    ("/classic/position.json?id=600", "is not a state of variant classic"),
     ("/two-player/position.json?tiles=123&player=7", "not a seat"),
     ("/two-player/position.json?tiles=123&player=x", "whole number"),
     ("/double-shutter/position.json?state=0003", "one digit 0, 1 or 2"),
@@ -389,17 +382,20 @@ def test_damaged_and_missing_tables(built: Path, tmp_path: Path) -> None:
     for name in ("states", "policy", "moves"):
         shutil.copy(built / f"{name}.parquet", data / f"{name}.parquet")
     client = TestClient(create_app(data))
-    assert get(client, "/classic/position.json?tiles=12345&roll=7")["moves"]
+    before = get(client, "/classic/position.json?tiles=12345&roll=7")
+    assert before["moves"]
     (data / "moves.parquet").write_bytes(b"PAR1 not really")
     time.sleep(1.1)  # the catalog looks at the files at most once a second
     index = get(client, "/.json")  # still serving, the damage named
     assert any("moves.parquet" in p for p in index["problems"])
-    broken = get(client, "/classic/position.json?tiles=12345&roll=7", 404)
-    assert "no moves table" in broken["error"] and "build" in broken["error"]
-    assert get(client, "/classic/position.json?tiles=12345")["rolls"]  # the rest is served
-    (data / "policy.parquet").write_bytes(b"garbage")
+    # an answer reads the values alone (the rules list the moves): the same answer
+    assert get(client, "/classic/position.json?tiles=12345&roll=7") == before
+    (data / "states.parquet").write_bytes(b"garbage")
     time.sleep(1.1)  # the catalog looks at the files at most once a second
-    assert get(client, "/classic/position.json?tiles=12345", 404)["error"]
+    index = get(client, "/.json")
+    assert any("states.parquet" in p for p in index["problems"])
+    gone = get(client, "/classic/position.json?tiles=12345", 404)  # no states: not built
+    assert "stb-pipeline build --variant classic" in gone["error"]
     missing = get(client, "/classic-score/position.json?tiles=1", 404)
     assert "stb-pipeline build --variant classic-score" in missing["error"]
 

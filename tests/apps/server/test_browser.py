@@ -1,6 +1,6 @@
 """`stb-pipeline serve` in a real browser: headless Chromium drives the page for each family
-(click a position, read the ranked moves) and compares it with `move`, `expect` and
-`knucklebones solve` through the library. Skipped, saying why, without chromium,
+(click a position, read the ranked moves) and compares it with the Python API, the tables'
+policy and moves rows, and `knucklebones solve`. Skipped, saying why, without chromium,
 chromium-driver or selenium (see .ci/run).
 
 ``STB_SERVE_SHOTS=docs`` writes the two screenshots the README shows into docs/.
@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.analysis import answers
+from pipeline import api
 from pipeline.apps.knucklebones.position import analyse
 from pipeline.games.registry import get_variant
-from tests.conftest import REPO, invoke
+from tests.conftest import REPO
+from tests.support import tables
 from tests.support.browser import headless_chromium
 
 pytest.importorskip("uvicorn", reason="serve needs the [serve] extra")
@@ -109,11 +110,13 @@ def shown_moves(browser: Any) -> list[tuple[list[int], float, float, bool]]:
 def assert_same_as_move(
     browser: Any, data: Path, variant: str, tiles: str, roll: int, **extra
 ) -> None:
-    advice = answers.best_move(data, get_variant(variant), tiles, roll, **extra)
-    expected = [(r["move"], r["value"], r["regret"], r["is_best"]) for r in advice.rows]
+    """The page shows the library's answer (the Python API's), which is the tables'."""
+    found = api.position(variant, tiles, roll, data_dir=data, **extra)
+    tables.check_position(found.to_json(), data, variant)
+    expected = [(m.move, m.value, m.regret, m.best) for m in found.moves]
     assert shown_moves(browser) == expected
     shown = float(browser.find_element("id", "value").get_attribute("data-value"))
-    assert shown == answers.expect(data, get_variant(variant), tiles, **extra).value
+    assert shown == api.expect(variant, tiles, data_dir=data, **extra)
 
 
 def test_index_lists_unbuilt_with_commands(browser: Any, server: str) -> None:
@@ -146,7 +149,7 @@ def test_dice_choice_and_stuck_roll(browser: Any, server: str, built: Path) -> N
     choice = browser.find_element("id", "dice-choice")
     assert choice.get_attribute("data-choices") == "2" and "one die or 2" in choice.text
     assert choice.get_attribute("data-dice") == str(
-        answers.expect(built, get_variant("lever"), "123456").dice
+        api.position("lever", "123456", data_dir=built).state.dice
     )
     assert_same_as_move(browser, built, "lever", "123456", 1)
     open_page(browser, server + "/classic/position?tiles=9&roll=4")
@@ -181,13 +184,10 @@ def select(browser: Any, field: str, value: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def four_player(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+def four_player(built_more: Path) -> Iterator[tuple[str, Path]]:
     """The server over a build of four-player (stored on its own, without a graph)."""
-    data = tmp_path_factory.mktemp("serve-four")
-    result = invoke(["build", "--variant", "four-player", "--data-dir", data])
-    assert result.code == 0, result.stderr
-    with serving(data) as url:
-        yield url, data
+    with serving(built_more) as url:
+        yield url, built_more
 
 
 def test_four_player_seat_best_score_and_shares(browser: Any, four_player: tuple) -> None:
@@ -257,8 +257,9 @@ def test_double_shutter_two_rows(browser: Any, server: str, built: Path) -> None
     click(browser, '#picker [data-roll="9"]')
     tiles = "front=12345678 back=123456789"
     shown = shown_moves(browser)
-    advice = answers.best_move(built, get_variant("double-shutter"), tiles, 9)
-    assert shown == [(r["move"], r["value"], r["regret"], r["is_best"]) for r in advice.rows]
+    found = api.position("double-shutter", tiles, 9, data_dir=built)
+    tables.check_position(found.to_json(), built, "double-shutter")
+    assert shown == [(m.move, m.value, m.regret, m.best) for m in found.moves]
     assert any(t < 0 for m, *_ in shown for t in m)  # back tile 1, uncovered, is a move too
     click(browser, '.tile[data-row="back"][data-col="9"]')  # back tile 1 stands behind front 9
     assert browser.current_url.endswith("state=000000002")
@@ -284,7 +285,9 @@ def test_knucklebones_exact_board(browser: Any, server: str, built: Path) -> Non
     solved = analyse("4_/1_", "_/3_", 3, depth=1, variant="knucklebones-2x2", data_dir=built)
     shown = shown_columns(browser)
     assert {c: v for c, v, _ in shown} == {c.column: c.value.win for c in solved.columns}
-    assert [c for c, _, best in shown if best] == [solved.best.column]
+    state_id = get_variant("knucklebones-2x2").parse_state("4/1;_/3")  # columns in canonical order
+    policy = next(r for r in tables.policy(built, "knucklebones-2x2", state_id) if r["roll"] == 3)
+    assert [c for c, _, best in shown if best] == policy["best"]  # the policy's column
     # place the 3 in column 2: the opponent's 3 there is knocked out; the opponent moves next
     click(browser, '#mover .column[data-column="2"]')
     assert browser.find_element("id", "board-text").get_attribute("value") == "_/_;4/13"

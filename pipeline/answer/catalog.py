@@ -23,7 +23,8 @@ from pipeline.store.layout import OWN_DIR, table_files
 
 #: Tables the page reads (states is what makes a variant "built").
 TABLES = ("states", "policy", "moves")
-#: How the page draws each family's positions (anything else: one row of tiles).
+#: How each family's positions are drawn and asked (anything else: one row of tiles, and a
+#: roll): Double Shutter's two rows of tiles, Knucklebones' boards (and a die).
 VIEWS = {"double_shutter": "rows", "knucklebones": "boards"}
 #: Longest variant name accepted in a request (registered and custom names are far shorter).
 MAX_NAME = 100
@@ -58,7 +59,7 @@ class Entry:
 
     @property
     def view(self) -> str:
-        return VIEWS.get(self.family, "tiles")
+        return view_of(self.variant)
 
     def build_command(self) -> str:
         """The command that builds it."""
@@ -148,3 +149,8 @@ def scan(data_dir: Path, file_rules: Callable[[Path], dict[str, Any]]) -> Snapsh
         if name not in entries:
             entries[name] = Entry(name, variant, None, {})
     return Snapshot(entries, problems)
+
+
+def view_of(variant: Variant) -> str:
+    """How ``variant``'s positions are drawn and asked: ``tiles``, ``rows`` or ``boards``."""
+    return VIEWS.get(variant.family or "shutbox", "tiles")

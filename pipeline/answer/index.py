@@ -1,0 +1,632 @@
+"""The solved values of every built variant in memory, by state id: what every answer reads.
+
+As python-chess's Syzygy reader opens each table file once and answers a probe with an index
+computation and a read, a variant's ``states`` rows are read once, on its first answer, into
+numpy arrays indexed by state id: the value, the number of dice optimal play rolls, how many it
+may choose from, whether play is over, and the columns the game's answers report (the N-player
+shares). A move's value is then its successor's value (``offset + scale * value[next]``), and a
+turn passed to the next player the mover's payoff there, so no ``policy`` or ``moves`` row is
+read to answer: the rules list the moves.
+
+DuckDB's compiled engine reads the files (only the columns needed, only the variant's row
+groups); no SQL runs per answer. What is held stays within ``cache_mb`` (least recently used
+variants dropped first). A variant too big for it is read a row group at a time, when its file
+is sorted by state id with statistics (the full Knucklebones game's lean tables: row groups of
+1,048,576 ids), each row group kept in the same budget; one that is not, and does not fit, is
+refused with the memory it needs. A table file that changes on disk is read again: each answer
+compares the file (inode, time, size) and the manifest's sha256 of it with those it was read
+with (two stats; the manifest is read again only when it changes).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.store.engine import engine
+from pipeline.store.layout import settle, variant_file
+
+#: Memory for the arrays of every variant held at once (MB), unless told otherwise.
+DEFAULT_CACHE_MB = 256
+#: Ids up to this many times the rows (plus a little) are held densely (index = state id).
+DENSE_FACTOR = 2
+#: The columns of a state every answer reads (besides the game's own), and their bytes a row.
+BASE_COLUMNS = {"value": 8, "dice": 1, "choice_options": 1, "terminal": 1}
+#: Rows one read holds at most (row groups are joined up to it): the peak while reading.
+CHUNK_ROWS = 1 << 20
+#: How to rebuild a table that cannot be read.
+REBUILD = "rebuild it (stb-pipeline build --force --variant NAME)"
+
+
+class Reader:
+    """Reads Parquet files into numpy with one in-memory DuckDB (a cursor per read: safe from
+    several threads)."""
+
+    def __init__(self) -> None:
+        self.con = engine().connect()
+
+    def query(self, path: Path, sql: str, **params: Any) -> dict[str, np.ndarray]:
+        """The columns of ``sql`` (which reads ``read_parquet($path)``) as numpy arrays (masked
+        where null)."""
+        return dict(self._run(path, sql, params, lambda cur: cur.fetchnumpy()))
+
+    def rows(self, path: Path, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+        """The rows of ``sql`` as tuples."""
+        return list(self._run(path, sql, params, lambda cur: cur.fetchall()))
+
+    def _run(
+        self, path: Path, sql: str, params: dict[str, Any], fetch: Callable[[Any], Any]
+    ) -> Any:
+        """``fetch`` of ``sql`` run with bound parameters; TableError naming the file when
+        DuckDB cannot read it."""
+        try:
+            with self.con.cursor() as cur:
+                return fetch(cur.execute(sql, {"path": str(path), **params}))
+        except engine().Error as exc:
+            first = (str(exc).splitlines() or ["unreadable"])[0]
+            raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
+
+    def file_rules(self, path: Path) -> dict[str, Any]:
+        """The rules a table file records (its ``stb.rules`` metadata), by variant."""
+        found = self.rows(
+            path,
+            "select decode(value) from parquet_kv_metadata($path) where decode(key) = 'stb.rules'",
+        )
+        return json.loads(found[0][0]) if found else {}
+
+    def layout(self, path: Path, name: str) -> Layout:
+        """Where ``name``'s rows lie in ``path``: its row groups (from the file's statistics,
+        no row read) and the file's columns."""
+        found = self.rows(
+            path,
+            "select row_group_id, any_value(row_group_num_rows), "
+            "any_value(stats_min_value) filter (where path_in_schema = 'variant'), "
+            "any_value(stats_max_value) filter (where path_in_schema = 'variant'), "
+            "any_value(stats_min_value) filter (where path_in_schema = 'state_id'), "
+            "any_value(stats_max_value) filter (where path_in_schema = 'state_id') "
+            "from parquet_metadata($path) group by row_group_id order by row_group_id",
+        )
+        columns = {r[0] for r in self.rows(path, "select name from parquet_schema($path)")}
+        groups, start, alone = [], 0, True
+        for _, n, vlo, vhi, lo, hi in found:
+            # a row group holds one variant (a file without the column: the lean tables)
+            if vlo is None or vlo <= name <= (vhi or vlo):
+                groups.append(Group(start, int(n), _int(lo), _int(hi)))
+            alone = alone and (vlo is None or vlo == vhi == name)
+            start += int(n)
+        return Layout(groups, columns, alone)
+
+
+def _int(text: str | None) -> int | None:
+    return None if text is None else int(text)
+
+
+class Group(NamedTuple):
+    """One row group of a variant: its first row in the file, its rows and state id range."""
+
+    start: int
+    rows: int
+    lo: int | None
+    hi: int | None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A variant's row groups in one file and the file's columns."""
+
+    groups: list[Group]
+    columns: set[str]
+    alone: bool
+    """The file holds this variant only."""
+
+    @property
+    def rows(self) -> int:
+        return sum(g.rows for g in self.groups)
+
+    @property
+    def sorted_by_id(self) -> bool:
+        """Whether the row groups hold increasing, disjoint ranges of state ids (then one id is
+        in one known row group)."""
+        last = -1
+        for g in self.groups:
+            if g.lo is None or g.hi is None or g.lo <= last:
+                return False
+            last = g.hi
+        return bool(self.groups)
+
+    @property
+    def max_id(self) -> int:
+        return max((g.hi for g in self.groups if g.hi is not None), default=-1)
+
+    def chunks(self, most: int = CHUNK_ROWS) -> list[tuple[int, int]]:
+        """The variant's rows as (first, last) file row numbers, consecutive row groups joined
+        up to ``most`` rows: what one read holds."""
+        out: list[tuple[int, int]] = []
+        for g in self.groups:
+            if out and out[-1][1] + 1 == g.start and g.start + g.rows - out[-1][0] <= most:
+                out[-1] = (out[-1][0], g.start + g.rows - 1)
+            else:
+                out.append((g.start, g.start + g.rows - 1))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class StateRow:
+    """One state's columns."""
+
+    value: float
+    dice: int
+    """The number of dice optimal play rolls (0: none, play is over)."""
+    choice_options: int
+    terminal: bool
+    columns: dict[str, float | None]
+
+
+class States:
+    """A variant's states by state id (read whole: :class:`HeldStates`; a row group at a time:
+    :class:`PagedStates`)."""
+
+    name: str
+    objective: str
+    maximise: bool
+
+    def values(self, ids: np.ndarray) -> np.ndarray:
+        """The value of each state id (NaN where the variant has no such state)."""
+        raise NotImplementedError
+
+    def row(self, state_id: int) -> StateRow | None:
+        """One state's columns (None: no such state)."""
+        raise NotImplementedError
+
+    @property
+    def nbytes(self) -> int:
+        raise NotImplementedError
+
+
+class HeldStates(States):
+    """States of a variant in arrays: by state id (dense ids: ``ids`` None, row = id - ``low``)
+    or by position among the sorted ``ids`` (sparse ones: the stake game's digital scores make
+    its ids sparse). ``value`` is NaN where no state has the id."""
+
+    def __init__(
+        self,
+        name: str,
+        ids: np.ndarray | None,
+        value: np.ndarray,
+        cols: dict[str, np.ndarray],
+        objective: str,
+        maximise: bool,
+        low: int = 0,
+    ) -> None:
+        self.name, self.objective, self.maximise = name, objective, maximise
+        self.ids, self.value, self.cols, self.low = ids, value, cols, low
+        self.size = value.shape[0]
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Each state id's row (-1 where the variant has no such state)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.ids is None:
+            rows = ids - self.low
+            ok = (rows >= 0) & (rows < self.size)
+            pos = np.where(ok, rows, 0)
+            return np.where(ok & ~np.isnan(self.value[pos]), pos, -1)
+        if self.size == 0:
+            return np.full(ids.shape, -1, dtype=np.int64)
+        pos = np.searchsorted(self.ids, ids).clip(0, self.size - 1)
+        return np.where(self.ids[pos] == ids, pos, -1)
+
+    def values(self, ids: np.ndarray) -> np.ndarray:
+        pos = self.positions(ids)
+        return np.where(pos >= 0, self.value[pos.clip(0)], np.nan)
+
+    def row(self, state_id: int) -> StateRow | None:
+        if self.ids is None:
+            k = state_id - self.low
+            if not 0 <= k < self.size or self.value[k] != self.value[k]:
+                return None
+        else:
+            k = int(np.searchsorted(self.ids, state_id))
+            if k >= self.size or int(self.ids[k]) != state_id:
+                return None
+        return self._row(k)
+
+    def _row(self, k: int) -> StateRow:
+        cols = self.cols
+        extra = {
+            key: (None if v != v else float(v))  # NaN: null in the table
+            for key, col in cols.items()
+            if key not in BASE_COLUMNS
+            for v in (col[k],)
+        }
+        return StateRow(
+            float(self.value[k]),
+            int(cols["dice"][k]) if "dice" in cols else 0,
+            int(cols["choice_options"][k]) if "choice_options" in cols else 0,
+            bool(cols["terminal"][k]) if "terminal" in cols else False,
+            extra,
+        )
+
+    def all_ids(self) -> np.ndarray:
+        """Every state id held, increasing."""
+        if self.ids is None:
+            return np.flatnonzero(~np.isnan(self.value)) + self.low
+        return self.ids
+
+    @property
+    def nbytes(self) -> int:
+        held = self.value.nbytes + sum(c.nbytes for c in self.cols.values())
+        return held + (0 if self.ids is None else self.ids.nbytes)
+
+
+class PagedStates(States):
+    """A variant too big to hold, whose file is sorted by state id: each row group is read when
+    an answer needs one of its states, and kept (least recently used dropped) in the index's
+    budget."""
+
+    def __init__(
+        self,
+        name: str,
+        layout: Layout,
+        load: Callable[[Group], HeldStates],
+        objective: str,
+        maximise: bool,
+    ) -> None:
+        self.name, self.objective, self.maximise = name, objective, maximise
+        self.groups = layout.groups
+        self.lows = np.array([g.lo for g in layout.groups], dtype=np.int64)
+        self.highs = np.array([g.hi for g in layout.groups], dtype=np.int64)
+        self.load = load
+
+    def _group(self, state_id: int) -> Group | None:
+        k = int(np.searchsorted(self.lows, state_id, side="right")) - 1
+        return self.groups[k] if k >= 0 and state_id <= self.highs[k] else None
+
+    def values(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.full(ids.shape[0], np.nan)
+        for i, state_id in enumerate(ids.tolist()):
+            group = self._group(state_id)
+            if group is not None:
+                out[i] = self.load(group).values(ids[i : i + 1])[0]
+        return out
+
+    def row(self, state_id: int) -> StateRow | None:
+        group = self._group(state_id)
+        return None if group is None else self.load(group).row(state_id)
+
+    @property
+    def nbytes(self) -> int:
+        return self.lows.nbytes + self.highs.nbytes
+
+
+@dataclass
+class _Held:
+    """One entry of the index's memory: what it holds, from which file version."""
+
+    value: Any
+    nbytes: int
+    path: Path
+    version: str | None
+    """The manifest's sha256 of the file when it was read (None: not listed)."""
+    signature: tuple[int, int, int]
+    """The file's inode, time and size when it was read."""
+
+
+class Index:
+    """The variants of one data directory in memory (thread-safe: the server answers from
+    several threads)."""
+
+    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
+        self.data_dir = Path(data_dir)
+        self.budget = int(cache_mb * 1024 * 1024)
+        self.reader = Reader()
+        self._held: OrderedDict[tuple[str, ...], _Held] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+        self._manifest: tuple[tuple[int, int, int], dict[str, str]] | None = None
+        self.reads = 0
+        """Files read so far (a test counts them)."""
+
+    # -- what is held ---------------------------------------------------------------------------
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held now."""
+        with self._lock:
+            return sum(h.nbytes for h in self._held.values())
+
+    def held(self) -> list[str]:
+        """The variants held (whole or in part), least recently used first."""
+        with self._lock:
+            return list(dict.fromkeys(key[0] for key in self._held))
+
+    def in_memory(self, name: str) -> bool:
+        """Whether ``name``'s states are held whole (an answer then reads no file, unless the
+        file changed)."""
+        with self._lock:
+            found = self._held.get((name, "states"))
+            return found is not None and isinstance(found.value, HeldStates)
+
+    def _get(self, key: tuple[str, ...]) -> _Held | None:
+        with self._lock:
+            found = self._held.get(key)
+            if found is not None:
+                self._held.move_to_end(key)
+            return found
+
+    def _put(self, key: tuple[str, ...], held: _Held) -> None:
+        """Keep ``held``, dropping the least recently used entries past the budget (never the
+        new one: a variant bigger than the budget is refused before it is read)."""
+        with self._lock:
+            self._held[key] = held
+            self._held.move_to_end(key)
+            total = sum(h.nbytes for h in self._held.values())
+            while total > self.budget and len(self._held) > 1:
+                old_key, old = next(iter(self._held.items()))
+                if old_key == key:
+                    break
+                del self._held[old_key]
+                total -= old.nbytes
+
+    def _drop(self, name: str) -> None:
+        with self._lock:
+            for key in [k for k in self._held if k[0] == name]:
+                del self._held[key]
+
+    def _room(self, need: int) -> None:
+        """Drop least recently used entries until ``need`` more bytes fit (so the peak while
+        reading stays within the budget too)."""
+        with self._lock:
+            total = sum(h.nbytes for h in self._held.values())
+            while self._held and total + need > self.budget:
+                total -= self._held.popitem(last=False)[1].nbytes
+
+    # -- files and their versions ----------------------------------------------------------------
+
+    def path(self, table: str, name: str) -> Path:
+        """The file holding ``name``'s rows of ``table`` (its own, or the shared one)."""
+        return variant_file(self.data_dir, table, name)
+
+    def _signature(self, path: Path) -> tuple[int, int, int]:
+        st = path.stat()
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _sha(self, path: Path) -> str | None:
+        """The file's sha256 as the manifest records it (None where it lists none); the
+        manifest is read again only when it changes."""
+        manifest = self.data_dir / "manifest.json"
+        try:
+            msig = self._signature(manifest)
+        except OSError:
+            return None
+        if self._manifest is None or self._manifest[0] != msig:
+            try:
+                tables = json.loads(manifest.read_text()).get("tables", {})
+                shas = {
+                    key: str(entry.get("sha256"))
+                    for key, entry in tables.items()
+                    if isinstance(entry, dict)
+                }
+            except (OSError, ValueError, AttributeError):
+                shas = {}
+            self._manifest = (msig, shas)
+        return self._manifest[1].get(_manifest_key(self.data_dir, path))
+
+    def _fresh(self, key: tuple[str, ...], table: str) -> _Held | None:
+        """The entry under ``key`` if its file is the one read (the same file on disk, and the
+        same sha256 in the manifest), else None (the variant's entries dropped): two stats an
+        answer, the manifest read again only when it changed."""
+        found = self._get(key)
+        if found is None:
+            return None
+        try:  # (a variant moved to files of its own rewrites the shared file too)
+            same = self._signature(found.path) == found.signature
+        except OSError:
+            same = False
+        if not same or self._sha(found.path) != found.version:
+            self._drop(key[0])
+            return None
+        return found
+
+    def _load(self, key: tuple[str, ...], table: str, read: Callable[[Path], tuple[Any, int]]):
+        """The entry under ``key``, read by ``read(path) -> (value, bytes)`` when it is not
+        held (one thread reads; the others wait for it)."""
+        found = self._fresh(key, table)
+        if found is not None:
+            return found.value
+        with self._lock:
+            loading = self._loading.setdefault(key[0], threading.Lock())
+        with loading:
+            found = self._fresh(key, table)
+            if found is not None:
+                return found.value
+            settle(self.data_dir)  # a commit in progress or interrupted: finish it first
+            path = self.path(table, key[0])
+            if not path.exists():
+                raise TablesMissingError(
+                    f"{path} does not exist: run `stb-pipeline build --variant {key[0]}` "
+                    "(or build with the same custom rule options) first"
+                )
+            signature, version = self._signature(path), self._sha(path)
+            value, nbytes = read(path)
+            self.reads += 1
+            self._put(key, _Held(value, nbytes, path, version, signature))
+            return value
+
+    # -- states ---------------------------------------------------------------------------------
+
+    def built(self, name: str) -> bool:
+        """Whether ``name``'s states are in the data directory (from the file's metadata; no
+        row is read)."""
+        if self._get((name, "states")) is not None:
+            return True
+        path = self.path("states", name)
+        try:
+            return path.exists() and bool(self.reader.layout(path, name).groups)
+        except TableError:
+            return False
+
+    def states(self, name: str, columns: Sequence[str] = ()) -> States:
+        """``name``'s states (read on first use), with the game's ``columns`` beside the base
+        ones; TablesMissingError when it is not built, UsageError when it is too big for the
+        budget and cannot be read in parts."""
+        return self._load((name, "states"), "states", lambda p: self._read(p, name, columns))
+
+    def _read(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
+        layout = self.reader.layout(path, name)
+        if not layout.groups or layout.rows == 0:
+            raise TablesMissingError(
+                f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
+                f"{name}` (or build with the same custom rule options) first"
+            )
+        wanted = [c for c in (*BASE_COLUMNS, *columns) if c in layout.columns]
+        if "value" not in wanted or "state_id" not in layout.columns:
+            raise TableError(f"{path} lacks the state_id and value columns; {REBUILD}")
+        objective, maximise = self._objective(path, name, layout)
+        need = _bytes(layout.groups, wanted)
+        if need > self.budget:
+            part = max(_bytes([g], wanted) for g in layout.groups)
+            if not layout.sorted_by_id or part > self.budget:
+                how = (
+                    "a row group at a time"
+                    if layout.sorted_by_id
+                    else "whole (its states file is not sorted by state id)"
+                )
+                mb = -(-(part if layout.sorted_by_id else need) // (1024 * 1024))
+                raise UsageError(
+                    f"{name} needs {mb} MB in memory to answer, read {how}: more than the "
+                    f"{self.budget / (1024 * 1024):g} MB allowed (raise --cache-mb to {mb})"
+                )
+
+            def block(group: Group) -> HeldStates:
+                key = (name, "block", str(group.start))
+                return self._load(
+                    key, "states", lambda p: self._read_held(p, name, wanted, [group], layout)
+                )
+
+            return PagedStates(name, layout, block, objective, maximise), 0
+        self._room(need)
+        return self._read_held(path, name, wanted, layout.groups, layout, objective, maximise)
+
+    def _objective(self, path: Path, name: str, layout: Layout) -> tuple[str, bool]:
+        """The variant's objective and direction (its first row)."""
+        first = self.reader.rows(
+            path,
+            "select objective, maximise from read_parquet($path, file_row_number = true) "
+            "where file_row_number = $row",
+            row=layout.groups[0].start,
+        )
+        if not first or first[0][0] is None:
+            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+        return str(first[0][0]), bool(first[0][1])
+
+    def _read_held(
+        self,
+        path: Path,
+        name: str,
+        wanted: list[str],
+        groups: list[Group],
+        layout: Layout,
+        objective: str = "",
+        maximise: bool = True,
+    ) -> tuple[HeldStates, int]:
+        """The states of ``groups`` held in arrays, read a few row groups at a time (by file
+        row number: no variant column is read, and DuckDB's result never holds the whole
+        variant, so the peak stays near the arrays' own size) and placed by state id."""
+        if not objective:
+            objective, maximise = self._objective(path, name, layout)
+        dense = _dense(groups)
+        low, top = _span(groups)
+        size = top - low + 1 if dense else sum(g.rows for g in groups)
+        value = np.full(size, np.nan)
+        cols = {c: _empty(c, size) for c in wanted if c != "value"}
+        ids = None if dense else np.empty(size, dtype=np.int64)
+        select = ", ".join(f'"{c}"' for c in ["state_id", *wanted])
+        at = 0
+        for first, last in Layout(groups, layout.columns, layout.alone).chunks():
+            found = self.reader.query(
+                path,
+                f"select {select} from read_parquet($path, file_row_number = true) "
+                "where file_row_number between $first and $last",
+                first=first,
+                last=last,
+            )
+            if np.ma.is_masked(found["value"]):
+                raise UsageError(
+                    f"variant {name} is enumerated but not solved: run "
+                    f"`stb-pipeline build --variant {name}`"
+                )
+            got = np.asarray(found["state_id"], dtype=np.int64)
+            if got.size and (got.min() < low or got.max() > top):
+                raise TableError(f"{path}: state ids beyond its statistics; {REBUILD}")
+            if dense:
+                where: Any = got - low
+            else:
+                where = slice(at, at + got.size)
+                ids[where] = got  # type: ignore[index]
+                at += got.size
+            value[where] = np.asarray(found["value"], dtype=np.float64)
+            for c, arr in cols.items():
+                arr[where] = _filled(c, found[c])
+            del found, got
+        if ids is not None:  # sparse ids: sorted, for a binary search
+            order = np.argsort(ids, kind="stable")
+            ids, value = ids[order], value[order]
+            cols = {c: arr[order] for c, arr in cols.items()}
+        held = HeldStates(name, ids, value, cols, objective, maximise, low if dense else 0)
+        return held, held.nbytes
+
+
+def _span(groups: Sequence[Group]) -> tuple[int, int]:
+    """The lowest and highest state id of some row groups (from their statistics)."""
+    low = min((g.lo for g in groups if g.lo is not None), default=0)
+    top = max((g.hi for g in groups if g.hi is not None), default=-1)
+    return low, top
+
+
+def _dense(groups: Sequence[Group]) -> bool:
+    """Whether the ids are held densely (row = id - lowest id): they nearly fill their span."""
+    low, top = _span(groups)
+    return top - low < DENSE_FACTOR * sum(g.rows for g in groups) + 1024
+
+
+def _bytes(groups: Sequence[Group], wanted: Sequence[str]) -> int:
+    """Bytes :meth:`Index._read_held` holds for ``groups``."""
+    per_row = sum(BASE_COLUMNS.get(c, 8) for c in wanted)
+    if _dense(groups):
+        low, top = _span(groups)
+        return (top - low + 1) * per_row
+    return sum(g.rows for g in groups) * (per_row + 8)
+
+
+def _empty(column: str, size: int) -> np.ndarray:
+    """A column's array before it is filled: null dice are 0, a missing float NaN."""
+    if column == "terminal":
+        return np.zeros(size, dtype=bool)
+    if column in BASE_COLUMNS:
+        return np.zeros(size, dtype=np.int8)
+    return np.full(size, np.nan)
+
+
+def _filled(column: str, found: np.ndarray) -> np.ndarray:
+    """A column as read (masked where null) with its nulls filled as :func:`_empty` does."""
+    if column == "terminal":
+        return np.ma.filled(found, False).astype(bool)
+    if column in BASE_COLUMNS:
+        return np.ma.filled(found, 0).astype(np.int8)
+    return np.ma.filled(np.ma.asarray(found, dtype=np.float64), np.nan)
+
+
+@lru_cache(maxsize=256)
+def _manifest_key(data_dir: Path, path: Path) -> str:
+    """The manifest's key of a table file (``states``, ``variants/x/states``)."""
+    return path.relative_to(data_dir).with_suffix("").as_posix()

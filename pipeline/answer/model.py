@@ -1,0 +1,275 @@
+"""The typed answers about one position, and their JSON (plain dicts of numbers, strings,
+lists and None: what `serve` sends and the explorer and `play` read).
+
+A dice game's position (:class:`Answer`): the state and its value, every number of dice the
+rules allow with what it is worth, every roll's best move, and for one roll every legal move
+ranked. A Knucklebones board (:class:`BoardAnswer`): the position and, for a die, every legal
+column ranked, exact from the tables or the search's estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """One player's expected payoff in a game of several players (a share of the win, or
+    stakes won), as the states table holds it."""
+
+    who: str
+    """``holder`` (each earlier player holding the best score), ``beaten`` (each earlier player
+    above it), ``mover`` or ``later`` (one seat each)."""
+    seat: int | None
+    """The seat, for the mover and the later seats (the table does not say which earlier
+    players hold the best score)."""
+    players: int
+    """How many players get this share (the shares weighted by it add up to 1, stakes to 0)."""
+    share: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"who": self.who, "seat": self.seat, "players": self.players, "share": self.share}
+
+
+@dataclass(frozen=True, slots=True)
+class StateInfo:
+    """A state of a dice game, as the states table describes it."""
+
+    id: int
+    tiles: str
+    value: float
+    objective: str
+    maximise: bool
+    dice: int | None
+    """The number of dice optimal play rolls here (None: nothing is rolled)."""
+    choice_options: int
+    """How many numbers of dice the rules allow here."""
+    terminal: bool
+    fields: dict[str, int | None] = field(default_factory=dict)
+    """What names the position besides its tiles (the N-player games' seat, best score so far
+    and how many share it)."""
+    code: str | None = None
+    """Another way the tables write the state (Double Shutter: its digits, ``state``)."""
+    shares: tuple[Share, ...] = ()
+
+    @property
+    def players(self) -> int | None:
+        """Players in the game (games of several players), else None."""
+        return sum(s.players for s in self.shares) if self.shares else None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "tiles": self.tiles,
+            "value": self.value,
+            "objective": self.objective,
+            "maximise": self.maximise,
+            "dice": self.dice,
+            "choice_options": self.choice_options,
+            "terminal": self.terminal,
+            "fields": dict(self.fields),
+        }
+        if self.code is not None:
+            out["state"] = self.code
+        if self.shares:
+            out["players"] = self.players
+            out["shares"] = [s.to_json() for s in self.shares]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RollBest:
+    """One possible roll and what optimal play does with it."""
+
+    roll: int
+    kind: str
+    """``move``, ``end`` (no legal move: the game ends) or ``pass`` (the next player plays)."""
+    best: list[int] | None
+    """The tie rule's best move (the tiles shut), None when no move is legal."""
+    value: float
+    """The value after the best move (when stuck: what that is worth to the mover)."""
+    moves: int
+    """Legal moves."""
+    next_id: int | None
+    """The state the best move (or the pass) leads to; None when the game ends."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "roll": self.roll,
+            "kind": self.kind,
+            "best": self.best,
+            "value": self.value,
+            "moves": self.moves,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DiceOption:
+    """One number of dice the rules allow, with its value before the roll."""
+
+    dice: int
+    value: float
+    regret: float
+    best: bool
+    """The number optimal play rolls (the states table's ``dice``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dice": self.dice, "value": self.value, "regret": self.regret, "best": self.best}
+
+
+@dataclass(frozen=True, slots=True)
+class MoveValue:
+    """One legal move for the roll: its value is its successor's value."""
+
+    move: list[int]
+    label: int
+    """The game's label of the move (the tie rule picks the largest among equal values)."""
+    next_id: int
+    next_tiles: str
+    value: float
+    regret: float
+    """What it loses against the best move (0 for a best move)."""
+    best: bool
+    """The tie rule's pick (the policy's move)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "move": self.move,
+            "next_id": self.next_id,
+            "next_tiles": self.next_tiles,
+            "value": self.value,
+            "regret": self.regret,
+            "best": self.best,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One position of a dice game: exact, from the solved tables."""
+
+    variant: str
+    state: StateInfo
+    rolls: list[RollBest]
+    """Every possible roll, increasing (empty when nothing is rolled, or when not asked)."""
+    dice: list[DiceOption]
+    """Every number of dice the rules allow, best first."""
+    roll: int | None = None
+    outcome: RollBest | None = None
+    """The roll's best move, when a roll was given."""
+    moves: list[MoveValue] = field(default_factory=list)
+    """The roll's legal moves, best first: by regret, the tie rule's pick first among equals,
+    then the larger label (empty when stuck or no roll was given)."""
+
+    @property
+    def value(self) -> float:
+        """The state's value, or with a roll the value after its best move."""
+        return self.outcome.value if self.outcome is not None else self.state.value
+
+    @property
+    def best_move(self) -> list[int] | None:
+        """The roll's best move (None when stuck or no roll was given)."""
+        return None if self.outcome is None else self.outcome.best
+
+    @property
+    def passes_turn(self) -> bool:
+        """True when the roll leaves no legal move and the next player plays."""
+        return self.outcome is not None and self.outcome.kind == "pass"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "variant": self.variant,
+            "source": "tables",
+            "exact": True,
+            "state": self.state.to_json(),
+            "roll": self.roll,
+            "rolls": [r.to_json() for r in self.rolls],
+            "dice_options": [d.to_json() for d in self.dice],
+        }
+        if self.outcome is not None:
+            out["outcome"] = {
+                "kind": self.outcome.kind,
+                "value": self.outcome.value,
+                "next_id": self.outcome.next_id,
+            }
+            out["moves"] = [m.to_json() for m in self.moves]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnValue:
+    """One legal column for the die."""
+
+    column: int
+    """1-based, on the mover's board as given."""
+    value: float
+    """The mover's value after placing the die there, in the objective (win probability, or
+    expected score difference)."""
+    next: str
+    """The position the opponent then faces (their board first)."""
+    loss: float
+    """What it loses against the best column."""
+    best: bool
+    win: float | None = None
+    """Searched: the estimated win probability (a draw counts 1/2)."""
+    diff: float | None = None
+    """Searched: the estimated final score difference."""
+    exact: bool = True
+    """False where the search estimated (a line ran past its depth)."""
+
+    def to_json(self, searched: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"column": self.column, "value": self.value, "next": self.next}
+        if searched:
+            out.update(win=self.win, diff=self.diff, value_exact=self.exact)
+        out.update(loss=self.loss, best=self.best)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BoardAnswer:
+    """One Knucklebones position (the mover's board first) and, with a die, every column."""
+
+    variant: str
+    board: str
+    mover_score: int
+    opponent_score: int
+    objective: str
+    over: bool
+    die: int | None
+    exact: bool
+    """True when the values come from exact tables (False: the search's estimate)."""
+    depth: int | None
+    """The search depth in placements (None: from the tables)."""
+    value: float
+    columns: list[ColumnValue]
+    """Every legal column for the die, best first (empty without a die, or when over)."""
+    win: float | None = None
+    diff: float | None = None
+    value_exact: bool | None = None
+    """Searched: whether the position's own value is exact."""
+
+    @property
+    def best(self) -> ColumnValue | None:
+        """The best column (None without a die)."""
+        return self.columns[0] if self.columns else None
+
+    def to_json(self) -> dict[str, Any]:
+        searched = not self.exact
+        out: dict[str, Any] = {
+            "variant": self.variant,
+            "view": "boards",
+            "board": self.board,
+            "mover_score": self.mover_score,
+            "opponent_score": self.opponent_score,
+            "objective": self.objective,
+            "over": self.over,
+            "die": self.die,
+            "source": "search" if searched else "tables",
+            "exact": self.exact,
+            "depth": self.depth,
+            "value": self.value,
+        }
+        if searched and not self.over:
+            out.update(win=self.win, diff=self.diff, value_exact=self.value_exact)
+        out["columns"] = [c.to_json(searched) for c in self.columns]
+        return out
