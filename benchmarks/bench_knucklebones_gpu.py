@@ -107,7 +107,11 @@ def run_child(
 ) -> dict:
     """One measurement in a fresh process."""
     save = f"/tmp/bench_kb_gpu_{board}_{objective}_{device}.npy"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the checkout first, then what was there (packages carried to a GPU machine)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     if sim:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     args = [sys.executable, __file__, "--child", board, objective, device, str(tol), save]
@@ -127,6 +131,23 @@ def gpu_present() -> bool:
     return run.returncode == 0 and run.stdout.strip() == "True"
 
 
+def ptx_table(boards: list[str], objective: str, threads: int) -> None:
+    """Print what ptxas makes of each board's sweep kernel for an H100 (no GPU needed)."""
+    print(f"sweep kernels compiled for an H100 (sm_90), {threads} threads a block:")
+    print("| board | bounds | PTX KB | registers a thread | spill bytes | resident warps an SM |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for board in boards:
+        for dtype in ("float64", "float32"):
+            try:
+                k = kernel_cost(board, objective, dtype, threads)
+            except Exception as e:  # no numba-cuda or no NVVM: the table says so and goes on
+                print(f"| {board} | {dtype} | not compiled: {e.__class__.__name__}: {e} |")
+                continue
+            more = [str(k.get(x, "-")) for x in ("registers", "spill_bytes", "warps")]
+            print(f"| {board} | {dtype} | {k['ptx_kb']:.0f} | " + " | ".join(more) + " |")
+    print()
+
+
 def main() -> None:
     import numpy as np
 
@@ -136,25 +157,17 @@ def main() -> None:
     parser.add_argument("--objective", default="wins")
     parser.add_argument("--threads", type=int, default=None, help="threads a block on the GPU")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--no-ptx", action="store_true",
+                        help="skip the ptxas table (compiled here without a GPU; on a lent GPU "
+                        "its compiles cost device time)")  # fmt: skip
     args = parser.parse_args()
     from pipeline.games.knucklebones import gpu as gpu_solver
 
     threads = args.threads or gpu_solver.THREADS
     sim = not gpu_present()
     boards = args.boards
-    print(f"sweep kernels compiled for an H100 (sm_90), {threads} threads a block:")
-    print("| board | bounds | PTX KB | registers a thread | spill bytes | resident warps an SM |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for board in boards:
-        for dtype in ("float64", "float32"):
-            try:
-                k = kernel_cost(board, args.objective, dtype, threads)
-            except Exception as e:  # no numba-cuda or no NVVM: the table says so and goes on
-                print(f"| {board} | {dtype} | not compiled: {e.__class__.__name__}: {e} |")
-                continue
-            more = [str(k.get(x, "-")) for x in ("registers", "spill_bytes", "warps")]
-            print(f"| {board} | {dtype} | {k['ptx_kb']:.0f} | " + " | ".join(more) + " |")
-    print()
+    if not args.no_ptx:
+        ptx_table(boards, args.objective, threads)
     if sim:
         print("no CUDA GPU here (or no numba-cuda): running 2x2d3 on numba's CUDA simulator")
         print("beside the CPU, as a check of the kernels; its times say nothing about a GPU.")

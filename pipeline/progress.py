@@ -167,6 +167,18 @@ def tracked(items: Iterable[T], what: str, total: int | None = None, unit: str =
             job.advance()
 
 
+def log(line: str) -> None:
+    """One line of record beside the jobs (above the bar on a terminal, plain elsewhere),
+    silenced with them by ``--quiet``."""
+    if is_quiet():
+        return
+    bar = _ticker["rich"]
+    if bar is not None:
+        bar.console.print(line, markup=False, highlight=False)
+    else:
+        _write(line)
+
+
 def _finish(job: Task) -> None:
     """The job's last word: its bar goes, and a long job leaves one line."""
     bar = _ticker["rich"]

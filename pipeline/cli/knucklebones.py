@@ -308,7 +308,8 @@ def solve_exact_cmd(
     )
     out.print(
         f"{sol.sweeps} sweeps, every value within {sol.bound:.3g}, "
-        f"{sol.sweep_seconds:.1f} s of sweeps, {sol.seconds:.1f} s in all"
+        f"{sol.sweep_seconds:.1f} s of sweeps, {sol.seconds:.1f} s in all; "
+        f"start value to 15 digits {sol.value_of(0):.15g}"
     )
 
 
