@@ -72,7 +72,7 @@ bench-serve *ARGS:
 bench-serve-mix *ARGS:
     python benchmarks/bench_serve.py --mix {{ARGS}}
 
-# Issue 31's GPU session on a lent GPU machine: preflight, step1 (benchmark + solve-exact, ~5 min) or step2 (the full game's tables, checks, queries; <= 10 min); logs and summaries in $OUT
+# Issue 31's GPU session on a lent GPU machine: preflight, step1 (benchmark + solve-exact, ~3 min), step2 (the full game's tables, checks, queries; one objective ~5 min), or all (in one call, in order of worth); logs and summaries in $OUT
 gpu-session STEP *ARGS:
     python benchmarks/gpu_session.py {{STEP}} {{ARGS}}
 
