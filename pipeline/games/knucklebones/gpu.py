@@ -78,12 +78,28 @@ def cuda_module() -> Any:
         raise UsageError(
             f"numba-cuda does not import ({e.__class__.__name__}): {INSTALL_HINT}"
         ) from None
+    if not simulated():
+        _check_compiler()
     if not _gpu_available(cuda):
         raise UsageError(
             "--device cuda found no CUDA GPU (or no NVIDIA driver) on this machine: "
             "run on a machine with one, or use --device cpu"
         )
     return cuda
+
+
+def _check_compiler() -> None:
+    """Load what numba-cuda loads at a kernel's first compile, so that a numpy it cannot work
+    with is refused here in one line, not as an internal error at the first launch: seen on an
+    H100 machine (2026-11-26), numba-cuda 0.30.4 imports under numpy 2.5 and then fails on
+    ``np.row_stack``, which numpy 2.5 removed."""
+    try:
+        import numba.cuda.cudaimpl  # noqa: F401  (the kernels' implementations)
+    except (AttributeError, ImportError) as e:
+        raise UsageError(
+            f"numba-cuda cannot compile kernels with numpy {np.__version__} "
+            f"({e.__class__.__name__}: {e}): pip install 'numpy<2.5' (the [gpu] extra pins it)"
+        ) from None
 
 
 def _gpu_available(cuda: Any) -> bool:

@@ -528,3 +528,22 @@ def test_kernels_compile_for_a_gpu_without_one(board: tuple, dtype: type) -> Non
     kind = "f64" if dtype == np.float64 else "f32"
     assert f"ld.global.{kind}" in ptx.sweep or f"ld.global.v2.{kind}" in ptx.sweep
     assert f"st.global.{kind}" in ptx.sweep
+
+
+def test_a_numpy_numba_cuda_cannot_compile_with_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Issue 31's first launch on an H100: numba-cuda 0.30.4 imported under numpy 2.5 and failed
+    at the first kernel (``np.row_stack``, removed in numpy 2.5) as an internal error. Here numpy
+    loses ``row_stack`` the same way (a sitecustomize), and ``--device cuda`` refuses in one line
+    with the fix, exit 2, before it looks for a GPU."""
+    (tmp_path / "sitecustomize.py").write_text("import numpy\ndel numpy.row_stack\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    board = ["--columns", "2", "--rows", "1", "--faces", "2", "--device", "cuda"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pipeline", "knucklebones", "solve-exact", *board],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "row_stack" in lines[0] and "pip install 'numpy<2.5'" in lines[0], lines[0]
