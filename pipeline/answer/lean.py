@@ -1,0 +1,126 @@
+"""A variant's own ``states`` file sorted by state id, read a row group at a time with pyarrow.
+
+The full Knucklebones game's tables (``build --device cuda``) are lean: one row per position,
+4.8 billion of them per objective, in 4,590 row groups of 1,048,576 ids whose ``state_id``
+statistics say their range. An answer needs the position and its successors: a handful of ids,
+so a handful of row groups. The file's footer (5 MB: every row group's statistics) is parsed
+once, when the file is opened, and each row group then costs its own read (about 10 ms): DuckDB,
+which the index reads every other table with, parses the footer again for each query, a tenth
+of a second here. And a GPU machine has pyarrow but no DuckDB (issue 31): `knucklebones solve`
+answers there too.
+
+Opened files are kept (a few: the two objectives of a board, and their footers) until the file
+on disk changes; their rules (``stb.rules``) say which board and objective they hold.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import TableError
+from pipeline.store.schema import RULES_KEY
+
+#: Files kept open (footers parsed) at once.
+MAX_OPEN = 16
+#: How to rebuild a file that cannot be read.
+REBUILD = "rebuild it (stb-pipeline build --force --variant NAME)"
+
+
+class SortedFile:
+    """One table file's footer, parsed once: its rules, columns and each row group's rows and
+    state id range; and its row groups, read one at a time."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self.file = pq.ParquetFile(self.path)
+            meta = self.file.metadata
+            schema = self.file.schema_arrow
+        except (pa.ArrowException, OSError) as exc:
+            first = (str(exc).splitlines() or ["unreadable"])[0]
+            raise TableError(f"{self.path} is not a readable table ({first}); {REBUILD}") from None
+        kv = schema.metadata or {}
+        self.rules: dict[str, Any] = json.loads(kv.get(RULES_KEY, b"{}"))
+        """The rules recorded for each variant the file holds."""
+        self.columns = set(schema.names)
+        groups = meta.num_row_groups
+        self.rows = np.array([meta.row_group(g).num_rows for g in range(groups)], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.rows)[:-1]]).astype(np.int64)
+        self.lows = np.full(groups, -1, dtype=np.int64)
+        self.highs = np.full(groups, -1, dtype=np.int64)
+        self.has_ranges = "state_id" in self.columns
+        if self.has_ranges:
+            at = schema.names.index("state_id")
+            for g in range(groups):
+                stats = meta.row_group(g).column(at).statistics
+                if stats is None or not stats.has_min_max:
+                    self.has_ranges = False
+                    break
+                self.lows[g], self.highs[g] = int(stats.min), int(stats.max)
+
+    @property
+    def sorted_by_id(self) -> bool:
+        """Whether the row groups hold increasing, disjoint ranges of state ids (so one id is
+        in one known row group)."""
+        if not self.has_ranges or self.rows.size == 0:
+            return False
+        return bool(np.all(self.lows[1:] > self.highs[:-1]) and np.all(self.lows <= self.highs))
+
+    def first(self, columns: list[str]) -> dict[str, Any]:
+        """The first row's ``columns`` (the lean file's constants: its objective, direction)."""
+        with self._lock:
+            table = self.file.read_row_group(0, columns=columns)
+        return {c: table.column(c)[0].as_py() for c in columns}
+
+    def read(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row group ``group``'s state ids and values (float64); TableError where a value is
+        missing or an id lies outside the group's statistics."""
+        with self._lock:  # one read at a time per file: pyarrow's file handle is shared
+            table = self.file.read_row_group(group, columns=["state_id", "value"])
+        value = table.column("value")
+        if value.null_count:
+            raise TableError(f"{self.path}: states without a value; {REBUILD}")
+        ids = table.column("state_id").to_numpy()
+        if ids.size and (ids.min() < self.lows[group] or ids.max() > self.highs[group]):
+            raise TableError(f"{self.path}: state ids beyond its statistics; {REBUILD}")
+        return ids.astype(np.int64, copy=False), value.to_numpy().astype(np.float64, copy=False)
+
+
+_open: OrderedDict[tuple[str, int, int, int], SortedFile] = OrderedDict()
+_open_lock = threading.Lock()
+
+
+def open_file(path: Path) -> SortedFile:
+    """``path`` opened (its footer parsed), or the copy already open while the file on disk is
+    the same (inode, time, size)."""
+    path = Path(path)
+    st = path.stat()
+    key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    with _open_lock:
+        found = _open.get(key)
+        if found is not None:
+            _open.move_to_end(key)
+            return found
+    opened = SortedFile(path)
+    with _open_lock:
+        for old in [k for k in _open if k[0] == key[0]]:  # an older version of the file
+            del _open[old]
+        _open[key] = opened
+        while len(_open) > MAX_OPEN:
+            _open.popitem(last=False)
+    return opened
+
+
+def file_rules(path: Path) -> dict[str, Any]:
+    """The rules a table file records, by variant (its footer, read once per file version)."""
+    return open_file(path).rules
