@@ -121,6 +121,20 @@ def open_file(path: Path) -> SortedFile:
     return opened
 
 
+_rules: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
 def file_rules(path: Path) -> dict[str, Any]:
-    """The rules a table file records, by variant (its footer, read once per file version)."""
-    return open_file(path).rules
+    """The rules a table file records, by variant: its footer, read once per file version and
+    kept apart from the open files (a data directory has more table files than are kept open,
+    and every board answer asks them all)."""
+    path = Path(path)
+    st = path.stat()
+    signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+    found = _rules.get(str(path))
+    if found is not None and found[0] == signature:
+        return found[1]
+    rules = open_file(path).rules
+    with _open_lock:
+        _rules[str(path)] = (signature, rules)
+    return rules
