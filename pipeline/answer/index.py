@@ -644,8 +644,11 @@ def _group_states(
 ) -> tuple[HeldStates, int]:
     """Row group ``k`` of a sorted file held by state id (densely where its ids fill their
     range, as the lean tables' do)."""
-    ids, value = found.read(k)
     low, top = int(found.lows[k]), int(found.highs[k])
+    if int(found.rows[k]) == top - low + 1:  # its ids fill their range (the lean tables' groups)
+        value = found.read_values(k)
+        return HeldStates(name, None, value, {}, objective, maximise, low), value.nbytes
+    ids, value = found.read(k)
     if _dense([Group(0, ids.size, low, top)]):
         held = np.full(top - low + 1, np.nan)
         held[ids - low] = value
