@@ -32,8 +32,11 @@ values are shown.
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,7 +47,7 @@ from pipeline.answer.model import BoardAnswer, ColumnValue
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import REGISTRY, Variant
 from pipeline.solve.tolerance import is_tie, regret, tie_tolerance
-from pipeline.store.layout import settle, table_files
+from pipeline.store.layout import OWN_DIR, settle, table_files
 
 #: Search depth (placements) when none is asked, the deepest `serve` offers (deeper searches
 #: take seconds on the full game), and the deepest any face asks (`knucklebones solve --depth`).
@@ -66,20 +69,62 @@ class Found:
 
 
 class BoardTables:
-    """Which built variants hold which board's tables: the rules every ``states`` file records
-    (its footer, read with pyarrow once per version of the file)."""
+    """Which built variants hold which board's tables: the rules every ``states`` file records.
 
-    def __init__(self, data_dir: Any) -> None:
-        self.data_dir = data_dir
+    A variant's own file (the big boards', the full game's lean tables) is read with pyarrow,
+    whose parsed footer the row-group reads then use (:mod:`pipeline.answer.lean`); the shared
+    file with ``read_shared`` where given (the index's DuckDB reader: pyarrow stays unloaded for
+    the small boards, 60 MB of a server's memory). The answer is kept while the files are the
+    same (the directories' times say so at every call: a build just committed is seen at
+    once)."""
+
+    def __init__(
+        self, data_dir: Any, read_shared: Callable[[Path], dict[str, Any]] | None = None
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.read_shared = read_shared
+        self._lock = threading.Lock()
+        self._signature: tuple = ()
+        self._built: dict[str, dict[str, Any]] = {}
 
     def built(self) -> dict[str, dict[str, Any]]:
         """Every built variant's rules (a damaged file: TableError naming it)."""
-        settle(self.data_dir)  # a commit in progress or interrupted: finish it first
-        out: dict[str, dict[str, Any]] = {}
-        for path in table_files(self.data_dir, "states"):
-            for name, rules in file_rules(path).items():
-                out.setdefault(name, rules)
-        return out
+        signature = self._dirs()
+        if signature == self._signature:
+            return self._built
+        with self._lock:
+            settle(self.data_dir)  # a commit in progress or interrupted: finish it first
+            signature = self._dirs()
+            out: dict[str, dict[str, Any]] = {}
+            for path in table_files(self.data_dir, "states"):
+                for name, rules in self._rules(path).items():
+                    out.setdefault(name, rules)
+            self._built, self._signature = out, signature
+            return out
+
+    def _dirs(self) -> tuple:
+        """The directories' times: a commit renames its files into the data directory or a
+        variant's own directory, which changes that directory's time (a few stats, where
+        listing the files and reading their times costs a tenth of a millisecond)."""
+        out: list[Any] = [_stat(self.data_dir)]
+        try:
+            with os.scandir(self.data_dir / OWN_DIR) as found:
+                out.extend((e.name, e.stat().st_mtime_ns) for e in found if e.is_dir())
+        except OSError:
+            pass
+        return tuple(sorted(out, key=str))
+
+    def _rules(self, path: Path) -> dict[str, Any]:
+        if self.read_shared is None or path.parent.parent.name == OWN_DIR:
+            return file_rules(path)
+        try:
+            return self.read_shared(path)
+        except ImportError:  # no DuckDB after all (a GPU machine): pyarrow from now on
+            self.read_shared = None
+            return file_rules(path)
+        except Exception as exc:  # the engine's errors, whatever they are: a damaged file
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise TableError(f"{path} is not a readable table ({first}); rebuild it") from None
 
     def find(self, name: str, rules: Any) -> Found:
         """The tables of ``rules``' board and die (a :class:`BoardRules`): ``name`` for its own
@@ -94,6 +139,14 @@ class BoardTables:
         other = rules.rules_of(rules.other_objective)
         twin = next((n for n in sorted(built) if built[n] == other), None)
         return Found(own, twin)
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def pick(values: list[float], labels: list[int], columns: list[int]) -> int:
@@ -112,7 +165,8 @@ class Boards:
 
     def __init__(self, index: Index) -> None:
         self.index = index
-        self.tables = BoardTables(index.data_dir)
+        # DuckDB reads the shared file's rules where it can be imported (a GPU machine has none)
+        self.tables = BoardTables(index.data_dir, index.reader.file_rules)
         self._rules: dict[str, tuple[Variant, Any]] = {}
         self._lock = threading.Lock()
         self._search_lock = threading.Lock()

@@ -41,6 +41,7 @@ class BoardRules:
     def __init__(self, game: Knucklebones) -> None:
         self.game = game
         self._searcher: Searcher | None = None
+        self._recorded: dict[str, dict[str, object]] = {}
 
     @property
     def columns(self) -> int:
@@ -81,8 +82,13 @@ class BoardRules:
     def rules_of(self, objective: str) -> dict[str, object]:
         """The rules a build of this board and die for ``objective`` records (``stb.rules``):
         how the answer finds the tables of each objective, whatever the variants' names."""
-        r = self.game.r
-        return KnuckleRules(r.columns, r.rows, r.faces, objective).to_dict()
+        found = self._recorded.get(objective)
+        if found is None:  # made once: every answer compares them with the built tables'
+            r = self.game.r
+            found = self._recorded[objective] = KnuckleRules(
+                r.columns, r.rows, r.faces, objective
+            ).to_dict()
+        return found
 
     def start(self) -> Position:
         """Both boards empty."""
