@@ -201,11 +201,12 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
 
 
 def test_lookups_in_the_lean_tables_are_the_solvers_values(tmp_path: Path) -> None:
-    from pipeline.answer.answers import for_dir
+    from pipeline.answer.answers import Answers, for_dir
     from pipeline.answer.index import PagedStates
     from pipeline.apps.knucklebones import position
     from pipeline.games.knucklebones import exact
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.registry import get_variant
     from pipeline.solve.tolerance import is_tie
 
     data = tmp_path / "data"
@@ -215,6 +216,11 @@ def test_lookups_in_the_lean_tables_are_the_solvers_values(tmp_path: Path) -> No
     a = position.solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
     assert a.exact and a.depth is None and a.tables == ("kb-lean-wins", "kb-lean-score")
     assert all(isinstance(for_dir(data).index.sorted_states(n), PagedStates) for n in a.tables)
+    # a handful of row groups (of 16,384 ids here: 8 a file), never the whole file: each file
+    # opened once, then at most one group for the position and one for each column
+    fresh = Answers(data)
+    found = fresh.board(get_variant("knucklebones-2x2"), "4/_;1/_", 3)
+    assert found.exact and 2 < fresh.index.reads <= 2 * (1 + 1 + len(found.columns)) < 2 * 9
     game = Knucklebones(KnuckleRules(2, 2, 6))
     pairs = game.pairs_of_boards([[4], []], [[1], []])
     wins = exact.solve(KnuckleRules(2, 2, 6, "wins")).value
