@@ -95,3 +95,7 @@ bench-strategies *ARGS:
 # One answer behind every face: in-process answers with a roll, a variant's first answer, play's first prompt and bad seat, beside another checkout's (--base DIR, e.g. a worktree of main)
 bench-answer *ARGS:
     python benchmarks/bench_answer.py {{ARGS}}
+
+# A Knucklebones answer from the full game's lean tables (files of its layout written here: a few dozen row groups of 1,048,576 ids, its 4,590 in the footer): the cold first answer, the warm one and `knucklebones solve`, beside another checkout (--base DIR, e.g. `git archive main | tar -x -C DIR`)
+bench-answer-lean *ARGS:
+    python benchmarks/bench_answer.py --lean {{ARGS}}

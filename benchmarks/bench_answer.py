@@ -21,8 +21,22 @@ among its possible ones (Knucklebones: a die), and every checkout answers the sa
 The commands run as whole processes, interleaved old/new so that a noisy machine slows both:
 `play --variant four-player` answering ``q`` at its first prompt, and ``--seat 5``.
 
+**The full game's lean tables** (``--lean``, no data directory needed): `knucklebones solve` on
+the full game's tables must give one exact answer in <= 0.5 s (issue 31) by reading a handful
+of row groups, never the 4.8 billion rows. No GPU built them here, so the run writes both
+objectives' ``states`` files in their layout (:func:`lean_files`): the full game's rules and
+ids, row groups of 1,048,576 ids with their statistics, the groups that seeded positions and
+their successors need filled (``--lean-groups`` full groups in all, a few dozen) among
+one-row groups up to the full game's 4,590 (``--footer-groups``: the footer a reader parses
+is the real one's size), the values made up from the id (the speed of a lookup does not
+depend on them). Each checkout answers the positions in a fresh process: the cold first
+answer (footers, row groups), then the warm ones; and `knucklebones solve` runs as a whole
+command. Both must give the same columns and values.
+
 Usage: python benchmarks/bench_answer.py --data-dir DIR --base /tmp/answer-base
        [--positions 300] [--rounds 5] [--seed 0]
+       python benchmarks/bench_answer.py --lean --base /tmp/answer-base [--lean-groups 24]
+       [--footer-groups 4590] [--positions 20] [--rounds 5] [--seed 0]
 The data directory needs classic, two-player, double-shutter, knucklebones-2x2 (`build
 --variant all`), four-player, two-player-stake (`build --variant four-player,two-player-stake`)
 and a 16-tile box (`build --tiles 16 --objective score`).
@@ -237,6 +251,189 @@ def p99(xs: list[float]) -> float:
     return sorted(xs)[int(0.99 * (len(xs) - 1))] if xs else float("nan")
 
 
+# -- the full game's lean tables ---------------------------------------------------------------
+
+#: Ids a row group of the full game's lean tables holds (``build --device cuda``).
+LEAN_GROUP = 1 << 20
+
+
+def lean_positions(n: int, seed: int) -> list[tuple[str, str, int]]:
+    """``n`` full-game positions reached by seeded random play (not over), each with a die:
+    (BOARD1, BOARD2, DIE) as `knucklebones solve` takes them."""
+    from pipeline.games.registry import get_variant
+
+    make = get_variant("knucklebones").board
+    assert make is not None
+    rules = make()
+    rng = random.Random(seed)
+    out: list[tuple[str, str, int]] = []
+    while len(out) < n:
+        here = rules.start()
+        for _ in range(rng.randrange(0, 17)):
+            after = rules.successors(here, rng.randrange(1, 7))
+            nxt = after[rng.randrange(len(after))][1]
+            if rules.over(nxt):
+                break
+            here = nxt
+        mover, opponent = rules.text(here).split(";")
+        out.append((mover, opponent, rng.randrange(1, 7)))
+    return out
+
+
+def lean_files(data: Path, asked: list[tuple[str, str, int]], groups: int, footer: int) -> int:
+    """Both objectives' lean ``states`` files of the full game under ``data``, holding every
+    id the ``asked`` positions and their successors need (see the module docstring); the
+    number of full row groups written."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.games.registry import get_variant
+
+    make = get_variant("knucklebones").board
+    assert make is not None
+    rules = make()
+    ids = set()
+    for mover, opponent, die in asked:
+        here = rules.boards(mover, opponent)
+        ids.add(rules.state_id(here))
+        ids.update(rules.state_id(p) for _, p in rules.successors(here, die))
+    full = {i // LEAN_GROUP for i in ids}
+    last = rules.game.n_states // LEAN_GROUP
+    rng = random.Random(len(ids))
+    while len(full) < groups:
+        full.add(rng.randrange(last))
+    thin = set(rng.sample(range(last), min(last, footer)))
+    chosen = sorted(full | set(list(thin - full)[: max(0, footer - len(full))]))
+    for name, objective in (("knucklebones", "wins"), ("knucklebones-score", "score")):
+        recorded = {name: KnuckleRules(3, 3, 6, objective).to_dict()}
+        schema = pa.schema(
+            [("variant", pa.string()), ("state_id", pa.int64()), ("objective", pa.string()),
+             ("maximise", pa.bool_()), ("value", pa.float64()), ("residual", pa.float64())],
+            metadata={"stb.rules": json.dumps(recorded)},
+        )  # fmt: skip
+        own = data / "variants" / name
+        own.mkdir(parents=True, exist_ok=True)
+        with pq.ParquetWriter(own / "states.parquet", schema) as writer:
+            for g in chosen:
+                low = g * LEAN_GROUP
+                n = min(LEAN_GROUP, rules.game.n_states - low) if g in full else 1
+                sid = np.arange(low, low + n, dtype=np.int64)
+                frac = (sid * 0.6180339887498949) % 1.0
+                value = frac if objective == "wins" else 40.0 * (frac - 0.5)
+                writer.write_table(
+                    pa.table(
+                        [pa.array([name] * n), sid, pa.array([objective] * n),
+                         pa.array([True] * n), value, np.full(n, 1e-7)],
+                        schema=schema,
+                    ),
+                    row_group_size=LEAN_GROUP,
+                )  # fmt: skip
+    return len(full)
+
+
+def lean_worker(data: Path, asked: list[list[Any]], rounds: int) -> dict[str, Any]:
+    """Time this checkout's exact answers for the full game's positions ``asked``: the first
+    (cold: the files opened, their row groups read) and the others, ``rounds`` times each."""
+    import pipeline.apps.knucklebones.position as position
+
+    def answer(q: list[Any]) -> Any:
+        if hasattr(position, "solve"):  # the one answer
+            found = position.solve(q[0], q[1], int(q[2]), variant="knucklebones", data_dir=data)
+            assert found.exact, "not answered from the tables"
+            return sorted((c.column, c.win, c.diff) for c in found.columns), found.tables
+        found = position.analyse(q[0], q[1], int(q[2]), 4, None, data)  # main before it
+        assert found.tables, "not answered from the tables"
+        cols = sorted((c.column, c.value.win, c.value.diff) for c in found.columns)
+        return cols, found.tables
+
+    values, cold_rest, warm = [], [], []
+    for k, q in enumerate(asked):
+        t0 = time.perf_counter()
+        values.append(answer(q))  # its row groups read (the first: the files opened too)
+        took = time.perf_counter() - t0
+        if k == 0:
+            cold = took
+        else:
+            cold_rest.append(took * 1000)
+        for _ in range(rounds):  # asked again: its row groups held
+            t0 = time.perf_counter()
+            answer(q)
+            warm.append((time.perf_counter() - t0) * 1000)
+    return {"cold_s": cold, "first_ms": cold_rest, "warm_ms": warm, "values": values}
+
+
+def lean_main(args: argparse.Namespace) -> None:
+    """The ``--lean`` benchmark: the table of both checkouts (see the module docstring)."""
+    import tempfile
+
+    base = args.base.resolve()
+    console = Console(width=200)
+    asked = lean_positions(args.positions, args.seed)
+    data = Path(tempfile.mkdtemp(prefix="bench-lean-")) / "data"
+    t0 = time.perf_counter()
+    full = lean_files(data, asked, args.lean_groups, args.footer_groups)
+    size = sum(f.stat().st_size for f in data.rglob("*.parquet")) / 1e6
+    console.print(
+        f"lean tables of the full game: {full} full row groups of {LEAN_GROUP:,} ids among "
+        f"{args.footer_groups:,} per objective, {size:,.0f} MB, written in "
+        f"{time.perf_counter() - t0:.1f} s; {len(asked)} positions, seed {args.seed}"
+    )
+    table = Table(title="an exact answer from the full game's lean tables (in-process)")
+    for col in ("checkout", "cold first s", "each position's first ms (median)",
+                "warm median ms", "warm p99 ms", "peak MB"):  # fmt: skip
+        table.add_column(col, justify="left" if col == "checkout" else "right")
+    found: dict[str, Any] = {}
+    for which, tree in (("new", REPO), ("old", base)):
+        request = Path(tempfile.mkstemp(suffix=".json")[1])
+        request.write_text(json.dumps({"data": str(data), "asked": asked, "rounds": args.rounds}))
+        env = {**os.environ, "PYTHONPATH": str(tree), "STB_QUIET": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / "bench_answer.py"), "--lean-worker", str(request)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tree,
+        )  # fmt: skip
+        out, err = proc.communicate()
+        request.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"the {which} checkout failed: {err.strip().splitlines()[-1:]}")
+        found[which] = json.loads(out.strip().splitlines()[-1])
+        found[which]["peak_mb"] = json.loads(out.strip().splitlines()[-2])["peak_mb"]
+        r = found[which]
+        table.add_row(
+            which, f"{r['cold_s']:.3f}", f"{med(r['first_ms']):.1f}", f"{med(r['warm_ms']):.3f}",
+            f"{p99(r['warm_ms']):.3f}", f"{r['peak_mb']:.0f}",
+        )  # fmt: skip
+    console.print(table)
+    same = all(
+        all(abs(a[1] - b[1]) <= 1e-12 and abs(a[2] - b[2]) <= 1e-12 and a[0] == b[0]
+            for a, b in zip(n[0], o[0], strict=True))
+        for n, o in zip(found["new"]["values"], found["old"]["values"], strict=True)
+    )  # fmt: skip
+    console.print(f"the checkouts give the same columns and values: {'yes' if same else 'NO'}")
+    cmd = Table(title=f"knucklebones solve, a whole command, median of {args.rounds} (interleaved)")
+    for col in ("checkout", "s", "peak MB", "target s"):
+        cmd.add_column(col, justify="left" if col == "checkout" else "right")
+    argv = ["knucklebones", "solve", *map(str, asked[0]), "-d", str(data)]
+    runs: dict[str, list[tuple[float, float, int]]] = {"new": [], "old": []}
+    for _ in range(args.rounds):
+        for which, tree in (("new", REPO), ("old", base)):
+            runs[which].append(command(tree, argv))
+    for which in ("new", "old"):
+        assert all(r[2] == 0 for r in runs[which]), f"{which}: knucklebones solve failed"
+        cmd.add_row(
+            which, f"{med([r[0] for r in runs[which]]):.2f}",
+            f"{max(r[1] for r in runs[which]):.0f}", "<= 0.5" if which == "new" else "",
+        )  # fmt: skip
+    console.print(cmd)
+    console.print(
+        "cold first = a fresh process's first answer (the files' footers parsed, its row groups "
+        "read); each position's first = the next positions' first answers (their own row "
+        f"groups read); warm = each answered again at once ({args.rounds} times). "
+        f"Machine load at the end: {os.getloadavg()[0]:.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=False)
@@ -244,13 +441,30 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lean", action="store_true", help="the full game's lean tables")
+    parser.add_argument("--lean-groups", type=int, default=24)
+    parser.add_argument("--footer-groups", type=int, default=4590)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--lean-worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--draw", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         request = json.loads(args.worker.read_text())
         found = worker(Path(request["data"]), request["name"], request["asked"])
         print(json.dumps(found))
+        return
+    if args.lean_worker is not None:
+        import resource
+
+        request = json.loads(args.lean_worker.read_text())
+        found = lean_worker(Path(request["data"]), request["asked"], request["rounds"])
+        print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+        print(json.dumps(found))
+        return
+    if args.lean:
+        if args.base is None:
+            raise SystemExit("give --base (an old checkout: git archive main | tar -x -C DIR)")
+        lean_main(args)
         return
     if args.draw is not None:
         name, n, seed = args.draw

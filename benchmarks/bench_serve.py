@@ -98,9 +98,11 @@ def board_paths(name: str, n: int, rng: random.Random) -> list[str]:
     """``n`` lookups of Knucklebones positions reached by random play, each with a die."""
     import numpy as np
 
-    from pipeline.apps.knucklebones.position import knucklebones_game
+    from pipeline.apps.knucklebones.position import board_variant
 
-    game = knucklebones_game(name)
+    make = board_variant(name).board
+    assert make is not None  # a Knucklebones variant: a game of boards
+    game = make().game
     out = []
     for _ in range(n):
         pairs = np.zeros(game.r.columns, dtype=np.int64)

@@ -222,19 +222,22 @@ def knucklebones_column(
     depth: int = 4,
     variant: str | None = None,
     data_dir: str | Path | None = None,
-) -> Any:
+) -> BoardAnswer:
     """The best column for ``die`` on ``board`` facing ``opponent`` (boards as `knucklebones
-    solve` reads them, e.g. ``"44_/1__/___"``), with every legal column's value.
+    solve` reads them, e.g. ``"44_/1__/___"``), with every legal column's value: the one
+    answer of :func:`board` (`knucklebones solve` prints it).
 
     Where the board's exact tables are built under ``data_dir`` (the full game by `build
     --variant knucklebones --variant knucklebones-score --device cuda`, or a smaller board), the
-    values are looked up and exact (``result.tables`` names the variants read); otherwise they
-    are the search's estimate to ``depth`` placements (``result.tables`` is empty).
-    ``variant`` picks a board other than the full game (e.g. ``"knucklebones-3x2"``).
+    values are looked up and exact (``result.tables`` names the variants read; both the win
+    probability and the score difference where both objectives are built); otherwise they are
+    the search's estimate to ``depth`` placements (``result.tables`` is empty). ``variant``
+    picks a board and objective other than the full game's P(win) (e.g.
+    ``"knucklebones-3x2"``); the best column is the tie rule's pick in its objective.
     """
-    from pipeline.apps.knucklebones.position import analyse
+    from pipeline.apps.knucklebones.position import solve
 
-    return analyse(board, opponent, die, depth, variant, _dir(data_dir))
+    return solve(board, opponent, die, depth, variant, _dir(data_dir))
 
 
 def query(

@@ -65,8 +65,11 @@ def test_knucklebones_column_is_exact_where_the_board_is_built(built: Path, tmp_
     exact = pipeline.knucklebones_column(
         "4_/__", "2_/__", 4, variant="knucklebones-2x2", data_dir=built
     )
-    assert exact.tables and all(c.value.exact for c in exact.columns)
-    assert exact.best.value.win == max(c.value.win for c in exact.columns)
+    assert exact.exact and exact.tables == ("knucklebones-2x2", "knucklebones-2x2-score")
+    assert all(c.exact and c.win is not None and c.diff is not None for c in exact.columns)
+    assert exact.best is not None and exact.best.win == max(c.value for c in exact.columns)
+    # the same answer as pipeline.board's, the columns' values the tables'
+    assert exact == pipeline.board("knucklebones-2x2", "4/_;2/_", 4, data_dir=built)
     searched = pipeline.knucklebones_column(
         "4_/__", "2_/__", 4, variant="knucklebones-2x2", depth=1, data_dir=tmp_path
     )

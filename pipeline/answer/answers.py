@@ -12,7 +12,8 @@ Every number of dice is worth its rolls' best values, weighted by their chances.
 
 A board (:meth:`Answers.board`, Knucklebones): every legal column for the die, exact from the
 tables where the board is built (a column is worth its successor's value seen from the other
-side), else the search's estimate to a depth, marked so.
+side, in both objectives where both are built), else the search's estimate to a depth, marked
+so; one pick rule (:mod:`pipeline.answer.boards`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.answer.boards import (  # noqa: F401  (the search depths: serve's names too)
+    DEFAULT_DEPTH,
+    MAX_DEPTH,
+    Boards,
+)
 from pipeline.answer.catalog import Catalog
 from pipeline.answer.index import DEFAULT_CACHE_MB, HeldStates, Index, StateRow, States
 from pipeline.answer.model import (
     Answer,
     BoardAnswer,
-    ColumnValue,
     DiceOption,
     MoveValue,
     RollBest,
@@ -41,14 +46,10 @@ from pipeline.answer.model import (
 )
 from pipeline.errors import TableError, UsageError
 from pipeline.games.registry import Variant
-from pipeline.solve.tolerance import is_tie, regret, regrets, tie_tolerance, ties
+from pipeline.solve.tolerance import is_tie, regret, tie_tolerance
 
 #: Games kept made (least recently used dropped): every variant of a data directory, and more.
 MAX_GAMES = 64
-#: Knucklebones search depth (placements) used when none is asked, and the deepest an answer
-#: searches (deeper searches take seconds on the full game).
-DEFAULT_DEPTH = 3
-MAX_DEPTH = 5
 
 
 class Answers:
@@ -59,10 +60,9 @@ class Answers:
         self.index = Index(self.data_dir, cache_mb)
         self._games: OrderedDict[int, tuple[Variant, Any]] = OrderedDict()
         self._catalog: Catalog | None = None
-        self._search_lock = threading.Lock()
         self._games_lock = threading.Lock()
         self._fields: dict[str, tuple[States, list[dict[str, Any]]]] = {}
-        self._boards: dict[str, tuple[Variant, Any]] = {}
+        self._board_answers: Boards | None = None
 
     @property
     def catalog(self) -> Catalog:
@@ -292,110 +292,32 @@ class Answers:
 
     # -- boards -------------------------------------------------------------------------------
 
+    @property
+    def boards(self) -> Boards:
+        """The Knucklebones answers (:mod:`pipeline.answer.boards`)."""
+        if self._board_answers is None:
+            self._board_answers = Boards(self.index)
+        return self._board_answers
+
     def board(
         self,
         variant: Variant,
-        text: str | None = None,
+        position: Any = None,
         die: int | None = None,
         depth: int | None = None,
         built: bool | None = None,
     ) -> BoardAnswer:
-        """A Knucklebones position (MOVER;OPPONENT; None: the empty boards) and, with ``die``,
-        every legal column ranked: exact from the tables where the variant is built (``built``
-        None: where its states file is), else the search's estimate ``depth`` placements deep."""
-        rules = self.board_rules(variant)
-        position = rules.start() if text is None else rules.read(text)
-        if die is not None:
-            rules.check_die(die)
-        if depth is not None and not 1 <= depth <= MAX_DEPTH:
-            raise UsageError(f"depth must be between 1 and {MAX_DEPTH}, not {depth}")
-        if built is None:
-            built = self.index.built(variant.name)
-        mine, theirs = rules.scores(position)
-        over = rules.over(position)
-        head = dict(
-            variant=variant.name, board=rules.text(position), mover_score=mine,
-            opponent_score=theirs, objective=rules.objective, over=over, die=die, exact=built,
-        )  # fmt: skip
-        if over:
-            value = rules.final_value(position)
-            return BoardAnswer(**head, depth=None if built else depth, value=value, columns=[])  # type: ignore[arg-type]
-        if built:
-            return self._exact_board(variant.name, rules, position, die, head)
-        return self._searched_board(rules, position, die, depth or DEFAULT_DEPTH, head)
-
-    def _exact_board(
-        self, name: str, rules: Any, position: Any, die: int | None, head: dict[str, Any]
-    ) -> BoardAnswer:
-        succ = rules.successors(position, die) if die is not None else []
-        ids = np.array(
-            [rules.state_id(position), *(rules.state_id(p) for _, p in succ)], dtype=np.int64
-        )
-        values = self.index.states(name).values(ids)
-        if np.isnan(values).any():
-            raise TableError(f"{name}'s states table lacks positions; rebuild it")
-        offset, scale = rules.move_value
-        mine = offset + scale * values[1:]
-        cols = []
-        if succ:
-            top = float(mine.max())
-            tied = ties(mine, top)
-            labels = [rules.label(position, c) for c, _ in succ]
-            pick = max(
-                (k for k in range(len(succ)) if tied[k]), key=lambda k: (labels[k], -succ[k][0])
-            )
-            lost = regrets(np.float64(top), mine, True)
-            cols = [
-                ColumnValue(c, float(v), rules.text(p), float(loss), k == pick)
-                for k, ((c, p), v, loss) in enumerate(zip(succ, mine, lost, strict=True))
-            ]
-            cols.sort(key=lambda c: (c.loss, not c.best, c.column))
-        return BoardAnswer(**head, depth=None, value=float(values[0]), columns=cols)
-
-    def _searched_board(
-        self, rules: Any, position: Any, die: int | None, depth: int, head: dict[str, Any]
-    ) -> BoardAnswer:
-        with self._search_lock:  # one search at a time: the transposition table is shared
-            here = rules.evaluate(position, depth)
-            found = rules.searched(position, die, depth) if die is not None else []
-        succ = dict(rules.successors(position, die)) if die is not None else {}
-        pick_by = "diff" if rules.objective == "score" else "win"
-        value = getattr(here, pick_by)
-        cols = []
-        if found:
-            # the search's pick: the win chance (to 12 digits), then the difference, then the
-            # lowest column
-            best_col = max(found, key=lambda cv: (round(cv[1].win, 12), cv[1].diff, -cv[0]))[0]
-            top = getattr(dict(found)[best_col], pick_by)
-            cols = [
-                ColumnValue(
-                    c, getattr(ev, pick_by), rules.text(succ[c]),
-                    regret(top, getattr(ev, pick_by), True), c == best_col,
-                    win=ev.win, diff=ev.diff, exact=bool(ev.exact),
-                )
-                for c, ev in found
-            ]  # fmt: skip
-            cols.sort(
-                key=lambda c: (not c.best, -round(c.win or 0.0, 12), -(c.diff or 0.0), c.column)
-            )
-        return BoardAnswer(
-            **head, depth=depth, value=value, columns=cols, win=here.win, diff=here.diff,
-            value_exact=bool(here.exact),
-        )  # fmt: skip
+        """A Knucklebones position (MOVER;OPPONENT, a board rules' position, or None: the empty
+        boards) and, with ``die``, every legal column ranked: the one answer of
+        :meth:`pipeline.answer.boards.Boards.board` (exact from the tables where the board's
+        are built, ``built`` None: where found; else the search's estimate ``depth``
+        placements deep)."""
+        return self.boards.board(variant, position, die, depth, built)
 
     def board_rules(self, variant: Variant) -> Any:
         """The board rules of a game of boards (Knucklebones), made once; UsageError for a game
         of tiles."""
-        if variant.board is None:
-            raise UsageError(f"{variant.name} is not a game of boards (name its tiles instead)")
-        with self._games_lock:
-            found = self._boards.get(variant.name)
-            if found is not None and found[0] is variant:
-                return found[1]
-        rules = variant.board()
-        with self._games_lock:
-            self._boards[variant.name] = (variant, rules)
-        return rules
+        return self.boards.rules(variant)
 
 
 @dataclass(frozen=True)

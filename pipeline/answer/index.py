@@ -27,13 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.store.engine import engine
-from pipeline.store.layout import settle, variant_file
+from pipeline.store.layout import OWN_DIR, settle, variant_file
+
+if TYPE_CHECKING:
+    from pipeline.answer.lean import SortedFile
 
 #: Memory for the arrays of every variant held at once (MB), unless told otherwise.
 DEFAULT_CACHE_MB = 256
@@ -52,7 +55,19 @@ class Reader:
     several threads)."""
 
     def __init__(self) -> None:
-        self.con = engine().connect()
+        self._con: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def con(self) -> Any:
+        """The in-memory DuckDB, opened on first use (an index whose answers read only the
+        files :meth:`Index.sorted_states` reads with pyarrow needs no DuckDB: a GPU machine
+        has none)."""
+        if self._con is None:
+            with self._lock:
+                if self._con is None:
+                    self._con = engine().connect()
+        return self._con
 
     def query(self, path: Path, sql: str, **params: Any) -> dict[str, np.ndarray]:
         """The columns of ``sql`` (which reads ``read_parquet($path)``) as numpy arrays (masked
@@ -293,10 +308,11 @@ class PagedStates(States):
     def values(self, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
         out = np.full(ids.shape[0], np.nan)
-        for i, state_id in enumerate(ids.tolist()):
-            group = self._group(state_id)
-            if group is not None:
-                out[i] = self.load(group).values(ids[i : i + 1])[0]
+        k = np.searchsorted(self.lows, ids, side="right") - 1
+        inside = (k >= 0) & (ids <= self.highs[k.clip(0)])
+        for g in np.unique(k[inside]).tolist():  # one load per row group (a sample: thousands)
+            at = inside & (k == g)
+            out[at] = self.load(self.groups[g]).values(ids[at])
         return out
 
     def row(self, state_id: int) -> StateRow | None:
@@ -517,6 +533,43 @@ class Index:
         self._room(need)
         return self._read_held(path, name, wanted, layout.groups, layout, objective, maximise)
 
+    def sorted_states(self, name: str) -> States:
+        """``name``'s values for answers that look up a few state ids (a Knucklebones board and
+        its successors). A variant's own file sorted by state id (the full game's lean tables)
+        is read a row group at a time with pyarrow (:mod:`pipeline.answer.lean`), its footer
+        parsed once: DuckDB parses it again for every read, a tenth of a second with the full
+        game's 4,590 row groups, and a GPU machine has no DuckDB. Each row group read is kept
+        in the budget like any entry. Anything else is read as :meth:`states` reads it."""
+        return self._load((name, "states"), "states", lambda p: self._read_sorted(p, name))
+
+    def _read_sorted(self, path: Path, name: str) -> tuple[States, int]:
+        if path.parent.name != name or path.parent.parent.name != OWN_DIR:
+            return self._read(path, name, ())  # the shared file: small variants, held whole
+        from pipeline.answer.lean import open_file
+
+        found = open_file(path)
+        if not found.sorted_by_id or set(found.rules) - {name}:
+            return self._read(path, name, ())
+        first = found.first(["objective", "maximise"]) if "objective" in found.columns else {}
+        if first.get("objective") is None:
+            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+        objective, maximise = str(first["objective"]), bool(first.get("maximise", True))
+        groups = [
+            Group(int(s), int(n), int(lo), int(hi))
+            for s, n, lo, hi in zip(found.starts, found.rows, found.lows, found.highs, strict=True)
+        ]
+        number = {g.start: k for k, g in enumerate(groups)}
+
+        def block(group: Group) -> HeldStates:
+            key = (name, "block", str(group.start))
+            k = number[group.start]
+            return self._load(
+                key, "states", lambda _: _group_states(found, k, name, objective, maximise)
+            )
+
+        layout = Layout(groups, found.columns, True)
+        return PagedStates(name, layout, block, objective, maximise), 0
+
     def _objective(self, path: Path, name: str, layout: Layout) -> tuple[str, bool]:
         """The variant's objective and direction (its first row)."""
         first = self.reader.rows(
@@ -584,6 +637,26 @@ class Index:
             cols = {c: arr[order] for c, arr in cols.items()}
         held = HeldStates(name, ids, value, cols, objective, maximise, low if dense else 0)
         return held, held.nbytes
+
+
+def _group_states(
+    found: SortedFile, k: int, name: str, objective: str, maximise: bool
+) -> tuple[HeldStates, int]:
+    """Row group ``k`` of a sorted file held by state id (densely where its ids fill their
+    range, as the lean tables' do)."""
+    low, top = int(found.lows[k]), int(found.highs[k])
+    if int(found.rows[k]) == top - low + 1:  # its ids fill their range (the lean tables' groups)
+        value = found.read_values(k)
+        return HeldStates(name, None, value, {}, objective, maximise, low), value.nbytes
+    ids, value = found.read(k)
+    if _dense([Group(0, ids.size, low, top)]):
+        held = np.full(top - low + 1, np.nan)
+        held[ids - low] = value
+        out = HeldStates(name, None, held, {}, objective, maximise, low)
+    else:
+        order = np.argsort(ids, kind="stable")
+        out = HeldStates(name, ids[order], value[order], {}, objective, maximise)
+    return out, out.nbytes
 
 
 def _span(groups: Sequence[Group]) -> tuple[int, int]:

@@ -203,31 +203,41 @@ class ColumnValue:
     column: int
     """1-based, on the mover's board as given."""
     value: float
-    """The mover's value after placing the die there, in the objective (win probability, or
-    expected score difference)."""
+    """The mover's value after placing the die there, in the variant's objective (win
+    probability, or expected score difference)."""
     next: str
     """The position the opponent then faces (their board first)."""
     loss: float
-    """What it loses against the best column."""
+    """What it loses against the best column, in the variant's objective."""
     best: bool
+    """The pick (:func:`pipeline.answer.boards.pick`: the tables' policy)."""
     win: float | None = None
-    """Searched: the estimated win probability (a draw counts 1/2)."""
+    """The win probability after it (a draw counts 1/2): from the wins table, or the search's
+    estimate; None where the tables hold the score objective only."""
     diff: float | None = None
-    """Searched: the estimated final score difference."""
+    """The expected final score difference after it: from the score table (play that
+    maximises it), or the search's estimate (under its play); None where the tables hold the
+    win objective only."""
     exact: bool = True
     """False where the search estimated (a line ran past its depth)."""
 
-    def to_json(self, searched: bool) -> dict[str, Any]:
-        out: dict[str, Any] = {"column": self.column, "value": self.value, "next": self.next}
-        if searched:
-            out.update(win=self.win, diff=self.diff, value_exact=self.exact)
-        out.update(loss=self.loss, best=self.best)
-        return out
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "column": self.column,
+            "value": self.value,
+            "next": self.next,
+            "win": self.win,
+            "diff": self.diff,
+            "value_exact": self.exact,
+            "loss": self.loss,
+            "best": self.best,
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class BoardAnswer:
-    """One Knucklebones position (the mover's board first) and, with a die, every column."""
+    """One Knucklebones position (the mover's board first) and, with a die, every column: the
+    one answer of :mod:`pipeline.answer.boards`."""
 
     variant: str
     board: str
@@ -241,12 +251,21 @@ class BoardAnswer:
     depth: int | None
     """The search depth in placements (None: from the tables)."""
     value: float
+    """The position's value before the roll, in the variant's objective."""
     columns: list[ColumnValue]
     """Every legal column for the die, best first (empty without a die, or when over)."""
     win: float | None = None
+    """The position's win probability (None: the wins table is not built)."""
     diff: float | None = None
+    """The position's expected score difference (None: the score table is not built)."""
     value_exact: bool | None = None
-    """Searched: whether the position's own value is exact."""
+    """Whether the position's own value is exact (the search's may be an estimate)."""
+    tables: tuple[str, ...] = ()
+    """The variants whose tables were read: the objective's own, then its twin's (empty:
+    searched)."""
+    other_best: int | None = None
+    """The column the other objective would pick, where the pick is not among its best
+    columns (the variant's objective wins; None: they agree, or its values are unknown)."""
 
     @property
     def best(self) -> ColumnValue | None:
@@ -254,8 +273,7 @@ class BoardAnswer:
         return self.columns[0] if self.columns else None
 
     def to_json(self) -> dict[str, Any]:
-        searched = not self.exact
-        out: dict[str, Any] = {
+        return {
             "variant": self.variant,
             "view": "boards",
             "board": self.board,
@@ -264,12 +282,14 @@ class BoardAnswer:
             "objective": self.objective,
             "over": self.over,
             "die": self.die,
-            "source": "search" if searched else "tables",
+            "source": "tables" if self.exact else "search",
             "exact": self.exact,
             "depth": self.depth,
+            "tables": list(self.tables),
             "value": self.value,
+            "win": self.win,
+            "diff": self.diff,
+            "value_exact": self.value_exact,
+            "other_best": self.other_best,
+            "columns": [c.to_json() for c in self.columns],
         }
-        if searched and not self.over:
-            out.update(win=self.win, diff=self.diff, value_exact=self.value_exact)
-        out["columns"] = [c.to_json(searched) for c in self.columns]
-        return out

@@ -16,8 +16,8 @@ from pipeline.errors import UsageError
 if TYPE_CHECKING:
     from rich.tree import Tree
 
-    from pipeline.apps.knucklebones.position import TreeNode
-    from pipeline.games.knucklebones.search import Eval
+    from pipeline.answer.model import BoardAnswer
+    from pipeline.apps.knucklebones.position import Shown, TreeNode
 
 BOARD_HELP = (
     "A board column by column: columns separated by '/', each column its dice as digits "
@@ -29,6 +29,14 @@ BOARD_HELP = (
 Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " + BOARD_HELP)]
 Board2 = Annotated[str, typer.Argument(help="The opponent's board, same format.")]
 Die = Annotated[int, typer.Argument(help="The die just rolled (1..6).")]
+BoardVariant = Annotated[
+    str | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="A Knucklebones board and die, e.g. knucklebones-2x2 (default: the full game).",
+    ),
+]
 
 kb = typer.Typer(
     help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
@@ -44,14 +52,22 @@ kb = typer.Typer(
 out = LazyConsole(highlight=False, soft_wrap=True)
 
 
-def _kind(ev: Eval) -> str:
-    if ev.from_tables:
+def _kind(exact: bool, from_tables: bool) -> str:
+    if from_tables:
         return "exact (from tables)"
-    return "exact" if ev.exact else "estimate"
+    return "exact" if exact else "estimate"
 
 
-def _fmt(ev: Eval) -> str:
-    return f"win {ev.win:.4f}  score difference {ev.diff:+.3f}  ({_kind(ev)})"
+def _num(value: float | None, spec: str) -> str:
+    """A value as the tables give it, or ``-`` where its objective is not built."""
+    return "-" if value is None else format(value, spec)
+
+
+def _fmt(value: Shown) -> str:
+    return (
+        f"win {_num(value.win, '.4f')}  score difference {_num(value.diff, '+.3f')}  "
+        f"({_kind(value.exact, value.from_tables)})"
+    )
 
 
 @kb.command("solve")
@@ -60,14 +76,7 @@ def solve_cmd(
     board2: Board2,
     die: Die,
     depth: Annotated[int, typer.Option(help=f"Placements searched (1..{MAX_DEPTH}).")] = 4,
-    variant: Annotated[
-        str | None,
-        typer.Option(
-            "--variant",
-            "-v",
-            help="A Knucklebones board and die, e.g. knucklebones-2x2 (default: the full game).",
-        ),
-    ] = None,
+    variant: BoardVariant = None,
     use_tables: Annotated[
         bool,
         typer.Option(
@@ -84,40 +93,49 @@ def solve_cmd(
     """
     from rich.table import Table
 
-    from pipeline.apps.knucklebones.position import analyse
+    from pipeline.apps.knucklebones.position import Shown, solve
 
-    with progress.task(f"knucklebones solve: searching {depth} placements deep"):
-        a = analyse(board1, board2, die, depth, variant, data_dir if use_tables else None)
-    out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, depth {a.depth}")
-    if a.tables:
-        out.print(f"values looked up in {data_dir}: {a.tables[0]} (win), {a.tables[1]} (score)")
-    elif use_tables and Path(data_dir).is_dir():
-        _say_missing_twin(Path(data_dir), variant)
-    out.print(f"best column {a.best.column}: {_fmt(a.best.value)}")
+    how = "looking up" if use_tables else f"searching {depth} placements deep"
+    with progress.task(f"knucklebones solve: {how}"):
+        a = solve(board1, board2, die, depth, variant, data_dir, use_tables)
+    depth_text = "exact (from tables)" if a.exact else f"depth {a.depth}"
+    out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, {depth_text}")
+    _say_tables(a, data_dir)
+    best = a.best
+    assert best is not None  # the game is not over (solve refuses a full board): a column is legal
+    out.print(f"best column {best.column}: {_fmt(Shown(best.win, best.diff, best.exact, a.exact))}")
+    if a.other_best is not None:
+        other = "score difference" if a.objective == "wins" else "win probability"
+        out.print(
+            f"note: the {other} alone would pick column {a.other_best}; the {a.objective} "
+            f"objective ({a.variant}) decides"
+        )
     table = Table("column", "win", "score difference", "exact")
-    for cv in a.columns:
-        mark = " *" if cv.column == a.best.column else ""
+    for cv in sorted(a.columns, key=lambda c: c.column):  # the board's order; * marks the pick
+        mark = " *" if cv.best else ""
         table.add_row(
             f"{cv.column}{mark}",
-            f"{cv.value.win:.6f}",
-            f"{cv.value.diff:+.4f}",
-            "yes (from tables)" if cv.value.from_tables else "yes" if cv.value.exact else "no",
+            _num(cv.win, ".6f"),
+            _num(cv.diff, "+.4f"),
+            "yes (from tables)" if a.exact else "yes" if cv.exact else "no",
         )
     out.print(table)
 
 
-def _say_missing_twin(data_dir: Path, variant: str | None) -> None:
-    """A note when one objective of the board is built but not the other: the lookups need
-    both, so the answer was searched."""
-    from pipeline.apps.knucklebones.known import missing_twin
-    from pipeline.apps.knucklebones.position import knucklebones_game
-
-    found = missing_twin(data_dir, knucklebones_game(variant).r)
-    if found is not None:
-        built, objective = found
+def _say_tables(a: BoardAnswer, data_dir: Path) -> None:
+    """Which tables the values come from, and which objective's are missing (``-``)."""
+    if not a.tables:
+        return
+    fields = {"wins": "win", "score": "score"}
+    other = "score" if a.objective == "wins" else "wins"
+    named = [f"{a.tables[0]} ({fields[a.objective]})"]
+    if len(a.tables) > 1:
+        named.append(f"{a.tables[1]} ({fields[other]})")
+    out.print(f"values looked up in {data_dir}: {', '.join(named)}")
+    if len(a.tables) == 1:
         out.print(
-            f"note: {built} is built but not its {objective} objective; exact answers need "
-            f"both tables (build the {objective} variant too): searched instead"
+            f"note: {a.tables[0]} is built but not its {other} objective: its values are shown "
+            f"as - (build the {other} variant of the board too)"
         )
 
 
@@ -133,6 +151,7 @@ def tree_cmd(
     board2: Board2,
     die: Die,
     depth: Annotated[int, typer.Option(help="Placements to print (1..3).")] = 2,
+    variant: BoardVariant = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
 ) -> None:
     """Print the search tree: each column, each reply roll, each reply (values: first player's).
@@ -147,7 +166,7 @@ def tree_cmd(
 
     from pipeline.apps.knucklebones.position import search_tree
 
-    root = search_tree(board1, board2, die, depth, data_dir)
+    root = search_tree(board1, board2, die, depth, data_dir, variant)
     tree = Tree(root.label)
     _tree(root, tree)
     # wide enough for depth-3 labels: a pipe's default 80 columns would cut them off
@@ -165,6 +184,7 @@ def play_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the dice.")] = 0,
     depth: Annotated[int, typer.Option(help=f"The solver's depth (1..{MAX_DEPTH}).")] = 4,
     second: Annotated[bool, typer.Option("--second", help="Let the solver move first.")] = False,
+    variant: BoardVariant = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -177,7 +197,10 @@ def play_cmd(
     """
     from pipeline.apps.knucklebones.position import play
 
-    play(_read_line, out.print, seed=seed, depth=depth, human_first=not second, data_dir=data_dir)
+    play(
+        _read_line, out.print, seed=seed, depth=depth, human_first=not second,
+        data_dir=data_dir, variant=variant,
+    )  # fmt: skip
 
 
 @kb.command("benchmark")
@@ -226,15 +249,15 @@ def benchmark_cmd(
 
     ensure_writable(data_dir)  # fail before the games are played, not after
     game = Knucklebones(KnuckleRules())
-    lookup = None
+    answers = None
     if "perfect" in opp_list:
-        from pipeline.apps.knucklebones.position import big_board_lookup
+        from pipeline.answer.answers import for_dir
 
-        lookup = big_board_lookup(data_dir, game)
-        make_player(game, "perfect", lookup)  # says what to build when the tables are missing
+        answers = for_dir(data_dir)
+        make_player(game, "perfect", answers)  # says what to build when the tables are missing
     total = games * len(depth_list) * len(opp_list)
     with progress.task("knucklebones benchmark", total=total, unit="games") as job:
-        frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance, lookup)
+        frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance, answers)
     path = write_benchmark_rows(data_dir, frame, game)
     table = Table("ours", "opponent", "wins", "draws", "losses", "win rate (95% CI)", "median ms")
     for r in frame.iter_rows(named=True):

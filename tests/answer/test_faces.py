@@ -232,3 +232,122 @@ def test_a_stuck_roll_is_worth_what_the_policy_says(name: str, built_more: Path)
         want = stuck[state_id]
         assert (kind, nxt) == want[:2] and tables.close(value, want[2]), (state_id, want)
     assert answers.index.reads == 1  # the states file alone
+
+
+# -- Knucklebones: one answer on every face ---------------------------------------------------
+
+#: Knucklebones boards and where their answers come from: the 2x2 board's tables in the shared
+#: file (both objectives), the same board's tables written lean (the full game's layout, read a
+#: row group at a time), and the full game searched (depths 1 and 2).
+BOARDS = [
+    ("knucklebones-2x2", "built", None),
+    ("knucklebones-2x2-score", "built", None),
+    ("knucklebones-2x2", "lean", None),
+    ("knucklebones-2x2-score", "lean", None),
+    ("knucklebones", "built", 1),
+    ("knucklebones", "built", 2),
+]
+#: A row of `knucklebones solve`'s table: column (* the pick), win, score difference, exact.
+SOLVE_ROW = re.compile(r"^│ (\d+)( \*)? +│ (\S+) +│ (\S+) +│ (.+?) +│$")
+
+
+@pytest.fixture(scope="module")
+def lean_2x2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both objectives of the 2x2 board written lean, under names of their own."""
+    from pipeline.games.knucklebones.game import KnuckleRules
+    from tests.support.knucklebones_lean import write_lean_pair
+
+    data = tmp_path_factory.mktemp("lean-2x2") / "data"
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
+    return data
+
+
+def random_boards(name: str, n: int, rng: random.Random) -> list[tuple[str, int]]:
+    """``n`` positions reached by random play on ``name``'s board (the game not over), each
+    with a die."""
+    rules = Answers(Path(".")).board_rules(get_variant(name))
+    out: list[tuple[str, int]] = []
+    while len(out) < n:
+        here = rules.start()
+        for _ in range(rng.randrange(0, rules.columns * rules.rows * 2 - 1)):
+            after = rules.successors(here, rng.randrange(1, rules.faces + 1))
+            nxt = after[rng.randrange(len(after))][1]
+            if rules.over(nxt):
+                break
+            here = nxt
+        out.append((rules.text(here), rng.randrange(1, rules.faces + 1)))
+    return out
+
+
+def solve_rows(stdout: str) -> dict[int, tuple[str, str, bool]]:
+    """`knucklebones solve`'s table: column -> (win, score difference, picked)."""
+    rows = {}
+    for line in stdout.splitlines():
+        m = SOLVE_ROW.match(line)
+        if m:
+            rows[int(m[1])] = (m[3], m[4], m[2] is not None)
+    return rows
+
+
+def printed(text: str, value: float | None, digits: int) -> bool:
+    """Whether ``text`` is ``value`` as printed to ``digits`` decimals (``-``: None)."""
+    if value is None:
+        return text == "-"
+    return abs(float(text) - value) <= 0.5 * 10.0**-digits + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "depth"), BOARDS, ids=[f"{n}-{w}-{d}" for n, w, d in BOARDS]
+)
+def test_every_knucklebones_face_gives_one_answer(
+    name: str, where: str, depth: int | None, built: Path, lean_2x2: Path
+) -> None:
+    """For random positions, `knucklebones solve`, ``pipeline.knucklebones_column``,
+    ``pipeline.board`` and the server's JSON give the same columns, values (both objectives
+    where both are built) and pick; a table-backed pick is the policy's column."""
+    data = built if where == "built" else lean_2x2
+    answers = Answers(data)
+    variant = get_variant(name)
+    client = TestClient(create_app(data, search_workers=1))
+    rng = random.Random(f"{SEED}-{name}-{where}-{depth}")
+    for text, die in random_boards(name, 3 if depth else DRAWS, rng):
+        mover, opponent = text.split(";")
+        found = answers.board(variant, text, die, depth)
+        assert found.exact == (depth is None) and found.columns
+        if depth is None:
+            base = "kb-lean" if where == "lean" else name.removesuffix("-score")
+            assert set(found.tables) == {base, f"{base}-score"}
+            assert all(c.win is not None and c.diff is not None for c in found.columns)
+        else:
+            assert found.depth == depth and found.tables == ()
+        picked = [c.column for c in found.columns if c.best]
+        assert picked == [found.columns[0].column]
+        # the API's two doors
+        column = api.knucklebones_column(
+            mover, opponent, die, depth=depth or 1, variant=name, data_dir=data
+        )
+        assert column == found
+        assert api.board(name, text, die, depth=depth, data_dir=data) == found
+        # the server's JSON
+        params: dict[str, Any] = {"board": text, "die": die}
+        if depth:
+            params["depth"] = depth
+        served = client.get(f"/{name}/position.json", params=params).json()
+        assert {k: v for k, v in served.items() if k != "link"} == found.to_json()
+        # the command line, as printed
+        args = ["knucklebones", "solve", mover, opponent, str(die), "-v", name, "-d", data]
+        shown = invoke([*args, "--depth", str(depth or 1)])
+        assert shown.code == 0, shown.stderr
+        rows = solve_rows(shown.stdout)
+        assert sorted(rows) == sorted(c.column for c in found.columns), shown.stdout
+        for c in found.columns:
+            win, diff, star = rows[c.column]
+            assert printed(win, c.win, 6) and printed(diff, c.diff, 4) and star == c.best
+        if depth is None and where == "built":  # the tables' policy picks the same move
+            state_id = variant.parse_state(found.board)
+            policy = next(r for r in tables.policy(data, name, state_id) if r["roll"] == die)
+            # the policy's columns are the canonical board's (its pairs in order)
+            canonical = answers.board(variant, tables.state(data, name, state_id)["tiles"], die)
+            assert [canonical.columns[0].column] == policy["best"]
+            nxt = variant.parse_state
+            assert nxt(found.columns[0].next) == nxt(canonical.columns[0].next)

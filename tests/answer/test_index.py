@@ -106,7 +106,8 @@ def test_a_big_variant_is_read_a_row_group_at_a_time(built: Path, tmp_path: Path
     table, here knucklebones-2x2's written so) is read a row group at a time: each answer reads
     the row groups of the position and its successors, and the answers are the whole table's."""
     name = "knucklebones-2x2"
-    lean_copy(built, tmp_path, name, 8192, shuffle=False)
+    for objective in (name, f"{name}-score"):  # a board's answer reads both objectives
+        lean_copy(built, tmp_path, objective, 8192, shuffle=False)
     paged = Answers(tmp_path, cache_mb=0.5)  # the whole variant: 127,765 values, 1.3 MB
     whole = Answers(built)
     variant = get_variant(name)
@@ -115,7 +116,9 @@ def test_a_big_variant_is_read_a_row_group_at_a_time(built: Path, tmp_path: Path
     for _ in range(20):
         row = tables.state(built, name, rng.randrange(127765))
         die = rng.randrange(1, 7)
-        assert paged.board(variant, row["tiles"], die) == whole.board(variant, row["tiles"], die)
+        found = paged.board(variant, row["tiles"], die)
+        assert found == whole.board(variant, row["tiles"], die)
+        assert found.tables == (name, f"{name}-score")
         assert paged.index.nbytes <= 0.5 * MB
     assert paged.index.reads > 2  # several row groups read, some dropped again
 

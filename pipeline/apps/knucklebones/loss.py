@@ -5,9 +5,8 @@ in ``games`` games between two random players (seeded, so the sample is the same
 each a (position, die) with at least two columns whose exact values differ. At each one, every
 player named picks its column; its *regret* is the best column's exact value minus the picked
 column's, from the tables of both objectives (the win probability of win-maximising play, the
-expected score difference of difference-maximising play). A move's value is its successor's seen
-from the other side, so a decision costs one lookup per column
-(:class:`pipeline.apps.knucklebones.known.TableLookup`). The same sample and picks are the full
+expected score difference of difference-maximising play): the one answer about the position
+(:mod:`pipeline.answer.boards`), whose columns carry both. The same sample and picks are the full
 game's ``decisions`` table, which `queries/knucklebones_perfect_loss.sql` prices in SQL with the
 same result.
 """
@@ -19,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.apps.knucklebones.known import open_lookup
-from pipeline.apps.knucklebones.match import make_player
-from pipeline.apps.knucklebones.position import table_column_values
+from pipeline.answer.answers import for_dir
+from pipeline.apps.knucklebones.match import make_player, perfect_variant
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones import sample
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
@@ -56,8 +54,9 @@ def losses(
     """Each player's regret against perfect play over the sampled decisions (see the module
     docstring); UsageError when the board's wins and score tables are not both built."""
     game = Knucklebones(rules or KnuckleRules())
-    lookup = open_lookup(data_dir, game.r)
-    if lookup is None:
+    answers = for_dir(data_dir)
+    variant = perfect_variant(game, answers)
+    if variant is None or answers.boards.found(variant).twin is None:
         raise UsageError(
             f"no built wins and score tables of the {game.r.columns}x{game.r.rows} "
             f"d{game.r.faces} board in {data_dir}: build them first (the full game: `stb-pipeline "
@@ -66,13 +65,15 @@ def losses(
     decisions = sample.sample_decisions(game, games, seed)
     # the same picks as the decisions table's (sample.picks: each player's own tie-breaks)
     chosen = sample.picks(
-        decisions, {name: make_player(game, name, lookup) for name in players}, seed
+        decisions, {name: make_player(game, name, answers) for name in players}, seed
     )
+    board = answers.board_rules(variant)
     regrets: dict[str, list[tuple[float, float]]] = {name: [] for name in players}
     for i, d in enumerate(decisions):
-        values = table_column_values(game, lookup, d.pairs, d.die)
-        wins = {cv.column - 1: cv.value.win for cv in values}
-        diffs = {cv.column - 1: cv.value.diff for cv in values}
+        found = answers.board(variant, board.position_of(d.pairs), d.die, built=True)
+        # both objectives are built (checked above): every column has both values
+        wins = {c.column - 1: c.win for c in found.columns if c.win is not None}
+        diffs = {c.column - 1: c.diff for c in found.columns if c.diff is not None}
         if max(wins.values()) - min(wins.values()) <= MATTERS:
             continue  # every column is as good: no decision to price
         for name in players:

@@ -30,32 +30,50 @@ from pipeline.games.knucklebones.players import (  # noqa: F401  (this module's 
 from pipeline.store import tables
 
 if TYPE_CHECKING:
-    from pipeline.apps.knucklebones.known import TableLookup
+    from pipeline.answer.answers import Answers
+    from pipeline.games.registry import Variant
 
 Z95 = 1.959963984540054
 
 
-def perfect_player(game: Knucklebones, lookup: TableLookup) -> Player:
-    """Perfect play: the column whose exact value (from the tables) is best, win probability
-    first, then the expected score difference, then the lowest column."""
-    from pipeline.apps.knucklebones.position import pick, table_column_values
+def perfect_variant(game: Knucklebones, answers: Answers | None) -> Variant | None:
+    """The built variant holding the exact win tables of ``game``'s board and die in
+    ``answers``' data directory (None: not built)."""
+    from pipeline.games.knucklebones.columns import BoardRules
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    if answers is None:
+        return None
+    r = game.r
+    return answers.boards.variant(
+        BoardRules(Knucklebones(KnuckleRules(r.columns, r.rows, r.faces)))
+    )
+
+
+def perfect_player(game: Knucklebones, answers: Answers, variant: Variant) -> Player:
+    """Perfect play: the one answer's pick (:mod:`pipeline.answer.boards`) from the exact win
+    tables of ``variant``: the best win probability, ties to the tables' policy."""
+    rules = answers.board_rules(variant)
 
     def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        return pick(table_column_values(game, lookup, pairs, face)).column - 1
+        best = answers.board(variant, rules.position_of(pairs), face, built=True).best
+        assert best is not None  # the game goes on: some column is legal
+        return best.column - 1
 
     return play
 
 
-def make_player(game: Knucklebones, name: str, lookup: TableLookup | None = None) -> Player:
+def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -> Player:
     """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN, or perfect
-    (looked up in the exact tables ``lookup``)."""
+    (the one answer from the exact tables in ``answers``' data directory)."""
     if name == "perfect":
-        if lookup is None:
+        variant = perfect_variant(game, answers)
+        if variant is None or answers is None:
             raise UsageError(
                 "player 'perfect' needs the full game's exact tables: `stb-pipeline build "
                 "--variant knucklebones --variant knucklebones-score --device cuda` (a GPU)"
             )
-        return perfect_player(game, lookup)
+        return perfect_player(game, answers, variant)
     check_player(name)  # a name and depth a user can be told about, in their words
     return named_player(game, name)
 
@@ -126,12 +144,12 @@ def match(
     games: int,
     seed: int,
     tick: Callable[[], None] | None = None,
-    lookup: TableLookup | None = None,
+    answers: Answers | None = None,
 ) -> dict:
     """Play ``games`` games of ``ours`` against ``opponent``, seats alternated; one result row
-    (``lookup``: the exact tables, for the ``perfect`` player)."""
+    (``answers``: a data directory's, whose exact tables the ``perfect`` player reads)."""
     rng = np.random.default_rng(seed)
-    a, b = make_player(game, ours, lookup), make_player(game, opponent, lookup)
+    a, b = make_player(game, ours, answers), make_player(game, opponent, answers)
     diffs: list[int] = []
     times: list[float] = []
     t0 = time.perf_counter()
@@ -174,12 +192,12 @@ def benchmark_frame(
     games: int,
     seed: int,
     tick: Callable[[], None] | None = None,
-    lookup: TableLookup | None = None,
+    answers: Answers | None = None,
 ) -> pl.DataFrame:
     """One row per (our depth, opponent): the benchmark table rows (without ``variant``);
-    ``lookup``: the full game's exact tables, for the ``perfect`` opponent."""
+    ``answers``: a data directory's, whose full game tables the ``perfect`` opponent reads."""
     rows = [
-        match(game, f"ours-d{d}", opp, games, seed + 1000 * d + i, tick, lookup)
+        match(game, f"ours-d{d}", opp, games, seed + 1000 * d + i, tick, answers)
         for d in depths
         for i, opp in enumerate(opponents)
     ]

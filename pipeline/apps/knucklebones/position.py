@@ -1,4 +1,8 @@
-"""Questions about one full-size Knucklebones position: the best column, the search tree, play.
+"""One Knucklebones position on the command line: `knucklebones solve`, its search `tree` and a
+game to `play` against the solver, each asking the one answer
+(:meth:`pipeline.answer.answers.Answers.board`, :mod:`pipeline.answer.boards`) and formatting
+what it returns: exact from the board's tables where they are built in the data directory, else
+the search's estimate.
 
 Boards are written column by column or as the Rust solver's rows of squares (see
 :func:`pipeline.games.knucklebones.game.read_board`); the first board is the player about to place
@@ -10,62 +14,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from pipeline import progress
+from pipeline.answer.answers import Answers, for_dir
+from pipeline.answer.model import BoardAnswer
 from pipeline.apps.knucklebones import MAX_DEPTH
-from pipeline.apps.knucklebones.known import TableLookup, load_known, open_lookup
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import (
-    EMPTY_COLUMN,
-    MAX_GRAPH_STATES,
-    Knucklebones,
-    KnuckleRules,
-    read_board,
-)
-from pipeline.games.knucklebones.search import OURS, Eval, Searcher
-from pipeline.games.registry import get_variant
+from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones
+from pipeline.games.registry import Variant, get_variant
+
+#: The variant `solve`, `tree` and `play` answer when none is named: the full game (P(win)).
+FULL_GAME = "knucklebones"
 
 
-@dataclass(frozen=True)
-class ColumnValue:
-    """One legal column for the die and its evaluation."""
-
-    column: int
-    """1-based column number on the user's board."""
-    value: Eval
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """The answer to `knucklebones solve`."""
-
-    die: int
-    depth: int
-    mover_score: int
-    opponent_score: int
-    best: ColumnValue
-    columns: list[ColumnValue]
-    """Every legal column, in column order."""
-    tables: tuple[str, ...] = ()
-    """The variants whose exact values were looked up (empty: searched only)."""
+def board_variant(variant: str | None) -> Variant:
+    """A registered Knucklebones variant by name (None: the full game); UsageError for a
+    variant of another game."""
+    found = get_variant(variant or FULL_GAME)
+    if found.family != "knucklebones":
+        raise UsageError(f"variant {found.name!r} is not a Knucklebones board")
+    return found
 
 
-def position_pairs(game: Knucklebones, board1: str, board2: str) -> np.ndarray:
-    """Facing pairs of two boards (column order kept); UsageError for impossible boards."""
-    mine = read_board(board1, game.r, "BOARD1")
-    theirs = read_board(board2, game.r, "BOARD2")
-    pairs = game.pairs_of_boards(mine, theirs)
-    if game.finished(pairs):
-        raise UsageError("the game is over: a board is full")
-    return pairs
-
-
-def check_die(game: Knucklebones, die: int) -> None:
+def check_die(faces: int, die: int) -> None:
     """UsageError unless ``die`` is a face of the die."""
-    if not 1 <= die <= game.r.faces:
-        raise UsageError(f"die {die} is not a face 1..{game.r.faces}")
+    if not 1 <= die <= faces:
+        raise UsageError(f"die {die} is not a face 1..{faces}")
 
 
 def check_depth(depth: int) -> None:
@@ -74,143 +51,139 @@ def check_depth(depth: int) -> None:
         raise UsageError(f"--depth must be between 1 and {MAX_DEPTH}, not {depth}")
 
 
-def column_values(searcher: Searcher, pairs: np.ndarray, die: int, depth: int) -> list[ColumnValue]:
-    """The evaluation of every legal column of the user's board, in column order."""
-    srt = np.sort(pairs)
-    by_pair = {int(srt[j]): ev for j, ev in searcher.move_values(pairs, die, depth, OURS)}
-    return [ColumnValue(i + 1, by_pair[int(p)]) for i, p in enumerate(pairs) if int(p) in by_pair]
+@dataclass(frozen=True)
+class Asked:
+    """Where a command's answers come from: the data directory's answers, the variant, and
+    whether its tables may be read (False: searched all the same, ``--no-tables``)."""
+
+    answers: Answers
+    variant: Variant
+    tables: bool
+
+    @property
+    def rules(self) -> Any:
+        """The variant's board rules (:class:`pipeline.games.knucklebones.columns.BoardRules`)."""
+        return self.answers.board_rules(self.variant)
+
+    @property
+    def built(self) -> bool | None:
+        """What :meth:`Answers.board` is told: None (look for the tables) or False."""
+        return None if self.tables else False
+
+    def board(self, position: Any, die: int, depth: int) -> BoardAnswer:
+        """The one answer for ``position`` (a board rules' position) and ``die``."""
+        return self.answers.board(self.variant, position, die, depth, self.built)
+
+    def exact(self) -> bool:
+        """Whether the answers come from the tables (the board's own objective is built)."""
+        return self.tables and self.answers.boards.found(self.variant).own is not None
 
 
-def pick(values: list[ColumnValue]) -> ColumnValue:
-    """The best column: highest win probability, then score difference, then lowest number."""
-    return max(values, key=lambda c: (round(c.value.win, 12), c.value.diff, -c.column))
+def asked(variant: str | None, data_dir: Path | None, tables: bool = True) -> Asked:
+    """The answers of ``data_dir`` (None: no tables, searched) for a Knucklebones variant."""
+    use = data_dir is not None and tables
+    return Asked(
+        for_dir(Path(data_dir) if data_dir is not None else Path(".")), board_variant(variant), use
+    )
 
 
-def analyse(
+def position_of(found: Asked, board1: str, board2: str) -> Any:
+    """The position of BOARD1 (the mover) facing BOARD2; UsageError for impossible boards or a
+    finished game."""
+    rules = found.rules
+    here = rules.boards(board1, board2, ("BOARD1", "BOARD2"))
+    if rules.over(here):
+        raise UsageError("the game is over: a board is full")
+    return here
+
+
+def solve(
     board1: str,
     board2: str,
     die: int,
     depth: int = 4,
     variant: str | None = None,
     data_dir: Path | None = None,
-) -> Analysis:
-    """The best column for ``die`` on BOARD1 facing BOARD2, searching ``depth`` placements.
-
-    ``variant`` names a Knucklebones board and die (default: the full game). With ``data_dir``,
-    positions of a board solved there (both objectives built) are looked up, not searched, and
-    their values are exact.
-    """
-    game = knucklebones_game(variant)
-    check_die(game, die)
+    tables: bool = True,
+) -> BoardAnswer:
+    """The one answer for ``die`` on BOARD1 facing BOARD2: every legal column ranked, exact
+    where ``variant``'s board (default: the full game) is built in ``data_dir`` (``tables``
+    False, or no ``data_dir``: searched), else the search's estimate ``depth`` placements
+    deep. `knucklebones solve` prints it, ``pipeline.knucklebones_column`` returns it."""
+    found = asked(variant, data_dir, tables)
+    check_die(found.rules.faces, die)
     check_depth(depth)
-    pairs = position_pairs(game, board1, board2)
-    lookup = None if data_dir is None else big_board_lookup(data_dir, game)
-    if lookup is not None:  # the full game built on a GPU: every column's value looked up
-        values = table_column_values(game, lookup, pairs, die)
-        mine, theirs = game.scores(pairs[None, :])
-        return Analysis(
-            die, depth, int(mine[0]), int(theirs[0]), pick(values), values, lookup.variants
-        )
-    known = None if data_dir is None else load_known(data_dir, game.r, game.n_states)
-    searcher = Searcher(game, known=None if known is None else known.values)
-    values = column_values(searcher, pairs, die, depth)
-    mine, theirs = game.scores(pairs[None, :])
-    used = known.variants if known is not None else ()
-    return Analysis(die, depth, int(mine[0]), int(theirs[0]), pick(values), values, used)
+    return found.board(position_of(found, board1, board2), die, depth)
 
 
-def big_board_lookup(data_dir: Path, game: Knucklebones) -> TableLookup | None:
-    """Point lookups in the built tables of a board too big to load whole (the full game,
-    built by ``build --device cuda``); None for smaller boards or when not built."""
-    if game.n_states <= MAX_GRAPH_STATES or not Path(data_dir).is_dir():
-        return None
-    return open_lookup(data_dir, game.r)
+@dataclass(frozen=True)
+class Shown:
+    """A value as a line of the tree shows it (from the root mover's view)."""
 
-
-def table_column_values(
-    game: Knucklebones, lookup: TableLookup, pairs: np.ndarray, die: int
-) -> list[ColumnValue]:
-    """Every legal column for ``die`` (the user's order) valued from the tables: a move is worth
-    its successor's value seen from the other side (1 - P(win), -E[difference]), exactly."""
-    moves = game.successors(pairs, die)
-    if not moves:
-        return []
-    found = lookup.values(game.canonical(np.array([after for _, after in moves])))
-    return [
-        ColumnValue(c + 1, Eval(1.0 - float(w), -float(d), True, True))
-        for (c, _), (w, d) in zip(moves, found, strict=True)
-    ]
-
-
-def knucklebones_game(variant: str | None) -> Knucklebones:
-    """The game of a registered Knucklebones variant (None: the full 3x3 game)."""
-    if variant is None:
-        return Knucklebones(KnuckleRules())
-    game = get_variant(variant).make()
-    if not isinstance(game, Knucklebones):
-        raise UsageError(f"variant {variant!r} is not a Knucklebones board")
-    # Only the board and die matter: the search maximises the win chance, then the difference.
-    return Knucklebones(KnuckleRules(game.r.columns, game.r.rows, game.r.faces))
+    win: float | None
+    diff: float | None
+    exact: bool
+    from_tables: bool
 
 
 @dataclass
 class TreeNode:
-    """A line of the search tree: a label, its evaluation (mover of the root's view), children."""
+    """A line of the search tree: a label, its value (the root mover's view), children."""
 
     label: str
-    value: Eval | None
+    value: Shown | None
     children: list[TreeNode]
 
 
 def search_tree(
-    board1: str, board2: str, die: int, depth: int = 2, data_dir: Path | None = None
+    board1: str,
+    board2: str,
+    die: int,
+    depth: int = 2,
+    data_dir: Path | None = None,
+    variant: str | None = None,
+    tables: bool = True,
 ) -> TreeNode:
-    """The search tree of `solve` to ``depth`` placements, values from the root mover's view;
-    with the full game's tables in ``data_dir`` every value is looked up (exact)."""
-    game = Knucklebones(KnuckleRules())
-    check_die(game, die)
+    """`solve`'s tree to ``depth`` placements: each column, each reply roll, each reply, every
+    node the one answer for its position (so the root's columns are `solve`'s at ``depth``),
+    values from the root mover's view; exact at every line where the board's tables are built
+    in ``data_dir``."""
+    found = asked(variant, data_dir, tables)
+    check_die(found.rules.faces, die)
     check_depth(depth)
     if depth > 3:
         raise UsageError("tree prints every line: use --depth 3 or less (solve searches deeper)")
-    searcher = Searcher(game)
-    lookup = None if data_dir is None else big_board_lookup(data_dir, game)
-    pairs = position_pairs(game, board1, board2)
     root = TreeNode(f"die {die}", None, [])
-    _grow(game, searcher, root, pairs, die, depth, mover_is_root=True, lookup=lookup)
+    _grow(found, root, position_of(found, board1, board2), die, depth, mover_is_root=True)
     return root
 
 
 def _grow(
-    game: Knucklebones,
-    searcher: Searcher,
-    node: TreeNode,
-    pairs: np.ndarray,
-    die: int,
-    depth: int,
-    mover_is_root: bool,
-    lookup: TableLookup | None = None,
+    found: Asked, node: TreeNode, here: Any, die: int, depth: int, mover_is_root: bool
 ) -> None:
-    """Add the moves of (pairs, die) under ``node`` and, below each, every roll of the reply."""
+    """Add the columns of (``here``, ``die``) under ``node`` and, below each, every roll of the
+    reply."""
+    rules = found.rules
     who = "we" if mover_is_root else "they"
-    values = (
-        table_column_values(game, lookup, pairs, die)
-        if lookup is not None
-        else column_values(searcher, pairs, die, depth)
-    )
-    best = pick(values).column
-    for cv in values:
-        v = cv.value
-        ev = v if mover_is_root else Eval(1 - v.win, -v.diff, v.exact, v.from_tables)
-        mark = " (best)" if cv.column == best else ""
-        child = TreeNode(f"{who} play column {cv.column}{mark}", ev, [])
+    answer = found.board(here, die, depth)
+    after = dict(rules.successors(here, die))
+    for c in sorted(answer.columns, key=lambda c: c.column):
+        win, diff = c.win, c.diff
+        if not mover_is_root:  # their value, seen from the root mover's side
+            win = None if win is None else 1 - win
+            diff = None if diff is None else -diff
+        mark = " (best)" if c.best else ""
+        child = TreeNode(
+            f"{who} play column {c.column}{mark}", Shown(win, diff, c.exact, answer.exact), []
+        )
         node.children.append(child)
-        seen = game.play(pairs, cv.column - 1, die)
-        if depth == 1 or game.finished(seen):
+        seen = after[c.column]
+        if depth == 1 or rules.over(seen):
             continue
-        for face in range(1, game.r.faces + 1):
+        for face in range(1, rules.faces + 1):
             roll = TreeNode(f"{'they' if mover_is_root else 'we'} roll {face}", None, [])
             child.children.append(roll)
-            _grow(game, searcher, roll, seen, face, depth - 1, not mover_is_root, lookup)
+            _grow(found, roll, seen, face, depth - 1, not mover_is_root)
 
 
 def board_rows(game: Knucklebones, pairs: np.ndarray, mover: bool) -> list[str]:
@@ -227,25 +200,27 @@ def play(
     depth: int = 4,
     human_first: bool = True,
     data_dir: Path | None = None,
+    variant: str | None = None,
 ) -> int:
     """Play one game in the terminal against the solver; return the human's score difference
     when it ends (or when the input does).
 
     ``read_line(prompt)`` returns the next line typed (None at the end of input); ``write``
-    prints one line. Dice come from a generator seeded with ``seed``. With ``data_dir`` holding
-    the full game's tables (``build --device cuda``) the solver plays perfectly: every move
-    looked up, none searched.
+    prints one line. Dice come from a generator seeded with ``seed``. The solver's column is the
+    one answer's pick: with ``variant``'s board (default: the full game) built in ``data_dir``
+    it plays perfectly, every move looked up; otherwise it searches ``depth`` placements.
     """
     check_depth(depth)
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
-    game = Knucklebones(KnuckleRules())
-    searcher = Searcher(game)
-    lookup = None if data_dir is None else big_board_lookup(data_dir, game)
+    found = asked(variant, data_dir)
+    rules = found.rules
+    game: Knucklebones = rules.game
+    exact = found.exact()
     rng = np.random.default_rng(seed)
     pairs = np.zeros(game.r.columns, dtype=np.int64)  # always from the human's view
     human_turn = human_first
-    how = "exact: from the tables" if lookup is not None else f"depth {depth}, exact: no"
+    how = "exact: from the tables" if exact else f"depth {depth}, exact: no"
     write(f"Knucklebones: you against the solver ({how}), seed {seed}")
     while not game.finished(pairs):
         face = int(rng.integers(1, game.r.faces + 1))
@@ -259,12 +234,13 @@ def play(
             view = pairs
         else:
             view = game.t.swap[pairs]
-            if lookup is not None:
-                col = pick(table_column_values(game, lookup, view, face)).column - 1
-            else:
-                with progress.task(f"solver searching {depth} placements deep"):
-                    col, _ = searcher.best_move(view, face, depth, OURS)
-            write(f"solver rolls {face} and plays column {col + 1}")
+            with progress.task(
+                "solver looking up its column" if exact else f"solver searching {depth} deep"
+            ):
+                best = found.board(rules.position_of(view), face, depth).best
+            assert best is not None  # the game goes on: some column is legal
+            col = best.column - 1
+            write(f"solver rolls {face} and plays column {best.column}")
         after = game.play(view, col, face)  # the other player's view
         pairs = game.t.swap[after] if human_turn else after
         human_turn = not human_turn

@@ -74,7 +74,10 @@ class Positions:
         without tables): compiled work of milliseconds to seconds that holds the GIL, which the
         server runs in its search processes (:mod:`pipeline.apps.server.searches`)."""
         entry = self.answers.catalog.snapshot().entries.get(name)
-        return entry is not None and entry.view == "boards" and not entry.built
+        if entry is None or entry.view != "boards":
+            return False
+        # the one answer's tables are found by the board's rules (a build under another name)
+        return entry.built is False and self.answers.boards.found(entry.variant).own is None
 
     def index(self) -> dict[str, Any]:
         """Every variant: the built ones, the others with the command that builds them."""
@@ -156,12 +159,13 @@ class Positions:
         board = check_text("board", params.get("board"))
         die = check_int("die", params.get("die"), -(2**31), 2**31 - 1)  # the library checks it
         depth = check_int("depth", params.get("depth"), 1, MAX_DEPTH)
-        found = self.answers.board(entry.variant, board, die, depth or DEFAULT_DEPTH, entry.built)
+        # the one answer: exact where the board's tables are found (by its rules), else searched
+        found = self.answers.board(entry.variant, board, die, depth or DEFAULT_DEPTH)
         out = found.to_json()
         q: dict[str, Any] = {"board": out["board"]}
         if die is not None:
             q["die"] = die
-        if not entry.built and params.get("depth"):
+        if not found.exact and params.get("depth"):
             q["depth"] = depth
         out["link"] = f"/{entry.name}/position?{urlencode(q)}"
         return out

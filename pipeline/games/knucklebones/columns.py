@@ -4,7 +4,9 @@ first, columns in the user's order), each legal column's successor as the oppone
 the search's values where no table is built.
 
 The values of exact tables are looked up by the answer layer; a column is worth its successor's
-value seen from the other side (:attr:`BoardRules.move_value`).
+value seen from the other side (:attr:`BoardRules.move_value`). A board is solved for two
+objectives (:data:`FIELDS`), the win chance and the score difference: the answer shows both where
+both are built, and ranks by the variant's own.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import Knucklebones, read_board
+from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, KnuckleRules, read_board
 
 if TYPE_CHECKING:
     from pipeline.games.knucklebones.search import Eval, Searcher
+
+#: Each objective a board is solved for, and the name of its value in an answer (and in the
+#: search's :class:`~pipeline.games.knucklebones.search.Eval`): the mover's win chance (a draw
+#: counting 1/2), the expected final score difference.
+FIELDS = {"wins": "win", "score": "diff"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class BoardRules:
     def __init__(self, game: Knucklebones) -> None:
         self.game = game
         self._searcher: Searcher | None = None
+        self._recorded: dict[str, dict[str, object]] = {}
 
     @property
     def columns(self) -> int:
@@ -55,7 +63,32 @@ class BoardRules:
     def move_value(self) -> tuple[float, float]:
         """A column is worth ``offset + scale * value(successor)``: the successor is the
         opponent's position (1 - P(win), or minus the expected difference)."""
-        return (1.0, -1.0) if self.objective == "wins" else (0.0, -1.0)
+        return move_value(self.objective)
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """Each objective and the answer's name of its value (:data:`FIELDS`)."""
+        return dict(FIELDS)
+
+    def move_value_of(self, objective: str) -> tuple[float, float]:
+        """:attr:`move_value` in ``objective`` (the twin's, for the other objective)."""
+        return move_value(objective)
+
+    @property
+    def other_objective(self) -> str:
+        """The objective of this board's twin (``score`` for ``wins``, and back)."""
+        return next(o for o in OBJECTIVES if o != self.objective)
+
+    def rules_of(self, objective: str) -> dict[str, object]:
+        """The rules a build of this board and die for ``objective`` records (``stb.rules``):
+        how the answer finds the tables of each objective, whatever the variants' names."""
+        found = self._recorded.get(objective)
+        if found is None:  # made once: every answer compares them with the built tables'
+            r = self.game.r
+            found = self._recorded[objective] = KnuckleRules(
+                r.columns, r.rows, r.faces, objective
+            ).to_dict()
+        return found
 
     def start(self) -> Position:
         """Both boards empty."""
@@ -67,11 +100,16 @@ class BoardRules:
         if text.count(";") != 1:
             raise UsageError(f"board {text[:60]!r}: write the two boards as MOVER;OPPONENT")
         mine, theirs = text.split(";")
+        return self.boards(mine, theirs)
+
+    def boards(
+        self, mine: str, theirs: str, who: tuple[str, str] = ("mover", "opponent")
+    ) -> Position:
+        """The position of two boards written apart (the mover's first; ``who`` names them in
+        an error: the command line's BOARD1 and BOARD2)."""
         r = self.game.r
         return Position(
-            self.game.pairs_of_boards(
-                read_board(mine, r, "mover"), read_board(theirs, r, "opponent")
-            )
+            self.game.pairs_of_boards(read_board(mine, r, who[0]), read_board(theirs, r, who[1]))
         )
 
     def text(self, position: Position) -> str:
@@ -94,6 +132,13 @@ class BoardRules:
     def final_value(self, position: Position) -> float:
         """The mover's value of a finished game (a draw is 1/2 of a win)."""
         return float(self.game.final_values(position.pairs[None, :])[0])
+
+    def final_values(self, position: Position) -> dict[str, float]:
+        """A finished game's value in each objective (:data:`FIELDS`' names): 1, 1/2 or 0, and
+        the score difference."""
+        mine, theirs = self.scores(position)
+        diff = float(mine - theirs)
+        return {"win": 0.5 + 0.5 * float(np.sign(diff)), "diff": diff}
 
     def check_die(self, die: int) -> None:
         """UsageError unless ``die`` is a face of the die."""
@@ -130,8 +175,18 @@ class BoardRules:
         by_pair = {int(srt[j]): ev for j, ev in values}
         return [(i + 1, by_pair[int(p)]) for i, p in enumerate(pairs) if int(p) in by_pair]
 
+    def position_of(self, pairs: np.ndarray) -> Position:
+        """A position from the facing pairs a game in play keeps (the mover's view)."""
+        return Position(np.asarray(pairs, dtype=np.int64))
+
     def label(self, position: Position, column: int) -> int:
         """The tie rule's label of a column (its pair's place in canonical order; equal pairs
         are one move, the first)."""
         srt = np.sort(position.pairs)
         return int(np.searchsorted(srt, position.pairs[column - 1]))
+
+
+def move_value(objective: str) -> tuple[float, float]:
+    """A column's value in ``objective`` is ``offset + scale * value(successor)``: the
+    successor is the opponent's position (1 - P(win), or minus the expected difference)."""
+    return (1.0, -1.0) if objective == "wins" else (0.0, -1.0)

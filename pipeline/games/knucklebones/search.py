@@ -78,7 +78,8 @@ class Searcher:
         self, game: Knucklebones, tt_bits: int = TT_BITS, known: np.ndarray | None = None
     ) -> None:
         """``known``: exact (win, diff) of every state by state id, looked up instead of
-        searched (see :mod:`pipeline.apps.knucklebones.known`); None searches everything."""
+        searched; None searches everything. (The answers do not search a board whose tables
+        are built: they read them, :mod:`pipeline.answer.boards`.)"""
         self.game = game
         t = game.t
         self.arrays = (

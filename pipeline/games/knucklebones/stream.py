@@ -211,7 +211,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     id (the board text, scores, dice, whether the game is over: :func:`exact.pairs_of` and the
     pair tables) and is not written (:data:`LEAN_COLUMNS`), derived on read. No policy: 29
     billion (position, die) rows cannot pay for themselves when a move's value is one lookup
-    of its successor's value (:mod:`pipeline.apps.knucklebones.known`). The values stream from
+    of its successor's value (:mod:`pipeline.answer.boards`). The values stream from
     the GPU in id ranges of ``rows``: host memory holds one range, not the table.
     ``device="cpu"`` writes the same table from the CPU solver (small boards: the lookups'
     tests). ``decisions`` (a few thousand rows, :mod:`pipeline.games.knucklebones.sample`) holds

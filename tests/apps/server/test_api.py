@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pipeline import api
-from pipeline.apps.knucklebones.position import analyse
+from pipeline.apps.knucklebones.position import solve
 from pipeline.games.registry import get_variant
 from tests.conftest import REPO, invoke
 from tests.support import tables
@@ -250,13 +250,13 @@ def test_knucklebones_exact_from_the_tables(client: TestClient, built: Path) -> 
     url = "/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=4"
     found = get(client, url)
     assert found["exact"] and found["source"] == "tables" and found["depth"] is None
-    solved = analyse("4_/1_", "_/3_", 4, depth=1, variant="knucklebones-2x2", data_dir=built)
-    assert all(c.value.from_tables for c in solved.columns)
-    by_col = {c.column: c.value.win for c in solved.columns}
+    solved = solve("4_/1_", "_/3_", 4, depth=1, variant="knucklebones-2x2", data_dir=built)
+    assert solved.exact and solved.tables == ("knucklebones-2x2", "knucklebones-2x2-score")
+    by_col = {c.column: c.win for c in solved.columns}
     assert {c["column"]: c["value"] for c in found["columns"]} == by_col
     score = get(client, url.replace("2x2", "2x2-score"))
     assert {c["column"]: c["value"] for c in score["columns"]} == {
-        c.column: c.value.diff for c in solved.columns
+        c.column: c.diff for c in solved.columns
     }
     # the best column is the policy's (its boards in canonical order: columns as given here)
     for variant, answer in (("knucklebones-2x2", found), ("knucklebones-2x2-score", score)):
@@ -269,9 +269,9 @@ def test_knucklebones_exact_from_the_tables(client: TestClient, built: Path) -> 
 def test_knucklebones_full_game_is_a_marked_estimate(client: TestClient) -> None:
     found = get(client, "/knucklebones/position.json?board=44_/1__/___;___/3__/___&die=4&depth=2")
     assert not found["exact"] and found["source"] == "search" and found["depth"] == 2
-    solved = analyse("44_/1__/___", "___/3__/___", 4, depth=2)
+    solved = solve("44_/1__/___", "___/3__/___", 4, depth=2)
     assert {c["column"]: c["win"] for c in found["columns"]} == {
-        c.column: c.value.win for c in solved.columns
+        c.column: c.win for c in solved.columns
     }
     assert found["columns"][0]["column"] == solved.best.column
     # a knocked-out die leaves: the 4 placed in column 2 removes nothing, in column 1 the 3 stays

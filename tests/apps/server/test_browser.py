@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pipeline import api
-from pipeline.apps.knucklebones.position import analyse
+from pipeline.apps.knucklebones.position import solve
 from pipeline.games.registry import get_variant
 from tests.conftest import REPO
 from tests.support import tables
@@ -282,9 +282,9 @@ def test_knucklebones_exact_board(browser: Any, server: str, built: Path) -> Non
     source = browser.find_element("id", "source")
     assert source.get_attribute("data-exact") == "true" and "exact" in source.text
     click(browser, '#die [data-die="3"]')
-    solved = analyse("4_/1_", "_/3_", 3, depth=1, variant="knucklebones-2x2", data_dir=built)
+    solved = solve("4_/1_", "_/3_", 3, depth=1, variant="knucklebones-2x2", data_dir=built)
     shown = shown_columns(browser)
-    assert {c: v for c, v, _ in shown} == {c.column: c.value.win for c in solved.columns}
+    assert {c: v for c, v, _ in shown} == {c.column: c.win for c in solved.columns}
     state_id = get_variant("knucklebones-2x2").parse_state("4/1;_/3")  # columns in canonical order
     policy = next(r for r in tables.policy(built, "knucklebones-2x2", state_id) if r["roll"] == 3)
     assert [c for c, _, best in shown if best] == policy["best"]  # the policy's column
@@ -302,7 +302,7 @@ def test_knucklebones_full_game_estimate(browser: Any, server: str) -> None:
         source.get_attribute("data-exact") == "false" and source.get_attribute("data-depth") == "2"
     )
     assert "estimate" in source.text and "2 placements deep" in source.text
-    solved = analyse("44_/1__/___", "___/3__/___", 4, depth=2)
+    solved = solve("44_/1__/___", "___/3__/___", 4, depth=2)
     shown = shown_columns(browser)
     assert [c for c, _, best in shown if best] == [solved.best.column]
     assert {c for c, *_ in shown} == {c.column for c in solved.columns}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.apps.knucklebones.position import analyse
+from pipeline.apps.knucklebones.position import solve
 from tests.conftest import REPO, invoke
 
 pytest.importorskip("starlette", reason="serve needs the [serve] extra")
@@ -74,9 +74,9 @@ def test_a_search_runs_in_a_worker_process(app: Any) -> None:
         found = client.get(SEARCH).json()
         pids = app.state.searches.pids()
         assert len(pids) == 1 and pids[0] != os.getpid()
-        solved = analyse("44_/1__/___", "___/3__/___", 4, depth=2)
+        solved = solve("44_/1__/___", "___/3__/___", 4, depth=2)
         assert {c["column"]: c["win"] for c in found["columns"]} == {
-            c.column: c.value.win for c in solved.columns
+            c.column: c.win for c in solved.columns
         }
         assert found["columns"][0]["column"] == solved.best.column
         info = client.get("/knucklebones.json").json()["variant"]

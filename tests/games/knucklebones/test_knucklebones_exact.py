@@ -3,7 +3,8 @@
 README ("The full game, by search"): a column's value is exact only when every line searched
 ends the game. Every line means every roll and every move considered at every node, not only
 the moves the search chose. On a board solved in the tables (knucklebones-2x2 here) the search
-looks positions up, and its values are the tables' exact values.
+given the tables' values looks positions up, and `solve` answers from the tables (the one
+answer, :mod:`pipeline.answer.boards`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.apps.knucklebones.known import load_known, table_variants
-from pipeline.apps.knucklebones.position import analyse, column_values
+from pipeline.apps.knucklebones.position import solve
+from pipeline.games.knucklebones.columns import BoardRules
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.search import Searcher
 from tests.conftest import invoke
@@ -76,7 +77,7 @@ def random_position(
 def test_exact_flag_matches_a_brute_force_check_on_random_positions() -> None:
     rules = KnuckleRules()
     game = Knucklebones(rules)
-    searcher = Searcher(game)
+    board = BoardRules(game)  # the one answer's search (its columns in the user's order)
     rng = np.random.default_rng(17)
     counts = {True: 0, False: 0}
     positions = 0
@@ -89,10 +90,10 @@ def test_exact_flag_matches_a_brute_force_check_on_random_positions() -> None:
         pairs = game.pairs_of_boards([sorted(c) for c in mine], [sorted(c) for c in theirs])
         die = int(rng.integers(1, 7))
         depth = int(rng.integers(1, 4))
-        for cv in column_values(searcher, pairs, die, depth):
-            after_mine, after_theirs = place(mine, theirs, cv.column - 1, die)
+        for column, ev in board.searched(board.position_of(pairs), die, depth):
+            after_mine, after_theirs = place(mine, theirs, column - 1, die)
             exact = not a_line_continues(after_theirs, after_mine, depth - 1, rules)
-            assert cv.value.exact == exact, (mine, theirs, die, depth, cv.column)
+            assert ev.exact == exact, (mine, theirs, die, depth, column)
             counts[exact] += 1
     # Both answers occur often enough for the comparison to mean something.
     assert counts[True] > 150 and counts[False] > 150, counts
@@ -110,11 +111,21 @@ def built_2x2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
+def _known(data: Path, game: Knucklebones) -> np.ndarray:
+    """[states, 2]: each state's (P(win), E[difference]) from the states table."""
+    states = pl.read_parquet(data / "states.parquet")
+    out = np.full((game.n_states, 2), np.nan)
+    for k, name in enumerate(("knucklebones-2x2", "knucklebones-2x2-score")):
+        rows = states.filter(variant=name)
+        out[rows["state_id"].to_numpy(), k] = rows["value"].to_numpy()
+    assert not np.isnan(out).any()
+    return out
+
+
 def test_search_with_lookup_gives_the_tables_values_flagged_exact(built_2x2: Path) -> None:
     game = Knucklebones(KnuckleRules(2, 2))
-    known = load_known(built_2x2, game.r, game.n_states)
-    assert known is not None and known.variants == ("knucklebones-2x2", "knucklebones-2x2-score")
-    searcher = Searcher(game, known=known.values)
+    known = _known(built_2x2, game)
+    searcher = Searcher(game, known=known)
     moves = pl.read_parquet(built_2x2 / "moves.parquet")
     wins = moves.filter(variant="knucklebones-2x2")
     score = moves.filter(variant="knucklebones-2x2-score")
@@ -134,7 +145,7 @@ def test_search_with_lookup_gives_the_tables_values_flagged_exact(built_2x2: Pat
             assert sorted(getattr(ev, field) for _, ev in got) == pytest.approx(want, abs=1e-9)
         # The root chance node is the state's own value.
         ev = searcher.evaluate(pairs, 2)
-        assert ev.from_tables and ev.win == known.values[s, 0] and ev.diff == known.values[s, 1]
+        assert ev.from_tables and ev.win == known[s, 0] and ev.diff == known[s, 1]
 
 
 def _after(game: Knucklebones, pairs: np.ndarray, j: int, roll: int) -> np.ndarray:
@@ -144,14 +155,17 @@ def _after(game: Knucklebones, pairs: np.ndarray, j: int, roll: int) -> np.ndarr
     return out
 
 
-def test_lookup_is_off_for_boards_not_built(built_2x2: Path) -> None:
-    assert load_known(built_2x2, KnuckleRules(2, 3), 0) is None
-    assert load_known(built_2x2, KnuckleRules(), 0) is None
-    assert table_variants(built_2x2.parent / "nowhere", KnuckleRules(2, 2)) is None
+def test_tables_are_found_by_their_board_only(built_2x2: Path) -> None:
+    """Another board, or a directory without tables: searched, no tables named."""
+    other = solve("4_/__/__", "1_/__/__", 3, 1, "knucklebones-3x2", built_2x2)
+    assert not other.exact and other.tables == () and other.depth == 1
+    nowhere = solve("4_/__", "1_/__", 3, 1, "knucklebones-2x2", built_2x2.parent / "nowhere")
+    assert not nowhere.exact and nowhere.tables == ()
 
 
 def test_lookup_reads_boards_stored_on_their_own(built_2x2: Path, tmp_path: Path) -> None:
-    """The big boards live in data/variants/<name>/states.parquet: the lookup finds them there."""
+    """The big boards live in data/variants/<name>/states.parquet, found by the rules they
+    record (here under other names): the answer is the shared file's, column for column."""
     import json
 
     import pyarrow.parquet as pq
@@ -161,16 +175,16 @@ def test_lookup_reads_boards_stored_on_their_own(built_2x2: Path, tmp_path: Path
     rules = tables.table_rules(built_2x2, "states")
     names = ("knucklebones-2x2", "knucklebones-2x2-score")
     for name in names:
-        own = tmp_path / "variants" / name / "states.parquet"
+        own = tmp_path / "variants" / f"my-{name}" / "states.parquet"
         own.parent.mkdir(parents=True)
-        rows = pl.read_parquet(built_2x2 / "states.parquet").filter(variant=name).to_arrow()
-        meta = {b"stb.rules": json.dumps({name: rules[name]}).encode()}
+        rows = pl.read_parquet(built_2x2 / "states.parquet").filter(variant=name)
+        rows = rows.with_columns(variant=pl.lit(f"my-{name}")).to_arrow()
+        meta = {b"stb.rules": json.dumps({f"my-{name}": rules[name]}).encode()}
         pq.write_table(rows.replace_schema_metadata(meta), own)
-    game = Knucklebones(KnuckleRules(2, 2))
-    found = load_known(tmp_path, game.r, game.n_states)
-    shared = load_known(built_2x2, game.r, game.n_states)
-    assert found is not None and shared is not None and found.variants == names
-    assert np.array_equal(found.values, shared.values)
+    found = solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", tmp_path)
+    shared = solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", built_2x2)
+    assert found.tables == tuple(f"my-{n}" for n in names) and shared.tables == names
+    assert found.exact and found.columns == shared.columns and found.value == shared.value
 
 
 def test_cli_solve_says_exact_from_tables(built_2x2: Path) -> None:
@@ -178,8 +192,9 @@ def test_cli_solve_says_exact_from_tables(built_2x2: Path) -> None:
     looked = invoke([*args, "-d", built_2x2])
     assert looked.code == 0, looked.stderr
     assert "exact (from tables)" in looked.stdout and "knucklebones-2x2-score" in looked.stdout
-    a = analyse("4_/__", "1_/__", 3, 2, "knucklebones-2x2", built_2x2)
-    assert a.tables and all(cv.value.from_tables for cv in a.columns)
+    a = solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", built_2x2)
+    assert a.exact and a.tables == ("knucklebones-2x2", "knucklebones-2x2-score")
+    assert all(cv.win is not None and cv.diff is not None for cv in a.columns)
     searched = invoke([*args, "-d", built_2x2, "--no-tables"])
     assert searched.code == 0 and "from tables" not in searched.stdout
     bad = invoke(["knucklebones", "solve", "4/_/_", "_/_/_", "3", "-v", "classic"])

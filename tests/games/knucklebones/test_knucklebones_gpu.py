@@ -200,32 +200,43 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
         assert np.abs(g.values(0, g.n_states) - c.value).max() <= 2e-11
 
 
-def test_lookups_in_the_lean_tables_are_the_solvers_values(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_lookups_in_the_lean_tables_are_the_solvers_values(tmp_path: Path) -> None:
+    from pipeline.answer.answers import Answers, for_dir
+    from pipeline.answer.index import PagedStates
     from pipeline.apps.knucklebones import position
     from pipeline.games.knucklebones import exact
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.registry import get_variant
+    from pipeline.solve.tolerance import is_tie
 
     data = tmp_path / "data"
     for objective in ("wins", "score"):
         write_lean(data, f"kb-lean-{objective}", KnuckleRules(2, 2, 6, objective))
-    # the 2x2 board stands in for the full game: looked up, not loaded
-    monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
-    a = position.analyse("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
-    assert a.tables == ("kb-lean-wins", "kb-lean-score")
-    assert all(cv.value.exact and cv.value.from_tables for cv in a.columns)
+    # the 2x2 board stands in for the full game: its lean tables read a row group at a time
+    a = position.solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
+    assert a.exact and a.depth is None and a.tables == ("kb-lean-wins", "kb-lean-score")
+    assert all(isinstance(for_dir(data).index.sorted_states(n), PagedStates) for n in a.tables)
+    # a handful of row groups (of 16,384 ids here: 8 a file), never the whole file: each file
+    # opened once, then at most one group for the position and one for each column
+    fresh = Answers(data)
+    found = fresh.board(get_variant("knucklebones-2x2"), "4/_;1/_", 3)
+    assert found.exact and 2 < fresh.index.reads <= 2 * (1 + 1 + len(found.columns)) < 2 * 9
     game = Knucklebones(KnuckleRules(2, 2, 6))
-    pairs = position.position_pairs(game, "4_/__", "1_/__")
+    pairs = game.pairs_of_boards([[4], []], [[1], []])
     wins = exact.solve(KnuckleRules(2, 2, 6, "wins")).value
     score = exact.solve(KnuckleRules(2, 2, 6, "score")).value
+    assert a.win is not None and abs(a.win - wins[int(game.canonical(pairs[None, :])[0])]) <= 1e-7
     for cv in a.columns:
         after = pairs.copy()
         after[cv.column - 1] = game.t.place[after[cv.column - 1], 2]
         nxt = int(game.canonical(game.t.swap[after][None, :])[0])
-        assert abs(cv.value.win - (1 - wins[nxt])) <= 1e-7  # float32 storage
-        assert abs(cv.value.diff + score[nxt]) <= 1e-5
-    assert a.best.column == max(a.columns, key=lambda c: (c.value.win, c.value.diff)).column
+        assert cv.win is not None and cv.diff is not None
+        assert abs(cv.win - (1 - wins[nxt])) <= 1e-7  # float32 storage
+        assert abs(cv.diff + score[nxt]) <= 1e-5
+        assert cv.value == cv.win  # ranked by the variant's objective, the win chance
+    best = a.best
+    assert best is not None and best.best
+    assert is_tie(best.win, max(c.win for c in a.columns if c.win is not None))
     shown = invoke(
         ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2", "-d", data]
     )
@@ -234,24 +245,29 @@ def test_lookups_in_the_lean_tables_are_the_solvers_values(
     )
 
 
-def test_solve_says_when_one_objective_of_the_board_is_built(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_solve_says_when_one_objective_of_the_board_is_built(tmp_path: Path) -> None:
     # `build --variant knucklebones --device cuda` alone builds the wins table only: the answer
-    # is searched (the lookups need both objectives), and solve says why
+    # is exact in its objective, the score differences missing (shown as -), and solve says why
     from pipeline.apps.knucklebones import position
     from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
     write_lean(data, "kb-lean", KnuckleRules(2, 2, 6, "wins"))
-    monkeypatch.setattr(position, "MAX_GRAPH_STATES", 0)
     args = ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2"]
     half = invoke([*args, "-d", data])
     assert half.code == 0, half.stderr
     assert "note: kb-lean is built but not its score objective" in half.stdout
+    assert "yes (from tables)" in half.stdout and " - " in half.stdout
+    a = position.solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
+    assert a.exact and a.tables == ("kb-lean",) and a.diff is None
+    assert all(c.win is not None and c.diff is None for c in a.columns)
+    # the score variant with only the wins table built: no table holds its values, searched
+    other = position.solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2-score", data)
+    assert not other.exact and other.tables == () and other.depth == 2
     write_lean(data, "kb-lean-score", KnuckleRules(2, 2, 6, "score"))
     both = invoke([*args, "-d", data])
-    assert both.code == 0 and "note:" not in both.stdout and "yes (from tables)" in both.stdout
+    assert both.code == 0 and "note: kb-lean" not in both.stdout
+    assert "yes (from tables)" in both.stdout and "kb-lean-score (score)" in both.stdout
 
 
 def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
@@ -348,29 +364,35 @@ def test_openings_sql_names_perfect_plays_columns(tmp_path: Path) -> None:
     # issue 23: the best opening column for each die, from the exact tables: the SQL's column
     # and values equal the lookups of `knucklebones solve` on the same position
     from pipeline.analysis.sql import run_query
-    from pipeline.apps.knucklebones.known import open_lookup
-    from pipeline.apps.knucklebones.position import pick, table_column_values
+    from pipeline.answer.answers import for_dir
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.registry import get_variant
+    from pipeline.solve.tolerance import is_tie
 
     data = tmp_path / "data"
     _built_2x2_d6(data)
     rows = run_query("knucklebones_openings", data, variant="kb-lean").to_dicts()
     assert len(rows) == 6 + 36  # every die on the empty board, every reply to every first die
     game = Knucklebones(KnuckleRules(2, 2, 6))
-    lookup = open_lookup(data, game.r)
-    assert lookup is not None
+    answers = for_dir(data)
+    variant = get_variant("knucklebones-2x2")  # its board: found in kb-lean's tables
+    rules = answers.board_rules(variant)
     t = game.t
     for row in rows:
         pairs = np.zeros(2, dtype=np.int64)
         if row["ply"] == 1:  # the first die (the opponent's, in column 1) from the board text
             first = int(row["board"].split(";")[1].split("/")[0])
             pairs[0] = t.swap[t.place[0, first - 1]]
-        values = table_column_values(game, lookup, pairs, row["roll"])
-        best = pick(values)
-        assert row["best_column"] == best.column
-        assert abs(row["win"] - best.value.win) <= 1e-12
-        assert abs(row["score_diff"] - max(v.value.diff for v in values)) <= 1e-12
-        assert row["columns"] == len(values)
+        found = answers.board(variant, rules.position_of(pairs), row["roll"], built=True)
+        assert found.tables == ("kb-lean", "kb-lean-score")
+        by = {c.column: c for c in found.columns}
+        best = found.best
+        assert best is not None
+        # the SQL breaks a tie of win chances by the difference, the answer by the policy's
+        # rule (naming the difference's column in other_best): equal win chances either way
+        assert is_tie(by[row["best_column"]].win, best.win) and is_tie(row["win"], best.win)
+        assert abs(row["score_diff"] - max(c.diff for c in found.columns)) <= 1e-12
+        assert row["columns"] == len(found.columns)
     empty = [r for r in rows if r["ply"] == 0]
     assert all(r["all_same"] and r["win_lost_worst"] == 0 for r in empty)
     assert [r["roll"] for r in empty] == [1, 2, 3, 4, 5, 6]
@@ -465,32 +487,35 @@ def test_build_device_cuda_small_board_writes_the_full_tables(
     )
 
 
-def test_tree_and_play_use_the_full_game_tables_when_built(
+def test_tree_and_play_use_the_lean_tables_when_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A stand-in for the full game's tables (every position worth P(win) 0.25 and a score
-    difference of -2 to its mover): tree prints the looked-up values, exact, at every line."""
-    import io
-
+    """The full game's table layout on the 2x2 board: tree prints the one answer at every line
+    (looked up, exact), its root's columns `solve`'s; play's solver looks its columns up."""
     from pipeline.apps.knucklebones import position
+    from pipeline.games.knucklebones.game import KnuckleRules
 
-    class Fake:
-        variants = ("knucklebones", "knucklebones-score")
-
-        def values(self, ids: np.ndarray) -> np.ndarray:
-            return np.tile([0.25, -2.0], (len(ids), 1))
-
-    monkeypatch.setattr(position, "big_board_lookup", lambda data_dir, game: Fake())
-    root = position.search_tree("44/1/_", "2/_/_", 4, depth=2, data_dir=tmp_path)
+    data = tmp_path / "data"
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
+    root = position.search_tree("4_/__", "1_/__", 3, 2, data, "knucklebones-2x2")
+    solved = position.solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
     ours = list(root.children)
-    assert ours and all(c.value is not None and c.value.from_tables for c in ours)
-    assert all(abs(c.value.win - 0.75) < 1e-12 and abs(c.value.diff - 2) < 1e-12 for c in ours)
+    assert [(c.value.win, c.value.diff) for c in ours if c.value] == [
+        (c.win, c.diff) for c in sorted(solved.columns, key=lambda c: c.column)
+    ]
+    assert all(c.value is not None and c.value.from_tables for c in ours)
     replies = [r for c in ours for roll in c.children for r in roll.children]
-    # their moves, shown from the root's view: 1 - 0.75, -(+2)
-    assert replies and all(abs(r.value.win - 0.25) < 1e-12 for r in replies if r.value)
-    monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n3\n" * 30))
-    shown = invoke(["knucklebones", "play", "--seed", "5", "-d", tmp_path])
-    assert shown.code == 0 and "exact: from the tables" in shown.stdout
+    assert replies and all(r.value is not None and r.value.from_tables for r in replies)
+    # a reply's value from the root's view is 1 minus its own (the reply position's answer)
+    first = ours[0].children[0]  # column 1, then their roll of 1
+    mover, opponent = next(c.next for c in solved.columns if c.column == 1).split(";")
+    theirs = position.solve(mover, opponent, 1, 1, "knucklebones-2x2", data)
+    assert [r.value.win for r in first.children if r.value] == [
+        1 - c.win for c in sorted(theirs.columns, key=lambda c: c.column) if c.win is not None
+    ]
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n" * 30))
+    shown = invoke(["knucklebones", "play", "--seed", "5", "-v", "knucklebones-2x2", "-d", data])
+    assert shown.code == 0 and "exact: from the tables" in shown.stdout, shown.stderr
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.analysis.schema_docs import TABLES
 from pipeline.apps.knucklebones.match import match, play_game, random_player, wilson
-from pipeline.apps.knucklebones.position import analyse, search_tree
+from pipeline.apps.knucklebones.position import search_tree, solve
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.search import OURS, SEED, Searcher
 from pipeline.solve.value_iteration import solve_value_iteration
@@ -47,8 +47,8 @@ def test_column_permutations_give_the_same_evaluation() -> None:
     for perm in itertools.permutations(range(3)):
         b1 = "/".join(boards[0][i] for i in perm)
         b2 = "/".join(boards[1][i] for i in perm)
-        a = analyse(b1, b2, 3, depth=2)
-        got = {perm[cv.column - 1]: cv.value for cv in a.columns}
+        a = solve(b1, b2, 3, depth=2)
+        got = {perm[cv.column - 1]: (cv.win, cv.diff, cv.exact) for cv in a.columns}
         if first is None:
             first = got
         assert got == first
@@ -56,11 +56,11 @@ def test_column_permutations_give_the_same_evaluation() -> None:
 
 def test_last_move_is_exact_and_right() -> None:
     # Mover 8 dice, one slot left; placing the 6 there removes the opponent's 6s and ends it.
-    a = analyse("11_/222/333", "66_/4__/5__", 6, depth=1)
+    a = solve("11_/222/333", "66_/4__/5__", 6, depth=1)
     assert [cv.column for cv in a.columns] == [1]
-    assert a.best.value.exact
-    assert a.best.value.win == 1.0
-    assert a.best.value.diff == (4 + 6 + 18 + 27) - (4 + 5)
+    assert a.best.exact
+    assert a.best.win == 1.0
+    assert a.best.diff == (4 + 6 + 18 + 27) - (4 + 5)
 
 
 def test_tree_lists_moves_and_replies() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.apps.knucklebones.position import analyse, search_tree
+from pipeline.apps.knucklebones.position import search_tree, solve
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import KnuckleRules, read_board
 
@@ -38,11 +38,11 @@ def test_lines_are_rows_and_characters_columns() -> None:
 
 def test_solve_takes_the_seed_boards_and_gives_the_same_answer() -> None:
     # The seed's call asks for die 5 on two empty boards.
-    seed = analyse(SEED_EMPTY, SEED_EMPTY_ESCAPED, 5, depth=2)
-    ours = analyse("___/___/___", "_/_/_", 5, depth=2)
+    seed = solve(SEED_EMPTY, SEED_EMPTY_ESCAPED, 5, depth=2)
+    ours = solve("___/___/___", "_/_/_", 5, depth=2)
     assert seed == ours
-    a = analyse("41_\n4__\n___", r"2__\n___\n___", 4, depth=2)
-    b = analyse("44_/1__/___", "2__/___/___", 4, depth=2)
+    a = solve("41_\n4__\n___", r"2__\n___\n___", 4, depth=2)
+    b = solve("44_/1__/___", "2__/___/___", 4, depth=2)
     assert a == b
 
 

@@ -1,0 +1,346 @@
+"""The one answer about a Knucklebones position, for every face: `knucklebones solve`, `tree`,
+`play` and `benchmark`'s perfect player, `knucklebones loss`, the Python API
+(``pipeline.board``, ``pipeline.knucklebones_column``) and `serve` call :meth:`Boards.board` and
+only format what it returns.
+
+**Exact, from the tables.** A board is solved for two objectives, the win chance (a draw counts
+1/2) and the expected score difference, each its own variant (``knucklebones`` and
+``knucklebones-score``). The tables of an objective are found by the rules their ``states`` file
+records (:class:`BoardTables`), so a custom build of the same board serves too: the variant
+asked if it is built, else any built variant with its board, die and objective; its twin is the
+built variant with the other objective. A column is worth its successor's value seen from the
+other side, in each objective built (the position and its successors: one lookup each, a row
+group at a time for the full game's lean tables, :meth:`pipeline.answer.index.Index.sorted_states`).
+With only the variant's own objective built, the other's values are None; with only the other
+one built, the answer is searched (the values of the objective asked are not in any table).
+
+**Searched.** Where the board's tables are not built (the full game until a GPU builds it), the
+depth-limited expectimax (:mod:`pipeline.games.knucklebones.search`) estimates both values of
+every column, ``depth`` placements deep, each marked exact where every line searched ends the
+game. The search maximises the win chance, then the difference, whatever the objective: a score
+variant's searched values are that play's expected differences.
+
+**One pick rule** (:func:`pick`), the tables' policy: the best value in the *variant's own
+objective*; among the columns within the tie tolerance of it (1e-12, relative:
+:mod:`pipeline.solve.tolerance`), the largest label (the column whose facing pair comes last in
+the position's canonical order: the policy's tie rule); among columns with the same facing pair
+(one move), the lowest column number. Where the other objective's values are known and the pick
+is not among its best, the answer says which column that objective would pick
+(:attr:`~pipeline.answer.model.BoardAnswer.other_best`): the variant's objective wins, both
+values are shown.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.answer.index import Index
+from pipeline.answer.lean import file_rules
+from pipeline.answer.model import BoardAnswer, ColumnValue
+from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.games.registry import REGISTRY, Variant
+from pipeline.solve.tolerance import is_tie, regret, tie_tolerance
+from pipeline.store.layout import OWN_DIR, settle, table_files
+
+#: Search depth (placements) when none is asked, the deepest `serve` offers (deeper searches
+#: take seconds on the full game), and the deepest any face asks (`knucklebones solve --depth`).
+DEFAULT_DEPTH = 3
+MAX_DEPTH = 5
+DEEPEST = 8
+
+
+@dataclass(frozen=True)
+class Found:
+    """The built variants holding a board's tables: its own objective's and its twin's."""
+
+    own: str | None
+    twin: str | None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n in (self.own, self.twin) if n is not None)
+
+
+class BoardTables:
+    """Which built variants hold which board's tables: the rules every ``states`` file records.
+
+    A variant's own file (the big boards', the full game's lean tables) is read with pyarrow,
+    whose parsed footer the row-group reads then use (:mod:`pipeline.answer.lean`); the shared
+    file with ``read_shared`` where given (the index's DuckDB reader: pyarrow stays unloaded for
+    the small boards, 60 MB of a server's memory). The answer is kept while the files are the
+    same (the directories' times say so at every call: a build just committed is seen at
+    once)."""
+
+    def __init__(
+        self, data_dir: Any, read_shared: Callable[[Path], dict[str, Any]] | None = None
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.read_shared = read_shared
+        self._lock = threading.Lock()
+        self._signature: tuple = ()
+        self._built: dict[str, dict[str, Any]] = {}
+
+    def built(self) -> dict[str, dict[str, Any]]:
+        """Every built variant's rules (a damaged file: TableError naming it)."""
+        signature = self._dirs()
+        if signature == self._signature:
+            return self._built
+        with self._lock:
+            settle(self.data_dir)  # a commit in progress or interrupted: finish it first
+            signature = self._dirs()
+            out: dict[str, dict[str, Any]] = {}
+            for path in table_files(self.data_dir, "states"):
+                for name, rules in self._rules(path).items():
+                    out.setdefault(name, rules)
+            self._built, self._signature = out, signature
+            return out
+
+    def _dirs(self) -> tuple:
+        """The directories' times: a commit renames its files into the data directory or a
+        variant's own directory, which changes that directory's time (a few stats, where
+        listing the files and reading their times costs a tenth of a millisecond)."""
+        out: list[Any] = [_stat(self.data_dir)]
+        try:
+            with os.scandir(self.data_dir / OWN_DIR) as found:
+                out.extend((e.name, e.stat().st_mtime_ns) for e in found if e.is_dir())
+        except OSError:
+            pass
+        return tuple(sorted(out, key=str))
+
+    def _rules(self, path: Path) -> dict[str, Any]:
+        if self.read_shared is None or path.parent.parent.name == OWN_DIR:
+            return file_rules(path)
+        try:
+            return self.read_shared(path)
+        except ImportError:  # no DuckDB after all (a GPU machine): pyarrow from now on
+            self.read_shared = None
+            return file_rules(path)
+        except Exception as exc:  # the engine's errors, whatever they are: a damaged file
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise TableError(f"{path} is not a readable table ({first}); rebuild it") from None
+
+    def find(self, name: str, rules: Any) -> Found:
+        """The tables of ``rules``' board and die (a :class:`BoardRules`): ``name`` for its own
+        objective where built with those rules, else the first built variant (by name) with
+        them; the twin the first with the other objective."""
+        built = self.built()
+        want = rules.rules_of(rules.objective)
+        if built.get(name) == want:
+            own: str | None = name
+        else:
+            own = next((n for n in sorted(built) if built[n] == want), None)
+        other = rules.rules_of(rules.other_objective)
+        twin = next((n for n in sorted(built) if built[n] == other), None)
+        return Found(own, twin)
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def pick(values: list[float], labels: list[int], columns: list[int]) -> int:
+    """The index of the tie rule's column among ``values`` (each column's value in the
+    variant's objective, higher better): the largest label among those within the tie
+    tolerance of the best, then the lowest column (equal facing pairs are one move)."""
+    top = max(values)
+    tol = tie_tolerance(top)
+    return max(
+        (k for k, v in enumerate(values) if top - v <= tol), key=lambda k: (labels[k], -columns[k])
+    )
+
+
+class Boards:
+    """The answers about Knucklebones positions of one data directory."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        # DuckDB reads the shared file's rules where it can be imported (a GPU machine has none)
+        self.tables = BoardTables(index.data_dir, index.reader.file_rules)
+        self._rules: dict[str, tuple[Variant, Any]] = {}
+        self._lock = threading.Lock()
+        self._search_lock = threading.Lock()
+
+    def rules(self, variant: Variant) -> Any:
+        """The board rules of a game of boards, made once; UsageError for a game of tiles."""
+        if variant.board is None:
+            raise UsageError(f"{variant.name} is not a game of boards (name its tiles instead)")
+        with self._lock:
+            found = self._rules.get(variant.name)
+            if found is not None and found[0] is variant:
+                return found[1]
+        rules = variant.board()
+        with self._lock:
+            self._rules[variant.name] = (variant, rules)
+        return rules
+
+    def found(self, variant: Variant) -> Found:
+        """The built variants holding ``variant``'s board's tables (own objective, twin)."""
+        return self.tables.find(variant.name, self.rules(variant))
+
+    def variant(self, rules: Any) -> Variant | None:
+        """The built variant holding the tables of board rules ``rules`` (its objective), as a
+        variant (registered, or made from the rules it was built with); None where none is."""
+        found = self.tables.find("", rules)
+        if found.own is None:
+            return None
+        named = REGISTRY.get(found.own)
+        if named is not None:
+            return named
+        # a custom build (no family reads a board's recorded rules back): a variant of the
+        # board whose name is the build's; its tables are found by their rules all the same
+        return Variant(
+            found.own, f"{found.own}: a Knucklebones board built here", lambda: rules.game,
+            False, family="knucklebones", separate=True, board=lambda: rules,
+        )  # fmt: skip
+
+    def board(
+        self,
+        variant: Variant,
+        position: Any = None,
+        die: int | None = None,
+        depth: int | None = None,
+        built: bool | None = None,
+    ) -> BoardAnswer:
+        """A position (text MOVER;OPPONENT, a board rules' position, or None: the empty
+        boards) and with ``die`` every legal column ranked: exact from the tables where the
+        board's are built (``built`` None: where found; False: searched all the same; True:
+        TablesMissingError unless found), else the search's estimate ``depth`` placements
+        deep."""
+        rules = self.rules(variant)
+        if position is None:
+            here = rules.start()
+        elif isinstance(position, str):
+            here = rules.read(position)
+        else:
+            here = position
+        if die is not None:
+            rules.check_die(die)
+        if depth is not None and not 1 <= depth <= DEEPEST:
+            raise UsageError(f"depth must be between 1 and {DEEPEST}, not {depth}")
+        found = Found(None, None) if built is False else self.found(variant)
+        if built and found.own is None:
+            raise TablesMissingError(
+                f"{variant.name} is not built: run `stb-pipeline build --variant {variant.name}`"
+            )
+        exact = found.own is not None
+        mine, theirs = rules.scores(here)
+        head = dict(
+            variant=variant.name, board=rules.text(here), mover_score=mine,
+            opponent_score=theirs, objective=rules.objective, over=rules.over(here), die=die,
+            exact=exact, tables=found.names if exact else (),
+        )  # fmt: skip
+        if head["over"]:
+            final = rules.final_values(here)
+            return BoardAnswer(
+                **head, depth=None if exact else depth or DEFAULT_DEPTH,  # type: ignore[arg-type]
+                value=rules.final_value(here), columns=[], value_exact=True, win=final["win"],
+                diff=final["diff"],
+            )  # fmt: skip
+        if exact:
+            return self._exact(found, rules, here, die, head)
+        return self._searched(rules, here, die, depth or DEFAULT_DEPTH, head)
+
+    def _values(self, name: str, ids: np.ndarray) -> np.ndarray:
+        values = self.index.sorted_states(name).values(ids)
+        if np.isnan(values).any():
+            raise TableError(f"{name}'s states table lacks positions; rebuild it")
+        return values
+
+    def _exact(
+        self, found: Found, rules: Any, here: Any, die: int | None, head: dict[str, Any]
+    ) -> BoardAnswer:
+        """Every column worth its successor's value, in each objective built."""
+        succ = rules.successors(here, die) if die is not None else []
+        ids = np.array(
+            [rules.state_id(here), *(rules.state_id(p) for _, p in succ)], dtype=np.int64
+        )
+        fields = rules.fields
+        by_field: dict[str, np.ndarray | None] = dict.fromkeys(fields.values())
+        assert found.own is not None
+        by_field[fields[rules.objective]] = self._values(found.own, ids)
+        if found.twin is not None:
+            by_field[fields[rules.other_objective]] = self._values(found.twin, ids)
+        here_values = {f: None if v is None else float(v[0]) for f, v in by_field.items()}
+        columns: dict[str, list[float] | None] = {}
+        for objective, field in fields.items():
+            values = by_field[field]
+            if values is None:
+                columns[field] = None
+            else:
+                offset, scale = rules.move_value_of(objective)
+                columns[field] = (offset + scale * values[1:]).tolist()
+        cols, other_best = _ranked(rules, here, succ, columns, [True] * len(succ))
+        value = here_values[fields[rules.objective]]
+        assert value is not None
+        return BoardAnswer(
+            **head, depth=None, value=value, columns=cols, value_exact=True,
+            other_best=other_best, win=here_values["win"], diff=here_values["diff"],
+        )  # fmt: skip
+
+    def _searched(
+        self, rules: Any, here: Any, die: int | None, depth: int, head: dict[str, Any]
+    ) -> BoardAnswer:
+        """Every column's value estimated by the search, ``depth`` placements deep."""
+        with self._search_lock:  # one search at a time: the transposition table is shared
+            ev = rules.evaluate(here, depth)
+            found = rules.searched(here, die, depth) if die is not None else []
+        succ = dict(rules.successors(here, die)) if die is not None else {}
+        pairs = [(c, succ[c]) for c, _ in found]
+        fields = rules.fields
+        columns: dict[str, list[float] | None] = {
+            f: [float(getattr(e, f)) for _, e in found] for f in fields.values()
+        }
+        cols, other_best = _ranked(rules, here, pairs, columns, [bool(e.exact) for _, e in found])
+        return BoardAnswer(
+            **head, depth=depth, value=float(getattr(ev, fields[rules.objective])),
+            columns=cols, win=float(ev.win), diff=float(ev.diff), value_exact=bool(ev.exact),
+            other_best=other_best,
+        )  # fmt: skip
+
+
+def _ranked(
+    rules: Any,
+    here: Any,
+    succ: list[tuple[int, Any]],
+    columns: dict[str, list[float] | None],
+    exact: list[bool],
+) -> tuple[list[ColumnValue], int | None]:
+    """The columns (``succ``: column and successor, increasing; ``columns``: each field's
+    values in that order, None where its objective is not known) ranked by the variant's
+    objective: by what each loses against the pick, the pick first among equals, then by
+    column; and the column the other objective would pick where the pick is not among its best
+    (None: they agree, or the other objective's values are unknown)."""
+    if not succ:
+        return [], None
+    own = columns[rules.fields[rules.objective]]
+    assert own is not None
+    numbers = [c for c, _ in succ]
+    labels = [rules.label(here, c) for c in numbers]
+    best = pick(own, labels, numbers)
+    top = own[best]
+    win, diff = columns.get("win"), columns.get("diff")
+    out = [
+        ColumnValue(
+            c, own[k], rules.text(p), regret(top, own[k], True), k == best,
+            win=None if win is None else win[k], diff=None if diff is None else diff[k],
+            exact=exact[k],
+        )
+        for k, (c, p) in enumerate(succ)
+    ]  # fmt: skip
+    out.sort(key=lambda c: (c.loss, not c.best, c.column))
+    other = columns[rules.fields[rules.other_objective]]
+    if other is None:
+        return out, None
+    theirs = pick(other, labels, numbers)
+    return out, None if is_tie(other[best], other[theirs]) else numbers[theirs]
