@@ -4,8 +4,8 @@ On ``PYTHONPATH`` (``gpu_session.py dry`` puts it first) Python imports this mod
 It refuses polars, duckdb and matplotlib as a GPU machine lacks them (tests/support/without;
 ``$STB_WITHOUT`` names others), and makes the full game's commands quick: the variants
 ``knucklebones`` and ``knucklebones-score`` become 2x2 boards with a two-sided die built by the
-full game's path (the lean tables: ``MAX_STREAM_STATES`` 0), looked up a row group at a time as
-the full game's are (``MAX_GRAPH_STATES`` 0). The commands are the GPU session's own, word for
+full game's path (the lean tables: ``MAX_STREAM_STATES`` 0), whose own files the answers read
+a row group at a time, as the full game's. The commands are the GPU session's own, word for
 word; numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set by the session) stands in for the
 GPU.
 """
@@ -24,9 +24,9 @@ if str(ROOT) not in sys.path:
 
 
 def _stand_ins() -> None:
-    from pipeline.apps.knucklebones import position
     from pipeline.games.knucklebones import stream
-    from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.games.knucklebones.columns import BoardRules
+    from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
     from pipeline.games.registry import REGISTRY
 
     REGISTRY._load()
@@ -36,10 +36,12 @@ def _stand_ins() -> None:
         def make(rules: KnuckleRules = rules) -> stream.StreamedKnucklebones:
             return stream.StreamedKnucklebones(rules)
 
+        def board(rules: KnuckleRules = rules) -> BoardRules:  # what the answers read
+            return BoardRules(Knucklebones(rules))
+
         found = REGISTRY._items[name]
-        REGISTRY._items[name] = dataclasses.replace(found, make=make)
+        REGISTRY._items[name] = dataclasses.replace(found, make=make, board=board)
     stream.MAX_STREAM_STATES = 0
-    position.MAX_GRAPH_STATES = 0
 
 
 _stand_ins()
