@@ -21,6 +21,7 @@ with (two stats; the manifest is read again only when it changes).
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -225,6 +226,16 @@ class HeldStates(States):
         return np.where(self.ids[pos] == ids, pos, -1)
 
     def values(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size:  # moves lead to states held: one index, after a check that they are
+            if self.ids is None:
+                rows = ids - self.low if self.low else ids
+                if rows.min() >= 0 and rows.max() < self.size:
+                    return self.value[rows]
+            else:
+                rows = np.searchsorted(self.ids, ids)
+                if rows.max() < self.size and (self.ids[rows] == ids).all():
+                    return self.value[rows]
         pos = self.positions(ids)
         return np.where(pos >= 0, self.value[pos.clip(0)], np.nan)
 
@@ -319,6 +330,10 @@ class _Held:
     """The manifest's sha256 of the file when it was read (None: not listed)."""
     signature: tuple[int, int, int]
     """The file's inode, time and size when it was read."""
+    where: str = ""
+    """``path`` as a string, and its key in the manifest: what every answer checks again
+    (kept here so that the check is two ``os.stat`` calls and two dictionary lookups)."""
+    key: str = ""
 
 
 class Index:
@@ -333,6 +348,7 @@ class Index:
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
         self._manifest: tuple[tuple[int, int, int], dict[str, str]] | None = None
+        self._manifest_path = str(self.data_dir / "manifest.json")
         self.reads = 0
         """Files read so far (a test counts them)."""
 
@@ -396,21 +412,24 @@ class Index:
         """The file holding ``name``'s rows of ``table`` (its own, or the shared one)."""
         return variant_file(self.data_dir, table, name)
 
-    def _signature(self, path: Path) -> tuple[int, int, int]:
-        st = path.stat()
+    @staticmethod
+    def _signature(path: Path | str) -> tuple[int, int, int]:
+        st = os.stat(path)
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
-    def _sha(self, path: Path) -> str | None:
-        """The file's sha256 as the manifest records it (None where it lists none); the
-        manifest is read again only when it changes."""
-        manifest = self.data_dir / "manifest.json"
+    def _sha(self, key: str) -> str | None:
+        """The sha256 the manifest records for the file of manifest key ``key`` (None where
+        it lists none); the manifest is read again only when it changes."""
+        manifest = self._manifest_path
         try:
-            msig = self._signature(manifest)
+            st = os.stat(manifest)
         except OSError:
             return None
+        msig = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._manifest is None or self._manifest[0] != msig:
             try:
-                tables = json.loads(manifest.read_text()).get("tables", {})
+                with open(manifest, encoding="utf-8") as f:
+                    tables = json.loads(f.read()).get("tables", {})
                 shas = {
                     key: str(entry.get("sha256"))
                     for key, entry in tables.items()
@@ -419,20 +438,29 @@ class Index:
             except (OSError, ValueError, AttributeError):
                 shas = {}
             self._manifest = (msig, shas)
-        return self._manifest[1].get(_manifest_key(self.data_dir, path))
+        return self._manifest[1].get(key)
 
     def _fresh(self, key: tuple[str, ...], table: str) -> _Held | None:
         """The entry under ``key`` if its file is the one read (the same file on disk, and the
         same sha256 in the manifest), else None (the variant's entries dropped): two stats an
         answer, the manifest read again only when it changed."""
-        found = self._get(key)
-        if found is None:
-            return None
+        with self._lock:
+            found = self._held.get(key)
+            if found is None:
+                return None
+            self._held.move_to_end(key)
         try:  # (a variant moved to files of its own rewrites the shared file too)
-            same = self._signature(found.path) == found.signature
+            st = os.stat(found.where)
         except OSError:
-            same = False
-        if not same or self._sha(found.path) != found.version:
+            st = None
+        ino, mtime, size = found.signature
+        if (
+            st is None
+            or st.st_ino != ino
+            or st.st_mtime_ns != mtime
+            or st.st_size != size
+            or self._sha(found.key) != found.version
+        ):
             self._drop(key[0])
             return None
         return found
@@ -456,10 +484,11 @@ class Index:
                     f"{path} does not exist: run `stb-pipeline build --variant {key[0]}` "
                     "(or build with the same custom rule options) first"
                 )
-            signature, version = self._signature(path), self._sha(path)
+            where, manifest_key = str(path), _manifest_key(self.data_dir, path)
+            signature, version = self._signature(where), self._sha(manifest_key)
             value, nbytes = read(path)
             self.reads += 1
-            self._put(key, _Held(value, nbytes, path, version, signature))
+            self._put(key, _Held(value, nbytes, path, version, signature, where, manifest_key))
             return value
 
     # -- states ---------------------------------------------------------------------------------
@@ -479,6 +508,9 @@ class Index:
         """``name``'s states (read on first use), with the game's ``columns`` beside the base
         ones; TablesMissingError when it is not built, UsageError when it is too big for the
         budget and cannot be read in parts."""
+        found = self._fresh((name, "states"), "states")  # what nearly every answer finds
+        if found is not None:
+            return found.value  # type: ignore[no-any-return]
         return self._load((name, "states"), "states", lambda p: self._read(p, name, columns))
 
     def _read(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
