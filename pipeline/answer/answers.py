@@ -55,9 +55,11 @@ MAX_DEPTH = 5
 class Answers:
     """Answers about the positions of one data directory, from its tables held in memory."""
 
-    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
+    def __init__(
+        self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB, points: bool = False
+    ) -> None:
         self.data_dir = Path(data_dir)
-        self.index = Index(self.data_dir, cache_mb)
+        self.index = Index(self.data_dir, cache_mb, points)
         self._games: OrderedDict[int, tuple[Variant, Any]] = OrderedDict()
         self._catalog: Catalog | None = None
         self._search_lock = threading.Lock()
@@ -547,6 +549,13 @@ def for_dir(data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> Answers:
     """The answers of a data directory, one per process (its index kept between calls: the
     Python API and the commands share it)."""
     return _for_dir(Path(data_dir).resolve(), cache_mb)
+
+
+def one_shot(data_dir: Path) -> Answers:
+    """The answers of a data directory for a process that answers once (`expect`, `move`):
+    each state read by id as the answer asks for it (the state, the states its moves lead
+    to), not the variant whole; the same answers as :func:`for_dir`'s."""
+    return Answers(Path(data_dir).resolve(), points=True)
 
 
 @lru_cache(maxsize=8)

@@ -21,6 +21,7 @@ with (two stats; the manifest is read again only when it changes).
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -319,6 +320,85 @@ class PagedStates(States):
         return self.lows.nbytes + self.highs.nbytes
 
 
+class PointStates(States):
+    """A variant's states read by state id, a few rows a query (DuckDB skips the row groups
+    the file's statistics rule out): what one answer of a one-shot command needs, a state and
+    the states its moves lead to, without reading the whole variant into arrays (a process
+    that answers once: `expect`, `move`). The rows read are kept."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        reader: Reader,
+        wanted: list[str],
+        by_variant: bool,
+        objective: str,
+        maximise: bool,
+    ) -> None:
+        self.name, self.objective, self.maximise = name, objective, maximise
+        self.path, self.reader, self.wanted = path, reader, wanted
+        self.where = "variant = $name and " if by_variant else ""
+        self.known: dict[int, tuple[Any, ...] | None] = {}
+
+    def _fetch(self, ids: list[int]) -> None:
+        """Read the rows of the ids not read yet (one query)."""
+        todo = [i for i in dict.fromkeys(ids) if i not in self.known]
+        if not todo:
+            return
+        select = ", ".join(f'"{c}"' for c in ["state_id", *self.wanted])
+        one = len(todo) == 1
+        which = "state_id = $id" if one else "state_id in (select unnest($ids))"
+        params: dict[str, Any] = {"id": todo[0]} if one else {"ids": todo}
+        if self.where:
+            params["name"] = self.name
+        sql = f"select {select} from read_parquet($path) where {self.where}{which}"
+        for found in self.reader.rows(self.path, sql, **params):
+            self.known[int(found[0])] = found[1:]
+        for i in todo:
+            self.known.setdefault(i, None)
+
+    def _value(self, found: tuple[Any, ...] | None) -> float:
+        if found is None:
+            return math.nan
+        value = found[self.wanted.index("value")]
+        if value is None:
+            raise UsageError(
+                f"variant {self.name} is enumerated but not solved: run "
+                f"`stb-pipeline build --variant {self.name}`"
+            )
+        return float(value)
+
+    def values(self, ids: np.ndarray) -> np.ndarray:
+        wanted = np.asarray(ids, dtype=np.int64).tolist()
+        self._fetch(wanted)
+        return np.array([self._value(self.known[i]) for i in wanted], dtype=np.float64)
+
+    def row(self, state_id: int) -> StateRow | None:
+        self._fetch([state_id])
+        found = self.known[state_id]
+        if found is None:
+            return None
+        value = self._value(found)
+        got = dict(zip(self.wanted, found, strict=True))
+        extra = {
+            key: None if v is None or v != v else float(v)  # NaN and null: null in the table
+            for key, v in got.items()
+            if key not in BASE_COLUMNS
+        }
+        return StateRow(
+            value,
+            int(got.get("dice") or 0),
+            int(got.get("choice_options") or 0),
+            bool(got.get("terminal") or False),
+            extra,
+        )
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+
 @dataclass
 class _Held:
     """One entry of the index's memory: what it holds, from which file version."""
@@ -340,9 +420,14 @@ class Index:
     """The variants of one data directory in memory (thread-safe: the server answers from
     several threads)."""
 
-    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
+    def __init__(
+        self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB, points: bool = False
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.budget = int(cache_mb * 1024 * 1024)
+        self.points = points
+        """Read a state's rows by id as answers ask for them (:class:`PointStates`) rather
+        than a variant whole: for a process that answers once."""
         self.reader = Reader()
         self._held: OrderedDict[tuple[str, ...], _Held] = OrderedDict()
         self._lock = threading.Lock()
@@ -511,7 +596,35 @@ class Index:
         found = self._fresh((name, "states"), "states")  # what nearly every answer finds
         if found is not None:
             return found.value  # type: ignore[no-any-return]
-        return self._load((name, "states"), "states", lambda p: self._read(p, name, columns))
+        read = self._point if self.points else self._read
+        return self._load((name, "states"), "states", lambda p: read(p, name, columns))
+
+    def _point(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
+        """``name``'s states read by id as answers ask (:class:`PointStates`): the file's
+        columns and the variant's objective now (its first row), no state yet."""
+        have = {r[0] for r in self.reader.rows(path, "select name from parquet_schema($path)")}
+        if "value" not in have or "state_id" not in have:
+            raise TableError(f"{path} lacks the state_id and value columns; {REBUILD}")
+        by_variant = "variant" in have
+        first = self.reader.rows(
+            path,
+            "select objective, maximise from read_parquet($path) "
+            + ("where variant = $name " if by_variant else "")
+            + "limit 1",
+            **({"name": name} if by_variant else {}),
+        )
+        if not first:
+            raise TablesMissingError(
+                f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
+                f"{name}` (or build with the same custom rule options) first"
+            )
+        if first[0][0] is None:
+            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+        wanted = [c for c in (*BASE_COLUMNS, *columns) if c in have]
+        found = PointStates(
+            name, path, self.reader, wanted, by_variant, str(first[0][0]), bool(first[0][1])
+        )
+        return found, 0
 
     def _read(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
         layout = self.reader.layout(path, name)
