@@ -373,15 +373,25 @@ async def fetch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path
 
 
 async def lookup_client(
-    port: int, paths: list[str], start: int, stop_at: float, out: list[float]
+    port: int,
+    paths: list[str],
+    start: int,
+    stop_at: float,
+    out: list[float],
+    families: dict[str, list[float]] | None = None,
 ) -> None:
     """One kept-alive connection sending lookups one after another until ``stop_at`` (closed
-    loop, as a person clicking through positions): seconds each, NaN for a failure."""
+    loop, as a person clicking through positions): seconds each, NaN for a failure; also by
+    variant (the path's first part) in ``families``."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     k = start
     try:
         while time.perf_counter() < stop_at:
-            out.append(await fetch(reader, writer, paths[k % len(paths)]))
+            path = paths[k % len(paths)]
+            took = await fetch(reader, writer, path)
+            out.append(took)
+            if families is not None:
+                families.setdefault(path.split("/", 2)[1], []).append(took)
             k += 1
     except (OSError, asyncio.IncompleteReadError):
         out.append(math.nan)
@@ -424,14 +434,18 @@ async def search_feeder(
 async def mixed_load(
     port: int, lookups: list[str], clients: int, seconds: float,
     searches: list[str] | None = None, rate: float = 0.0,
+    families: dict[str, list[float]] | None = None,
 ) -> tuple[list[float], list[float]]:  # fmt: skip
     """``clients`` lookup clients for ``seconds``, plus searches at ``rate`` a second:
-    (lookup seconds, search seconds), NaN for each failure."""
+    (lookup seconds, search seconds), NaN for each failure; the lookups' also by variant in
+    ``families``."""
     looked: list[float] = []
     searched: list[float] = []
     stop_at = time.perf_counter() + seconds
     step = max(1, len(lookups) // clients)
-    jobs = [lookup_client(port, lookups, i * step, stop_at, looked) for i in range(clients)]
+    jobs = [
+        lookup_client(port, lookups, i * step, stop_at, looked, families) for i in range(clients)
+    ]
     if searches and rate > 0:
         jobs.append(search_feeder(port, searches, rate, stop_at, searched))
     await asyncio.gather(*jobs)
@@ -551,6 +565,11 @@ def run_mix(args: argparse.Namespace) -> None:
     for col in ("server processes", "role", "processes", "RSS each", "peak RSS each",
                 "PSS each", "PSS in all"):  # fmt: skip
         mem.add_column(col, justify="right")
+    fam = Table(title="the lookups by variant (ms)")
+    for col in ("server processes", "searches", "variant", "lookups", "failed", "median",
+                "p99"):  # fmt: skip
+        fam.add_column(col, justify="right")
+    worst: dict[tuple[str, str], tuple[float, str, float]] = {}
     summary: list[str] = []
     for shown, w, repo in runs:
         port = free_port()
@@ -563,13 +582,16 @@ def run_mix(args: argparse.Namespace) -> None:
             # share of the lookups' rate in the window without them just before
             window = args.seconds / args.rounds
             pooled = {k: ([], []) for k in ("none", with_searches)}
+            by_family: dict[str, dict[str, list[float]]] = {k: {} for k in pooled}
             cpu = dict.fromkeys(pooled, 0.0)
             for _ in range(args.rounds):
                 rate = 0.0
                 for label in pooled:
                     cpu0 = tree_cpu(server.pid)
                     looked, searched = asyncio.run(
-                        mixed_load(port, lookups, args.clients, window, searches, rate)
+                        mixed_load(
+                            port, lookups, args.clients, window, searches, rate, by_family[label]
+                        )
                     )
                     cpu[label] += tree_cpu(server.pid) - cpu0
                     pooled[label][0].extend(looked)
@@ -599,6 +621,20 @@ def run_mix(args: argparse.Namespace) -> None:
                         f"{ratio:.2f}x the {base_p99:.1f} ms without "
                         f"(target <= {P99_RATIO_TARGET}x: {verdict})"
                     )
+            for label, found in by_family.items():
+                for name in names:
+                    took = found.get(name, [])
+                    ok = sorted(1000 * x for x in took if not math.isnan(x))
+                    fam.add_row(
+                        shown, label, name, f"{len(took):,}", str(len(took) - len(ok)),
+                        f"{statistics.median(ok):.1f}" if ok else "-",
+                        f"{percentile(ok, 0.99):.1f}" if ok else "-",
+                    )  # fmt: skip
+                    if ok:
+                        worst[(shown, label)] = max(
+                            worst.get((shown, label), (0.0, "", 0.0)),
+                            (percentile(ok, 0.99), name, statistics.median(ok)),
+                        )
             for kind, rows in sorted(memory(server.pid, w).items()):
                 if kind == "tracker":
                     continue
@@ -612,9 +648,15 @@ def run_mix(args: argparse.Namespace) -> None:
             server.wait(timeout=60)
     console = Console(width=200)
     console.print(table)
+    console.print(fam)
     console.print(mem)
     for line in summary:
         console.print(line)
+    for (shown, label), (p99, name, median) in worst.items():
+        console.print(
+            f"server processes {shown}, searches {label}: the worst variant's p99 is {name}'s "
+            f"{p99:.1f} ms (its median {median:.1f} ms)"
+        )
     console.print(
         f"seed {args.seed}; variants {args.mix_variants}; lookups drawn from each variant's "
         f"policy rows (Knucklebones boards by random play) and shuffled; {os.cpu_count()} CPUs"
