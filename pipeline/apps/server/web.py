@@ -32,8 +32,8 @@ own search processes.
 A position's ``.json`` twin, nearly every request a client sends, is answered before starlette's
 middleware and routing (:class:`ServerApp`): the same :func:`outcome` and bytes as its route
 (a test holds them equal, errors included), without the request and response objects that cost
-more than the answer itself; every other request, and one whose Host is refused, goes through
-starlette.
+about as much as the answer itself; every other request, and one whose Host is refused, goes
+through starlette.
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ def create_app(
     async def position_json(scope: Scope, send: Send) -> bool:
         """A position's ``.json`` twin sent straight (what nearly every request is): the same
         :func:`outcome` and JSON as through starlette, without its routing, request and
-        response objects (two thirds of a lookup's cost in the server went there); False for
+        response objects (about a third of a lookup's CPU in the server went there); False for
         a request it leaves to starlette (another path or method, a Host to check and refuse)."""
         path = scope["path"]
         if scope["method"] != "GET" or not path.endswith(POSITION_JSON):
