@@ -56,7 +56,7 @@ bench-build *ARGS:
 bench-stream *ARGS:
     python benchmarks/bench_stream.py {{ARGS}}
 
-# Start-up cost of the command line (--help, expect, move) beside a bare `python -c pass`
+# Start-up cost of the command line (--help, expect and move of every family) beside another checkout (--baseline-repo) and a bare `python -c pass`
 bench-startup *ARGS:
     python benchmarks/bench_startup.py {{ARGS}}
 
@@ -71,6 +71,10 @@ bench-serve *ARGS:
 # The local server under issue 30's mix of every family, with and without 5 % full-game searches, one and two server processes (build the mix first; see the script)
 bench-serve-mix *ARGS:
     python benchmarks/bench_serve.py --mix {{ARGS}}
+
+# Where a request's CPU goes without the network: the mix's lookups in one process, the answer alone and the whole application, beside --baseline-repo
+bench-serve-cpu *ARGS:
+    python benchmarks/bench_serve.py --in-process {{ARGS}}
 
 # Issue 31's GPU session on a lent GPU machine: preflight, step1 (benchmark + solve-exact, ~3 min), step2 (the full game's tables, checks, queries; one objective ~5 min), or all (in one call, in order of worth); logs and summaries in $OUT
 gpu-session STEP *ARGS:

@@ -38,6 +38,10 @@ without searches (with them it must stay within 1.5x) and one server process (fo
       double-shutter,knucklebones-2x2 --data-dir DIR
   stb-pipeline build --tiles 16 --dice 3 --data-dir DIR
   python benchmarks/bench_serve.py --data-dir DIR --mix [--seconds 30] [--clients 50]
+
+``--in-process`` (:func:`run_in_process`) measures where a request's CPU goes without the
+network: the same lookups, in one process, the answer alone and the whole application, beside
+``--baseline-repo``'s (``--rounds`` passes over 300 lookups a variant).
 """
 
 from __future__ import annotations
@@ -219,6 +223,9 @@ def main() -> None:
     args = parser.parse_args()
     if not 1 <= args.clients <= 500 or not 0 < args.seconds <= 600:
         raise SystemExit("--clients 1..500 and --seconds up to 600")
+    if args.in_process:
+        run_in_process(args)
+        return
     if args.mix:
         run_mix(args)
         return
@@ -293,6 +300,12 @@ P99_RATIO_TARGET = 1.5
 def add_mix_options(parser: argparse.ArgumentParser) -> None:
     """The options of :func:`run_mix` (kept apart from the big-variant run's)."""
     parser.add_argument("--mix", action="store_true", help="run issue 30's mixed load")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="the mix's CPU a request in one process, no network: the answer "
+        "(Positions.position) and the whole application (ASGI), by variant",
+    )
     parser.add_argument("--mix-variants", default=MIX)
     parser.add_argument("--search-share", type=float, default=0.05)
     parser.add_argument("--search-depth", type=int, default=2)
@@ -320,9 +333,13 @@ def policy_paths(data_dir: Path, name: str, n: int, seed: int) -> list[str]:
 
     files = [str(f) for f in table_files(data_dir, "policy")]
     con = duckdb.connect()
+    # DuckDB samples a FROM clause before its WHERE: the variant's rows are chosen first, in a
+    # subquery, so that every variant gets its n rows (a sample of every file's rows, then
+    # filtered, gave a small variant's few rows a tiny share of the mix: 3 of 5,789 for classic)
     rows = con.execute(
-        "select state_id, roll from read_parquet($files, union_by_name = true) "
-        f"where variant = $v using sample reservoir({int(n)} rows) repeatable ({int(seed)})",
+        "select state_id, roll from (select state_id, roll from read_parquet($files, "
+        "union_by_name = true) where variant = $v) "
+        f"using sample reservoir({int(n)} rows) repeatable ({int(seed)})",
         {"files": files, "v": name},
     ).fetchall()
     con.close()
@@ -371,15 +388,25 @@ async def fetch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path
 
 
 async def lookup_client(
-    port: int, paths: list[str], start: int, stop_at: float, out: list[float]
+    port: int,
+    paths: list[str],
+    start: int,
+    stop_at: float,
+    out: list[float],
+    families: dict[str, list[float]] | None = None,
 ) -> None:
     """One kept-alive connection sending lookups one after another until ``stop_at`` (closed
-    loop, as a person clicking through positions): seconds each, NaN for a failure."""
+    loop, as a person clicking through positions): seconds each, NaN for a failure; also by
+    variant (the path's first part) in ``families``."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     k = start
     try:
         while time.perf_counter() < stop_at:
-            out.append(await fetch(reader, writer, paths[k % len(paths)]))
+            path = paths[k % len(paths)]
+            took = await fetch(reader, writer, path)
+            out.append(took)
+            if families is not None:
+                families.setdefault(path.split("/", 2)[1], []).append(took)
             k += 1
     except (OSError, asyncio.IncompleteReadError):
         out.append(math.nan)
@@ -422,14 +449,18 @@ async def search_feeder(
 async def mixed_load(
     port: int, lookups: list[str], clients: int, seconds: float,
     searches: list[str] | None = None, rate: float = 0.0,
+    families: dict[str, list[float]] | None = None,
 ) -> tuple[list[float], list[float]]:  # fmt: skip
     """``clients`` lookup clients for ``seconds``, plus searches at ``rate`` a second:
-    (lookup seconds, search seconds), NaN for each failure."""
+    (lookup seconds, search seconds), NaN for each failure; the lookups' also by variant in
+    ``families``."""
     looked: list[float] = []
     searched: list[float] = []
     stop_at = time.perf_counter() + seconds
     step = max(1, len(lookups) // clients)
-    jobs = [lookup_client(port, lookups, i * step, stop_at, looked) for i in range(clients)]
+    jobs = [
+        lookup_client(port, lookups, i * step, stop_at, looked, families) for i in range(clients)
+    ]
     if searches and rate > 0:
         jobs.append(search_feeder(port, searches, rate, stop_at, searched))
     await asyncio.gather(*jobs)
@@ -543,12 +574,17 @@ def run_mix(args: argparse.Namespace) -> None:
     for col in ("server processes", "searches", "requests", "failed (lookups / searches)",
                 "req/s", "lookups median ms", "lookups p99 ms", "p99 / without searches",
                 "searches sent", "searches median ms", "searches p99 ms",
-                "server CPU ms/req"):  # fmt: skip
+                "server CPU ms/req", "load generator CPU ms/req"):  # fmt: skip
         table.add_column(col, justify="right")
     mem = Table(title="memory of the server's processes after its runs (MB: RSS, peak, PSS)")
     for col in ("server processes", "role", "processes", "RSS each", "peak RSS each",
                 "PSS each", "PSS in all"):  # fmt: skip
         mem.add_column(col, justify="right")
+    fam = Table(title="the lookups by variant (ms)")
+    for col in ("server processes", "searches", "variant", "lookups", "failed", "median",
+                "p99"):  # fmt: skip
+        fam.add_column(col, justify="right")
+    worst: dict[tuple[str, str], tuple[float, str, float]] = {}
     summary: list[str] = []
     for shown, w, repo in runs:
         port = free_port()
@@ -561,15 +597,20 @@ def run_mix(args: argparse.Namespace) -> None:
             # share of the lookups' rate in the window without them just before
             window = args.seconds / args.rounds
             pooled = {k: ([], []) for k in ("none", with_searches)}
+            by_family: dict[str, dict[str, list[float]]] = {k: {} for k in pooled}
             cpu = dict.fromkeys(pooled, 0.0)
+            own = dict.fromkeys(pooled, 0.0)  # the load generator's (this process's) CPU
             for _ in range(args.rounds):
                 rate = 0.0
                 for label in pooled:
-                    cpu0 = tree_cpu(server.pid)
+                    cpu0, own0 = tree_cpu(server.pid), time.process_time()
                     looked, searched = asyncio.run(
-                        mixed_load(port, lookups, args.clients, window, searches, rate)
+                        mixed_load(
+                            port, lookups, args.clients, window, searches, rate, by_family[label]
+                        )
                     )
                     cpu[label] += tree_cpu(server.pid) - cpu0
+                    own[label] += time.process_time() - own0
                     pooled[label][0].extend(looked)
                     pooled[label][1].extend(searched)
                     rate = args.search_share / (1 - args.search_share) * len(looked) / window
@@ -589,6 +630,7 @@ def run_mix(args: argparse.Namespace) -> None:
                     f"{statistics.median(srch):.1f}" if srch else "-",
                     f"{percentile(srch, 0.99):.1f}" if srch else "-",
                     f"{1000 * cpu[label] / max(1, total):.2f}",
+                    f"{1000 * own[label] / max(1, total):.3f}",
                 )  # fmt: skip
                 if label != "none":
                     verdict = "met" if ratio <= P99_RATIO_TARGET else "MISSED"
@@ -597,6 +639,20 @@ def run_mix(args: argparse.Namespace) -> None:
                         f"{ratio:.2f}x the {base_p99:.1f} ms without "
                         f"(target <= {P99_RATIO_TARGET}x: {verdict})"
                     )
+            for label, found in by_family.items():
+                for name in names:
+                    took = found.get(name, [])
+                    ok = sorted(1000 * x for x in took if not math.isnan(x))
+                    fam.add_row(
+                        shown, label, name, f"{len(took):,}", str(len(took) - len(ok)),
+                        f"{statistics.median(ok):.1f}" if ok else "-",
+                        f"{percentile(ok, 0.99):.1f}" if ok else "-",
+                    )  # fmt: skip
+                    if ok:
+                        worst[(shown, label)] = max(
+                            worst.get((shown, label), (0.0, "", 0.0)),
+                            (percentile(ok, 0.99), name, statistics.median(ok)),
+                        )
             for kind, rows in sorted(memory(server.pid, w).items()):
                 if kind == "tracker":
                     continue
@@ -610,13 +666,121 @@ def run_mix(args: argparse.Namespace) -> None:
             server.wait(timeout=60)
     console = Console(width=200)
     console.print(table)
+    console.print(fam)
     console.print(mem)
     for line in summary:
         console.print(line)
+    for (shown, label), (p99, name, median) in worst.items():
+        console.print(
+            f"server processes {shown}, searches {label}: the worst variant's p99 is {name}'s "
+            f"{p99:.1f} ms (its median {median:.1f} ms)"
+        )
     console.print(
         f"seed {args.seed}; variants {args.mix_variants}; lookups drawn from each variant's "
         f"policy rows (Knucklebones boards by random play) and shuffled; {os.cpu_count()} CPUs"
     )
+
+
+# -- where a request's CPU goes, without the network: the answer and the whole application ------
+
+IN_PROCESS = r"""
+import asyncio, json, sys, time
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+from pipeline.apps.server.web import create_app
+
+data, paths, rounds = Path(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+app = create_app(data, allowed_hosts=["127.0.0.1"])
+positions = app.state.positions
+
+
+async def call(path):
+    u = urlsplit(path)
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "GET", "scheme": "http", "path": u.path, "raw_path": u.path.encode(),
+             "query_string": u.query.encode(), "root_path": "",
+             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1),
+             "server": ("127.0.0.1", 8000)}
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 200, (path, sent)
+
+
+async def main():
+    out = {}
+    for name, group in paths.items():
+        asked = [(urlsplit(p).path.split("/")[1], dict(parse_qsl(urlsplit(p).query,
+                  keep_blank_values=True))) for p in group]
+        for p in group:
+            await call(p)  # warm: the arrays read
+        t0 = time.process_time()
+        for _ in range(rounds):
+            for n, q in asked:
+                positions.position(n, q)
+        t1 = time.process_time()
+        for _ in range(rounds):
+            for p in group:
+                await call(p)
+        t2 = time.process_time()
+        k = rounds * len(group)
+        out[name] = (1000 * (t1 - t0) / k, 1000 * (t2 - t1) / k)
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def run_in_process(args: argparse.Namespace) -> None:
+    """The mix's lookups in one process, no network, for this checkout and ``--baseline-repo``
+    (each in a fresh interpreter, the same positions): CPU ms a request of the answer alone
+    (``Positions.position``: parameters checked, the library's answer, its JSON-able dict and
+    link) and of the whole application (routing, the answer, JSON, the response), by variant;
+    what the server's CPU a request under load is beyond: uvicorn, the kernel's sockets."""
+    import json
+
+    rng = random.Random(args.seed)
+    names = args.mix_variants.split(",")
+    paths = {n: [p for p in mix_paths(args.data_dir, [n], 300, rng)] for n in names}
+    repos = [("new", REPO)]
+    if args.baseline_repo is not None:
+        repos.insert(0, (args.baseline_repo.name, args.baseline_repo.resolve()))
+    found = {}
+    for shown, repo in repos:
+        env = {**os.environ, "PYTHONPATH": str(repo), "STB_QUIET": "1"}
+        done = subprocess.run(
+            [sys.executable, "-c", IN_PROCESS, str(args.data_dir.resolve()), json.dumps(paths),
+             str(args.rounds)],
+            env=env, cwd=repo, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        found[shown] = json.loads(done.stdout.splitlines()[-1])
+    table = Table(title=f"CPU ms a request in one process, no network ({args.rounds} x 300 each)")
+    table.add_column("variant")
+    for shown, _ in repos:
+        table.add_column(f"answer ({shown})", justify="right")
+        table.add_column(f"application ({shown})", justify="right")
+    if len(repos) == 2:
+        table.add_column("application new / old", justify="right")
+    for name in [*names, "mean"]:
+        row = [name]
+        for shown, _ in repos:
+            got = found[shown]
+            pair = got[name] if name != "mean" else [
+                statistics.mean(got[n][i] for n in names) for i in (0, 1)
+            ]  # fmt: skip
+            row += [f"{pair[0]:.3f}", f"{pair[1]:.3f}"]
+        if len(repos) == 2:
+            row.append(f"{float(row[4]) / float(row[2]):.2f}")
+        table.add_row(*row)
+    Console(width=160).print(table)
+    console = Console(width=160)
+    console.print(f"seed {args.seed}; 300 lookups a variant drawn as --mix draws them")
 
 
 if __name__ == "__main__":

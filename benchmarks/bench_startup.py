@@ -1,18 +1,28 @@
-"""Start-up cost of the command line: `--help` and a lookup on built tables (issue 13).
+"""Start-up cost of the command line: `--help`, and a one-shot lookup (`expect`, `move`) of every
+family on built tables, beside another checkout's (issues 13 and 30).
 
-Runs each command as a whole process, interleaved with a bare ``python -c pass`` (the baseline,
-run in the same loop so that a noisy machine slows both), and prints medians, the ratio to the
-baseline and the peak memory of each.
+Each command runs as a whole process (``python -m pipeline``, with ``PYTHONPATH`` the checkout),
+interleaved with the same command of the baseline checkout (``--baseline-repo``, e.g. ``git
+worktree add /tmp/base main``) and a bare ``python -c pass``, in the same loop so that a noisy
+machine slows them alike. It prints each command's median and fastest wall time, the ratio to
+the baseline checkout's and to ``python -c pass``, and the peak memory of each.
 
-    python benchmarks/bench_startup.py            # 7 rounds
-    python benchmarks/bench_startup.py --rounds 15
+The families: classic, double-shutter, four-player, a 16-tile box, two-player-stake and
+knucklebones-2x2 (its `expect`, and its move through `knucklebones solve --variant`).
+
+    python benchmarks/bench_startup.py --baseline-repo /tmp/base            # builds them (~1 min)
+    python benchmarks/bench_startup.py --data-dir DIR --baseline-repo /tmp/base --rounds 15
+
+``--data-dir`` reuses a directory where they are built:
+
+    stb-pipeline build --variant classic,double-shutter,four-player,two-player-stake,\\
+        knucklebones-2x2 -d DIR && stb-pipeline build --tiles 16 --dice 3 -d DIR
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -20,63 +30,131 @@ import tempfile
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
+BOX16 = "stb-16t-3d6-shut"
+VARIANTS = "classic,double-shutter,four-player,two-player-stake,knucklebones-2x2"
+FOUR = ["--player", "3", "--best-score", "11", "--best-count", "1"]
+#: (label, arguments after `python -m pipeline`); "-d" is followed by the data directory.
+COMMANDS: list[tuple[str, list[str]]] = [
+    ("--help", ["--help"]),
+    ("classic expect", ["expect", "-v", "classic", "123456789"]),
+    ("classic move", ["move", "-v", "classic", "12345", "7"]),
+    ("double-shutter expect", ["expect", "-v", "double-shutter", "000000000"]),
+    ("double-shutter move", ["move", "-v", "double-shutter", "000000000", "7"]),
+    ("four-player expect", ["expect", "-v", "four-player", "134", *FOUR]),
+    ("four-player move", ["move", "-v", "four-player", "134", "4", *FOUR]),
+    (f"{BOX16} expect", ["expect", "-v", BOX16, "1,2,3,16"]),
+    (f"{BOX16} move", ["move", "-v", BOX16, "1,2,3,16", "9"]),
+    ("two-player-stake expect", ["expect", "-v", "two-player-stake", "12345"]),
+    ("two-player-stake move", ["move", "-v", "two-player-stake", "12345", "7"]),
+    ("knucklebones-2x2 expect", ["expect", "-v", "knucklebones-2x2", "4_/1_;_/3_"]),
+    (
+        "knucklebones-2x2 move (knucklebones solve)",
+        ["knucklebones", "solve", "4_/1_", "_/3_", "4", "-v", "knucklebones-2x2"],
+    ),
+]
 
-def run_once(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one run of ``argv`` as a child process."""
+
+def run_once(argv: list[str], repo: Path) -> tuple[float, float] | None:
+    """Wall seconds and peak RSS (MB) of one run of ``argv`` as a child process, with
+    ``repo``'s package first on the path; None when it fails."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # (users run installed code whose bytecode pip compiled; the warm-up writes it here too)
+    env.update(PYTHONPATH=str(repo), STB_QUIET="1")
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # the child: become the command
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        # Users run installed code whose bytecode pip compiled; let the warm-up write it here too.
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        os.execvpe(argv[0], argv, env)
+        try:
+            os.chdir(repo)  # `python -m` puts the working directory first on the path
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.execvpe(argv[0], argv, env)
+        finally:
+            os._exit(127)
     _, status, usage = os.wait4(pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv)} failed")
+        return None
     return seconds, usage.ru_maxrss / 1024
+
+
+def build(data: Path) -> None:
+    """The families' tables, built with this checkout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "STB_QUIET": "1"}
+    for args in (["--variant", VARIANTS], ["--tiles", "16", "--dice", "3"]):
+        subprocess.run(
+            [sys.executable, "-m", "pipeline", "build", *args, "--data-dir", str(data)],
+            check=True, capture_output=True, env=env, cwd=REPO,
+        )  # fmt: skip
+
+
+def measure(data: Path, baseline: Path | None, rounds: int) -> None:
+    python = [sys.executable, "-c", "pass"]
+    runs: dict[tuple[str, str], list[tuple[float, float] | None]] = {}
+    repos = {"new": REPO, **({"old": baseline} if baseline is not None else {})}
+
+    def argv(args: list[str]) -> list[str]:
+        cmd = [sys.executable, "-m", "pipeline", *args]
+        return cmd if args == ["--help"] else [*cmd, "-d", str(data)]
+
+    for _, args in COMMANDS:  # warm-up: bytecode, numba's cache, the OS's file cache
+        for repo in repos.values():
+            run_once(argv(args), repo)
+    for _ in range(rounds):
+        runs.setdefault(("python -c pass", "new"), []).append(run_once(python, REPO))
+        for label, args in COMMANDS:
+            for which, repo in repos.items():
+                runs.setdefault((label, which), []).append(run_once(argv(args), repo))
+
+    def median(label: str, which: str) -> tuple[float, float, float] | None:
+        got = runs.get((label, which), [])
+        if not got or any(r is None for r in got):
+            return None
+        secs = [r[0] for r in got if r is not None]
+        return statistics.median(secs), min(secs), max(r[1] for r in got if r is not None)
+
+    base = median("python -c pass", "new")
+    assert base is not None
+    old_name = baseline.name if baseline is not None else "-"
+    head = (
+        f"{'command':<44} {'new s':>7} {'min':>6} {'MB':>5} {'old s':>7} {'min':>6} {'MB':>5} "
+        f"{'new/old':>8} {'x python':>9}"
+    )
+    print(f"new: {REPO}; old: {baseline or '(none)'}; {rounds} rounds, median wall seconds")
+    print(head)
+    print(f"{'python -c pass (baseline)':<44} {base[0]:>7.3f} {base[1]:>6.3f} {base[2]:>5.0f}")
+    for label, _ in COMMANDS:
+        new, old = median(label, "new"), median(label, "old")
+        cells = f"{label:<44} "
+        cells += f"{new[0]:>7.3f} {new[1]:>6.3f} {new[2]:>5.0f} " if new else f"{'failed':>20} "
+        if old:
+            cells += f"{old[0]:>7.3f} {old[1]:>6.3f} {old[2]:>5.0f} "
+        else:
+            cells += f"{'failed' if baseline else '-':>20} "
+        cells += f"{new[0] / old[0]:>8.2f} " if new and old else f"{'-':>8} "
+        cells += f"{new[0] / base[0]:>9.1f}" if new else ""
+        print(cells)
+    print(f"old = {old_name}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--data-dir", type=Path, help="where the families are built")
+    parser.add_argument(
+        "--baseline-repo", type=Path, help="another checkout run beside this one (e.g. main)"
+    )
     args = parser.parse_args()
-    cli = shutil.which("stb-pipeline") or sys.exit("stb-pipeline is not installed")
+    if args.baseline_repo is not None and not (args.baseline_repo / "pipeline").is_dir():
+        raise SystemExit(f"error: {args.baseline_repo} is not a checkout (no pipeline/ in it)")
+    if args.data_dir is not None:
+        measure(args.data_dir.resolve(), args.baseline_repo, args.rounds)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        subprocess.run(
-            [cli, "build", "--variant", "classic", "--data-dir", str(data)],
-            check=True,
-            capture_output=True,
-        )
-        commands = {
-            "python -c pass (baseline)": [sys.executable, "-c", "pass"],
-            "stb-pipeline --help": [cli, "--help"],
-            "stb-pipeline expect 123456789": [cli, "expect", "-v", "classic", "123456789", "-d"],
-            "stb-pipeline move 12345 7": [cli, "move", "-v", "classic", "12345", "7", "-d"],
-        }
-        for argv in commands.values():
-            if argv[-1] == "-d":
-                argv.append(str(data))
-        for argv in commands.values():  # warm-up: numba and OS caches
-            run_once(argv)
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        peaks: dict[str, float] = dict.fromkeys(commands, 0.0)
-        for _ in range(args.rounds):
-            for name, argv in commands.items():
-                seconds, peak = run_once(argv)
-                times[name].append(seconds)
-                peaks[name] = max(peaks[name], peak)
-    base = statistics.median(times["python -c pass (baseline)"])
-    print(f"{'command':<34} {'median s':>9} {'min s':>7} {'x baseline':>11} {'peak MB':>8}")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(
-            f"{name:<34} {median:>9.3f} {min(values):>7.3f} {median / base:>11.1f} "
-            f"{peaks[name]:>8.0f}"
-        )
+        build(data)
+        measure(data, args.baseline_repo, args.rounds)
 
 
 if __name__ == "__main__":

@@ -388,16 +388,28 @@ def test_help_loads_nothing_heavy_and_no_game() -> None:
     assert not set(mods) & set(HEAVY)
 
 
-def test_a_lookup_loads_only_the_database_engine_and_numpy(built: Path) -> None:
-    """`expect` on a tile game reads the variant's values with DuckDB's compiled engine into
-    numpy arrays (the answer index) and answers from its rules: no polars, pyarrow or numba, no
-    rich for its one plain line, and not the Python wrappers of the duckdb package where the
-    engine can be imported without them (duckdb 1.4 on)."""
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["expect", "--variant", "classic", "12345"],
+        ["move", "--variant", "classic", "12345", "7"],
+        ["move", "--variant", "double-shutter", "000000000", "7"],
+    ],
+)
+def test_a_lookup_loads_only_the_database_engine_and_numpy(built: Path, args: list[str]) -> None:
+    """`expect` and `move` on a tile game read the rows they need by state id with DuckDB's
+    compiled engine (the answer index's one-shot reads) and answer from the game's rules: no
+    polars, pyarrow or numba, no thread pool, no rich for `expect`'s one plain line, and not the
+    Python wrappers of the duckdb package where the engine can be imported without them (duckdb
+    1.4 on); the index holds no variant's arrays."""
     code = (
         "import sys\nfrom pipeline.cli.app import run\n"
-        f"code = run(['expect', '--variant', 'classic', '12345', '-d', {str(built)!r}])\n"
+        f"code = run({[*args, '-d', str(built)]!r})\n"
         "print('CODE', code)\n"
-        "print('MODS', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+        "print('MODS', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+        "from pipeline.answer.index import HeldStates\n"
+        "import gc\n"
+        "print('HELD', sum(isinstance(o, HeldStates) for o in gc.get_objects()))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
@@ -407,7 +419,10 @@ def test_a_lookup_loads_only_the_database_engine_and_numpy(built: Path) -> None:
     mods = set(lines["MODS"].split()[1:])
     assert "_duckdb" in mods or "duckdb" in mods  # it did read the values
     assert "numpy" in mods
-    heavy = {"polars", "pyarrow", "numba", "matplotlib", "rich"}
+    assert lines["HELD"] == "HELD 0"  # read by id, not the variant whole
+    heavy = {"polars", "pyarrow", "numba", "matplotlib", "concurrent"}
+    if args[0] == "expect":
+        heavy.add("rich")
     try:
         import _duckdb  # noqa: F401
     except ImportError:  # an older duckdb: the package is the only way in

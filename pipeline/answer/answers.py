@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -55,14 +56,18 @@ MAX_GAMES = 64
 class Answers:
     """Answers about the positions of one data directory, from its tables held in memory."""
 
-    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
+    def __init__(
+        self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB, points: bool = False
+    ) -> None:
         self.data_dir = Path(data_dir)
-        self.index = Index(self.data_dir, cache_mb)
+        self.index = Index(self.data_dir, cache_mb, points)
         self._games: OrderedDict[int, tuple[Variant, Any]] = OrderedDict()
         self._catalog: Catalog | None = None
         self._games_lock = threading.Lock()
         self._fields: dict[str, tuple[States, list[dict[str, Any]]]] = {}
         self._board_answers: Boards | None = None
+        self._tiles: dict[int, tuple[Any, dict[int, tuple[int, ...]]]] = {}
+        self._field_names: dict[int, tuple[Any, tuple[str, ...]]] = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -130,7 +135,8 @@ class Answers:
         found, game, maximise, moves = self._answer(variant, None, state_id, None, True, {})
         if moves is None:
             return found, {}
-        return found, {r: _ranked(game, maximise, *moves.of(r)) for r in moves.spans}
+        tiles = self._move_tiles(game)
+        return found, {r: _ranked(game, maximise, *moves.of(r), tiles) for r in moves.spans}
 
     def _answer(
         self,
@@ -174,7 +180,7 @@ class Answers:
         outcome = best[possible.index(roll)]
         moves = []
         if outcome.kind == "move" and by_roll is not None:
-            moves = _ranked(game, states.maximise, *by_roll.of(roll))
+            moves = _ranked(game, states.maximise, *by_roll.of(roll), self._move_tiles(game))
         found = Answer(variant.name, state, best, dice, roll, outcome, moves)
         return found, game, states.maximise, by_roll
 
@@ -204,46 +210,63 @@ class Answers:
     ) -> tuple[list[RollBest], RollMoves | None]:
         """Every roll's best move (or what being stuck is worth), and each roll's moves
         (labels, successors, values). A position has a few dozen moves: past the one array
-        lookup of their values, plain Python is quicker than numpy's calls on tiny arrays."""
+        lookup of their values and of where each roll's moves end, plain Python is quicker
+        than numpy's calls on tiny arrays."""
         if not rolls:
             return [], None
         found = game.legal_moves(state_id, rolls)
         offset, scale = game.move_value
-        values = offset + scale * states.values(found.next)
+        values = states.values(found.next)
+        if offset != 0.0 or scale != 1.0:
+            values = offset + scale * values
         if np.isnan(values).any():
             raise TableError(
                 f"{name}'s states table lacks positions its moves lead to; rebuild it "
                 f"(stb-pipeline build --force --variant {name})"
             )
-        by_roll, labels, nexts, vals = (
-            found.roll.tolist(),
-            found.label.tolist(),
-            found.next.tolist(),
-            values.tolist(),
-        )
+        # the moves come grouped by roll, increasing, the largest label first within a roll
+        ends = np.searchsorted(found.roll, rolls, side="right").tolist()
+        labels, nexts, vals = found.label.tolist(), found.next.tolist(), values.tolist()
         maximise = states.maximise
+        tiles = self._move_tiles(game)
         out: list[RollBest] = []
         spans: dict[int, tuple[int, int]] = {}
         stuck = None
-        a, n = 0, len(by_roll)
-        for r in rolls:  # the moves come grouped by roll, increasing, largest label first
-            b = a
-            while b < n and by_roll[b] == r:
-                b += 1
+        a = 0
+        for r, b in zip(rolls, ends, strict=True):
             if a == b:
                 if stuck is None:
                     stuck = self._stuck(game, states, state_id)
                 out.append(stuck_roll(r, *stuck))
                 continue
             top = max(vals[a:b]) if maximise else min(vals[a:b])
-            tol = tie_tolerance(top)  # the first tie: the largest label
-            pick = next(k for k in range(a, b) if abs(vals[k] - top) <= tol)
-            out.append(
-                RollBest(r, "move", game.move_tiles(labels[pick]), vals[pick], b - a, nexts[pick])
-            )
+            tol = tie_tolerance(top)
+            pick = a  # the first tie: the largest label
+            while abs(vals[pick] - top) > tol:
+                pick += 1
+            out.append(RollBest(r, "move", tiles(labels[pick]), vals[pick], b - a, nexts[pick]))
             spans[r] = (a, b)
             a = b
         return out, RollMoves(found, values, spans)
+
+    def _move_tiles(self, game: Any) -> Callable[[int], list[int]]:
+        """``game.move_tiles`` remembered by label (a game has a few hundred move labels, and
+        every answer names the tiles of a dozen of them): a fresh list each call."""
+        with self._games_lock:
+            known = self._tiles.get(id(game))
+            if known is None or known[0] is not game:
+                known = self._tiles[id(game)] = (game, {})
+                while len(self._tiles) > MAX_GAMES:
+                    del self._tiles[next(iter(self._tiles))]
+        cache: dict[int, tuple[int, ...]] = known[1]
+
+        def tiles(label: int) -> list[int]:
+            found = cache.get(label)
+            if found is None:
+                found = cache[label] = tuple(game.move_tiles(label))
+            return list(found)
+
+        return tiles
 
     def _stuck(self, game: Any, states: States, state_id: int) -> tuple[str, int | None, float]:
         """(kind, next state, value to the mover) of a roll without a legal move: what the
@@ -265,13 +288,27 @@ class Answers:
             value = stuck.offset + stuck.scale * held
         return stuck.kind, stuck.next, float(value)
 
+    def field_names(self, variant: Variant) -> tuple[str, ...]:
+        """The names of what names a position besides its tiles (the N-player seat, best score,
+        tie count; none for most games): the :meth:`fields`' names, from the rules alone (no
+        states read), worked out once per game."""
+        game = self.game(variant)
+        known = self._field_names.get(id(game))
+        if known is None or known[0] is not game:
+            known = (game, tuple(game.state_fields(game.start_state())))
+            with self._games_lock:
+                self._field_names[id(game)] = known
+                while len(self._field_names) > MAX_GAMES:
+                    del self._field_names[next(iter(self._field_names))]
+        return known[1]
+
     def fields(self, variant: Variant) -> list[dict[str, Any]]:
         """What names a position besides its tiles (the N-player seat, best score, tie
         count), each with the values the built states take (None: too many to list); worked
         out once per reading of the variant's states."""
-        game = self.game(variant)
-        if not game.state_fields(game.start_state()):
+        if not self.field_names(variant):
             return []  # the tiles alone name a position (no states read to say so)
+        game = self.game(variant)
         states = self.index.states(variant.name, game.answer_columns)
         known = self._fields.get(variant.name)
         if known is not None and known[0] is states:
@@ -405,16 +442,23 @@ def _dice_options(
 
 
 def _ranked(
-    game: Any, maximise: bool, labels: np.ndarray, nexts: np.ndarray, values: np.ndarray
+    game: Any,
+    maximise: bool,
+    labels: np.ndarray,
+    nexts: np.ndarray,
+    values: np.ndarray,
+    tiles: Callable[[int], list[int]] | None = None,
 ) -> list[MoveValue]:
     """One roll's moves, ranked: by regret, the tie rule's pick first among equals, then the
-    larger label (the tables' moves, in `move`'s order)."""
+    larger label (the tables' moves, in `move`'s order). ``tiles``: a move's tiles by label
+    (:meth:`Answers._move_tiles`; else the game's)."""
     vals = values.tolist()
     top = max(vals) if maximise else min(vals)
     pick = next(k for k, v in enumerate(vals) if is_tie(v, top))
+    tiles_of = tiles or game.move_tiles
     out = [
         MoveValue(
-            game.move_tiles(lab), lab, nxt, game.state_text(nxt), v, regret(top, v, maximise),
+            tiles_of(lab), lab, nxt, game.state_text(nxt), v, regret(top, v, maximise),
             k == pick,
         )
         for k, (lab, nxt, v) in enumerate(zip(labels.tolist(), nexts.tolist(), vals, strict=True))
@@ -427,6 +471,13 @@ def for_dir(data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> Answers:
     """The answers of a data directory, one per process (its index kept between calls: the
     Python API and the commands share it)."""
     return _for_dir(Path(data_dir).resolve(), cache_mb)
+
+
+def one_shot(data_dir: Path) -> Answers:
+    """The answers of a data directory for a process that answers once (`expect`, `move`):
+    each state read by id as the answer asks for it (the state, the states its moves lead
+    to), not the variant whole; the same answers as :func:`for_dir`'s."""
+    return Answers(Path(data_dir).resolve(), points=True)
 
 
 @lru_cache(maxsize=8)

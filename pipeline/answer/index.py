@@ -21,6 +21,8 @@ with (two stats; the manifest is read again only when it changes).
 from __future__ import annotations
 
 import json
+import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -240,6 +242,16 @@ class HeldStates(States):
         return np.where(self.ids[pos] == ids, pos, -1)
 
     def values(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size:  # moves lead to states held: one index, after a check that they are
+            if self.ids is None:
+                rows = ids - self.low if self.low else ids
+                if rows.min() >= 0 and rows.max() < self.size:
+                    return self.value[rows]
+            else:
+                rows = np.searchsorted(self.ids, ids)
+                if rows.max() < self.size and (self.ids[rows] == ids).all():
+                    return self.value[rows]
         pos = self.positions(ids)
         return np.where(pos >= 0, self.value[pos.clip(0)], np.nan)
 
@@ -324,6 +336,85 @@ class PagedStates(States):
         return self.lows.nbytes + self.highs.nbytes
 
 
+class PointStates(States):
+    """A variant's states read by state id, a few rows a query (DuckDB skips the row groups
+    the file's statistics rule out): what one answer of a one-shot command needs, a state and
+    the states its moves lead to, without reading the whole variant into arrays (a process
+    that answers once: `expect`, `move`). The rows read are kept."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        reader: Reader,
+        wanted: list[str],
+        by_variant: bool,
+        objective: str,
+        maximise: bool,
+    ) -> None:
+        self.name, self.objective, self.maximise = name, objective, maximise
+        self.path, self.reader, self.wanted = path, reader, wanted
+        self.where = "variant = $name and " if by_variant else ""
+        self.known: dict[int, tuple[Any, ...] | None] = {}
+
+    def _fetch(self, ids: list[int]) -> None:
+        """Read the rows of the ids not read yet (one query)."""
+        todo = [i for i in dict.fromkeys(ids) if i not in self.known]
+        if not todo:
+            return
+        select = ", ".join(f'"{c}"' for c in ["state_id", *self.wanted])
+        one = len(todo) == 1
+        which = "state_id = $id" if one else "state_id in (select unnest($ids))"
+        params: dict[str, Any] = {"id": todo[0]} if one else {"ids": todo}
+        if self.where:
+            params["name"] = self.name
+        sql = f"select {select} from read_parquet($path) where {self.where}{which}"
+        for found in self.reader.rows(self.path, sql, **params):
+            self.known[int(found[0])] = found[1:]
+        for i in todo:
+            self.known.setdefault(i, None)
+
+    def _value(self, found: tuple[Any, ...] | None) -> float:
+        if found is None:
+            return math.nan
+        value = found[self.wanted.index("value")]
+        if value is None:
+            raise UsageError(
+                f"variant {self.name} is enumerated but not solved: run "
+                f"`stb-pipeline build --variant {self.name}`"
+            )
+        return float(value)
+
+    def values(self, ids: np.ndarray) -> np.ndarray:
+        wanted = np.asarray(ids, dtype=np.int64).tolist()
+        self._fetch(wanted)
+        return np.array([self._value(self.known[i]) for i in wanted], dtype=np.float64)
+
+    def row(self, state_id: int) -> StateRow | None:
+        self._fetch([state_id])
+        found = self.known[state_id]
+        if found is None:
+            return None
+        value = self._value(found)
+        got = dict(zip(self.wanted, found, strict=True))
+        extra = {
+            key: None if v is None or v != v else float(v)  # NaN and null: null in the table
+            for key, v in got.items()
+            if key not in BASE_COLUMNS
+        }
+        return StateRow(
+            value,
+            int(got.get("dice") or 0),
+            int(got.get("choice_options") or 0),
+            bool(got.get("terminal") or False),
+            extra,
+        )
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+
 @dataclass
 class _Held:
     """One entry of the index's memory: what it holds, from which file version."""
@@ -335,20 +426,30 @@ class _Held:
     """The manifest's sha256 of the file when it was read (None: not listed)."""
     signature: tuple[int, int, int]
     """The file's inode, time and size when it was read."""
+    where: str = ""
+    """``path`` as a string, and its key in the manifest: what every answer checks again
+    (kept here so that the check is two ``os.stat`` calls and two dictionary lookups)."""
+    key: str = ""
 
 
 class Index:
     """The variants of one data directory in memory (thread-safe: the server answers from
     several threads)."""
 
-    def __init__(self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB) -> None:
+    def __init__(
+        self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB, points: bool = False
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.budget = int(cache_mb * 1024 * 1024)
+        self.points = points
+        """Read a state's rows by id as answers ask for them (:class:`PointStates`) rather
+        than a variant whole: for a process that answers once."""
         self.reader = Reader()
         self._held: OrderedDict[tuple[str, ...], _Held] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
         self._manifest: tuple[tuple[int, int, int], dict[str, str]] | None = None
+        self._manifest_path = str(self.data_dir / "manifest.json")
         self.reads = 0
         """Files read so far (a test counts them)."""
 
@@ -412,21 +513,24 @@ class Index:
         """The file holding ``name``'s rows of ``table`` (its own, or the shared one)."""
         return variant_file(self.data_dir, table, name)
 
-    def _signature(self, path: Path) -> tuple[int, int, int]:
-        st = path.stat()
+    @staticmethod
+    def _signature(path: Path | str) -> tuple[int, int, int]:
+        st = os.stat(path)
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
-    def _sha(self, path: Path) -> str | None:
-        """The file's sha256 as the manifest records it (None where it lists none); the
-        manifest is read again only when it changes."""
-        manifest = self.data_dir / "manifest.json"
+    def _sha(self, key: str) -> str | None:
+        """The sha256 the manifest records for the file of manifest key ``key`` (None where
+        it lists none); the manifest is read again only when it changes."""
+        manifest = self._manifest_path
         try:
-            msig = self._signature(manifest)
+            st = os.stat(manifest)
         except OSError:
             return None
+        msig = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._manifest is None or self._manifest[0] != msig:
             try:
-                tables = json.loads(manifest.read_text()).get("tables", {})
+                with open(manifest, encoding="utf-8") as f:
+                    tables = json.loads(f.read()).get("tables", {})
                 shas = {
                     key: str(entry.get("sha256"))
                     for key, entry in tables.items()
@@ -435,20 +539,29 @@ class Index:
             except (OSError, ValueError, AttributeError):
                 shas = {}
             self._manifest = (msig, shas)
-        return self._manifest[1].get(_manifest_key(self.data_dir, path))
+        return self._manifest[1].get(key)
 
     def _fresh(self, key: tuple[str, ...], table: str) -> _Held | None:
         """The entry under ``key`` if its file is the one read (the same file on disk, and the
         same sha256 in the manifest), else None (the variant's entries dropped): two stats an
         answer, the manifest read again only when it changed."""
-        found = self._get(key)
-        if found is None:
-            return None
+        with self._lock:
+            found = self._held.get(key)
+            if found is None:
+                return None
+            self._held.move_to_end(key)
         try:  # (a variant moved to files of its own rewrites the shared file too)
-            same = self._signature(found.path) == found.signature
+            st = os.stat(found.where)
         except OSError:
-            same = False
-        if not same or self._sha(found.path) != found.version:
+            st = None
+        ino, mtime, size = found.signature
+        if (
+            st is None
+            or st.st_ino != ino
+            or st.st_mtime_ns != mtime
+            or st.st_size != size
+            or self._sha(found.key) != found.version
+        ):
             self._drop(key[0])
             return None
         return found
@@ -472,10 +585,11 @@ class Index:
                     f"{path} does not exist: run `stb-pipeline build --variant {key[0]}` "
                     "(or build with the same custom rule options) first"
                 )
-            signature, version = self._signature(path), self._sha(path)
+            where, manifest_key = str(path), _manifest_key(self.data_dir, path)
+            signature, version = self._signature(where), self._sha(manifest_key)
             value, nbytes = read(path)
             self.reads += 1
-            self._put(key, _Held(value, nbytes, path, version, signature))
+            self._put(key, _Held(value, nbytes, path, version, signature, where, manifest_key))
             return value
 
     # -- states ---------------------------------------------------------------------------------
@@ -495,7 +609,38 @@ class Index:
         """``name``'s states (read on first use), with the game's ``columns`` beside the base
         ones; TablesMissingError when it is not built, UsageError when it is too big for the
         budget and cannot be read in parts."""
-        return self._load((name, "states"), "states", lambda p: self._read(p, name, columns))
+        found = self._fresh((name, "states"), "states")  # what nearly every answer finds
+        if found is not None:
+            return found.value  # type: ignore[no-any-return]
+        read = self._point if self.points else self._read
+        return self._load((name, "states"), "states", lambda p: read(p, name, columns))
+
+    def _point(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
+        """``name``'s states read by id as answers ask (:class:`PointStates`): the file's
+        columns and the variant's objective now (its first row), no state yet."""
+        have = {r[0] for r in self.reader.rows(path, "select name from parquet_schema($path)")}
+        if "value" not in have or "state_id" not in have:
+            raise TableError(f"{path} lacks the state_id and value columns; {REBUILD}")
+        by_variant = "variant" in have
+        first = self.reader.rows(
+            path,
+            "select objective, maximise from read_parquet($path) "
+            + ("where variant = $name " if by_variant else "")
+            + "limit 1",
+            **({"name": name} if by_variant else {}),
+        )
+        if not first:
+            raise TablesMissingError(
+                f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
+                f"{name}` (or build with the same custom rule options) first"
+            )
+        if first[0][0] is None:
+            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+        wanted = [c for c in (*BASE_COLUMNS, *columns) if c in have]
+        found = PointStates(
+            name, path, self.reader, wanted, by_variant, str(first[0][0]), bool(first[0][1])
+        )
+        return found, 0
 
     def _read(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
         layout = self.reader.layout(path, name)

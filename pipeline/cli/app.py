@@ -258,10 +258,10 @@ def expect_cmd(
 
     Example: stb-pipeline expect --variant four-player 134 --player 3 --best-score 11
     """
-    from pipeline.answer.answers import for_dir
+    from pipeline.answer.answers import one_shot
 
     extra = position_extra(p1_score, player, best_score, best_count)
-    found = for_dir(data_dir).expect(pick_one(variant, custom, data_dir), tiles, **extra)
+    found = one_shot(data_dir).expect(pick_one(variant, custom, data_dir), tiles, **extra)
     say(f"{found.value!r}")
 
 
@@ -288,11 +288,11 @@ def move_cmd(
 
     Example: stb-pipeline move --variant classic 12345 7
     """
-    from pipeline.answer.answers import for_dir
+    from pipeline.answer.answers import one_shot
 
     chosen = pick_one(variant, custom, data_dir)
     extra = position_extra(p1_score, player, best_score, best_count)
-    found = for_dir(data_dir).position(chosen, tiles, roll=roll, **extra)
+    found = one_shot(data_dir).position(chosen, tiles, roll=roll, **extra)
     if found.best_move is None:
         ends = "the turn passes" if found.passes_turn else "the game ends"
         out.print(f"no legal move: {ends}, value {found.value!r}")

@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.answer.answers import Answers
-from pipeline.answer.index import HeldStates, PagedStates
-from pipeline.errors import UsageError
+from pipeline.answer.index import HeldStates, PagedStates, PointStates
+from pipeline.errors import PipelineError, UsageError
 from pipeline.games.registry import get_variant
 from pipeline.store.manifest import built_variants
-from tests.conftest import invoke
+from tests.conftest import BOX16, invoke
 from tests.support import tables
 
 MB = 1024 * 1024
@@ -178,3 +178,56 @@ def _safe(answers: Answers, variant, state_id: int):
         return answers.position(variant, state_id=state_id)
     except UsageError as exc:
         return str(exc)
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        ("classic", "built"),
+        ("two-player", "built"),
+        ("double-shutter", "built"),
+        ("lever", "built"),
+        ("four-player", "built_more"),
+        ("two-player-stake", "built_more"),
+        (BOX16, "built_more"),
+    ],
+)
+def test_one_shot_answers_read_states_by_id_with_the_same_answers(
+    name: str, where: str, request: pytest.FixtureRequest
+) -> None:
+    """`expect` and `move` answer once: their answers read the state and its successors by
+    id (no arrays of the whole variant), and are the held arrays' to the last bit, every roll
+    and its ranked moves, stuck rolls and the positions that are no state included."""
+    data = request.getfixturevalue(where)
+    variant = get_variant(name)
+    held = Answers(data)
+    ids = held.arrays(variant)["state_id"].tolist()
+    for state_id in [*random.Random(name).sample(ids, 12), variant.make().start_state()]:
+        once = Answers(data, points=True)  # a fresh one, as each command makes
+        found = held.position(variant, state_id=state_id)
+        assert once.position(variant, state_id=state_id) == found
+        assert once.expect(variant, state_id=state_id) == found.state
+        states = once.index.states(name)
+        assert isinstance(states, PointStates) and states.nbytes == 0
+        assert len(states.known) < 200  # the state and where its moves lead, not the variant
+        for r in found.rolls[:4]:
+            assert once.position(variant, state_id=state_id, roll=r.roll) == held.position(
+                variant, state_id=state_id, roll=r.roll
+            )
+    missing = max(ids) + 1
+    with pytest.raises(UsageError) as alone:
+        Answers(data, points=True).position(variant, state_id=missing)
+    with pytest.raises(UsageError) as whole:
+        held.position(variant, state_id=missing)
+    assert str(alone.value) == str(whole.value)
+
+
+def test_one_shot_answers_of_a_variant_not_built(built: Path) -> None:
+    """A variant the directory lacks is the same one-line error as from the held arrays."""
+    variant = get_variant("stb-11t-2d6-shut")  # a box `build --variant all` does not make
+    errors = []
+    for points in (False, True):
+        with pytest.raises(PipelineError) as caught:
+            Answers(built, points=points).expect(variant, "1,2,3")
+        errors.append((type(caught.value), str(caught.value)))
+    assert errors[0] == errors[1] and "stb-pipeline build" in errors[0][1]

@@ -100,3 +100,24 @@ def test_a_stuck_roll_ends_with_the_games_own_value(name: str) -> None:
     expected = game.stuck_values(ids).tolist()
     assert [game.stuck(int(s)).value for s in ids] == expected
     assert all(game.stuck(int(s)).kind == "end" for s in ids[:50])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"objective": "shut"},
+        {"objective": "target", "target": 7, "columns": 6},
+        {"back_row": False, "columns": 7, "front_weight": 3},
+    ],
+)
+def test_a_double_shutter_stuck_roll_ends_with_the_games_own_value_under_every_objective(
+    options: dict,
+) -> None:
+    """The one-state stuck value (plain Python, for the answers) is the numpy form's on every
+    state, for the objectives and rows the named variant does not have."""
+    from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
+
+    game = DoubleShutter(DoubleShutterRules(**options))
+    ids = np.sort(game.graph().state_id).astype(np.int64)
+    assert [game.stuck(int(s)).value for s in ids] == game.stuck_values(ids).tolist()
+    assert [game.state_text(int(s)) for s in ids] == game.describe_states(ids)["tiles"].to_list()

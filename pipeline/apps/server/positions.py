@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 from pipeline.answer.answers import DEFAULT_DEPTH, MAX_DEPTH, Answers
 from pipeline.answer.catalog import Entry
@@ -94,7 +94,7 @@ class Positions:
             return self._board(entry, params)
         if not entry.built:
             raise TablesMissingError(f"{entry.name} is not built: run `{entry.build_command()}`")
-        fields = [f["name"] for f in self.answers.fields(entry.variant)]
+        fields = list(self.answers.field_names(entry.variant))
         allowed = {"id", "tiles", "state", "roll", *fields}
         if fields:
             allowed.update(NPLAYER_SYNONYMS)
@@ -171,6 +171,19 @@ class Positions:
         return out
 
 
+def query_string(q: Mapping[str, Any]) -> str:
+    """``urlencode(q)``, the same text, quicker for the values a link holds (numbers and
+    digits need no quoting: a tenth of the work of quoting every one)."""
+    return "&".join(f"{_quoted(key)}={_quoted(str(value))}" for key, value in q.items())
+
+
+def _quoted(text: str) -> str:
+    """``quote_plus(text)``: letters, digits, ``_`` and ``-`` stand as they are."""
+    if text.isascii() and text.replace("_", "a").lstrip("-").isalnum():
+        return text
+    return quote_plus(text)
+
+
 def _link(entry: Entry, state: Mapping[str, Any], roll: int | None) -> str:
     """The page of a position (what restores it)."""
     if entry.view == "rows" and state.get("state") is not None:
@@ -182,4 +195,4 @@ def _link(entry: Entry, state: Mapping[str, Any], roll: int | None) -> str:
         q = {"id": state["id"]}
     if roll is not None:
         q["roll"] = roll
-    return f"/{entry.name}/position?{urlencode(q)}"
+    return f"/{entry.name}/position?{query_string(q)}"

@@ -276,9 +276,15 @@ class DoubleShutter(TileStrategyHooks, Game):
 
     # -- answers (pipeline.answer): one state's moves from arrays of every set of tiles ------
 
+    @cached_property
+    def _columns(self) -> tuple[list[int], list[int], list[int]]:
+        """Each column's place value, front tile and back tile as Python ints: the one-state
+        answers below loop over them (a numpy scalar a column cost more than the work)."""
+        return self.place.tolist(), self.front.tolist(), self.back.tolist()
+
     def state_digits(self, state_id: int) -> list[int]:
         """The digit of each column (tiles down), column 1 first."""
-        return [(state_id // int(p)) % 3 for p in self.place]
+        return [(state_id // p) % 3 for p in self._columns[0]]
 
     def dice_allowed(self, state_id: int) -> list[int]:
         """:meth:`dice_available` of one state in plain Python, fewest dice first."""
@@ -286,7 +292,7 @@ class DoubleShutter(TileStrategyHooks, Game):
         digits = self.state_digits(state_id)
         if all(d == r.rows for d in digits):  # every tile down
             return []
-        front, back = self.front.tolist(), self.back.tolist()
+        _, front, back = self._columns
         exposed = sum(
             front[c] if d == 0 else back[c] if d == 1 and r.back_row else 0
             for c, d in enumerate(digits)
@@ -351,11 +357,11 @@ class DoubleShutter(TileStrategyHooks, Game):
         if state_id == self.shut_state:
             return ""
         digits = self.state_digits(state_id)
-        cols = range(self.r.columns)
-        front = "".join(str(int(self.front[c])) for c in cols if digits[c] == 0) or "-"
+        _, fronts, backs = self._columns
+        front = "".join(str(t) for t, d in zip(fronts, digits, strict=True) if d == 0) or "-"
         if not self.r.back_row:
             return f"front={front}"
-        standing = sorted(int(self.back[c]) for c in cols if digits[c] <= 1)
+        standing = sorted(t for t, d in zip(backs, digits, strict=True) if d <= 1)
         return f"front={front} back={''.join(map(str, standing)) or '-'}"
 
     def state_code(self, state_id: int) -> str:
@@ -363,9 +369,18 @@ class DoubleShutter(TileStrategyHooks, Game):
         return "".join(map(str, self.state_digits(state_id)))
 
     def stuck(self, state_id: int) -> Stuck:
-        """Stuck, the game ends with the standing tiles' score."""
-        value = self.stuck_values(np.array([state_id], dtype=np.int64))[0]
-        return Stuck("end", None, float(value))
+        """Stuck, the game ends with the standing tiles' score: :meth:`stuck_values` of one
+        state in plain Python (the numpy form costs ten times more on one state)."""
+        r = self.r
+        _, fronts, backs = self._columns
+        digits = self.state_digits(state_id)
+        score = r.front_weight * sum(t for t, d in zip(fronts, digits, strict=True) if d == 0)
+        if r.back_row:
+            score += r.back_weight * sum(t for t, d in zip(backs, digits, strict=True) if d <= 1)
+        if r.objective == "score":
+            return Stuck("end", None, float(score))
+        limit = 0 if r.objective == "shut" else int(r.target or 0)
+        return Stuck("end", None, float(score <= limit))
 
     # -- the threshold family and the summary -------------------------------------------------
 

@@ -397,8 +397,22 @@ class ShutTheBox(TileStrategyHooks, Game):
         return parse_open_tiles(text, self.r.tiles, **extra)
 
 
+#: The tiles of every value of a mask's first two bytes (bit t - 1 is tile t; byte k holds
+#: tiles 8k + 1 ..): every answer lists the tiles of a few dozen masks, and joining a byte's
+#: tuples takes a third of the time of reading one bit at a time (boxes of more than 16 tiles
+#: are still read bit by bit).
+_BYTE_TILES = tuple(
+    tuple(tuple(8 * k + t + 1 for t in range(8) if byte >> t & 1) for byte in range(256))
+    for k in range(2)
+)
+
+
 def mask_tiles(mask: int) -> list[int]:
     """The tiles of a bitmask, increasing (bit t - 1 is tile t)."""
+    if mask < 256:
+        return list(_BYTE_TILES[0][mask])
+    if mask < 65536:
+        return list(_BYTE_TILES[0][mask & 255] + _BYTE_TILES[1][mask >> 8])
     out, tile = [], 1
     while mask:
         if mask & 1:

@@ -485,3 +485,46 @@ def test_command_without_the_extra(monkeypatch: pytest.MonkeyPatch, built: Path)
 def test_missing_data_dir(built: Path) -> None:
     missing = invoke(["serve", "--data-dir", built / "nope"])
     assert missing.code == 2 and "does not exist" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/classic/position.json?tiles=12345&roll=7",
+        "/four-player/position.json?tiles=123456789&player=2&best_score=10&best_count=1&roll=5",
+        "/double-shutter/position.json?state=0120000000&roll=8",
+        "/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=4",
+        "/classic/position.json?tiles=12345&roll=x",  # a 400
+        "/classic/position.json?tiles=1&tiles=2",  # a parameter given twice
+        "/classic-score/position.json?tiles=1",  # not built: a 404
+        "/no-such-game/position.json?tiles=1",
+    ],
+)
+def test_the_lean_json_path_answers_as_starlette_would(built: Path, url: str) -> None:
+    """A position's ``.json`` is sent before starlette's routing (what nearly every request
+    is): the same status, headers and bytes as the route gives, errors included."""
+    app = create_app(built, cors=True, allowed_hosts=["testserver"])
+    client = TestClient(app)
+    fast, taken = app.fast, []
+
+    async def watched(scope: Any, send: Any) -> bool:
+        taken.append(await fast(scope, send))
+        return taken[-1]
+
+    app.fast = watched
+    lean = client.get(url)
+    assert taken == [True]  # the lean path answered it
+    app.fast = lambda scope, send: _not_taken()  # every request through starlette's route
+    try:
+        routed = client.get(url)
+    finally:
+        app.fast = fast
+        app.state.searches.close()
+    assert lean.status_code == routed.status_code
+    assert lean.content == routed.content
+    assert dict(lean.headers) == dict(routed.headers)
+    assert lean.headers["content-type"] == "application/json"
+
+
+async def _not_taken() -> bool:
+    return False
