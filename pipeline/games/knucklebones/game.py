@@ -133,19 +133,32 @@ class PairTables:
 
     def column_text(self, col: int) -> str:
         """A column's dice in increasing order ("144"), or "_" when empty."""
-        dice = "".join(str(v + 1) * int(c) for v, c in enumerate(self.col_counts[col]))
-        return dice or EMPTY_COLUMN
+        return self._texts[col]
+
+    @cached_property
+    def _texts(self) -> list[str]:
+        # every column's text made once: a position's answer writes a dozen boards
+        return [
+            "".join(str(v + 1) * int(c) for v, c in enumerate(counts)) or EMPTY_COLUMN
+            for counts in self.col_counts.tolist()
+        ]
 
     def column_of(self, dice: list[int]) -> int:
-        """Index of the column holding ``dice``."""
-        counts = np.bincount(np.asarray(dice, dtype=np.int64) - 1, minlength=self.faces)
-        code = int(counts @ ((self.rows + 1) ** np.arange(self.faces)))
-        return int(np.flatnonzero(self.col_code == code)[0])
+        """Index of the column holding ``dice`` (each a face 1..faces)."""
+        return self._column_codes[sum((self.rows + 1) ** (int(d) - 1) for d in dice)]
+
+    @cached_property
+    def _column_codes(self) -> dict[int, int]:
+        return {int(code): k for k, code in enumerate(self.col_code.tolist())}
 
     def pair_index(self, mover_col: int, opp_col: int) -> int:
         """Index of the facing pair (mover column, opponent column); -1 if they share a value."""
-        hit = np.flatnonzero((self.pair_mover == mover_col) & (self.pair_opp == opp_col))
-        return int(hit[0]) if hit.shape[0] else -1
+        return self._pairs.get((int(mover_col), int(opp_col)), -1)
+
+    @cached_property
+    def _pairs(self) -> dict[tuple[int, int], int]:
+        pairs = zip(self.pair_mover.tolist(), self.pair_opp.tolist(), strict=True)
+        return {(m, o): k for k, (m, o) in enumerate(pairs)}
 
 
 def enumerate_columns(rows: int, faces: int) -> np.ndarray:
