@@ -95,7 +95,8 @@ def solve_cmd(
 
     from pipeline.apps.knucklebones.position import Shown, solve
 
-    how = "looking up" if use_tables else f"searching {depth} placements deep"
+    # the answer looks the tables up where they are built and searches where they are not
+    how = "looking up (or searching)" if use_tables else f"searching {depth} placements deep"
     with progress.task(f"knucklebones solve: {how}"):
         a = solve(board1, board2, die, depth, variant, data_dir, use_tables)
     depth_text = "exact (from tables)" if a.exact else f"depth {a.depth}"
