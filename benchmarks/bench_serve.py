@@ -136,16 +136,9 @@ async def one_client(
         while time.perf_counter() < stop_at:
             path = paths[k % len(paths)]
             k += 1
-            t0 = time.perf_counter()
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            await reader.readexactly(length)
-            lat.append(time.perf_counter() - t0)
-            if not head.startswith(b"HTTP/1.1 200"):
+            took, ok = await get(reader, writer, path)
+            lat.append(took)
+            if not ok:
                 bad.append(1)
     except (OSError, asyncio.IncompleteReadError):
         bad.append(1)
@@ -374,8 +367,10 @@ def mix_paths(data_dir: Path, names: list[str], n: int, rng: random.Random) -> l
     return out
 
 
-async def fetch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> float:
-    """One GET on a kept-alive connection: its seconds, or NaN when the answer is not a 200."""
+async def get(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str
+) -> tuple[float, bool]:
+    """One GET on a kept-alive connection, its body read: (seconds, whether it was a 200)."""
     t0 = time.perf_counter()
     writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
@@ -384,7 +379,13 @@ async def fetch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":")[1])
     await reader.readexactly(length)
-    return time.perf_counter() - t0 if head.startswith(b"HTTP/1.1 200") else math.nan
+    return time.perf_counter() - t0, head.startswith(b"HTTP/1.1 200")
+
+
+async def fetch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> float:
+    """One GET on a kept-alive connection: its seconds, or NaN when the answer is not a 200."""
+    took, ok = await get(reader, writer, path)
+    return took if ok else math.nan
 
 
 async def lookup_client(

@@ -184,12 +184,8 @@ def _finish(job: Task) -> None:
     bar = _ticker["rich"]
     if bar is not None and job.rich_id is not None:
         bar.remove_task(job.rich_id)
-    if is_quiet() or job.elapsed() < SHOW_AFTER:
-        return
-    if bar is not None:
-        bar.console.print(job.line(finished=True), markup=False, highlight=False)
-    else:
-        _write(job.line(finished=True))
+    if job.elapsed() >= SHOW_AFTER:
+        log(job.line(finished=True))
 
 
 def _write(line: str) -> None:

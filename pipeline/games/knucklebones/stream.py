@@ -256,11 +256,12 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
         }
         sol = _solve(game, device, tol, dtype)
         found["solution"] = sol
+        found["start"] = sol.value_of(game.start_state())
         out.note = (
             f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps "
             f"({np.dtype(dtype).name} bounds; {sol.sweep_seconds:.1f} s of sweeps, "
             f"{sol.seconds:.1f} s with the compiling), every value within {sol.bound:.1e}, "
-            f"start value {sol.value_of(game.start_state()):.15g}, stored as "
+            f"start value {found['start']:.15g}, stored as "
             "float32; states lean, no policy; decisions: the openings and a fixed sample"
         )
         with progress.task("tables", total=game.n_states, unit="states") as job:
@@ -270,7 +271,6 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
                 yield {"states": {"state_id": np.arange(a, b, dtype=np.int64), "value": value}}
                 job.advance(b - a)
         # the next objective's solve needs the GPU's memory: drop these bounds now
-        found["start"] = sol.value_of(game.start_state())
         del sol
         found.pop("solution")
 
