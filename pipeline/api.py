@@ -219,7 +219,7 @@ def knucklebones_column(
     opponent: str,
     die: int,
     *,
-    depth: int = 4,
+    depth: int | None = None,
     variant: str | None = None,
     data_dir: str | Path | None = None,
 ) -> BoardAnswer:
@@ -231,7 +231,9 @@ def knucklebones_column(
     --variant knucklebones --variant knucklebones-score --device cuda`, or a smaller board), the
     values are looked up and exact (``result.tables`` names the variants read; both the win
     probability and the score difference where both objectives are built); otherwise they are
-    the search's estimate to ``depth`` placements (``result.tables`` is empty). ``variant``
+    the opening book's (exact, ``result.source == "book"``), the search's to the end of every
+    line (exact, ``"end"``), or its estimate ``depth`` placements deep (``"search"``; None: the
+    board's player's depth, ``result.player`` says which). ``variant``
     picks a board and objective other than the full game's P(win) (e.g.
     ``"knucklebones-3x2"``); the best column is the tie rule's pick in its objective.
     """

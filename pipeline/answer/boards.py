@@ -54,6 +54,9 @@ from pipeline.store.layout import OWN_DIR, settle, table_files
 DEFAULT_DEPTH = 3
 MAX_DEPTH = 5
 DEEPEST = 8
+#: A searched answer goes on to the end of every line where that meets at most about this many
+#: leaves (milliseconds of search): the endgame is then exact, not estimated.
+END_LEAVES = 20_000
 
 
 @dataclass(frozen=True)
@@ -238,18 +241,25 @@ class Boards:
         head = dict(
             variant=variant.name, board=rules.text(here), mover_score=mine,
             opponent_score=theirs, objective=rules.objective, over=rules.over(here), die=die,
-            exact=exact, tables=found.names if exact else (),
+            exact=exact, tables=found.names if exact else (), source="tables" if exact else "search",
         )  # fmt: skip
         if head["over"]:
             final = rules.final_values(here)
             return BoardAnswer(
-                **head, depth=None if exact else depth or DEFAULT_DEPTH,  # type: ignore[arg-type]
+                **{**head, "source": "tables" if exact else "end"},
+                depth=None if exact else depth or self.depth_of(rules),
                 value=rules.final_value(here), columns=[], value_exact=True, win=final["win"],
                 diff=final["diff"],
             )  # fmt: skip
         if exact:
             return self._exact(found, rules, here, die, head)
-        return self._searched(rules, here, die, depth or DEFAULT_DEPTH, head)
+        return self._searched(rules, here, die, depth or self.depth_of(rules), head)
+
+    @staticmethod
+    def depth_of(rules: Any) -> int:
+        """The search depth when none is asked: the board's evaluator's, else
+        :data:`DEFAULT_DEPTH`."""
+        return rules.default_depth or DEFAULT_DEPTH
 
     def _values(self, name: str, ids: np.ndarray) -> np.ndarray:
         values = self.index.sorted_states(name).values(ids)
@@ -291,21 +301,51 @@ class Boards:
     def _searched(
         self, rules: Any, here: Any, die: int | None, depth: int, head: dict[str, Any]
     ) -> BoardAnswer:
-        """Every column's value estimated by the search, ``depth`` placements deep."""
+        """Every column's value from the board's opening book where the position and its
+        successors are in it, else searched: ``depth`` placements deep, or to the end of every
+        line where that is no deeper than :data:`MAX_DEPTH` and the search gets there."""
+        booked = rules.book_values(here, die)
+        if booked is not None:
+            return self._booked(rules, here, booked, head)
+        end = rules.end_depth(here, END_LEAVES)
         with self._search_lock:  # one search at a time: the transposition table is shared
-            ev = rules.evaluate(here, depth)
-            found = rules.searched(here, die, depth) if die is not None else []
+            # first to the end of every line where that is cheap: exact if no removal prolongs
+            # a line; else the estimate at the depth asked
+            for d in ([end] if end is not None and end > depth else []) + [depth]:
+                ev = rules.evaluate(here, d)
+                found = rules.searched(here, die, d) if die is not None else []
+                if ev.exact and all(e.exact for _, e in found):
+                    break
         succ = dict(rules.successors(here, die)) if die is not None else {}
         pairs = [(c, succ[c]) for c, _ in found]
         fields = rules.fields
         columns: dict[str, list[float] | None] = {
             f: [float(getattr(e, f)) for _, e in found] for f in fields.values()
         }
+        ended = bool(ev.exact) and all(e.exact for _, e in found)
         cols, other_best = _ranked(rules, here, pairs, columns, [bool(e.exact) for _, e in found])
+        head = {**head, "source": "end" if ended else "search"}
         return BoardAnswer(
-            **head, depth=depth, value=float(getattr(ev, fields[rules.objective])),
-            columns=cols, win=float(ev.win), diff=float(ev.diff), value_exact=bool(ev.exact),
-            other_best=other_best,
+            **head, depth=d, value=float(getattr(ev, fields[rules.objective])), columns=cols,
+            win=float(ev.win), diff=float(ev.diff), value_exact=bool(ev.exact),
+            other_best=other_best, player=f"{rules.player}-d{d}",
+        )  # fmt: skip
+
+    def _booked(
+        self, rules: Any, here: Any, booked: tuple, head: dict[str, Any]
+    ) -> BoardAnswer:
+        """Every column's exact value from the board's opening book."""
+        values, succ = booked
+        fields = rules.fields
+        pairs = [(c, p) for c, p, _, _ in succ]
+        columns: dict[str, list[float] | None] = {
+            "win": [w for _, _, w, _ in succ], "diff": [d for _, _, _, d in succ]
+        }
+        cols, other_best = _ranked(rules, here, pairs, columns, [True] * len(succ))
+        return BoardAnswer(
+            **{**head, "exact": True, "source": "book"}, depth=None,
+            value=values[fields[rules.objective]], columns=cols, win=values["win"],
+            diff=values["diff"], value_exact=True, other_best=other_best,
         )  # fmt: skip
 
 

@@ -252,7 +252,8 @@ class BoardAnswer:
     over: bool
     die: int | None
     exact: bool
-    """True when the values come from exact tables (False: the search's estimate)."""
+    """True when the values are looked up exactly, in the tables or the opening book (False:
+    searched; see :attr:`source`)."""
     depth: int | None
     """The search depth in placements (None: from the tables)."""
     value: float
@@ -271,6 +272,22 @@ class BoardAnswer:
     other_best: int | None = None
     """The column the other objective would pick, where the pick is not among its best
     columns (the variant's objective wins; None: they agree, or its values are unknown)."""
+    source: str = "tables"
+    """Where the values come from: ``tables`` (the board's exact tables), ``book`` (the
+    packaged opening book: exact), ``end`` (searched to the end of every line: exact) or
+    ``search`` (the search's estimate)."""
+    player: str | None = None
+    """The searching player, e.g. ``net-d3`` (the distilled evaluator at the leaves) or
+    ``ours-d3`` (None: looked up)."""
+
+    @property
+    def how(self) -> str:
+        """The answer's exactness in words: ``exact: yes (tables)``, ``exact: yes (book)``,
+        ``exact: yes (searched to the end)`` or ``estimate (net-d3)``."""
+        if self.source == "search":
+            return f"estimate ({self.player})" if self.player else "estimate"
+        words = {"tables": "tables", "book": "book", "end": "searched to the end"}
+        return f"exact: yes ({words.get(self.source, self.source)})"
 
     @property
     def best(self) -> ColumnValue | None:
@@ -287,7 +304,8 @@ class BoardAnswer:
             "objective": self.objective,
             "over": self.over,
             "die": self.die,
-            "source": "tables" if self.exact else "search",
+            "source": self.source,
+            "player": self.player,
             "exact": self.exact,
             "depth": self.depth,
             "tables": list(self.tables),

@@ -38,6 +38,11 @@ BoardVariant = Annotated[
     ),
 ]
 
+DEPTH_HELP = (
+    f"Placements searched where no table or book answers (1..{MAX_DEPTH}; default: the board's "
+    "player's: its distilled evaluator's depth, else 3)."
+)
+
 kb = typer.Typer(
     help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
     "Boards are written column by column: 44_/1__/___ is a column 4,4, a column 1 and an empty "
@@ -52,10 +57,25 @@ kb = typer.Typer(
 out = LazyConsole(highlight=False, soft_wrap=True)
 
 
-def _kind(exact: bool, from_tables: bool) -> str:
-    if from_tables:
+def _kind(exact: bool, looked_up: str) -> str:
+    """How exact a value is: from the tables, the opening book, searched to the end (exact)
+    or estimated."""
+    if looked_up == "tables":
         return "exact (from tables)"
+    if looked_up == "book":
+        return "exact (book)"
     return "exact" if exact else "estimate"
+
+
+def _source(a: BoardAnswer) -> str:
+    """Where an answer's values come from, in words."""
+    if a.source == "tables":
+        return "exact (from tables)"
+    if a.source == "book":
+        return "exact: yes (book)"
+    if a.source == "end":
+        return f"exact: yes (searched to the end, depth {a.depth})"
+    return f"estimate ({a.player}: depth {a.depth})"
 
 
 def _num(value: float | None, spec: str) -> str:
@@ -66,7 +86,7 @@ def _num(value: float | None, spec: str) -> str:
 def _fmt(value: Shown) -> str:
     return (
         f"win {_num(value.win, '.4f')}  score difference {_num(value.diff, '+.3f')}  "
-        f"({_kind(value.exact, value.from_tables)})"
+        f"({_kind(value.exact, value.looked_up)})"
     )
 
 
@@ -75,7 +95,7 @@ def solve_cmd(
     board1: Board1,
     board2: Board2,
     die: Die,
-    depth: Annotated[int, typer.Option(help=f"Placements searched (1..{MAX_DEPTH}).")] = 4,
+    depth: Annotated[int | None, typer.Option(help=DEPTH_HELP)] = None,
     variant: BoardVariant = None,
     use_tables: Annotated[
         bool,
@@ -96,15 +116,15 @@ def solve_cmd(
     from pipeline.apps.knucklebones.position import Shown, solve
 
     # the answer looks the tables up where they are built and searches where they are not
-    how = "looking up (or searching)" if use_tables else f"searching {depth} placements deep"
+    how = "looking up (or searching)" if use_tables else "searching"
     with progress.task(f"knucklebones solve: {how}"):
         a = solve(board1, board2, die, depth, variant, data_dir, use_tables)
-    depth_text = "exact (from tables)" if a.exact else f"depth {a.depth}"
-    out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, {depth_text}")
+    out.print(f"scores {a.mover_score} - {a.opponent_score}, die {a.die}, {_source(a)}")
     _say_tables(a, data_dir)
     best = a.best
     assert best is not None  # the game is not over (solve refuses a full board): a column is legal
-    out.print(f"best column {best.column}: {_fmt(Shown(best.win, best.diff, best.exact, a.exact))}")
+    looked_up = a.source if a.source in ("tables", "book") else ""
+    out.print(f"best column {best.column}: {_fmt(Shown(best.win, best.diff, best.exact, looked_up))}")
     if a.other_best is not None:
         other = "score difference" if a.objective == "wins" else "win probability"
         out.print(
@@ -118,7 +138,8 @@ def solve_cmd(
             f"{cv.column}{mark}",
             _num(cv.win, ".6f"),
             _num(cv.diff, "+.4f"),
-            "yes (from tables)" if a.exact else "yes" if cv.exact else "no",
+            "yes (from tables)" if a.source == "tables" else "yes (book)" if a.source == "book"
+            else "yes" if cv.exact else "no",
         )
     out.print(table)
 
@@ -183,7 +204,7 @@ def _read_line(prompt: str) -> str | None:
 @kb.command("play")
 def play_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the dice.")] = 0,
-    depth: Annotated[int, typer.Option(help=f"The solver's depth (1..{MAX_DEPTH}).")] = 4,
+    depth: Annotated[int | None, typer.Option(help=DEPTH_HELP)] = None,
     second: Annotated[bool, typer.Option("--second", help="Let the solver move first.")] = False,
     variant: BoardVariant = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
@@ -432,5 +453,7 @@ def _ints(text: str, option: str) -> list[int]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `knucklebones` command group."""
+    """Add the `knucklebones` command group (with `label`, `train` and `rate`)."""
+    from pipeline.cli import knucklebones_players  # noqa: F401  (its commands join the group)
+
     app.add_typer(kb, name="knucklebones")

@@ -83,14 +83,16 @@ def check_player(name: str) -> int:
     not a player or its depth is outside 1..MAX_DEPTH (depth 0 would search nothing)."""
     if name in ("random", "greedy", "perfect"):
         return 0
-    for prefix in ("seed-d", "ours-d"):
+    for prefix in ("seed-d", "ours-d", "net-d"):
         digits = name[len(prefix) :]
         if name.startswith(prefix) and digits.isascii() and digits.isdigit() and len(digits) < 4:
             depth = int(digits)
             if not 1 <= depth <= MAX_DEPTH:
                 raise UsageError(f"player {name!r}: the depth must be 1 to {MAX_DEPTH}")
             return depth
-    raise UsageError(f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN or perfect")
+    raise UsageError(
+        f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN, net-dN or perfect"
+    )
 
 
 @dataclass

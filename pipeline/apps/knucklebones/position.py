@@ -70,7 +70,7 @@ class Asked:
         """What :meth:`Answers.board` is told: None (look for the tables) or False."""
         return None if self.tables else False
 
-    def board(self, position: Any, die: int, depth: int) -> BoardAnswer:
+    def board(self, position: Any, die: int, depth: int | None) -> BoardAnswer:
         """The one answer for ``position`` (a board rules' position) and ``die``."""
         return self.answers.board(self.variant, position, die, depth, self.built)
 
@@ -101,7 +101,7 @@ def solve(
     board1: str,
     board2: str,
     die: int,
-    depth: int = 4,
+    depth: int | None = None,
     variant: str | None = None,
     data_dir: Path | None = None,
     tables: bool = True,
@@ -112,7 +112,8 @@ def solve(
     deep. `knucklebones solve` prints it, ``pipeline.knucklebones_column`` returns it."""
     found = asked(variant, data_dir, tables)
     check_die(found.rules.faces, die)
-    check_depth(depth)
+    if depth is not None:
+        check_depth(depth)
     return found.board(position_of(found, board1, board2), die, depth)
 
 
@@ -123,7 +124,8 @@ class Shown:
     win: float | None
     diff: float | None
     exact: bool
-    from_tables: bool
+    looked_up: str
+    """Where an exact value was looked up: ``tables``, ``book``, or "" (searched)."""
 
 
 @dataclass
@@ -174,7 +176,8 @@ def _grow(
             diff = None if diff is None else -diff
         mark = " (best)" if c.best else ""
         child = TreeNode(
-            f"{who} play column {c.column}{mark}", Shown(win, diff, c.exact, answer.exact), []
+            f"{who} play column {c.column}{mark}",
+            Shown(win, diff, c.exact, answer.source if answer.exact else ""), [],
         )
         node.children.append(child)
         seen = after[c.column]
@@ -197,7 +200,7 @@ def play(
     read_line: Callable[[str], str | None],
     write: Callable[[str], None],
     seed: int = 0,
-    depth: int = 4,
+    depth: int | None = None,
     human_first: bool = True,
     data_dir: Path | None = None,
     variant: str | None = None,
@@ -210,7 +213,8 @@ def play(
     one answer's pick: with ``variant``'s board (default: the full game) built in ``data_dir``
     it plays perfectly, every move looked up; otherwise it searches ``depth`` placements.
     """
-    check_depth(depth)
+    if depth is not None:
+        check_depth(depth)
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
     found = asked(variant, data_dir)
@@ -220,7 +224,8 @@ def play(
     rng = np.random.default_rng(seed)
     pairs = np.zeros(game.r.columns, dtype=np.int64)  # always from the human's view
     human_turn = human_first
-    how = "exact: from the tables" if exact else f"depth {depth}, exact: no"
+    depth = depth or found.answers.boards.depth_of(rules)
+    how = "exact: from the tables" if exact else f"{rules.player}-d{depth}: searched"
     write(f"Knucklebones: you against the solver ({how}), seed {seed}")
     while not game.finished(pairs):
         face = int(rng.integers(1, game.r.faces + 1))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
-from pipeline.answer.answers import DEFAULT_DEPTH, MAX_DEPTH, Answers
+from pipeline.answer.answers import MAX_DEPTH, Answers
 from pipeline.answer.catalog import Entry
 from pipeline.answer.describe import describe, listing
 from pipeline.answer.index import DEFAULT_CACHE_MB
@@ -160,7 +160,7 @@ class Positions:
         die = check_int("die", params.get("die"), -(2**31), 2**31 - 1)  # the library checks it
         depth = check_int("depth", params.get("depth"), 1, MAX_DEPTH)
         # the one answer: exact where the board's tables are found (by its rules), else searched
-        found = self.answers.board(entry.variant, board, die, depth or DEFAULT_DEPTH)
+        found = self.answers.board(entry.variant, board, die, depth)
         out = found.to_json()
         q: dict[str, Any] = {"board": out["board"]}
         if die is not None:

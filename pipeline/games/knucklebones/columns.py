@@ -20,6 +20,7 @@ from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, KnuckleRules, read_board
 
 if TYPE_CHECKING:
+    from pipeline.games.knucklebones.evaluator import Evaluator
     from pipeline.games.knucklebones.search import Eval, Searcher
 
 #: Each objective a board is solved for, and the name of its value in an answer (and in the
@@ -150,6 +151,28 @@ class BoardRules:
         opponent then faces (the game's one move: :meth:`Knucklebones.successors`)."""
         return [(c + 1, Position(after)) for c, after in self.game.successors(position.pairs, die)]
 
+    @property
+    def evaluator(self) -> Evaluator | None:
+        """The board's packaged evaluator where its record says it beat the search on the
+        board's held-out exact positions (None: the search's own leaf estimate plays)."""
+        from pipeline.games.knucklebones.evaluator import packaged
+
+        r = self.game.r
+        found = packaged(r.columns, r.rows, r.faces)
+        return found if found is not None and found.trusted else None
+
+    @property
+    def player(self) -> str:
+        """The searched answer's player, without its depth: ``net`` (the distilled evaluator
+        at the leaves) where the board has a trusted one, else ``ours``."""
+        return "ours" if self.evaluator is None else "net"
+
+    @property
+    def default_depth(self) -> int | None:
+        """The depth the board's trusted evaluator was rated at (None: the answer's own)."""
+        found = self.evaluator
+        return None if found is None else int(found.meta.get("depth", 3))
+
     def searcher(self) -> Searcher:
         """The search over this board (its transposition table kept across answers)."""
         from pipeline.games.knucklebones.game import KnuckleRules
@@ -158,22 +181,66 @@ class BoardRules:
         if self._searcher is None:
             r = self.game.r
             # the search maximises the win chance, then the difference, whatever the objective
-            self._searcher = Searcher(Knucklebones(KnuckleRules(r.columns, r.rows, r.faces)))
+            self._searcher = Searcher(
+                Knucklebones(KnuckleRules(r.columns, r.rows, r.faces)), evaluator=self.evaluator
+            )
         return self._searcher
+
+    def _kind(self) -> int:
+        from pipeline.games.knucklebones.search import NET, OURS
+
+        return OURS if self.evaluator is None else NET
 
     def evaluate(self, position: Position, depth: int) -> Eval:
         """The search's value of the position before the roll, ``depth`` placements deep."""
-        return self.searcher().evaluate(position.pairs, depth)
+        return self.searcher().evaluate(position.pairs, depth, self._kind())
 
     def searched(self, position: Position, die: int, depth: int) -> list[tuple[int, Eval]]:
         """The search's value of every legal column for ``die`` (1-based, the user's order)."""
-        from pipeline.games.knucklebones.search import OURS
-
         pairs = position.pairs
         srt = np.sort(pairs)
-        values = self.searcher().move_values(pairs, die, depth, OURS)
+        values = self.searcher().move_values(pairs, die, depth, self._kind())
         by_pair = {int(srt[j]): ev for j, ev in values}
         return [(i + 1, by_pair[int(p)]) for i, p in enumerate(pairs) if int(p) in by_pair]
+
+    def book_values(
+        self, position: Position, die: int | None
+    ) -> tuple[dict[str, float], list[tuple[int, Position, float, float]]] | None:
+        """The position's values (``win``, ``diff``) and, with ``die``, every legal column's
+        (column, successor, win, diff: the mover's, from the successor's values) from the
+        board's opening book, or None unless the position and every successor are in it."""
+        from pipeline.games.knucklebones.book import packaged
+
+        r = self.game.r
+        book = packaged(r.columns, r.rows, r.faces)
+        if book is None:
+            return None
+        succ = self.successors(position, die) if die is not None else []
+        ids = [self.state_id(position), *(self.state_id(p) for _, p in succ)]
+        found = book.values(np.array(ids, dtype=np.int64))
+        if found is None:
+            return None
+        win, diff = found
+        here = {"win": float(win[0]), "diff": float(diff[0])}
+        cols = [
+            (c, p, 1.0 - float(win[k + 1]), -float(diff[k + 1])) for k, (c, p) in enumerate(succ)
+        ]
+        return here, cols
+
+    def end_depth(self, position: Position, leaves: int) -> int | None:
+        """Placements until a board is full if no die is removed, where a search that deep
+        meets at most about ``leaves`` leaves (each player's dice times their open columns a
+        placement); None where it would meet more. At that depth the search reaches the end
+        of every line but those a removal prolongs (it says which: ``Eval.exact``)."""
+        t, r = self.game.t, self.game.r
+        pairs = position.pairs
+        mover = r.slots - int(t.mover_size[pairs].sum())
+        opponent = r.slots - int(t.opp_size[pairs].sum())
+        depth = 2 * mover - 1 if mover <= opponent else 2 * opponent
+        open_m = int((t.mover_size[pairs] < r.rows).sum())
+        open_o = int((t.opp_size[pairs] < r.rows).sum())
+        cost = (r.faces * open_m) ** ((depth + 1) // 2) * (r.faces * open_o) ** (depth // 2)
+        return depth if cost <= leaves else None
 
     def position_of(self, pairs: np.ndarray) -> Position:
         """A position from the facing pairs a game in play keeps (the mover's view)."""

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.search import OURS, SEED, Searcher, greedy_gain
+from pipeline.games.knucklebones.evaluator import Evaluator, board_name, packaged
+from pipeline.games.knucklebones.search import NET, NET_SCORE, OURS, SEED, Searcher, greedy_gain
 
 #: A player: (pairs from the mover's view, die face, rng) -> column index.
 Player = Callable[[np.ndarray, int, np.random.Generator], int]
@@ -39,9 +40,15 @@ def greedy_player(game: Knucklebones) -> Player:
 
 
 def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
-    """Expectimax to ``depth`` plies with our evaluation (``OURS``) or the Rust solver's
-    (``SEED``)."""
-    searcher = Searcher(game)
+    """Expectimax to ``depth`` plies with our evaluation (``OURS``), the Rust solver's
+    (``SEED``) or the board's distilled evaluator (``NET``; ValueError where the board has
+    none)."""
+    evaluator = None
+    if kind in (NET, NET_SCORE):
+        evaluator = board_evaluator(game)
+        if evaluator is None:
+            raise ValueError(f"no evaluator for the {board_name(game)} board")
+    searcher = Searcher(game, evaluator=evaluator)
 
     def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
         return searcher.best_move(pairs, face, depth, kind)[0]
@@ -50,14 +57,21 @@ def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
 
 
 def named_player(game: Knucklebones, name: str) -> Player:
-    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic) or ours-dN;
-    ValueError for any other name (the commands check names first, with their own words)."""
+    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN or
+    net-dN (the distilled evaluator at the leaves); ValueError for any other name (the commands
+    check names first, with their own words)."""
     if name == "random":
         return random_player(game)
     if name == "greedy":
         return greedy_player(game)
-    for prefix, kind in (("seed-d", SEED), ("ours-d", OURS)):
+    for prefix, kind in (("seed-d", SEED), ("ours-d", OURS), ("net-d", NET)):
         digits = name[len(prefix) :]
         if name.startswith(prefix) and digits.isascii() and digits.isdigit():
             return search_player(game, int(digits), kind)
     raise ValueError(f"unknown player {name!r}")
+
+
+def board_evaluator(game: Knucklebones) -> Evaluator | None:
+    """The packaged evaluator of ``game``'s board and die (None where there is none)."""
+    r = game.r
+    return packaged(r.columns, r.rows, r.faces)

@@ -36,11 +36,16 @@ import numba
 import numpy as np
 
 from pipeline.games.knucklebones import rules
+from pipeline.games.knucklebones.evaluator import Evaluator, empty_net, net_leaf
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.solve.ties import is_tie, tie_tolerance
 
 OURS = 0
 SEED = 1
+#: The distilled evaluator's leaves (:mod:`pipeline.games.knucklebones.evaluator`): maximise
+#: the win chance then the difference (``NET``), or the difference (``NET_SCORE``).
+NET = 2
+NET_SCORE = 3
 #: Average die value: what the Rust solver's heuristic counts per placement left.
 MEAN_DIE = 3.5
 #: Logistic slope of the win estimate (Phi(x) ~ logistic(1.7 x)), and the spread of the final
@@ -75,12 +80,19 @@ class Searcher:
     """Expectimax with a transposition table for one rule set; reuse it across a game."""
 
     def __init__(
-        self, game: Knucklebones, tt_bits: int = TT_BITS, known: np.ndarray | None = None
+        self,
+        game: Knucklebones,
+        tt_bits: int = TT_BITS,
+        known: np.ndarray | None = None,
+        evaluator: Evaluator | None = None,
     ) -> None:
         """``known``: exact (win, diff) of every state by state id, looked up instead of
         searched; None searches everything. (The answers do not search a board whose tables
-        are built: they read them, :mod:`pipeline.answer.boards`.)"""
+        are built: they read them, :mod:`pipeline.answer.boards`.) ``evaluator``: the
+        distilled evaluator of the board, which the ``NET`` kinds read at their leaves."""
         self.game = game
+        self.evaluator = evaluator
+        self.net = empty_net() if evaluator is None else evaluator.packed()
         t = game.t
         self.arrays = (
             t.place,
@@ -105,11 +117,16 @@ class Searcher:
     def _common(self) -> tuple:
         return (
             *self.arrays, self.slots, self.faces, self.tt_key, self.tt_val, self.params,
-            self.known,
+            self.known, self.net,
         )  # fmt: skip
+
+    def _check(self, kind: int) -> None:
+        if kind in (NET, NET_SCORE) and self.evaluator is None:
+            raise ValueError("this search has no evaluator (Searcher(evaluator=...))")
 
     def evaluate(self, pairs: np.ndarray, depth: int, kind: int = OURS) -> Eval:
         """Value of a position before the roll (chance node), searching ``depth`` placements."""
+        self._check(kind)
         w, d, ex = chance_value(np.sort(pairs).astype(np.int64), depth, kind, *self._common())
         return _eval(w, d, ex)
 
@@ -117,6 +134,7 @@ class Searcher:
         self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS
     ) -> list[tuple[int, Eval]]:
         """Every distinct legal column (index into sorted ``pairs``) with its value for the die."""
+        self._check(kind)
         srt = np.sort(pairs).astype(np.int64)
         out = np.zeros((srt.shape[0], 4))
         n = move_table(srt, face, depth, kind, out, *self._common())
@@ -129,7 +147,9 @@ class Searcher:
         moves = self.move_values(pairs, face, depth, kind)
         if not moves:
             raise ValueError("no legal move: the board is full")
-        key = (lambda m: (m[1].win, m[1].diff)) if kind == OURS else (lambda m: m[1].diff)
+        key = (
+            (lambda m: (m[1].win, m[1].diff)) if kind in (OURS, NET) else (lambda m: m[1].diff)
+        )
         j, ev = max(moves, key=key)
         target = np.sort(pairs)[j]
         return int(np.flatnonzero(pairs == target)[0]), ev
@@ -167,8 +187,10 @@ def _best_gain(pairs, place, mover_score, opp_score, faces):
 
 @numba.njit(cache=True)
 def _leaf(pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score, slots,
-          faces, params):  # fmt: skip
+          faces, params, net):  # fmt: skip
     """Estimated (win, diff) of an unfinished position for the player to move."""
+    if kind >= NET:
+        return net_leaf(pairs, mover_size, opp_size, net)
     diff = 0.0
     e_m = slots
     e_o = slots
@@ -225,10 +247,9 @@ def _tt_store(tt_key, tt_val, slot, key, w, d, exact):
 def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
     Rust solver's by difference."""
-    tie = is_tie(w, bw)
-    return (kind == 0 and (w > bw + tie_tolerance(bw) or (tie and d > bd))) or (
-        kind == 1 and d > bd
-    )
+    if kind == OURS or kind == NET:
+        return w > bw + tie_tolerance(bw) or (is_tie(w, bw) and d > bd)
+    return d > bd
 
 
 @numba.njit(cache=True)
@@ -242,7 +263,8 @@ def _turned(pairs, swap):
 
 @numba.njit(cache=True)
 def chance_value(pairs, depth, kind, place, swap, moved, mover_size, opp_size, mover_score,
-                 opp_score, binom, slots, faces, tt_key, tt_val, params, known):  # fmt: skip
+                 opp_score, binom, slots, faces, tt_key, tt_val, params, known,
+                 net):  # fmt: skip
     """(win, diff, exactness) of a sorted position before the roll, searching ``depth`` plies.
 
     Exactness: ESTIMATE when some searched line -- any roll, any move considered, not only the
@@ -261,7 +283,7 @@ def chance_value(pairs, depth, kind, place, swap, moved, mover_size, opp_size, m
     if depth == 0:
         w, d = _leaf(
             pairs, kind, place, swap, mover_size, opp_size, mover_score, opp_score, slots,
-            faces, params,
+            faces, params, net,
         )  # fmt: skip
         return w, d, ESTIMATE
     key = (rules.rank(pairs, c, binom) * 64 + depth) * 4 + kind
@@ -282,7 +304,7 @@ def chance_value(pairs, depth, kind, place, swap, moved, mover_size, opp_size, m
             rules.turned_after(sw, c, j, m, child)
             cw, cd, cx = chance_value(
                 child, depth - 1, kind, place, swap, moved, mover_size, opp_size, mover_score,
-                opp_score, binom, slots, faces, tt_key, tt_val, params, known,
+                opp_score, binom, slots, faces, tt_key, tt_val, params, known, net,
             )  # fmt: skip
             # Every move considered counts, not just the one chosen: the best move's value is
             # exact only if the moves it was compared with were exact too.
@@ -300,7 +322,7 @@ def chance_value(pairs, depth, kind, place, swap, moved, mover_size, opp_size, m
 @numba.njit(cache=True)
 def move_table(pairs, face, depth, kind, out, place, swap, moved, mover_size, opp_size,
                mover_score, opp_score, binom, slots, faces, tt_key, tt_val, params,
-               known):  # fmt: skip
+               known, net):  # fmt: skip
     """Fill ``out`` rows with (column, win, diff, exactness) of each distinct legal move; count."""
     n = 0
     sw = _turned(pairs, swap)
@@ -313,7 +335,7 @@ def move_table(pairs, face, depth, kind, out, place, swap, moved, mover_size, op
         rules.turned_after(sw, c, j, m, child)
         cw, cd, cx = chance_value(
             child, depth - 1, kind, place, swap, moved, mover_size, opp_size, mover_score,
-            opp_score, binom, slots, faces, tt_key, tt_val, params, known,
+            opp_score, binom, slots, faces, tt_key, tt_val, params, known, net,
         )  # fmt: skip
         out[n, 0] = j
         out[n, 1] = 1.0 - cw

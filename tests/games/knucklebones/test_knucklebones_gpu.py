@@ -503,9 +503,9 @@ def test_tree_and_play_use_the_lean_tables_when_built(
     assert [(c.value.win, c.value.diff) for c in ours if c.value] == [
         (c.win, c.diff) for c in sorted(solved.columns, key=lambda c: c.column)
     ]
-    assert all(c.value is not None and c.value.from_tables for c in ours)
+    assert all(c.value is not None and c.value.looked_up == "tables" for c in ours)
     replies = [r for c in ours for roll in c.children for r in roll.children]
-    assert replies and all(r.value is not None and r.value.from_tables for r in replies)
+    assert replies and all(r.value is not None and r.value.looked_up == "tables" for r in replies)
     # a reply's value from the root's view is 1 minus its own (the reply position's answer)
     first = ours[0].children[0]  # column 1, then their roll of 1
     mover, opponent = next(c.next for c in solved.columns if c.column == 1).split(";")

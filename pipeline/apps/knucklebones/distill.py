@@ -1,0 +1,189 @@
+"""From exact values to a Knucklebones player that needs none: labelled positions, the distilled
+evaluator fitted to them, and players measured against exact play on held-out positions
+(`knucklebones label`, `knucklebones train`, `knucklebones rate`).
+
+The exact values of a board come from its tables where both objectives are built in the data
+directory (found by the rules they record, whatever their names), else from a solve here
+(:func:`pipeline.games.knucklebones.solver.solve`, every value within 1e-11): the small boards
+(3x2, 3x3 with a d4) solve in a minute or two on a laptop. The full game's values exist only on
+a GPU; its labelled set and book come from there (docs/knucklebones-full-game.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline import progress
+from pipeline.errors import UsageError
+from pipeline.games.knucklebones.evaluator import Evaluator
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+from pipeline.games.knucklebones.labels import Labelled, Lookup, labelled_set
+from pipeline.games.knucklebones.training import Settings, examples, fit
+
+#: The largest board whose values are held in memory (and solved here when not built): 3x3
+#: with a d5 has 351 million positions; the full game 4.8 billion.
+MAX_STATES = 400_000_000
+#: The players a new evaluator must beat on every measure to become its board's default:
+#: the search the answer used before it.
+BASELINE = "ours-d4"
+
+
+@dataclass(frozen=True)
+class Values:
+    """Both objectives' exact values of a board, by state id, and where they came from."""
+
+    values: dict[str, np.ndarray]
+    source: str
+    """``tables: NAME, NAME`` or ``solved here: tolerance 1e-11``."""
+
+    def lookups(self) -> dict[str, Lookup]:
+        return {k: (lambda ids, v=v: v[ids]) for k, v in self.values.items()}
+
+
+def board_game(rules: KnuckleRules) -> Knucklebones:
+    """The board of ``rules`` (its objective set to wins: both are labelled)."""
+    return Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces))
+
+
+def exact_values(rules: KnuckleRules, data_dir: Path | None) -> Values:
+    """Both objectives' exact values of ``rules``' board: from its tables in ``data_dir``
+    where both are built, else solved here; UsageError for a board too big for memory."""
+    game = board_game(rules)
+    if game.n_states > MAX_STATES:
+        raise UsageError(
+            f"the {rules.columns}x{rules.rows} board with a d{rules.faces} has "
+            f"{game.n_states:,} positions: its exact values exist only on a GPU (label it "
+            "there: docs/knucklebones-full-game.md)"
+        )
+    found = _built(game, data_dir) if data_dir is not None else None
+    if found is not None:
+        return found
+    from pipeline.games.knucklebones.solver import solve
+
+    out: dict[str, np.ndarray] = {}
+    for objective in ("wins", "score"):
+        board = KnuckleRules(rules.columns, rules.rows, rules.faces, objective)
+        with progress.task(f"solving the board exactly ({objective})"):
+            out[objective] = solve(board, tol=1e-11).values()
+    return Values(out, "solved here: every value within 1e-11")
+
+
+def _built(game: Knucklebones, data_dir: Path) -> Values | None:
+    """Both objectives' values from the board's built tables (None unless both are built)."""
+    from pipeline.answer.answers import for_dir
+    from pipeline.games.knucklebones.columns import BoardRules
+    from pipeline.store import readers
+
+    if not (Path(data_dir) / "manifest.json").exists():
+        return None
+    boards = for_dir(Path(data_dir)).boards
+    found = boards.tables.find("", BoardRules(game))
+    if found.own is None or found.twin is None:
+        return None
+    out: dict[str, np.ndarray] = {}
+    for objective, name in (("wins", found.own), ("score", found.twin)):
+        with progress.task(f"reading {name}'s values"):
+            table = readers.dataset(data_dir, "states", name).to_table(
+                columns=["state_id", "value"]
+            )
+        values = np.full(game.n_states, np.nan)
+        values[table["state_id"].to_numpy()] = table["value"].to_numpy()
+        if np.isnan(values).any():
+            raise UsageError(f"{name}'s states table lacks positions: rebuild it")
+        out[objective] = values
+    return Values(out, f"tables: {found.own}, {found.twin}")
+
+
+def label(
+    rules: KnuckleRules, data_dir: Path | None, games: int, uniform: int, seed: int,
+    held_out: bool = False,
+) -> Labelled:  # fmt: skip
+    """A labelled set of ``rules``' board (see :func:`labels.labelled_set`)."""
+    game = board_game(rules)
+    values = exact_values(rules, data_dir)
+    with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
+        out = labelled_set(game, values.lookups(), games, uniform, seed, only_held_out=held_out)
+    out.meta["values"] = values.source
+    return out
+
+
+@dataclass(frozen=True)
+class Trained:
+    """An evaluator fitted here, and how it was made and measured."""
+
+    evaluator: Evaluator
+    ratings: list[Any]
+    seconds: float
+
+
+def train(
+    rules: KnuckleRules,
+    data_dir: Path | None,
+    games: int,
+    uniform: int,
+    seed: int,
+    settings: Settings,
+    depth: int,
+    decisions: int,
+    report: Callable[[int, float], None] | None = None,
+) -> Trained:
+    """Fit an evaluator of ``rules``' board to a labelled set (``games`` games, ``uniform``
+    uniform positions, ``seed``), then measure ``net-d{depth}`` and :data:`BASELINE` on
+    ``decisions`` held-out decisions; the record (``meta``) names the training data, the
+    settings and the measures, and says whether the model beat the baseline on every one."""
+    from pipeline.apps.knucklebones.rating import decisions as held_decisions
+    from pipeline.apps.knucklebones.rating import rate
+    from pipeline.games.knucklebones.search import NET, Searcher
+    from pipeline.games.knucklebones.players import named_player
+
+    t0 = time.perf_counter()
+    game = board_game(rules)
+    values = exact_values(rules, data_dir)
+    with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
+        found = labelled_set(game, values.lookups(), games, uniform, seed)
+    n_examples = len(examples(found)[0])
+    with progress.task(f"fitting the evaluator to {n_examples:,} examples", total=settings.epochs,
+                       unit="epochs") as job:  # fmt: skip
+
+        def epoch(k: int, err: float) -> None:
+            job.advance(1)
+            if report is not None:
+                report(k, err)
+
+        model = fit(game, found, settings, report=epoch)
+    with progress.task("held-out positions"):
+        held = labelled_set(game, values.lookups(), max(games // 10, 200), 0, seed + 1,
+                            only_held_out=True)  # fmt: skip
+        asked = held_decisions(game, held, decisions, seed + 2)
+    searcher = Searcher(game, evaluator=model)
+
+    def net(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
+        return searcher.best_move(pairs, face, depth, NET)[0]
+
+    players = {f"net-d{depth}": net, BASELINE: named_player(game, BASELINE)}
+    ratings = []
+    with progress.task("rating against exact play", total=len(players) * len(asked)) as job:
+        for name, player in players.items():
+            ratings.append(rate(name, player, asked, seed + 3, tick=lambda: job.advance(1)))
+    new, old = ratings
+    beats = (
+        new.optimal > old.optimal and new.optimal_middle > old.optimal_middle
+        and new.mean_regret < old.mean_regret and new.max_regret <= old.max_regret
+    )  # fmt: skip
+    model.meta.update({
+        "board": model.board, "depth": depth, "beats_search": bool(beats),
+        "training": {
+            "values": values.source, "games": games, "uniform": uniform, "seed": seed,
+            "positions": len(found), "examples": n_examples, "players": found.meta["players"],
+        },
+        "held_out": {"decisions": len(asked), "seed": seed + 1, "every": 10},
+        "ratings": [r.row() for r in ratings],
+        "seconds": round(time.perf_counter() - t0, 1),
+    })  # fmt: skip
+    return Trained(model, ratings, time.perf_counter() - t0)

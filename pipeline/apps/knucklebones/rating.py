@@ -1,0 +1,131 @@
+"""Knucklebones players measured against exact values, choice by choice.
+
+The positions are a held-out labelled set (:mod:`pipeline.games.knucklebones.labels`): positions
+met in games between the project's players, labelled with the exact value of every choice in
+both objectives, and *held out*: their state ids fall in the tenth that no evaluator is trained
+on (:func:`pipeline.games.knucklebones.labels.held_out`). A decision is a position and a die
+with at least two distinct moves. At each, every player picks a column; its *regret* is the
+best choice's exact win chance minus the picked one's, and the pick is *optimal* when that is
+within the tie tolerance (1e-12, relative). The middle game is the decisions with at most two
+thirds of both boards' slots filled (12 dice of the full game's 18). Each player's time is the
+mean wall time of its picks, on one core of this process.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.games.knucklebones.labels import Labelled
+from pipeline.games.knucklebones.players import Player, named_player
+from pipeline.solve.tolerance import tie_tolerance
+
+#: The players a rating measures when none are named.
+DEFAULT_PLAYERS = (
+    "greedy", "seed-d4", "ours-d1", "ours-d2", "ours-d3", "ours-d4", "ours-d5", "ours-d6",
+    "net-d1", "net-d2", "net-d3",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """The decisions of a labelled set: (position, die) with two or more distinct moves."""
+
+    pairs: np.ndarray
+    """[n, columns] sorted facing pairs of each decision's position."""
+    die: np.ndarray
+    win: np.ndarray
+    """[n, columns] each column's exact win-chance value (NaN: no move)."""
+    diff: np.ndarray
+    """[n, columns] each column's exact score-difference value (NaN: no move)."""
+    middle: np.ndarray
+    """Whether the decision is in the middle game."""
+
+    def __len__(self) -> int:
+        return int(self.die.shape[0])
+
+
+@dataclass(frozen=True)
+class Rating:
+    """One player's measures over the decisions."""
+
+    player: str
+    decisions: int
+    optimal: float
+    """Share of decisions where the pick is exactly optimal in win chance."""
+    middle_decisions: int
+    optimal_middle: float
+    mean_regret: float
+    """Win chance lost per decision, decisions weighted alike."""
+    max_regret: float
+    mean_points_lost: float
+    """Expected score difference lost against the score objective's best choice."""
+    ms_per_move: float
+
+    def row(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def decisions(game: Knucklebones, labelled: Labelled, limit: int, seed: int) -> Decisions:
+    """The labelled set's decisions, at most ``limit`` of them drawn with ``seed``."""
+    from pipeline.games.knucklebones.exact import pairs_of
+
+    f, c = labelled.faces, labelled.columns
+    nxt = labelled.next_id.reshape(-1, f, c)
+    # distinct moves: equal successors are one move (equal pairs are already one column)
+    moves = np.array([[len(set(row[row >= 0].tolist())) for row in pos] for pos in nxt])
+    where = np.argwhere(moves > 1)
+    if limit and len(where) > limit:
+        rng = np.random.default_rng(seed)
+        where = where[np.sort(rng.choice(len(where), limit, replace=False))]
+    pos, die = where[:, 0], where[:, 1]
+    win = labelled.choices["win"].reshape(-1, f, c)[pos, die]
+    diff = labelled.choices["diff"].reshape(-1, f, c)[pos, die]
+    slots = 2 * game.r.slots
+    return Decisions(
+        pairs_of(game.r, labelled.state_id[pos]), die + 1, win, diff,
+        labelled.dice[pos] <= (2 * slots) // 3,
+    )  # fmt: skip
+
+
+def rate(
+    name: str,
+    player: Player,
+    found: Decisions,
+    seed: int,
+    tick: Callable[[], None] | None = None,
+) -> Rating:
+    """``player``'s measures over ``found`` (tie-breaks from ``seed``)."""
+    rng = np.random.default_rng(seed)
+    n = len(found)
+    regret = np.empty(n)
+    points = np.empty(n)
+    seconds = 0.0
+    for i in range(n):
+        pairs = found.pairs[i]
+        t0 = time.perf_counter()
+        col = player(pairs, int(found.die[i]), rng)
+        seconds += time.perf_counter() - t0
+        col = int(np.flatnonzero(pairs == pairs[col])[0])  # equal pairs: one move, the first
+        regret[i] = np.nanmax(found.win[i]) - found.win[i, col]
+        points[i] = np.nanmax(found.diff[i]) - found.diff[i, col]
+        if tick is not None:
+            tick()
+    best = np.nanmax(found.win, axis=1)
+    optimal = regret <= np.array([tie_tolerance(b) for b in best])
+    mid = found.middle
+    return Rating(
+        name, n, float(optimal.mean()) if n else 0.0, int(mid.sum()),
+        float(optimal[mid].mean()) if mid.any() else float("nan"),
+        float(regret.mean()) if n else 0.0, float(regret.max()) if n else 0.0,
+        float(points.mean()) if n else 0.0, 1000 * seconds / max(n, 1),
+    )  # fmt: skip
+
+
+def player(game: Knucklebones, name: str) -> Player:
+    """A player by name (:func:`pipeline.games.knucklebones.players.named_player`)."""
+    return named_player(game, name)

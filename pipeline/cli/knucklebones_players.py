@@ -1,0 +1,204 @@
+"""`stb-pipeline knucklebones label | train | rate`: exact values turned into a player that needs
+none, measured against exact play (:mod:`pipeline.apps.knucklebones.distill`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline import progress
+from pipeline.cli.knucklebones import MAX_SEED, BoardVariant, kb, out
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
+from pipeline.errors import UsageError
+
+#: The board `label`, `train` and `rate` work on when none is named: the largest board whose
+#: exact values a laptop can solve in minutes.
+DEFAULT_BOARD = "knucklebones-3x3-d4"
+
+Seed = Annotated[int, typer.Option(help="Seed of the games, the sample and the fit.")]
+Games = Annotated[int, typer.Option(help="Games between the project's players whose positions are labelled.")]  # fmt: skip
+
+
+def _rules(variant: str | None) -> object:
+    """The KnuckleRules of a Knucklebones variant's board (UsageError for other games)."""
+    from pipeline.apps.knucklebones.position import board_variant
+
+    found = board_variant(variant or DEFAULT_BOARD)
+    return found.board().game.r  # type: ignore[misc]
+
+
+def _check(seed: int, games: int, most: int = 1_000_000) -> None:
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    if not 1 <= games <= most:
+        raise UsageError(f"--games must be between 1 and {most:,}, not {games}")
+
+
+def _data(data_dir: Path, tables: bool) -> Path | None:
+    return Path(data_dir) if tables else None
+
+
+Tables = Annotated[
+    bool,
+    typer.Option(
+        "--tables/--solve",
+        help="Read the board's exact values from its tables in --data-dir where both "
+        "objectives are built (else they are solved here), or always solve.",
+    ),
+]
+
+
+@kb.command("label")
+def label_cmd(
+    output: Annotated[Path, typer.Option("--output", "-o", help="The Parquet file to write.")],
+    variant: BoardVariant = None,
+    games: Games = 2000,
+    uniform: Annotated[int, typer.Option(help="Positions drawn uniformly by state id.")] = 10000,
+    seed: Seed = 1,
+    held_out: Annotated[
+        bool, typer.Option("--held-out", help="Only the held-out positions (a tenth, by id).")
+    ] = False,
+    tables: Tables = True,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
+) -> None:
+    """Write labelled positions: each with its exact value and every (die, column) choice's, in
+    both objectives, from games between the project's players and a uniform sample.
+
+    Example: stb-pipeline knucklebones label -v knucklebones-3x2 --games 1000 -o labelled.parquet
+    """
+    from pipeline.apps.knucklebones.distill import label
+    from pipeline.games.knucklebones import labels
+
+    _check(seed, games)
+    if not 0 <= uniform <= 10_000_000:
+        raise UsageError(f"--uniform must be between 0 and 10,000,000, not {uniform}")
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory: name the file to write")
+    found = label(_rules(variant), _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
+    try:
+        labels.write(found, output)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    worst = max(float(labels.bellman_residual(found, n).max(initial=0.0)) for n in found.values)
+    out.print(
+        f"{len(found):,} positions written to {output} (values: {found.meta['values']}; "
+        f"largest Bellman residual among them {worst:.2g})"
+    )
+
+
+@kb.command("train")
+def train_cmd(
+    output: Annotated[Path, typer.Option("--output", "-o", help="The weights file (.npz).")],
+    variant: BoardVariant = None,
+    games: Games = 40000,
+    uniform: Annotated[int, typer.Option(help="Positions drawn uniformly by state id.")] = 300000,
+    seed: Seed = 0,
+    epochs: Annotated[int, typer.Option(help="Passes over the examples.")] = 6,
+    depth: Annotated[int, typer.Option(help="The new player's search depth.")] = 3,
+    decisions: Annotated[int, typer.Option(help="Held-out decisions it is rated on.")] = 3000,
+    tables: Tables = True,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
+) -> None:
+    """Fit the distilled evaluator of a board to its exact values and rate it on held-out
+    positions against the depth-4 search; write its weights and record.
+
+    Example: stb-pipeline knucklebones train -v knucklebones-3x2 --games 20000 -o 3x2-d6.npz
+    """
+    from rich.table import Table
+
+    from pipeline.apps.knucklebones.distill import train
+    from pipeline.apps.knucklebones.position import check_depth
+    from pipeline.games.knucklebones.training import Settings
+
+    _check(seed, games)
+    check_depth(depth)
+    if not 1 <= epochs <= 100:
+        raise UsageError(f"--epochs must be between 1 and 100, not {epochs}")
+    if not 10 <= decisions <= 1_000_000:
+        raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory: name the file to write")
+    rules = _rules(variant)
+    found = train(
+        rules, _data(data_dir, tables), games, uniform, seed,  # type: ignore[arg-type]
+        Settings(epochs=epochs, seed=seed), depth, decisions,
+    )  # fmt: skip
+    try:
+        found.evaluator.save(output)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    out.print(_ratings_table(Table, found.ratings))
+    verdict = "beats" if found.evaluator.trusted else "does not beat"
+    out.print(
+        f"weights written to {output}: net-d{depth} {verdict} the search on every measure "
+        f"({found.seconds:.0f} s)"
+    )
+
+
+@kb.command("rate")
+def rate_cmd(
+    variant: BoardVariant = None,
+    players: Annotated[
+        str, typer.Option(help="Players, comma-separated: greedy, seed-dN, ours-dN, net-dN.")
+    ] = "greedy,seed-d4,ours-d2,ours-d4,net-d2,net-d3",
+    decisions: Annotated[int, typer.Option(help="Held-out decisions drawn.")] = 2000,
+    games: Games = 3000,
+    seed: Seed = 7,
+    tables: Tables = True,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
+) -> None:
+    """Rate players against exact play, choice by choice, on held-out positions met in play:
+    share of exactly optimal choices (overall, middle game), regret, milliseconds a move.
+
+    Example: stb-pipeline knucklebones rate -v knucklebones-3x2 --players greedy,ours-d4,net-d3
+    """
+    from rich.table import Table
+
+    from pipeline.apps.knucklebones.distill import board_game, label
+    from pipeline.apps.knucklebones.match import check_player
+    from pipeline.apps.knucklebones.rating import decisions as held_decisions
+    from pipeline.apps.knucklebones.rating import rate
+    from pipeline.games.knucklebones.players import named_player
+    from pipeline.games.registry import split_names
+
+    _check(seed, games)
+    if not 10 <= decisions <= 1_000_000:
+        raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
+    names = split_names([players], "--players")
+    for name in names:
+        check_player(name)
+    rules = _rules(variant)
+    game = board_game(rules)  # type: ignore[arg-type]
+    try:
+        made = {name: named_player(game, name) for name in names}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    held = label(rules, _data(data_dir, tables), games, 0, seed, held_out=True)  # type: ignore[arg-type]
+    asked = held_decisions(game, held, decisions, seed + 1)
+    ratings = []
+    with progress.task("rating against exact play", total=len(made) * len(asked)) as job:
+        for name, player in made.items():
+            ratings.append(rate(name, player, asked, seed + 2, tick=lambda: job.advance(1)))
+    out.print(_ratings_table(Table, ratings))
+    out.print(
+        f"{len(asked):,} held-out decisions from {games:,} games between the project's players "
+        f"(seed {seed}); values: {held.meta['values']}"
+    )
+
+
+def _ratings_table(table_type: type, ratings: list) -> object:
+    table = table_type(
+        "player", "optimal", "middle game", "mean regret", "worst regret", "points lost",
+        "ms a move",
+    )  # fmt: skip
+    for r in ratings:
+        table.add_row(
+            r.player, f"{r.optimal:.4f}", f"{r.optimal_middle:.4f}", f"{r.mean_regret:.6f}",
+            f"{r.max_regret:.4f}", f"{r.mean_points_lost:.3f}", f"{r.ms_per_move:.2f}",
+        )  # fmt: skip
+    return table
