@@ -73,6 +73,8 @@ BY_NAME = ("three-player", "four-player", "three-player-two-dice", "two-player-s
 #: A small Knucklebones board written as the full game is (lean states and decisions), so that
 #: the full-game queries have tables to read; ``-score`` is its score twin.
 LEAN_BOARD = "kb-lean-2x2-d3"
+#: The board whose players `built_by_name` rates (`knucklebones rate`).
+RATED_BOARD = "knucklebones-2x2"
 
 
 @pytest.fixture(scope="session")
@@ -88,6 +90,10 @@ def built_by_name(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     result = invoke(["build", "--variant", ",".join(BY_NAME), "--data-dir", data])
     assert result.code == 0, result.stderr
     write_lean_pair(data, LEAN_BOARD, KnuckleRules(2, 2, 3))
+    # players rated against the 2x2 board's exact tables (`query knucklebones_players`)
+    rated = ["knucklebones", "rate", "-v", RATED_BOARD, "--players", "greedy,ours-d1,ours-d2"]
+    result = invoke([*rated, "--decisions", "60", "--games", "200", "--data-dir", data, "-q"])
+    assert result.code == 0, result.stderr
     return data
 
 

@@ -183,7 +183,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         {
             "variant": "variant name",
             "strategy": "strategy name (see the README's strategy list)",
-            "method": "exact (policy evaluation, no sampling) or simulation (Monte Carlo)",
+            "method": "exact (policy evaluation, no sampling), simulation (Monte Carlo) or "
+            "exact choices (Knucklebones players rated against exact values, `knucklebones rate`)",
             "games": "games simulated (null for exact)",
             "wins": "games won, every tile shut (null for exact)",
             "win_rate": "P(every tile shut): exact, or wins / games",
@@ -363,6 +364,19 @@ _bench.update(
         "loss_ci_low": "Knucklebones: lower end of the 95 % Wilson interval of `loss_rate`",
         "loss_ci_high": "Knucklebones: upper end of the 95 % Wilson interval of `loss_rate`",
         "median_decision_ms": "Knucklebones: median milliseconds our player took per move",
+        # `knucklebones rate`: method 'exact choices', one row per player rated
+        "decisions": "Knucklebones rating: held-out (position, die) decisions with two or more "
+        "distinct moves",
+        "optimal": "Knucklebones rating: share of decisions where the pick is exactly optimal "
+        "in win chance",
+        "middle_decisions": "Knucklebones rating: decisions with at most two thirds of both "
+        "boards' slots filled",
+        "optimal_middle": "Knucklebones rating: `optimal` over the middle-game decisions",
+        "mean_regret": "Knucklebones rating: win chance lost per decision against the best choice",
+        "max_regret": "Knucklebones rating: the largest win chance lost at one decision",
+        "mean_points_lost": "Knucklebones rating: expected score difference lost per decision "
+        "against the score objective's best choice",
+        "ms_per_move": "Knucklebones rating: mean milliseconds of the player's picks (one core)",
     }
 )
 

@@ -241,7 +241,8 @@ class Boards:
         head = dict(
             variant=variant.name, board=rules.text(here), mover_score=mine,
             opponent_score=theirs, objective=rules.objective, over=rules.over(here), die=die,
-            exact=exact, tables=found.names if exact else (), source="tables" if exact else "search",
+            exact=exact, tables=found.names if exact else (),
+            source="tables" if exact else "search",
         )  # fmt: skip
         if head["over"]:
             final = rules.final_values(here)
@@ -331,15 +332,14 @@ class Boards:
             other_best=other_best, player=f"{rules.player}-d{d}",
         )  # fmt: skip
 
-    def _booked(
-        self, rules: Any, here: Any, booked: tuple, head: dict[str, Any]
-    ) -> BoardAnswer:
+    def _booked(self, rules: Any, here: Any, booked: tuple, head: dict[str, Any]) -> BoardAnswer:
         """Every column's exact value from the board's opening book."""
         values, succ = booked
         fields = rules.fields
         pairs = [(c, p) for c, p, _, _ in succ]
         columns: dict[str, list[float] | None] = {
-            "win": [w for _, _, w, _ in succ], "diff": [d for _, _, _, d in succ]
+            "win": [w for _, _, w, _ in succ],
+            "diff": [d for _, _, _, d in succ],
         }
         cols, other_best = _ranked(rules, here, pairs, columns, [True] * len(succ))
         return BoardAnswer(

@@ -124,7 +124,9 @@ def solve_cmd(
     best = a.best
     assert best is not None  # the game is not over (solve refuses a full board): a column is legal
     looked_up = a.source if a.source in ("tables", "book") else ""
-    out.print(f"best column {best.column}: {_fmt(Shown(best.win, best.diff, best.exact, looked_up))}")
+    out.print(
+        f"best column {best.column}: {_fmt(Shown(best.win, best.diff, best.exact, looked_up))}"
+    )
     if a.other_best is not None:
         other = "score difference" if a.objective == "wins" else "win probability"
         out.print(
@@ -138,8 +140,13 @@ def solve_cmd(
             f"{cv.column}{mark}",
             _num(cv.win, ".6f"),
             _num(cv.diff, "+.4f"),
-            "yes (from tables)" if a.source == "tables" else "yes (book)" if a.source == "book"
-            else "yes" if cv.exact else "no",
+            "yes (from tables)"
+            if a.source == "tables"
+            else "yes (book)"
+            if a.source == "book"
+            else "yes"
+            if cv.exact
+            else "no",
         )
     out.print(table)
 

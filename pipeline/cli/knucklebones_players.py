@@ -18,7 +18,9 @@ from pipeline.errors import UsageError
 DEFAULT_BOARD = "knucklebones-3x3-d4"
 
 Seed = Annotated[int, typer.Option(help="Seed of the games, the sample and the fit.")]
-Games = Annotated[int, typer.Option(help="Games between the project's players whose positions are labelled.")]  # fmt: skip
+Games = Annotated[
+    int, typer.Option(help="Games between the project's players whose positions are labelled.")
+]
 
 
 def _rules(variant: str | None) -> object:
@@ -149,6 +151,14 @@ def rate_cmd(
     games: Games = 3000,
     seed: Seed = 7,
     tables: Tables = True,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write/--no-write",
+            help="Store the ratings as benchmarks rows of the variant in --data-dir "
+            "(`query knucklebones_players` reads them).",
+        ),
+    ] = True,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -161,14 +171,18 @@ def rate_cmd(
 
     from pipeline.apps.knucklebones.distill import board_game, label
     from pipeline.apps.knucklebones.match import check_player
+    from pipeline.apps.knucklebones.rating import METHOD, rate, write_rows
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
-    from pipeline.apps.knucklebones.rating import rate
     from pipeline.games.knucklebones.players import named_player
     from pipeline.games.registry import split_names
 
     _check(seed, games)
     if not 10 <= decisions <= 1_000_000:
         raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
+    if write:
+        from pipeline.store.tables import ensure_writable
+
+        ensure_writable(data_dir)  # fail before the rating, not after
     names = split_names([players], "--players")
     for name in names:
         check_player(name)
@@ -189,6 +203,10 @@ def rate_cmd(
         f"{len(asked):,} held-out decisions from {games:,} games between the project's players "
         f"(seed {seed}); values: {held.meta['values']}"
     )
+    if write:
+        name = variant or DEFAULT_BOARD
+        path = write_rows(data_dir, name, game.rules(), ratings, {"games": games, "seed": seed})
+        out.print(f"rows written to {path} (variant {name}, method '{METHOD}')")
 
 
 def _ratings_table(table_type: type, ratings: list) -> object:

@@ -16,7 +16,7 @@ import pytest
 
 from pipeline.analysis import sql
 from pipeline.store import outputs
-from tests.conftest import LEAN_BOARD, REPO, invoke
+from tests.conftest import LEAN_BOARD, RATED_BOARD, REPO, invoke
 from tests.games.shutbox.test_shutbox_values import SEED_000_OPENING
 
 EXPECTED = REPO / "tests" / "analysis" / "expected"
@@ -251,7 +251,11 @@ def duckdb_binary() -> str:
 #: use: the full game's queries read the small board written as the full game is (lean states
 #: and decisions). Every other query runs on its default, or with no variant when the variant
 #: is optional (every variant's rows).
-RECIPE_VARIANT = {"knucklebones_openings": LEAN_BOARD, "knucklebones_perfect_loss": LEAN_BOARD}
+RECIPE_VARIANT = {
+    "knucklebones_openings": LEAN_BOARD,
+    "knucklebones_perfect_loss": LEAN_BOARD,
+    "knucklebones_players": RATED_BOARD,
+}
 
 
 @pytest.mark.parametrize("path", QUERY_FILES, ids=lambda p: p.stem)

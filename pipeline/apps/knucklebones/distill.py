@@ -43,7 +43,15 @@ class Values:
     """``tables: NAME, NAME`` or ``solved here: tolerance 1e-11``."""
 
     def lookups(self) -> dict[str, Lookup]:
-        return {k: (lambda ids, v=v: v[ids]) for k, v in self.values.items()}
+        """Each objective's values as a lookup of state ids."""
+        return {k: _lookup(v) for k, v in self.values.items()}
+
+
+def _lookup(values: np.ndarray) -> Lookup:
+    def read(ids: np.ndarray) -> np.ndarray:
+        return values[ids]
+
+    return read
 
 
 def board_game(rules: KnuckleRules) -> Knucklebones:
@@ -139,8 +147,8 @@ def train(
     settings and the measures, and says whether the model beat the baseline on every one."""
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
     from pipeline.apps.knucklebones.rating import rate
-    from pipeline.games.knucklebones.search import NET, Searcher
     from pipeline.games.knucklebones.players import named_player
+    from pipeline.games.knucklebones.search import NET, Searcher
 
     t0 = time.perf_counter()
     game = board_game(rules)

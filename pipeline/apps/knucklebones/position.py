@@ -177,7 +177,8 @@ def _grow(
         mark = " (best)" if c.best else ""
         child = TreeNode(
             f"{who} play column {c.column}{mark}",
-            Shown(win, diff, c.exact, answer.source if answer.exact else ""), [],
+            Shown(win, diff, c.exact, answer.source if answer.exact else ""),
+            [],
         )
         node.children.append(child)
         seen = after[c.column]

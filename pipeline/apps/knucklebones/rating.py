@@ -16,12 +16,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.labels import Labelled
-from pipeline.games.knucklebones.players import Player, named_player
+from pipeline.games.knucklebones.players import Player
 from pipeline.solve.tolerance import tie_tolerance
 
 #: The players a rating measures when none are named.
@@ -126,6 +128,30 @@ def rate(
     )  # fmt: skip
 
 
-def player(game: Knucklebones, name: str) -> Player:
-    """A player by name (:func:`pipeline.games.knucklebones.players.named_player`)."""
-    return named_player(game, name)
+#: The ``method`` of a rating's rows in the ``benchmarks`` table.
+METHOD = "exact choices"
+
+
+def write_rows(
+    data_dir: Path, variant: str, rules: dict[str, Any], ratings: list[Rating], record: dict
+) -> Path:
+    """Store the ratings as ``benchmarks`` rows of ``variant`` (method :data:`METHOD`; a
+    player's earlier rating rows replaced, every other row kept), with the labelled set's
+    ``seed`` and ``games`` from ``record``."""
+    import polars as pl
+
+    from pipeline.store import tables
+
+    rows = [
+        {
+            "strategy": r.player, "method": METHOD, **{k: v for k, v in r.row().items()
+                                                       if k != "player"},
+            "games": int(record["games"]), "seed": int(record["seed"]),
+        }
+        for r in ratings
+    ]  # fmt: skip
+    frame = pl.DataFrame(rows).with_columns(
+        pl.col("decisions", "middle_decisions", "games", "seed").cast(pl.Int64)
+    )
+    with tables.data_lock(data_dir):
+        return tables.replace_rows(data_dir, "benchmarks", {variant: frame}, {variant: rules})

@@ -89,12 +89,13 @@ class Evaluator:
             **self.meta, "columns": self.columns, "rows": self.rows, "faces": self.faces,
             "diff_scale": self.diff_scale,
         }  # fmt: skip
-        blob = {k: self.arrays[k].astype(np.float32) for k in ARRAYS}
+        blob: dict[str, Any] = {k: self.arrays[k].astype(np.float32) for k in ARRAYS}
+        blob["meta"] = np.array(json.dumps(meta, sort_keys=True))
         # a temporary file beside it, then a rename: a reader never sees half a file
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **blob)
+                np.savez_compressed(fh, **blob)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

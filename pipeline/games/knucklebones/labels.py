@@ -340,7 +340,8 @@ def labelled_set(
     state_id, source, ply = state_id[keep], source[keep], ply[keep]
     meta = {
         "seed": seed, "games": games, "uniform": uniform,
-        "players": [name for name, _, _ in PLAYERS], "excluded": 0 if exclude is None else len(exclude), "held_out": only_held_out,
+        "players": [name for name, _, _ in PLAYERS], "held_out": only_held_out,
+        "excluded": 0 if exclude is None else len(exclude),
     }  # fmt: skip
     return label(game, state_id, source, ply, lookups, meta)
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.evaluator import Evaluator, board_name, packaged
+from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.search import NET, NET_SCORE, OURS, SEED, Searcher, greedy_gain
 
 #: A player: (pairs from the mover's view, die face, rng) -> column index.

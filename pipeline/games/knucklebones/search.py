@@ -147,9 +147,7 @@ class Searcher:
         moves = self.move_values(pairs, face, depth, kind)
         if not moves:
             raise ValueError("no legal move: the board is full")
-        key = (
-            (lambda m: (m[1].win, m[1].diff)) if kind in (OURS, NET) else (lambda m: m[1].diff)
-        )
+        key = (lambda m: (m[1].win, m[1].diff)) if kind in (OURS, NET) else (lambda m: m[1].diff)
         j, ev = max(moves, key=key)
         target = np.sort(pairs)[j]
         return int(np.flatnonzero(pairs == target)[0]), ev
@@ -247,7 +245,7 @@ def _tt_store(tt_key, tt_val, slot, key, w, d, exact):
 def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
     Rust solver's by difference."""
-    if kind == OURS or kind == NET:
+    if kind in (OURS, NET):
         return w > bw + tie_tolerance(bw) or (is_tie(w, bw) and d > bd)
     return d > bd
 

@@ -133,7 +133,9 @@ class Network:
         g["W1"], g["b1"] = a0.T @ d, d.sum(0)
         d = (d @ p["W1"].T) * (x > 0)
         g["C"] = _scatter(cnt, d, p["C"].shape[0])
-        gE = sum(_scatter(pairs[:, j], d, self.features.shape[0]) for j in range(pairs.shape[1]))
+        gE = _scatter(pairs[:, 0], d, self.features.shape[0])
+        for j in range(1, pairs.shape[1]):
+            gE += _scatter(pairs[:, j], d, self.features.shape[0])
         g["A2"], g["a2"] = hid.T @ gE, gE.sum(0)
         dh = (gE @ p["A2"].T) * (hid > 0)
         g["A1"], g["a1"] = self.features.T @ dh, dh.sum(0)
@@ -213,6 +215,4 @@ def fit(
             step += 1
         if report is not None:
             report(epoch, err / max(1, n // bs))
-    return net.evaluator(
-        {**(meta or {}), "examples": int(n), "settings": settings.__dict__ | {}}
-    )
+    return net.evaluator({**(meta or {}), "examples": int(n), "settings": settings.__dict__ | {}})

@@ -182,6 +182,6 @@ def test_the_book_holds_every_position_within_its_plies() -> None:
     one = book_module.reachable(g, 1)
     two = book_module.reachable(g, 2)
     assert set(one.tolist()) < set(two.tolist()) <= set(made.state_id.tolist())
-    win, diff = made.values(two)
+    win, _diff = made.values(two)
     assert np.allclose(win, exact(SMALL)["wins"][two])
     assert made.values(np.array([g.n_states - 1])) is None or g.n_states - 1 in made.state_id
