@@ -36,7 +36,11 @@ import numpy as np
 #: Where the packaged weights live.
 MODELS = Path(__file__).with_name("models")
 #: The arrays of a model, in the order the compiled leaf takes them.
-ARRAYS = ("E", "C", "W1", "b1", "W2", "b2", "W3", "b3")
+ARRAYS = ("E", "C", "G", "W1", "b1", "W2", "b2", "W3", "b3")
+#: Points per unit of the gain features.
+GAIN_SCALE = 10.0
+#: A column that is full gains nothing and is no move: below any gain.
+NO_MOVE = -1e9
 
 
 @dataclass
@@ -66,18 +70,24 @@ class Evaluator:
         its board (the answer's default player only then)."""
         return bool(self.meta.get("beats_search", False))
 
-    def packed(self) -> tuple[np.ndarray, ...]:
-        """The arrays as the compiled leaf takes them (float64, contiguous) and the scale."""
-        return _pack(self)
+    def packed(self, t: Any) -> tuple[np.ndarray, ...]:
+        """The arrays as the compiled leaf takes them (float64, contiguous), the board's gain
+        table and turn (``t``: its :class:`~pipeline.games.knucklebones.game.PairTables`) and
+        the scales."""
+        return (
+            *(np.ascontiguousarray(self.arrays[k], dtype=np.float64) for k in ARRAYS),
+            gain_table(t), np.ascontiguousarray(t.swap, dtype=np.int64),
+            np.array([self.diff_scale, float(self.counts), GAIN_SCALE]),
+        )  # fmt: skip
 
-    def values(
-        self, pairs: np.ndarray, mover_size: np.ndarray, opp_size: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(win, diff) of each row of facing-pair indices (any order), in numpy."""
+    def values(self, t: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(win, diff) of each row of facing-pair indices (any order) of the board whose
+        :class:`~pipeline.games.knucklebones.game.PairTables` is ``t``, in numpy."""
         a = self.arrays
         pairs = np.asarray(pairs, dtype=np.int64)
-        cnt = mover_size[pairs].sum(1) * self.counts + opp_size[pairs].sum(1)
-        x = np.maximum(a["E"][pairs].sum(1) + a["C"][cnt], 0)
+        cnt = t.mover_size[pairs].sum(1) * self.counts + t.opp_size[pairs].sum(1)
+        feats = gain_features(gain_table(t), t.swap, pairs)
+        x = np.maximum(a["E"][pairs].sum(1) + a["C"][cnt] + feats @ a["G"], 0)
         h = np.maximum(x @ a["W1"] + a["b1"], 0)
         h = np.maximum(h @ a["W2"] + a["b2"], 0)
         out = h @ a["W3"] + a["b3"]
@@ -128,25 +138,38 @@ def packaged(columns: int, rows: int, faces: int) -> Evaluator | None:
     return load(path) if path.exists() else None
 
 
-def _pack(ev: Evaluator) -> tuple[np.ndarray, ...]:
-    return (
-        *(np.ascontiguousarray(ev.arrays[k], dtype=np.float64) for k in ARRAYS),
-        np.array([ev.diff_scale, float(ev.counts)]),
-    )
+def gain_table(t: Any) -> np.ndarray:
+    """[pairs, faces]: the mover's immediate change of the score difference when a die of
+    each face goes in a column of each facing pair (:data:`NO_MOVE` where it is full)."""
+    new = t.place
+    gain = (t.mover_score[new] - t.mover_score[:, None]) + (t.opp_score[:, None] - t.opp_score[new])
+    return np.ascontiguousarray(np.where(new >= 0, gain, NO_MOVE), dtype=np.float64)
+
+
+def gain_features(gain: np.ndarray, swap: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """[positions, 2 * faces]: for each face, the best immediate gain of a die of that face
+    for the mover, then for the opponent (0 where no column is open), / :data:`GAIN_SCALE`:
+    what the columns offer together, a max over them that a sum of pair vectors cannot
+    express."""
+    mover = gain[pairs].max(axis=1)
+    opponent = gain[swap[pairs]].max(axis=1)
+    both = np.concatenate([mover, opponent], axis=1)
+    return np.where(both > NO_MOVE / 2, both, 0.0) / GAIN_SCALE
 
 
 def empty_net() -> tuple[np.ndarray, ...]:
     """Arrays of the compiled leaf's types holding no model (the search without one)."""
     two = np.zeros((0, 0))
     one = np.zeros(0)
-    return (two, two, two, one, two, one, two, one, np.zeros(2))
+    return (two, two, two, two, one, two, one, two, one, two, np.zeros(0, np.int64), np.zeros(3))
 
 
 @numba.njit(cache=True)
 def net_leaf(pairs, mover_size, opp_size, net):
     """(win, diff) of sorted ``pairs`` for the player to move, from a packed evaluator."""
-    E, C, W1, b1, W2, b2, W3, b3, scale = net
+    E, C, G, W1, b1, W2, b2, W3, b3, gain, swap, scale = net
     h = E.shape[1]
+    faces = gain.shape[1]
     m, o = 0, 0
     for j in range(pairs.shape[0]):
         m += mover_size[pairs[j]]
@@ -155,6 +178,15 @@ def net_leaf(pairs, mover_size, opp_size, net):
     for j in range(pairs.shape[0]):
         for k in range(h):
             x[k] += E[pairs[j], k]
+    for v in range(faces):
+        best_m, best_o = NO_MOVE, NO_MOVE
+        for j in range(pairs.shape[0]):
+            best_m = max(best_m, gain[pairs[j], v])
+            best_o = max(best_o, gain[swap[pairs[j]], v])
+        fm = best_m / scale[2] if best_m > NO_MOVE / 2 else 0.0
+        fo = best_o / scale[2] if best_o > NO_MOVE / 2 else 0.0
+        for k in range(h):
+            x[k] += fm * G[v, k] + fo * G[faces + v, k]
     for k in range(h):
         x[k] = max(x[k], 0.0)
     h1 = _dense_relu(x, W1, b1)

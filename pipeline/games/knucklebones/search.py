@@ -92,7 +92,7 @@ class Searcher:
         distilled evaluator of the board, which the ``NET`` kinds read at their leaves."""
         self.game = game
         self.evaluator = evaluator
-        self.net = empty_net() if evaluator is None else evaluator.packed()
+        self.net = empty_net() if evaluator is None else evaluator.packed(game.t)
         t = game.t
         self.arrays = (
             t.place,
@@ -151,6 +151,24 @@ class Searcher:
         j, ev = max(moves, key=key)
         target = np.sort(pairs)[j]
         return int(np.flatnonzero(pairs == target)[0]), ev
+
+
+def budget_depth(game: Knucklebones, pairs: np.ndarray, leaves: int, deepest: int = 8) -> int:
+    """The deepest search (1..``deepest``) whose leaves, estimated from each player's open
+    columns now (a die's faces times the columns it can go in, placement by placement, the
+    mover first), are at most ``leaves``: deeper where the boards are nearly full, where the
+    branching is small and the values are sharp. Deterministic: the same position, the same
+    depth on every machine."""
+    t, r = game.t, game.r
+    open_m = int((t.mover_size[pairs] < r.rows).sum())
+    open_o = int((t.opp_size[pairs] < r.rows).sum())
+    count, depth = 1, 0
+    while depth < deepest:
+        count *= r.faces * max(open_m if depth % 2 == 0 else open_o, 1)
+        if count > leaves and depth >= 1:
+            break
+        depth += 1
+    return depth
 
 
 def _eval(win: float, diff: float, exactness: float) -> Eval:

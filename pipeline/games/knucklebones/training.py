@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.games.knucklebones.evaluator import Evaluator
+from pipeline.games.knucklebones.evaluator import ARRAYS, Evaluator, gain_features, gain_table
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.labels import Labelled, held_out
 
@@ -49,6 +49,10 @@ class Settings:
     """Adam's peak learning rate (cosine decay to zero)."""
     diff_weight: float = 0.5
     """Weight of the score difference's squared error beside the win's cross-entropy."""
+    rank_weight: float = 0.0
+    """Weight of the choices' error among themselves: at a labelled decision (position, die),
+    the squared error of each choice's win chance less the mean of its siblings' (what a pick
+    compares), beside the values' own loss; 0 leaves it out."""
     seed: int = 0
 
 
@@ -64,6 +68,18 @@ def examples(labelled: Labelled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ids, first = np.unique(ids, return_index=True)
     keep = ~held_out(ids)
     return ids[keep], win[first][keep], diff[first][keep]
+
+
+def sibling_choices(labelled: Labelled) -> np.ndarray:
+    """[decisions, columns] successor ids of every labelled decision (position, die) with two
+    or more moves and no held-out successor (-1 pads a column that is no move)."""
+    f, c = labelled.faces, labelled.columns
+    nxt = labelled.next_id.reshape(-1, c)
+    legal = nxt >= 0
+    held = np.where(legal, held_out(np.maximum(nxt, 0)), False)
+    keep = (legal.sum(1) >= 2) & ~held.any(1)
+    keep &= np.repeat(~held_out(labelled.state_id), f)
+    return nxt[keep]
 
 
 def pair_features(game: Knucklebones) -> np.ndarray:
@@ -86,19 +102,21 @@ class Network:
     def __init__(self, game: Knucklebones, settings: Settings, rng: np.random.Generator):
         self.game = game
         self.features = pair_features(game)
+        self.gain = gain_table(game.t)
         self.counts = game.r.slots + 1
         s = settings
         h1, h2 = s.hidden
         shapes = {
             "A1": (self.features.shape[1], s.phi), "a1": (s.phi,), "A2": (s.phi, s.embed),
-            "a2": (s.embed,), "C": (self.counts**2, s.embed), "W1": (s.embed, h1), "b1": (h1,),
+            "a2": (s.embed,), "C": (self.counts**2, s.embed), "G": (2 * game.r.faces, s.embed),
+            "W1": (s.embed, h1), "b1": (h1,),
             "W2": (h1, h2), "b2": (h2,), "W3": (h2, 2), "b3": (2,),
         }  # fmt: skip
         self.p: dict[str, np.ndarray] = {}
         for name, shape in shapes.items():
             if len(shape) == 1:
                 self.p[name] = np.zeros(shape, np.float32)
-            elif name == "C":
+            elif name in ("C", "G"):
                 self.p[name] = rng.normal(0.0, 0.05, shape).astype(np.float32)
             else:  # He initialisation of a relu layer
                 scale = np.sqrt(2.0 / shape[0])
@@ -114,18 +132,19 @@ class Network:
         """Outputs [batch, 2] (win logit, diff / scale) and what backward needs."""
         p = self.p
         E, hid = self.table()
-        x = E[pairs].sum(1) + p["C"][cnt]
+        feats = gain_features(self.gain, self.game.t.swap, pairs).astype(np.float32)
+        x = E[pairs].sum(1) + p["C"][cnt] + feats @ p["G"]
         a0 = np.maximum(x, 0)
         z1 = a0 @ p["W1"] + p["b1"]
         a1 = np.maximum(z1, 0)
         z2 = a1 @ p["W2"] + p["b2"]
         a2 = np.maximum(z2, 0)
-        return a2 @ p["W3"] + p["b3"], (pairs, cnt, hid, x, a0, z1, a1, z2, a2)
+        return a2 @ p["W3"] + p["b3"], (pairs, cnt, hid, feats, x, a0, z1, a1, z2, a2)
 
     def backward(self, gout: np.ndarray, cache: tuple) -> dict[str, np.ndarray]:
         """Gradients of every parameter from the outputs' gradient."""
         p = self.p
-        pairs, cnt, hid, x, a0, z1, a1, z2, a2 = cache
+        pairs, cnt, hid, feats, x, a0, z1, a1, z2, a2 = cache
         g: dict[str, np.ndarray] = {"W3": a2.T @ gout, "b3": gout.sum(0)}
         d = (gout @ p["W3"].T) * (z2 > 0)
         g["W2"], g["b2"] = a1.T @ d, d.sum(0)
@@ -133,6 +152,7 @@ class Network:
         g["W1"], g["b1"] = a0.T @ d, d.sum(0)
         d = (d @ p["W1"].T) * (x > 0)
         g["C"] = _scatter(cnt, d, p["C"].shape[0])
+        g["G"] = feats.T @ d
         gE = _scatter(pairs[:, 0], d, self.features.shape[0])
         for j in range(1, pairs.shape[1]):
             gE += _scatter(pairs[:, j], d, self.features.shape[0])
@@ -144,11 +164,25 @@ class Network:
     def evaluator(self, meta: dict) -> Evaluator:
         """The fitted evaluator: the pair vectors as a table, the perceptron dropped."""
         E, _ = self.table()
-        found = {"E": E, **{k: self.p[k] for k in ("C", "W1", "b1", "W2", "b2", "W3", "b3")}}
+        found = {"E": E, **{k: self.p[k] for k in ARRAYS if k != "E"}}
         # float32 values held as float64: the evaluator answers alike before and after saving
         arrays = {k: v.astype(np.float32).astype(np.float64) for k, v in found.items()}
         r = self.game.r
         return Evaluator(r.columns, r.rows, r.faces, arrays, DIFF_SCALE, meta)
+
+
+def _rank_gradient(
+    w: np.ndarray, target: np.ndarray, sib: np.ndarray, weight: float
+) -> np.ndarray:
+    """The gradient, by each sibling's logit, of ``weight`` times the mean over decisions of
+    the sum of squared errors of the siblings' win chances less their decision's mean."""
+    legal = sib >= 0
+    p = np.where(legal, w.reshape(sib.shape), 0.0)
+    t = np.where(legal, target[np.maximum(sib, 0)], 0.0)
+    count = legal.sum(1, keepdims=True)
+    e = (p - p.sum(1, keepdims=True) / count) - (t - t.sum(1, keepdims=True) / count)
+    grad = 2 * weight * np.where(legal, e, 0.0) * p * (1 - p) / sib.shape[0]
+    return grad.ravel().astype(np.float32)
 
 
 def _scatter(index: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:
@@ -197,6 +231,10 @@ def fit(
     net = Network(game, settings, rng)
     opt = Adam(net.p)
     n, bs = len(ids), settings.batch
+    siblings = sibling_choices(labelled) if settings.rank_weight > 0 else np.zeros((0, 1), int)
+    # each sibling's row among the examples (every one is an example: a choice's successor)
+    rows = np.where(siblings >= 0, np.searchsorted(ids, np.maximum(siblings, 0)), -1)
+    nd = min(len(rows), bs // 4)
     steps = max(1, settings.epochs * (n // bs))
     step = 0
     for epoch in range(settings.epochs):
@@ -204,14 +242,18 @@ def fit(
         err = 0.0
         for b in range(n // bs):
             idx = order[b * bs : (b + 1) * bs]
-            out, cache = net.forward(pairs[idx], cnt[idx])
+            sib = rows[rng.integers(0, len(rows), nd)] if nd else rows[:0]
+            both = np.concatenate([idx, np.maximum(sib, 0).ravel()])
+            out, cache = net.forward(pairs[both], cnt[both])
             w = 1 / (1 + np.exp(-np.clip(out[:, 0], -40, 40)))
-            gout = np.empty_like(out)
-            gout[:, 0] = (w - win32[idx]) / bs
-            gout[:, 1] = settings.diff_weight * 2 * (out[:, 1] - diff32[idx]) / bs
+            gout = np.zeros_like(out)
+            gout[:bs, 0] = (w[:bs] - win32[idx]) / bs
+            gout[:bs, 1] = settings.diff_weight * 2 * (out[:bs, 1] - diff32[idx]) / bs
+            if nd:
+                gout[bs:, 0] = _rank_gradient(w[bs:], win32, sib, settings.rank_weight)
             rate = settings.rate * 0.5 * (1 + np.cos(np.pi * step / steps))
             opt.step(net.p, net.backward(gout, cache), rate)
-            err += float(np.abs(w - win32[idx]).mean())
+            err += float(np.abs(w[:bs] - win32[idx]).mean())
             step += 1
         if report is not None:
             report(epoch, err / max(1, n // bs))

@@ -122,14 +122,14 @@ def test_the_compiled_leaf_is_the_numpy_evaluator(tmp_path: Path) -> None:
     ev = fitted()
     g = Knucklebones(SMALL)
     pairs = pairs_of(SMALL, np.arange(0, g.n_states, 7))
-    win, diff = ev.values(pairs, g.t.mover_size, g.t.opp_size)
-    packed = ev.packed()
+    win, diff = ev.values(g.t, pairs)
+    packed = ev.packed(g.t)
     for k in range(0, len(pairs), 13):
         w, d = net_leaf(pairs[k], g.t.mover_size, g.t.opp_size, packed)
         assert w == pytest.approx(win[k], abs=1e-12) and d == pytest.approx(diff[k], abs=1e-9)
     ev.save(tmp_path / "m.npz")
     back = evaluator_module.load(tmp_path / "m.npz")
-    win2, _ = back.values(pairs, g.t.mover_size, g.t.opp_size)
+    win2, _ = back.values(g.t, pairs)
     assert np.array_equal(win2, win)  # float32 weights, the same before and after saving
     (tmp_path / "x.npz").write_bytes(b"not a model")
     with pytest.raises(Exception):  # noqa: B017 (numpy's error for a file that is not npz)
