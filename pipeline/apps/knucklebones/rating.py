@@ -79,7 +79,10 @@ def decisions(game: Knucklebones, labelled: Labelled, limit: int, seed: int) -> 
     f, c = labelled.faces, labelled.columns
     nxt = labelled.next_id.reshape(-1, f, c)
     # distinct moves: equal successors are one move (equal pairs are already one column)
-    moves = np.array([[len(set(row[row >= 0].tolist())) for row in pos] for pos in nxt])
+    srt = np.sort(nxt, axis=2)
+    fresh = np.ones(srt.shape, dtype=bool)
+    fresh[..., 1:] = srt[..., 1:] != srt[..., :-1]
+    moves = ((srt >= 0) & fresh).sum(axis=2)
     where = np.argwhere(moves > 1)
     if limit and len(where) > limit:
         rng = np.random.default_rng(seed)

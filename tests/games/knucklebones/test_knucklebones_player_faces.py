@@ -1,0 +1,162 @@
+"""The distilled player through the one answer and the command line (issue 42): `knucklebones
+label`, `train` and `rate`, an answer from the opening book (exact), to the end of every line
+(exact) and from the evaluator's search (an estimate, its player named), on the 2x2 board with a
+six-sided die (solved in seconds).
+
+Rules: seed 004_4436d6a68a1265db.txt and seeds/README.md (Cult of the Lamb).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.answer.answers import for_dir
+from pipeline.apps.knucklebones.position import solve
+from pipeline.games.knucklebones import book as book_module
+from pipeline.games.knucklebones import evaluator as evaluator_module
+from pipeline.games.knucklebones import labels
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+from pipeline.games.knucklebones.solver import solve as solve_exact
+from pipeline.games.knucklebones.training import Settings, fit
+from pipeline.games.registry import get_variant
+from tests.conftest import invoke
+
+BOARD = KnuckleRules(2, 2, 6)
+VARIANT = "knucklebones-2x2"
+
+
+@pytest.fixture(scope="module")
+def exact() -> dict[str, np.ndarray]:
+    return {o: solve_exact(KnuckleRules(2, 2, 6, o), tol=1e-12).values() for o in ("wins", "score")}
+
+
+@pytest.fixture(scope="module")
+def packaged(tmp_path_factory: pytest.TempPathFactory, exact: dict[str, np.ndarray]) -> Path:
+    """A models folder holding a trusted evaluator and a 2-ply book of the 2x2 board."""
+    folder = tmp_path_factory.mktemp("models")
+    game = Knucklebones(BOARD)
+    lookups = {k: (lambda ids, v=v: v[ids]) for k, v in exact.items()}
+    found = labels.labelled_set(game, lookups, 400, 2000, 1)
+    model = fit(game, found, Settings(embed=32, phi=32, hidden=(16, 8), epochs=3, seed=1))
+    model.meta.update({"beats_search": True, "depth": 2})
+    model.save(folder / "2x2-d6.npz")
+    book_module.make(game, lookups, 2, {"source": "test"}).save(folder / "2x2-d6-book.npz")
+    return folder
+
+
+@pytest.fixture
+def with_models(packaged: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The packaged models folder pointed at ``packaged`` for one test."""
+    monkeypatch.setattr(evaluator_module, "MODELS", packaged)
+    monkeypatch.setattr(book_module, "MODELS", packaged)
+    evaluator_module.packaged.cache_clear()
+    book_module.packaged.cache_clear()
+    yield packaged
+    evaluator_module.packaged.cache_clear()
+    book_module.packaged.cache_clear()
+
+
+def test_the_book_answers_the_opening_exactly(
+    with_models: Path, exact: dict[str, np.ndarray], tmp_path: Path
+) -> None:
+    game = Knucklebones(BOARD)
+    a = solve("_/_", "_/_", 5, variant=VARIANT, data_dir=tmp_path)
+    assert a.source == "book" and a.exact and a.how == "exact: yes (book)"
+    assert a.value == pytest.approx(exact["wins"][0], abs=1e-12)
+    for c in a.columns:
+        after = game.play(np.zeros(2, dtype=np.int64), c.column - 1, 5)
+        assert c.win == pytest.approx(1 - exact["wins"][game.state_of(after)], abs=1e-12)
+        assert c.diff == pytest.approx(-exact["score"][game.state_of(after)], abs=1e-12)
+    shown = invoke(["knucklebones", "solve", "_/_", "_/_", "5", "-v", VARIANT, "-d", tmp_path])
+    assert shown.code == 0 and "exact: yes (book)" in shown.stdout and "yes (book)" in shown.stdout
+
+
+def test_past_the_book_the_trusted_evaluator_searches(with_models: Path, tmp_path: Path) -> None:
+    a = solve("12/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path)
+    assert a.source == "search" and not a.exact and a.player == "net-d2" and a.depth == 2
+    assert a.how == "estimate (net-d2)"
+    deeper = solve("12/_", "3/4", 2, depth=3, variant=VARIANT, data_dir=tmp_path)
+    assert deeper.player == "net-d3"
+    as_json = for_dir(tmp_path).board(get_variant(VARIANT), "12/_;3/4", 2).to_json()
+    assert as_json["source"] == "search" and as_json["player"] == "net-d2"
+
+
+def test_without_a_trusted_model_the_search_plays(with_models: Path, tmp_path: Path) -> None:
+    model = evaluator_module.load(with_models / "2x2-d6.npz")
+    model.meta["beats_search"] = False
+    model.save(with_models / "2x2-d6.npz")
+    evaluator_module.packaged.cache_clear()
+    try:
+        a = solve("12/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path)
+        assert a.player == "ours-d3" and a.source == "search"
+    finally:
+        model.meta["beats_search"] = True
+        model.save(with_models / "2x2-d6.npz")
+        evaluator_module.packaged.cache_clear()
+
+
+def test_the_endgame_is_searched_to_the_end(tmp_path: Path, exact: dict[str, np.ndarray]) -> None:
+    # the mover's last slot: every column ends the game, so the answer is exact at any depth
+    a = solve("12/3", "4/5", 6, depth=1, variant=VARIANT, data_dir=tmp_path)
+    assert a.source == "end" and a.how.startswith("exact: yes (searched to the end")
+    game = Knucklebones(BOARD)
+    here = a.value
+    pairs = for_dir(tmp_path).board_rules(get_variant(VARIANT)).boards("12/3", "4/5").pairs
+    assert here == pytest.approx(exact["wins"][game.state_of(pairs)], abs=1e-9)
+
+
+def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
+    labelled = tmp_path / "l.parquet"
+    made = invoke([
+        "knucklebones", "label", "-v", VARIANT, "--games", "100", "--uniform", "500",
+        "-o", labelled, "--solve", "-q",
+    ])  # fmt: skip
+    assert made.code == 0, made.stderr
+    found = labels.read(labelled)
+    assert len(found) > 500 and found.meta["values"].startswith("solved here")
+    assert max(labels.bellman_residual(found, n).max() for n in ("win", "diff")) < 1e-9
+    weights = tmp_path / "m.npz"
+    trained = invoke([
+        "knucklebones", "train", "-v", VARIANT, "--games", "200", "--uniform", "1000",
+        "--epochs", "1", "--depth", "1", "--decisions", "50", "-o", weights, "--solve", "-q",
+    ])  # fmt: skip
+    assert trained.code == 0, trained.stderr
+    model = evaluator_module.load(weights)
+    record = model.meta
+    assert record["training"]["games"] == 200 and record["depth"] == 1
+    assert [r["player"] for r in record["ratings"]] == ["net-d1", "ours-d4"]
+    assert isinstance(record["beats_search"], bool)
+    assert json.loads(json.dumps(record)) == record  # plain data
+    rated = invoke([
+        "knucklebones", "rate", "-v", VARIANT, "--players", "greedy,ours-d1", "--games", "100",
+        "--decisions", "40", "--solve", "--no-write", "-q",
+    ])  # fmt: skip
+    assert rated.code == 0, rated.stderr
+    assert "greedy" in rated.stdout and "ours-d1" in rated.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["label", "-o", "{tmp}", "--games", "5"], "is a directory"),
+        (["label", "-o", "{tmp}/x.parquet", "--games", "0"], "--games must be between"),
+        (["label", "-o", "{tmp}/x.parquet", "--seed", "-1"], "--seed must be between"),
+        (["label", "-o", "{tmp}/x.parquet", "-v", "classic"], "not a Knucklebones board"),
+        (["label", "-o", "{tmp}/x.parquet", "-v", "knucklebones"], "exist only on a GPU"),
+        (["train", "-o", "{tmp}/m.npz", "--epochs", "0"], "--epochs must be between"),
+        (["train", "-o", "{tmp}/m.npz", "--depth", "0"], "--depth must be between"),
+        (["rate", "--players", "greedy,wizard"], "unknown player 'wizard'"),
+        (["rate", "--players", "net-d2", "-v", "knucklebones-2x3"], "no evaluator"),
+        (["rate", "--decisions", "5"], "--decisions must be between"),
+    ],
+)
+def test_bad_input_gets_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    found = invoke(["knucklebones", *[a.replace("{tmp}", str(tmp_path)) for a in args],
+                    "-d", tmp_path, "--no-write" if args[0] == "rate" else "-q"])  # fmt: skip
+    assert found.code == 2, (found.code, found.stdout, found.stderr)
+    assert message in found.stderr and "Traceback" not in found.stderr
+    assert len(found.stderr.strip().splitlines()) == 1
