@@ -84,6 +84,14 @@ gpu-session STEP *ARGS:
 gpu-session-dry *ARGS:
     python benchmarks/gpu_session.py dry --out /tmp/stb-gpu-session-dry {{ARGS}}
 
+# Issue 38's one GPU call on a lent GPU machine: both objectives solved, the values the artefacts need gathered, the labelled positions, the opening book and a summary written to --out (about 4 minutes; docs/knucklebones-full-game.md)
+gpu-artefacts *ARGS:
+    python benchmarks/gpu_artefacts.py run {{ARGS}}
+
+# That call here, before any GPU time: a 2x2 board with a d3 for the full game, CUDA simulator, polars/duckdb/matplotlib refused, every value against the CPU solver (under a minute)
+gpu-artefacts-dry *ARGS:
+    python benchmarks/gpu_artefacts.py dry --out /tmp/stb-gpu-artefacts-dry {{ARGS}}
+
 # First paint of the served pages in headless Chromium, beside a static page's (the tests do not time it)
 bench-first-paint *ARGS:
     python benchmarks/bench_first_paint.py {{ARGS}}

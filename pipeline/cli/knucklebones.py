@@ -400,6 +400,36 @@ def check_tables_cmd(
     out.print("ok: every sampled value equals its Bellman recomputation within the allowance")
 
 
+@kb.command("check-artefacts")
+def check_artefacts_cmd(
+    models: Annotated[
+        Path | None,
+        typer.Option(help="The folder of books and labelled positions (default: the package's)."),
+    ] = None,
+) -> None:
+    """Check the exact artefacts kept in the repository (opening books, labelled positions)
+    against their contract: the Bellman equation among their own values, ranges, the full
+    game's published start value, provenance; exit 3 on a violation. An artefact not made yet
+    (the full game's, until its GPU call) is reported absent.
+
+    Example: stb-pipeline knucklebones check-artefacts
+    """
+    from pipeline.errors import ContractError
+    from pipeline.games.knucklebones.artefacts import check_packaged
+
+    if models is not None and not models.is_dir():
+        raise UsageError(f"--models {models} is not a folder")
+    with progress.task("knucklebones check-artefacts: reading the books and labelled sets"):
+        found = check_packaged(models)
+    for finding in found:
+        out.print(finding.line(), markup=False)
+    failed = [f for f in found if f.ok is False]
+    if failed:
+        raise ContractError(f"{len(failed)} of {len(found)} artefact checks failed")
+    checked = sum(f.ok is True for f in found)
+    out.print(f"all {checked} artefact checks hold ({len(found) - checked} skipped)")
+
+
 @kb.command("loss")
 def loss_cmd(
     players: Annotated[

@@ -288,5 +288,160 @@ def solve(
         if progress is not None:
             progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
     return Solution.of(
-        rules, bounds, "cuda", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
-    )
+        rules, bounds, "cuda", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept,
+        pick=lambda ids: gather(bounds, ids),
+    )  # fmt: skip
+
+
+#: State ids a gather launch reads at most (their ids and values: 64 MB of GPU memory, within
+#: :data:`HEADROOM`).
+GATHER_CHUNK = 1 << 22
+
+
+@lru_cache(maxsize=1)
+def _gather_kernel() -> Any:
+    from pipeline.games.knucklebones import gpu_kernels
+
+    return gpu_kernels.make_gather()
+
+
+def gather(bounds: Any, ids: np.ndarray, chunk: int = GATHER_CHUNK) -> np.ndarray:
+    """The values (the midpoints of the bounds, float64) of the state ids ``ids`` from a GPU
+    solve's ``bounds`` (a device array [n, 2]), copied to the host ``chunk`` ids at a time:
+    what :meth:`Solution.at` does for a solution left on the GPU."""
+    cuda = cuda_module()
+    kernel = _gather_kernel()
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    out = np.empty(ids.shape[0], dtype=np.float64)
+    for a in range(0, ids.shape[0], chunk):
+        part = ids[a : a + chunk]
+        d_ids = cuda.to_device(part)
+        d_out = cuda.device_array(part.shape[0], dtype=np.float64)
+        blocks, threads = launch_shape(cuda, part.shape[0])
+        kernel[blocks, threads](bounds, d_ids, d_out)
+        out[a : a + part.shape[0]] = d_out.copy_to_host()
+    return out
+
+
+@lru_cache(maxsize=8)
+def _greedy_kernel(c: int, f: int, tpb: int) -> Any:
+    from pipeline.games.knucklebones import gpu_kernels
+
+    return gpu_kernels.make_greedy(c, f, tpb)
+
+
+def greedy_solve(
+    rules: KnuckleRules,
+    tol: float = FLOAT32_TOLERANCE,
+    max_sweeps: int = exact.DEFAULT_MAX_SWEEPS,
+    seconds: float | None = None,
+    progress: Callable[[int, float, float, float], None] | None = None,
+    dtype: type | None = None,
+    threads: int | None = None,
+) -> Any:
+    """Greedy play against its best response, on the GPU: the value of every position with
+    each player to move (``2 n`` bounds: twice a solve's memory, so the full game's need
+    float32 on an 80 GB GPU), proved within ``tol`` as the exact solver's (see
+    :func:`pipeline.games.knucklebones.gpu_kernels.make_greedy`).
+
+    ``seconds``: stop after the sweep that passes this many seconds, the bounds then still
+    valid but wider than ``tol`` (``converged`` False). Returns a
+    :class:`pipeline.games.knucklebones.greedy.GreedyValue` of the start position;
+    ``progress(sweep, change, bound, positions per second)`` after each sweep. UsageError as
+    :func:`solve`'s."""
+    from pipeline.games.knucklebones.greedy import GreedyValue
+
+    exact.check_tolerance(tol, max_sweeps)
+    cuda = cuda_module()
+    tb = exact.tables(rules)
+    n = tb.n_states
+    if dtype is None:
+        dtype = pick_dtype(2 * n, tol, free_memory(cuda))
+    elif bytes_needed(2 * n, dtype) > free_memory(cuda):
+        raise UsageError(
+            f"{2 * n:,} bounds need {bytes_needed(2 * n, dtype) / 1e9:.1f} GB on the GPU"
+        )
+    if dtype == np.float32 and tol < FLOAT32_TOLERANCE:
+        raise UsageError(f"float32 bounds need --tolerance {FLOAT32_TOLERANCE:g} or more")
+    t0 = time.perf_counter()
+    blocks, threads = launch_shape(cuda, 2 * n, threads)
+    init, _ = kernels(tb.columns, tb.faces, threads)
+    sweep = _greedy_kernel(tb.columns, tb.faces, threads)
+    d = {k: cuda.to_device(getattr(tb, k)) for k in TABLE_NAMES}
+    bounds = cuda.device_array((2 * n, 2), dtype=dtype)
+    out = cuda.device_array(2, dtype=np.float64)
+    for half in (bounds[:n], bounds[n:]):  # a finished game's value, whoever is to move
+        init[blocks, threads](*init_args(tb, d, half))
+    sweeps, residual, width, swept = 0, np.inf, np.inf, 0.0
+    while width > 2 * tol:
+        if sweeps >= max_sweeps or (seconds is not None and time.perf_counter() - t0 > seconds):
+            break
+        t1 = time.perf_counter()
+        out.copy_to_device(np.zeros(2))
+        sweep[blocks, threads](
+            n, tb.n_pairs, d["moved"], d["swap"], d["binom"], d["mover_score"], d["opp_score"],
+            tb.offset, bounds, out,
+        )  # fmt: skip
+        residual, width = (float(x) for x in out.copy_to_host())
+        dt = time.perf_counter() - t1
+        swept += dt
+        sweeps += 1
+        if progress is not None:
+            progress(sweeps, residual, width / 2, 2 * n / max(dt, 1e-9))
+    # the empty boards are state id 0: the perfect player's row, then greedy's
+    perfect = bounds[0:1].copy_to_host()[0].astype(np.float64)
+    greedy = bounds[n : n + 1].copy_to_host()[0].astype(np.float64)
+    return GreedyValue(
+        rules, (float(greedy[0]), float(greedy[1])), (float(perfect[0]), float(perfect[1])),
+        tol, width <= 2 * tol, sweeps, time.perf_counter() - t0, swept, np.dtype(dtype).name,
+        "cuda",
+    )  # fmt: skip
+
+
+@dataclass
+class ArtefactPtx:
+    """The kernels of issue 38's GPU call compiled to PTX without a GPU
+    (:func:`compile_artefact_ptx`): the gather and greedy's best-response sweep."""
+
+    gather: str
+    greedy: str
+    cc: tuple[int, int]
+
+
+def compile_artefact_ptx(
+    rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, int] = (9, 0)
+) -> ArtefactPtx:
+    """:func:`compile_ptx` for the kernels of :func:`gather` and :func:`greedy_solve`, with the
+    argument types of their launches: a kernel that would not compile on the GPU fails here."""
+    if simulated():
+        raise UsageError("the CUDA simulator does not compile kernels: unset NUMBA_ENABLE_CUDASIM")
+    if not _has_numba_cuda():
+        raise UsageError(f"compiling the GPU kernels needs numba-cuda: {INSTALL_HINT}")
+    import numba
+    import numba.cuda.dispatcher as dispatcher
+    from numba import cuda
+
+    class _Device:
+        compute_capability = cc
+
+    tb = exact.tables(rules)
+    bounds: np.ndarray = np.zeros((2, 2), dtype=dtype)
+    ids = np.zeros(1, dtype=np.int64)
+    out = np.zeros(2, dtype=np.float64)
+    greedy_args = (
+        tb.n_states, tb.n_pairs, tb.moved, tb.swap, tb.binom, tb.mover_score, tb.opp_score,
+        tb.offset, bounds, out,
+    )  # fmt: skip
+
+    def sig(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(numba.typeof(a) for a in args)
+
+    asked = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: _Device()
+    try:
+        gather_ptx, _ = cuda.compile_ptx(_gather_kernel().py_func, sig((bounds, ids, out)), cc=cc)
+        greedy = _greedy_kernel(tb.columns, tb.faces, THREADS)
+        greedy_ptx, _ = cuda.compile_ptx(greedy.py_func, sig(greedy_args), cc=cc)
+    finally:
+        dispatcher.get_current_device = asked
+    return ArtefactPtx(gather_ptx, greedy_ptx, cc)

@@ -114,3 +114,106 @@ def make(c: int, f: int, tpb: int) -> tuple[Any, Any]:
             cuda.atomic.max(out, 1, gaps[0])
 
     return init, sweep
+
+
+def make_gather() -> Any:
+    """The kernel that reads the values (the bounds' midpoints, float64) of given state ids:
+    ``out[k] = (bounds[ids[k], 0] + bounds[ids[k], 1]) / 2``. What a GPU solve hands to the
+    host is then only the values asked for, never the full game's 77 GB of bounds."""
+
+    @cuda.jit
+    def gather(bounds, ids, out):
+        for k in range(cuda.grid(1), ids.shape[0], cuda.gridsize(1)):
+            i = ids[k]
+            out[k] = (float(bounds[i, 0]) + float(bounds[i, 1])) / 2
+
+    return gather
+
+
+def make_greedy(c: int, f: int, tpb: int) -> Any:
+    """The sweep kernel of greedy play against its best response (a board of ``c`` columns and
+    an ``f``-faced die; see :func:`pipeline.games.knucklebones.gpu.greedy_solve`).
+
+    ``bounds`` holds ``2 n`` rows: row ``i < n`` is position ``i`` with the perfect player to
+    move (W: the best move against greedy), row ``n + i`` the same position with greedy to move
+    (G: the mean over greedy's tied columns of the largest immediate change of the score
+    difference, each column a choice: two columns holding the same pair are two choices of one
+    move, as the ``greedy`` player draws among columns). W reads G's rows of its successors and
+    G reads W's. Both updates are antitone in the other's values, so the two-sided bounds of
+    the exact solver apply unchanged: ``L <- T(U)``, ``U <- T(L)``, in place, any order."""
+    n_moves = c * f
+
+    @cuda.jit
+    def sweep(n, n_pairs, moved, swap, binom, mover_score, opp_score, offset, bounds, out):
+        pairs = cuda.local.array((1, c), int64)
+        sw = cuda.local.array(c, int64)
+        q = cuda.local.array(c, int64)
+        ids = cuda.local.array((1, n_moves), int64)
+        lows = cuda.local.array((1, n_moves), float64)
+        highs = cuda.local.array((1, n_moves), float64)
+        gains = cuda.local.array(c, int64)
+        ch, gp = 0.0, 0.0
+        for k in range(cuda.grid(1), 2 * n, cuda.gridsize(1)):
+            i = 2 * n - 1 - k
+            old_lo, old_hi = float(bounds[i, 0]), float(bounds[i, 1])
+            if old_lo == old_hi:  # terminal, or met: exact for good
+                continue
+            s = i if i < n else i - n
+            unrank(s, c, n_pairs, binom, pairs[0])
+            successors(pairs, 0, c, f, moved, swap, binom, sw, q, ids, 0)
+            if i < n:  # the perfect player moves: the best successor, greedy to move there
+                for m in range(n_moves):
+                    r = ids[0, m]
+                    if r >= 0:
+                        lows[0, m] = bounds[n + r, 0]
+                        highs[0, m] = bounds[n + r, 1]
+                new_lo, new_hi = combine(ids, lows, highs, 0, c, f, offset)
+            else:  # greedy moves: the mean over its tied columns, the perfect player there
+                new_lo, new_hi = 0.0, 0.0
+                for v in range(f):
+                    best = -(2**62)
+                    for j in range(c):
+                        p = pairs[0, j]
+                        m2 = moved[p, v]
+                        g = -(2**62)
+                        if m2 >= 0:  # the pair m2 is seen by the opponent: scores swap sides
+                            g = (opp_score[m2] - mover_score[p]) + (opp_score[p] - mover_score[m2])
+                        gains[j] = g
+                        best = max(best, g)
+                    lo_v, hi_v, tied, before = 0.0, 0.0, 0, -1
+                    for j in range(c):
+                        r = ids[0, v * c + j]
+                        if r < 0:  # a column holding the pair before it: that column's move
+                            r = before  # (a full column: never tied for the best gain)
+                        before = r
+                        if gains[j] == best:
+                            lo_v += offset - float(bounds[r, 1])
+                            hi_v += offset - float(bounds[r, 0])
+                            tied += 1
+                    new_lo += lo_v / tied
+                    new_hi += hi_v / tied
+                new_lo /= f
+                new_hi /= f
+            bounds[i, 0] = new_lo
+            bounds[i, 1] = new_hi
+            new_lo, new_hi = float(bounds[i, 0]), float(bounds[i, 1])
+            ch = max(ch, abs(new_lo - old_lo), abs(new_hi - old_hi))
+            gp = max(gp, new_hi - new_lo)
+        changes = cuda.shared.array(tpb, float64)
+        gaps = cuda.shared.array(tpb, float64)
+        t = cuda.threadIdx.x
+        changes[t] = ch
+        gaps[t] = gp
+        cuda.syncthreads()
+        s2 = tpb // 2
+        while s2 > 0:
+            if t < s2:
+                changes[t] = max(changes[t], changes[t + s2])
+                gaps[t] = max(gaps[t], gaps[t + s2])
+            cuda.syncthreads()
+            s2 //= 2
+        if t == 0:
+            cuda.atomic.max(out, 0, changes[0])
+            cuda.atomic.max(out, 1, gaps[0])
+
+    return sweep

@@ -259,15 +259,21 @@ def uniform_positions(game: Knucklebones, n: int, seed: int) -> np.ndarray:
     from pipeline.games.knucklebones.exact import pairs_of
 
     rng = np.random.default_rng(seed)
+    if 2 * n >= game.n_states:  # a small board: draw among all of its live positions at once
+        every = np.arange(game.n_states, dtype=np.int64)
+        live = every[~game.terminal_mask(pairs_of(game.r, every))]
+        return np.sort(rng.permutation(live)[:n])
     found: list[np.ndarray] = []
-    total = 0
-    while total < n:
-        ids = np.unique(rng.integers(0, game.n_states, size=max(2 * (n - total), 1024)))
+    total = drawn = 0
+    # drawing 20 times the board's ids leaves no live position undrawn (e^-20): then the
+    # board has fewer than n, and every one is found
+    while total < n and drawn < 20 * game.n_states:
+        size = max(2 * (n - total), 1024)
+        ids = np.unique(rng.integers(0, game.n_states, size=size))
+        drawn += size
         live = ids[~game.terminal_mask(pairs_of(game.r, ids))]
         found.append(live)
         total = len(np.unique(np.concatenate(found)))
-        if total >= game.n_states:
-            break
     ids = np.unique(np.concatenate(found))
     return np.sort(rng.permutation(ids)[:n])
 
@@ -325,6 +331,21 @@ def labelled_set(
     (seeded by ``seed``; a position met in play is labelled once, as ``play``), less the state
     ids in ``exclude``, and with ``only_held_out`` only the held-out ones (:func:`held_out`),
     labelled from ``lookups``."""
+    state_id, source, ply, meta = positions(game, games, uniform, seed, exclude, only_held_out)
+    return label(game, state_id, source, ply, lookups, meta)
+
+
+def positions(
+    game: Knucklebones,
+    games: int,
+    uniform: int,
+    seed: int,
+    exclude: np.ndarray | None = None,
+    only_held_out: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """The positions :func:`labelled_set` labels, before any value is known: (state ids,
+    sources, plies, the record of how they were drawn). The full game's are drawn here, on a
+    CPU, and labelled on a GPU (benchmarks/gpu_artefacts.py)."""
     met, plies = play_positions(game, games, seed)
     ids, first = np.unique(met, return_index=True)
     drawn = uniform_positions(game, uniform, seed + 1) if uniform else np.zeros(0, np.int64)
@@ -337,13 +358,12 @@ def labelled_set(
         keep &= ~np.isin(state_id, exclude)
     if only_held_out:
         keep &= held_out(state_id)
-    state_id, source, ply = state_id[keep], source[keep], ply[keep]
     meta = {
         "seed": seed, "games": games, "uniform": uniform,
         "players": [name for name, _, _ in PLAYERS], "held_out": only_held_out,
         "excluded": 0 if exclude is None else len(exclude),
     }  # fmt: skip
-    return label(game, state_id, source, ply, lookups, meta)
+    return state_id[keep], source[keep], ply[keep], meta
 
 
 def bellman_residual(labelled: Labelled, name: str) -> np.ndarray:
@@ -355,18 +375,47 @@ def bellman_residual(labelled: Labelled, name: str) -> np.ndarray:
     return np.abs(labelled.values[name] - best.mean(axis=1))
 
 
+#: The tolerance of a labelled set's values when its record names none (the exact solvers').
+DEFAULT_TOLERANCE = 1e-11
+
+
+def bellman_allowance(labelled: Labelled, name: str) -> float:
+    """How large :func:`bellman_residual` may be in objective ``name``: the value and the best
+    choices are each within the record's ``tolerance`` of the exact ones (twice that), plus,
+    in a compact file, half a float32 ulp of each (the largest magnitude's), plus float64
+    rounding."""
+    tol = float(labelled.meta.get("tolerance", DEFAULT_TOLERANCE))
+    scale = max(
+        1.0,
+        float(np.abs(labelled.values[name]).max(initial=0.0)),
+        float(np.nanmax(np.abs(labelled.choices[name]), initial=0.0)),
+    )
+    rounding = 2.0**-23 * scale if labelled.meta.get("compact") else 0.0
+    return 2 * tol + rounding + 1e-12 * scale
+
+
 # -- files -----------------------------------------------------------------------------------
 
 #: The Parquet metadata key of a labelled set's record (board, seeds, where the values came from).
 META_KEY = b"stb.labelled"
+#: The float columns of a compact file are stored split into byte streams (Parquet's
+#: BYTE_STREAM_SPLIT): a float32's sign and exponent bytes then sit together and compress.
+_COMPACT_DTYPE = np.float32
 
 
-def to_arrow(labelled: Labelled) -> Any:
+def to_arrow(labelled: Labelled, compact: bool = False) -> Any:
     """The labelled set as an Arrow table: one row per position, its choices as fixed-size
-    lists (``faces * columns`` entries, choice ``die_index * columns + j``)."""
+    lists (``faces * columns`` entries, choice ``die_index * columns + j``).
+
+    ``compact``: values and choices as float32 (each within half a float32 ulp of the float64
+    value: 3e-8 for a win chance, 4e-6 for a score difference of 100) and no
+    ``next_state_id`` column (it follows from the state id: :func:`choice_ids`). The full
+    game's 18 choices then cost about 110 bytes a position instead of 450, so that 100,000
+    positions fit in one file of a GPU call's 16 MiB."""
     import pyarrow as pa
 
     width = labelled.faces * labelled.columns
+    kind = pa.float32() if compact else pa.float64()
 
     def fixed(values: np.ndarray, kind: Any) -> Any:
         flat = pa.array(values.reshape(-1), type=kind, from_pandas=True)
@@ -377,33 +426,48 @@ def to_arrow(labelled: Labelled) -> Any:
         "source": pa.array(labelled.source.astype(str)),
         "ply": pa.array(labelled.ply, pa.int16()),
         "dice": pa.array(labelled.dice, pa.int16()),
-        "next_state_id": fixed(labelled.next_id, pa.int64()),
     }
+    if not compact:
+        columns["next_state_id"] = fixed(labelled.next_id, pa.int64())
     for name in labelled.values:
-        columns[name] = pa.array(labelled.values[name], pa.float64())
-        columns[f"choice_{name}"] = fixed(labelled.choices[name], pa.float64())
+        values, choices = labelled.values[name], labelled.choices[name]
+        if compact:
+            values, choices = values.astype(_COMPACT_DTYPE), choices.astype(_COMPACT_DTYPE)
+        columns[name] = pa.array(values, kind)
+        columns[f"choice_{name}"] = fixed(choices, kind)
     record = {
         **labelled.meta, "columns": labelled.columns, "rows": labelled.rows,
-        "faces": labelled.faces,
+        "faces": labelled.faces, "compact": compact,
     }  # fmt: skip
     table = pa.table(columns)
     return table.replace_schema_metadata({META_KEY: json.dumps(record, sort_keys=True)})
 
 
-def write(labelled: Labelled, path: Path) -> None:
-    """Write the labelled set to ``path`` (Parquet, zstd), atomically."""
+def write(labelled: Labelled, path: Path, compact: bool = False) -> None:
+    """Write the labelled set to ``path`` (Parquet, zstd), atomically; ``compact``: see
+    :func:`to_arrow`."""
     import pyarrow.parquet as pq
 
+    table = to_arrow(labelled, compact)
+    options: dict[str, Any] = {"compression": "zstd"}
+    if compact:
+        floats = [n for n in labelled.values] + [
+            f"choice_{n}.list.element" for n in labelled.values
+        ]
+        options.update(compression_level=9, use_byte_stream_split=floats,
+                       use_dictionary=["source"])  # fmt: skip
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        pq.write_table(to_arrow(labelled), tmp, compression="zstd")
+        pq.write_table(table, tmp, **options)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
 def read(path: Path) -> Labelled:
-    """A labelled set from its Parquet file (ValueError when the file is not one)."""
+    """A labelled set from its Parquet file, compact or not (values as float64 either way;
+    a compact file's successor ids are recomputed from the state ids); ValueError when the
+    file is not one."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
@@ -411,19 +475,25 @@ def read(path: Path) -> Labelled:
     if META_KEY not in meta:
         raise ValueError(f"{path} is not a labelled set (no {META_KEY.decode()} record)")
     record = json.loads(meta[META_KEY])
-    c, f = int(record["columns"]), int(record["faces"])
+    c, r, f = int(record["columns"]), int(record["rows"]), int(record["faces"])
 
     def fixed(name: str) -> np.ndarray:
         col = table[name].combine_chunks()
         return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, f * c)
 
+    state_id = table["state_id"].to_numpy()
+    if "next_state_id" in table.column_names:
+        nxt = fixed("next_state_id")
+    else:  # a compact file: the successors follow from the ids
+        from pipeline.games.knucklebones.game import KnuckleRules
+
+        nxt = choice_ids(Knucklebones(KnuckleRules(c, r, f)), state_id)
     out = Labelled(
-        c, int(record["rows"]), f, table["state_id"].to_numpy(),
-        np.asarray(table["source"].to_pylist()), table["ply"].to_numpy(),
-        table["dice"].to_numpy(), fixed("next_state_id"), meta=record,
+        c, r, f, state_id, np.asarray(table["source"].to_pylist()), table["ply"].to_numpy(),
+        table["dice"].to_numpy(), nxt, meta=record,
     )  # fmt: skip
     for name in FIELDS.values():
         if name in table.column_names:
-            out.values[name] = table[name].to_numpy()
+            out.values[name] = np.asarray(table[name].to_numpy(), dtype=np.float64)
             out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
     return out

@@ -49,6 +49,9 @@ class Solution:
     """The values of ids a..b-1 as float64 on the host (see :meth:`values`)."""
     on_device: bool = False
     """Whether the bounds are on the GPU (read: copied a range at a time)."""
+    pick: Callable[[np.ndarray], np.ndarray] | None = None
+    """The values of arbitrary ids as float64 on the host (see :meth:`at`; None: read the
+    whole range)."""
 
     @classmethod
     def of(
@@ -62,18 +65,24 @@ class Solution:
         sweeps: int,
         seconds: float,
         sweep_seconds: float,
+        pick: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> Solution:
         """A solution whose ``store`` is its values (float64, state id order) in host memory,
         or its bounds ([n, 2] lower, upper) left on the GPU (a device array: a range of values
-        is copied to the host when read)."""
+        is copied to the host when read, and ``pick`` reads the values of given ids there)."""
         on_device = hasattr(store, "copy_to_host")
         read: Callable[[int, int], np.ndarray] = (
             (lambda a, b: midpoint(store[a:b].copy_to_host())) if on_device
             else (lambda a, b: store[a:b])
         )  # fmt: skip
+        if pick is None and not on_device:
+
+            def pick(ids: np.ndarray) -> np.ndarray:
+                return np.asarray(store[ids], dtype=np.float64)
+
         return cls(
             rules, int(store.shape[0]), bound, residual, sweeps, seconds, sweep_seconds, backend,
-            dtype, read, on_device,
+            dtype, read, on_device, pick,
         )  # fmt: skip
 
     def host(self) -> Solution:
@@ -82,7 +91,9 @@ class Solution:
         if not self.on_device:
             return self
         held = self.values()
-        return replace(self, read=lambda a, b: held[a:b], on_device=False)
+        return replace(
+            self, read=lambda a, b: held[a:b], on_device=False, pick=lambda ids: held[ids]
+        )
 
     def values(self, a: int = 0, b: int | None = None) -> np.ndarray:
         """The values of state ids ``a..b-1`` (default: every one), float64, on the host."""
@@ -93,6 +104,17 @@ class Solution:
         """Every value, float64, on the host (from a GPU: the whole board copied; small boards
         only, the full game's is 38 GB: read ranges with :meth:`values`)."""
         return self.values()
+
+    def at(self, ids: np.ndarray) -> np.ndarray:
+        """The values of the state ids ``ids`` (any order, repeats allowed), float64, on the
+        host: from a GPU, only those values are copied (a gather on the GPU), never the whole
+        board."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.n_states):
+            raise ValueError(f"state ids must be within 0..{self.n_states - 1}")
+        if self.pick is None:
+            return self.values()[ids]
+        return self.pick(ids)
 
     def value_of(self, state_id: int) -> float:
         """The value of one position."""

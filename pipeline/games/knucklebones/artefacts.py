@@ -1,0 +1,290 @@
+"""What an exact solve leaves in the repository, and its data contract: a board's opening book
+(:mod:`pipeline.games.knucklebones.book`) and labelled positions
+(:mod:`pipeline.games.knucklebones.labels`), kept in ``models/`` beside the evaluators.
+
+The full game's (3x3, six-sided die) are made on a GPU in one call (issue 38:
+``benchmarks/gpu_artefacts.py``, docs/knucklebones-full-game.md) and committed; every later
+run, test and user reads the exact game from them without a GPU. What they tell:
+
+- :func:`first_die`: the first player's chance (and expected lead) for each first die: the
+  first placement has no choice (every column of empty boards is the same position), so it is
+  one minus the value of the position the second player then faces;
+- :func:`replies`: the second player's best first placement for each pair of first dice.
+
+:func:`check_book`, :func:`check_labelled` and :func:`check_packaged` are the contract every
+packaged artefact meets (`stb-pipeline knucklebones check-artefacts`, and a test): the values
+obey the Bellman equation among themselves (a position's value is the mean over the die of its
+best choice) within the solve's tolerance and the files' float32 rounding, they lie in their
+objective's range, the full game's start value is the one published
+(:data:`PUBLISHED_START`), and each file records its provenance (:data:`PROVENANCE`). An
+artefact not made yet is reported absent, not failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.games.knucklebones import labels
+from pipeline.games.knucklebones.book import Book
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+
+#: The full game's board: 3 columns of 3, a six-sided die.
+FULL_GAME = (3, 3, 6)
+#: The full game's start values as first solved on a GPU (an H100, 2026-11-26, float64 bounds,
+#: every value within 1e-11: benchmarks/gpu-runs/2026-11-26-h100/all.md,
+#: docs/knucklebones-full-game.md): the first player's chance (a draw 1/2) and expected lead.
+PUBLISHED_START = {"win": 0.509030469096103, "diff": 0.57704124756742}
+#: What every artefact records of how it was made.
+PROVENANCE = ("device", "code_hash", "seconds", "tolerance")
+#: Half a float32 ulp, relative: the rounding of a compact file's values.
+FLOAT32_ROUNDING = 2.0**-24
+
+
+def book_path(columns: int, rows: int, faces: int, models: Path | None = None) -> Path:
+    """Where a board's packaged book lives."""
+    from pipeline.games.knucklebones.evaluator import MODELS
+
+    return (models or MODELS) / f"{columns}x{rows}-d{faces}-book.npz"
+
+
+def labelled_path(columns: int, rows: int, faces: int, models: Path | None = None) -> Path:
+    """Where a board's packaged labelled positions live."""
+    from pipeline.games.knucklebones.evaluator import MODELS
+
+    return (models or MODELS) / f"{columns}x{rows}-d{faces}-labelled.parquet"
+
+
+def board_game(columns: int, rows: int, faces: int) -> Knucklebones:
+    return Knucklebones(KnuckleRules(columns, rows, faces))
+
+
+# -- what the book tells ---------------------------------------------------------------------
+
+
+def _start(game: Knucklebones) -> np.ndarray:
+    from pipeline.games.knucklebones.exact import pairs_of
+
+    return pairs_of(game.r, np.array([game.start_state()]))[0]
+
+
+def first_die(book: Book) -> list[dict[str, Any]]:
+    """For each first die: the first player's chance (``win``, a draw 1/2) and expected lead
+    (``diff``), from the position the second player faces after it (in the book from 1
+    placement on)."""
+    game = board_game(book.columns, book.rows, book.faces)
+    start = _start(game)
+    rows = []
+    for die in range(1, book.faces + 1):
+        _, after = game.successors(start, die)[0]  # every column of empty boards is the same
+        found = book.values(np.array([game.state_of(after)]))
+        if found is None:
+            raise ValueError("the book lacks the positions after the first die")
+        win, diff = found
+        rows.append({"die": die, "win": 1.0 - float(win[0]), "diff": -float(diff[0])})
+    return rows
+
+
+def replies(book: Book) -> list[dict[str, Any]]:
+    """For each first die and the second player's die: the second player's best first
+    placement (``facing``: the column opposite the first die, ``open``: one of the others),
+    its chance (``win``) and expected lead (``diff``), and the other placement's (best by the
+    chance, then the lead). Needs a book of 2 placements or more."""
+    game = board_game(book.columns, book.rows, book.faces)
+    t = game.t
+    start = _start(game)
+    rows = []
+    for first in range(1, book.faces + 1):
+        _, faced = game.successors(start, first)[0]
+        for die in range(1, book.faces + 1):
+            options: dict[str, tuple[float, float]] = {}
+            for column, after in game.successors(faced, die):
+                kind = "facing" if t.opp_size[faced[column]] > 0 else "open"
+                found = book.values(np.array([game.state_of(after)]))
+                if found is None:
+                    raise ValueError("the book lacks the positions after the first two dice")
+                options[kind] = (1.0 - float(found[0][0]), -float(found[1][0]))
+            ranked = sorted(options.items(), key=lambda kv: kv[1], reverse=True)
+            best, (win, diff) = ranked[0]
+            other = ranked[1] if len(ranked) > 1 else None
+            rows.append({
+                "first": first, "die": die, "best": best, "win": win, "diff": diff,
+                "other": None if other is None else other[0],
+                "other_win": None if other is None else other[1][0],
+                "other_diff": None if other is None else other[1][1],
+            })  # fmt: skip
+    return rows
+
+
+# -- the contract ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check of one artefact: ``ok`` None when it could not apply (the artefact is absent,
+    or the check has nothing to compare with)."""
+
+    artefact: str
+    check: str
+    ok: bool | None
+    detail: str = ""
+
+    def line(self) -> str:
+        word = {True: "ok", False: "FAIL", None: "skip"}[self.ok]
+        return (
+            f"{word:<4} {self.artefact}: {self.check}{f' ({self.detail})' if self.detail else ''}"
+        )
+
+
+def _provenance(name: str, meta: dict[str, Any]) -> Finding:
+    lacking = [k for k in PROVENANCE if k not in meta]
+    return Finding(name, "provenance recorded: " + ", ".join(PROVENANCE), not lacking,
+                   f"lacks {', '.join(lacking)}" if lacking else "")  # fmt: skip
+
+
+def _rounding(meta: dict[str, Any]) -> float:
+    return FLOAT32_ROUNDING if meta.get("compact") else 0.0
+
+
+def check_book(book: Book, name: str = "book") -> list[Finding]:
+    """The book's contract: its ids are every position within its placements, each once; its
+    values lie in range and obey the Bellman equation wherever a position's successors are all
+    in it; the first dice's chances average to the start value; the full game's start value
+    is :data:`PUBLISHED_START` within the tolerances; its provenance is recorded."""
+    from pipeline.games.knucklebones.book import reachable
+    from pipeline.games.knucklebones.exact import pairs_of, successor_ids
+
+    game = board_game(book.columns, book.rows, book.faces)
+    r = game.r
+    tol = float(book.meta.get("tolerance", labels.DEFAULT_TOLERANCE))
+    most = float(r.columns * r.faces * r.rows**2)
+    rounding = _rounding(book.meta)
+    out = [_provenance(name, book.meta)]
+    ids = book.state_id
+    out.append(Finding(
+        name, f"every position within {book.plies} placements, each once, sorted",
+        bool(np.array_equal(ids, reachable(game, book.plies))), f"{len(book):,} positions",
+    ))  # fmt: skip
+    finite = np.isfinite(book.win).all() and np.isfinite(book.diff).all()
+    in_range = (
+        finite
+        and book.win.min() >= -tol and book.win.max() <= 1 + tol
+        and np.abs(book.diff).max() <= most + tol
+    )  # fmt: skip
+    out.append(Finding(name, "win in [0, 1], diff within the largest score", bool(in_range)))
+    # Bellman wherever every successor is in the book: the positions before the last placement
+    pos = pairs_of(r, ids)
+    live = ~game.terminal_mask(pos)
+    succ = successor_ids(r, ids[live])
+    at = np.searchsorted(ids, np.where(succ >= 0, succ, 0))
+    at = np.minimum(at, len(ids) - 1)
+    inside = (succ < 0) | (ids[at] == succ)
+    full = inside.all(axis=1)
+    for field, values, offset, scale in (("win", book.win, 1.0, 1.0), ("diff", book.diff, 0.0,
+                                                                         most)):  # fmt: skip
+        choice = np.where(succ >= 0, offset - values[at], -np.inf)[full]
+        best = choice.reshape(-1, r.faces, r.columns).max(axis=2).mean(axis=1)
+        residual = np.abs(values[live][full] - best)
+        allowed = 2 * tol + 2 * rounding * max(1.0, float(np.abs(values).max())) + 1e-12 * scale
+        worst = float(residual.max(initial=0.0))
+        out.append(Finding(
+            name, f"Bellman equation ({field}) of the {int(full.sum()):,} positions whose "
+            "successors are all in the book", worst <= allowed,
+            f"largest residual {worst:.3g}, allowed {allowed:.3g}",
+        ))  # fmt: skip
+    start = book.values(np.array([game.start_state()]))
+    if start is None:
+        out.append(Finding(name, "holds the start position", False))
+        return out
+    chances = first_die(book) if book.plies >= 1 else []
+    for field, k in (("win", 0), ("diff", 1)):
+        value = float(start[k][0])
+        if chances:
+            mean = float(np.mean([row[field] for row in chances]))
+            allowed = 2 * tol + 2 * rounding * max(1.0, abs(value)) + 1e-12
+            out.append(Finding(
+                name, f"the first dice's {field} average to the start value",
+                abs(mean - value) <= allowed, f"{mean:.12f} against {value:.12f}",
+            ))  # fmt: skip
+        if (book.columns, book.rows, book.faces) == FULL_GAME:
+            published = PUBLISHED_START[field]
+            # both solves are within tol of the exact value; the file rounds to float32
+            allowed = 2 * tol + rounding * max(1.0, abs(value)) + 1e-12
+            out.append(Finding(
+                name, f"the start value ({field}) is the published {published:.12f}",
+                abs(value - published) <= allowed, f"{value:.12f}",
+            ))  # fmt: skip
+            recorded = book.meta.get("start", {}).get(field)
+            if recorded is not None:  # the solve's own float64 start value
+                out.append(Finding(
+                    name, f"the solve's start value ({field}) is the published one",
+                    abs(float(recorded) - published) <= 2 * tol + 1e-12, f"{recorded!r}",
+                ))  # fmt: skip
+    return out
+
+
+def check_labelled(found: labels.Labelled, name: str = "labelled") -> list[Finding]:
+    """The labelled set's contract: every position's value is the mean over the die of its best
+    choice (within :func:`labels.bellman_allowance`), values lie in range, a choice has a value
+    exactly where it is a move, positions are in play and each once; the full game's set holds
+    at least 100,000 positions; its provenance is recorded."""
+    from pipeline.games.knucklebones.exact import pairs_of
+
+    game = board_game(found.columns, found.rows, found.faces)
+    tol = float(found.meta.get("tolerance", labels.DEFAULT_TOLERANCE))
+    most = float(found.columns * found.faces * found.rows**2)
+    out = [_provenance(name, found.meta)]
+    ids = found.state_id
+    unique = len(np.unique(ids)) == len(ids)
+    in_play = not game.terminal_mask(pairs_of(game.r, ids)).any() if len(ids) else True
+    out.append(Finding(name, "positions in play, each once", bool(unique and in_play),
+                       f"{len(found):,} positions"))  # fmt: skip
+    if (found.columns, found.rows, found.faces) == FULL_GAME:
+        out.append(Finding(name, "at least 100,000 positions", len(found) >= 100_000))
+    legal = found.next_id >= 0
+    for field in labels.FIELDS.values():
+        if field not in found.values:
+            out.append(Finding(name, f"holds {field} values", False))
+            continue
+        values, choices = found.values[field], found.choices[field]
+        lo, hi = (0.0, 1.0) if field == "win" else (-most, most)
+        ok = (
+            np.isfinite(values).all()
+            and values.min(initial=lo) >= lo - tol and values.max(initial=hi) <= hi + tol
+            and bool(np.array_equal(~np.isnan(choices), legal))
+        )  # fmt: skip
+        out.append(Finding(name, f"{field} in range; a choice has a value exactly where it is a "
+                           "move", bool(ok)))  # fmt: skip
+        worst = float(labels.bellman_residual(found, field).max(initial=0.0))
+        allowed = labels.bellman_allowance(found, field)
+        out.append(Finding(
+            name, f"Bellman equation ({field}) among the positions' own values",
+            worst <= allowed, f"largest residual {worst:.3g}, allowed {allowed:.3g}",
+        ))  # fmt: skip
+    return out
+
+
+def check_packaged(models: Path | None = None) -> list[Finding]:
+    """Every packaged book and labelled set checked (:func:`check_book`,
+    :func:`check_labelled`); the full game's, until its GPU call has made them, reported
+    absent."""
+    from pipeline.games.knucklebones import book as book_module
+    from pipeline.games.knucklebones.evaluator import MODELS
+
+    folder = models or MODELS
+    out: list[Finding] = []
+    books = sorted(folder.glob("*-book.npz")) if folder.is_dir() else []
+    sets = sorted(folder.glob("*-labelled.parquet")) if folder.is_dir() else []
+    for path in books:
+        out += check_book(book_module.load(path), path.name)
+    for path in sets:
+        out += check_labelled(labels.read(path), path.name)
+    for path in (book_path(*FULL_GAME, folder), labelled_path(*FULL_GAME, folder)):
+        if not path.exists():
+            out.append(Finding(path.name, "not made yet", None,
+                               "absent: the full game's GPU call makes it, "
+                               "docs/knucklebones-full-game.md"))  # fmt: skip
+    return out
