@@ -10,7 +10,8 @@ import typer
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, LazyConsole, Quiet
+from pipeline.cli.knucklebones_args import MAX_GAMES, MAX_SEED, BoardVariant, out
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
@@ -29,15 +30,6 @@ BOARD_HELP = (
 Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " + BOARD_HELP)]
 Board2 = Annotated[str, typer.Argument(help="The opponent's board, same format.")]
 Die = Annotated[int, typer.Argument(help="The die just rolled (1..6).")]
-BoardVariant = Annotated[
-    str | None,
-    typer.Option(
-        "--variant",
-        "-v",
-        help="A Knucklebones board and die, e.g. knucklebones-2x2 (default: the full game).",
-    ),
-]
-
 DEPTH_HELP = (
     f"Placements searched where no table or book answers (1..{MAX_DEPTH}; default: the board's "
     "player's: its distilled evaluator's depth, else 3)."
@@ -54,7 +46,6 @@ kb = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-out = LazyConsole(highlight=False, soft_wrap=True)
 
 
 def _kind(exact: bool, looked_up: str) -> str:
@@ -476,9 +467,6 @@ def loss_cmd(
     out.print(f"sample: the decisions of {games} random-vs-random games, seed {seed}")
 
 
-#: Largest --games per pair (a day of depth-1 games) and --seed (the seeds must fit int64).
-MAX_GAMES = 10_000_000
-MAX_SEED = 2**62
 
 
 def _ints(text: str, option: str) -> list[int]:
@@ -491,6 +479,7 @@ def _ints(text: str, option: str) -> list[int]:
 
 def register(app: typer.Typer) -> None:
     """Add the `knucklebones` command group (with `label`, `train` and `rate`)."""
-    from pipeline.cli import knucklebones_players  # noqa: F401  (its commands join the group)
+    from pipeline.cli.knucklebones_players import players
 
+    kb.registered_commands.extend(players.registered_commands)  # label, train, rate
     app.add_typer(kb, name="knucklebones")

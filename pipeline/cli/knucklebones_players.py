@@ -9,10 +9,12 @@ from typing import Annotated
 import typer
 
 from pipeline import progress
-from pipeline.cli.knucklebones import MAX_SEED, BoardVariant, kb, out
+from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
+#: The commands, which join the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
+players = typer.Typer()
 #: The board `label`, `train` and `rate` work on when none is named: the largest board whose
 #: exact values a laptop can solve in minutes.
 DEFAULT_BOARD = "knucklebones-3x3-d4"
@@ -52,7 +54,7 @@ Tables = Annotated[
 ]
 
 
-@kb.command("label")
+@players.command("label")
 def label_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The Parquet file to write.")],
     variant: BoardVariant = None,
@@ -91,7 +93,7 @@ def label_cmd(
     )
 
 
-@kb.command("train")
+@players.command("train")
 def train_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The weights file (.npz).")],
     variant: BoardVariant = None,
@@ -141,7 +143,7 @@ def train_cmd(
     )
 
 
-@kb.command("rate")
+@players.command("rate")
 def rate_cmd(
     variant: BoardVariant = None,
     players: Annotated[

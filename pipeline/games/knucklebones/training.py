@@ -13,9 +13,10 @@ their sizes and scores), so that pairs seen rarely borrow from the ones seen oft
 training the vectors are kept as a table (the evaluator's ``E``) and ``phi`` is dropped. The
 loss is the cross-entropy of the win chance plus the squared error of the score difference
 (scaled by ``diff_scale``), minimised by Adam with a cosine learning rate over shuffled
-mini-batches. Every random number comes from one generator seeded by ``seed``: the same
-labelled set, seed and settings give the same weights on the same numpy and BLAS (the
-thread count of a multithreaded BLAS may change the last bits).
+mini-batches. Every random number comes from one generator seeded by ``seed``, and the matrix
+products run on one BLAS thread (the matrices are small: more threads only wait for each other,
+and their count would change the last bits): the same labelled set, seed and settings give the
+same weights on the same numpy.
 """
 
 from __future__ import annotations
@@ -220,6 +221,19 @@ def fit(
 ) -> Evaluator:
     """An evaluator of ``game``'s board fitted to ``labelled``'s examples (:func:`examples`);
     ``report(epoch, mean absolute error of the win chance)`` after each epoch."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit(game, labelled, settings, meta, report)
+
+
+def _fit(
+    game: Knucklebones,
+    labelled: Labelled,
+    settings: Settings,
+    meta: dict | None,
+    report: Callable[[int, float], None] | None,
+) -> Evaluator:
     from pipeline.games.knucklebones.exact import pairs_of
 
     rng = np.random.default_rng(settings.seed)
