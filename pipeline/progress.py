@@ -251,8 +251,14 @@ def _show_bars(due: list[Task]) -> None:
             TimeElapsedColumn,
         )
 
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
-        bar = Progress(*columns, TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        # a job's name holds a variant's name as given: shown as it is, never read as markup
+        columns = [
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+        ]
+        console = Console(stderr=True, emoji=False)
+        bar = Progress(*columns, TimeElapsedColumn(), console=console, transient=True)
         bar.start()
         _ticker["rich"] = bar
     bar = _ticker["rich"]

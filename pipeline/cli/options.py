@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 class LazyConsole:
     """A rich ``Console(**options)``, made on first use: a command that prints no table loads no
     rich (about 0.05 s of start-up). ``width``, when given, is asked on every use (a terminal
-    can be resized, and one process may run many commands)."""
+    can be resized, and one process may run many commands). Emoji codes are never read: text
+    a user gave (``--variant ':x:'``) is printed as given, whatever prints it."""
 
     def __init__(self, width: Callable[[], int] | None = None, **options: Any) -> None:
         self._width = width
-        self._options = options
+        self._options = {"emoji": False, **options}
         self._console: Any = None
 
     def real(self) -> Console:

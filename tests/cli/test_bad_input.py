@@ -936,3 +936,20 @@ def test_readers_take_quiet_like_build(small: Path, tmp_path: Path, args: list[s
     result = invoke([*(a.format(tmp=tmp_path) for a in args), "--data-dir", small])
     assert result.code == 0, result.stderr
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "echoed"),
+    [
+        (["expect", "--variant", ":x:", "123", *DATA], "unknown variant ':x:'"),
+        (["query", ":smile:", *DATA], "query ':smile:' is not a query name"),
+        (["export", "dataset", "-o", "/proc/:fire:", *DATA], "/proc/:fire:"),
+        (["query", "[bold]x[/bold]", *DATA], "query '[bold]x[/bold]'"),
+    ],
+    ids=_id,
+)
+def test_error_lines_echo_the_input_as_given(small: Path, args: list[str], echoed: str) -> None:
+    """Issue 41: no emoji code (``:x:``) and no markup is read in what a user typed."""
+    result = invoke([a.format(data=small) for a in args])
+    assert_one_clean_line(result, result.code)
+    assert result.code in (1, 2) and echoed in result.stderr, result.stderr
