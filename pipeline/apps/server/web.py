@@ -426,22 +426,44 @@ def app_from_environment() -> Starlette:
 
 def loopback_hosts(host: str) -> list[str] | None:
     """The Host names to accept when listening on ``host`` (None: any, off loopback)."""
-    return list(LOOPBACK_HOSTS) if host in LOOPBACK_HOSTS else None
+    return list(LOOPBACK_HOSTS) if address(host) in LOOPBACK_HOSTS else None
+
+
+def address(host: str) -> str:
+    """The address to listen on that ``--host`` names, without the brackets of an IPv6 address
+    (``[::1]`` -> ``::1``). UsageError for an empty one: the socket would take it for every
+    interface, opening the server to the network unasked."""
+    bare = host.strip()
+    if bare.startswith("[") and bare.endswith("]"):
+        bare = bare[1:-1].strip()
+    if not bare:
+        raise UsageError(
+            f"--host {host!r} names no address: give 127.0.0.1 (this machine only, the "
+            "default) or, to open the server to the network, 0.0.0.0"
+        )
+    return bare
+
+
+def url_of(host: str, port: int) -> str:
+    """The address a browser opens: ``http://127.0.0.1:8025/``, ``http://[::1]:8025/``."""
+    bare = address(host)
+    return f"http://{'[' + bare + ']' if ':' in bare else bare}:{port}/"
 
 
 def listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a port in use is one clear line (every server
     process of ``--workers N`` accepts from it)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    bare = address(host)
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host.strip("[]"), port))
+        sock.bind((bare, port))
         sock.listen(2048)
     except OSError as exc:
         sock.close()
         why = exc.strerror or str(exc)
-        raise PipelineError(f"cannot listen on {host}:{port} ({why})") from None
+        raise PipelineError(f"cannot listen on {url_of(host, port)} ({why})") from None
     sock.set_inheritable(True)
     return sock
 
@@ -466,8 +488,8 @@ def serve(
         str(Path(data_dir).resolve()), cors, loopback_hosts(host), cache_mb, search_workers,
         search_queue,
     )  # fmt: skip
+    url = url_of(host, port)  # an empty host is refused before any socket is opened
     sock = listen(host, port)
-    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     common = {"log_level": "warning", "access_log": False, "lifespan": "on"}
     try:
         if workers <= 1:

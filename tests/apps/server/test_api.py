@@ -528,3 +528,21 @@ def test_the_lean_json_path_answers_as_starlette_would(built: Path, url: str) ->
 
 async def _not_taken() -> bool:
     return False
+
+
+@pytest.mark.parametrize("host", ["", " ", "[]", "[ ]"])
+def test_an_empty_host_is_refused_not_every_interface(built: Path, host: str) -> None:
+    """Issue 41: ``--host ''`` bound every interface with the Host check off."""
+    result = invoke(["serve", "--data-dir", built, "--host", host, "--port", str(free_port())])
+    assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "names no address" in result.stderr and "127.0.0.1" in result.stderr
+
+
+def test_the_address_printed_is_one_a_browser_opens() -> None:
+    from pipeline.apps.server.web import address, loopback_hosts, url_of
+
+    assert url_of("[::1]", 8025) == "http://[::1]:8025/"  # it printed http://[[::1]]:8025/
+    assert url_of("::1", 8025) == "http://[::1]:8025/"
+    assert url_of("127.0.0.1", 80) == "http://127.0.0.1:80/"
+    assert address("[::1]") == "::1" and address(" localhost ") == "localhost"
+    assert loopback_hosts("[::1]") == loopback_hosts("::1") is not None
