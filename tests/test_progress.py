@@ -88,11 +88,14 @@ def test_a_job_that_raises_never_says_done(
     """Issue 41: a build whose commit met a full disk printed "build: done, ... 100 %" just
     before its error line."""
     err = io.StringIO()
-    with redirect_stderr(err), pytest.raises(error):
-        with progress.task("build", total=2, unit="variants") as job:
-            job.advance(2)
-            time.sleep(0.3)
-            raise error("no space left on device")
+    with (
+        redirect_stderr(err),
+        pytest.raises(error),
+        progress.task("build", total=2, unit="variants") as job,
+    ):
+        job.advance(2)
+        time.sleep(0.3)
+        raise error("no space left on device")
     last = err.getvalue().splitlines()[-1]
     assert last.startswith(f"build: {ended}, 2/2 variants (100 %)"), err.getvalue()
     assert "done" not in err.getvalue()

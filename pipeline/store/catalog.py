@@ -139,7 +139,7 @@ def write(data_dir: Path, statements: list[str]) -> Path:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise PipelineError(f"cannot write {final}: {first[:200]}") from None
     except OSError as exc:
-        raise PipelineError(f"cannot write {final}: {why(final, exc)}") from None
+        raise PipelineError(f"cannot write {final}: {why(final, exc)}; {MOVE_AWAY}") from None
     finally:
         con.close()
         _remove_temporary(tmp)
@@ -161,10 +161,23 @@ def info_view(data_dir: Path, statements: list[str]) -> str:
     return f"create view {INFO_VIEW} as select * from (values {values}) as t(key, value)"
 
 
+#: What to do about a catalog that cannot be replaced or removed (a folder or an immutable
+#: file in its place): it is derived from the tables, so nothing is lost by moving it.
+MOVE_AWAY = (
+    "move it away (the catalog is made from the tables: `stb-pipeline verify --fix` writes it)"
+)
+
+
 def remove(data_dir: Path) -> None:
-    """Remove the catalog (a directory without tables has none)."""
-    with contextlib.suppress(FileNotFoundError):
-        catalog_path(data_dir).unlink()
+    """Remove the catalog (a directory without tables has none); PipelineError naming it when
+    it cannot be (a folder of that name, an immutable file)."""
+    path = catalog_path(data_dir)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise PipelineError(f"cannot remove {path}: {why(path, exc)}; {MOVE_AWAY}") from None
 
 
 def _remove_temporary(tmp: Path) -> None:

@@ -20,7 +20,7 @@ import pipeline
 from pipeline.analysis import sql
 from pipeline.errors import TablesMissingError
 from pipeline.games.tiles import TileCodec
-from pipeline.store import catalog, schema, sources
+from pipeline.store import catalog, manifest, schema, sources
 from tests.analysis.test_query import duckdb_binary
 from tests.conftest import DOOR_VARIANTS, invoke
 
@@ -280,3 +280,40 @@ def test_the_python_doors_name_what_is_not_built(doors: Path) -> None:
         pipeline.scan("decisions", data_dir=doors)
     with pytest.raises(TablesMissingError, match="no policy rows of variant 'nope'"):
         pipeline.dataset("policy", "nope", data_dir=doors)
+
+
+def test_a_catalog_that_cannot_be_replaced_is_named_and_wedges_nothing(copy: Path, cli) -> None:
+    """Issue 41: a folder where the catalog goes made every build fail with "cannot finish the
+    interrupted commit ...: Is a directory", never naming stb.duckdb, the journal left for ever
+    and `verify` passing meanwhile."""
+    (copy / "stb.duckdb").unlink()
+    (copy / "stb.duckdb").mkdir()
+    first = cli(["build", "-v", "classic", "--force", "-d", copy, "-q"])
+    assert first.code == 1 and first.stderr.count("\n") == 1, first.stderr
+    assert f"{copy / 'stb.duckdb'}: Is a directory; move it away" in first.stderr
+    assert "the tables are written, but not the catalog" in first.stderr
+    assert not (copy / ".stb-commit.json").exists()  # the commit is finished
+    assert manifest.mismatches(copy) == []
+    again = cli(["build", "-v", "classic", "-d", copy, "-q"])  # unchanged: only the catalog
+    assert again.code == 1 and "stb.duckdb: Is a directory; move it away" in again.stderr
+    stale = cli(["verify", "-v", "classic", "-d", copy])
+    assert stale.code == 3 and "catalog stb.duckdb" in stale.stderr
+    (copy / "stb.duckdb").rmdir()
+    assert cli(["verify", "-v", "classic", "-d", copy, "--fix"]).code == 0
+
+
+def test_verify_fails_while_a_commit_is_left_unfinished(copy: Path, cli) -> None:
+    """A journal that cannot be finished means the tables are neither surely old nor new."""
+    (copy / "summary.parquet.blocked").mkdir()  # a folder where the commit renames a file
+    (copy / ".summary.1.tmp").write_bytes((copy / "summary.parquet").read_bytes())
+    journal = {"renames": [[".summary.1.tmp", "summary.parquet.blocked"]], "manifest": {}}
+    (copy / ".stb-commit.json").write_text(json.dumps(journal))
+    result = cli(["verify", "-v", "classic", "-d", copy])
+    assert result.code == 3, result.stdout
+    assert "FAIL no unfinished commit" in result.stdout and ".stb-commit.json" in result.stdout
+    assert (
+        "no unfinished commit" in result.stderr and "cannot finish the interrupted" in result.stdout
+    )
+    (copy / ".stb-commit.json").write_text("{not a journal")
+    unreadable = cli(["verify", "-v", "classic", "-d", copy])
+    assert unreadable.code == 3 and "FAIL no unfinished commit" in unreadable.stdout
