@@ -302,7 +302,8 @@ def _catalog_result(data_dir: Path, fix: bool) -> ContractResult:
     why = {
         "missing": "is missing",
         "stale": "is out of date: its views are not these tables' (a build was cut short, or "
-        "the directory was moved)",
+        "the directory was moved or copied)",
+        "changed": "holds views other than the ones it records (changed by hand?)",
     }
     problems = [] if now == "current" else [f"{catalog.CATALOG_NAME} {why[now]}"]
     frame = pl.DataFrame({"problem": problems}, schema={"problem": pl.String})

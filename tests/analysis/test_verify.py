@@ -66,13 +66,13 @@ def failed(data: Path, variant: str | None = "classic") -> dict[str, pl.DataFram
 def test_clean_build_keeps_every_contract(small_build: Path) -> None:
     result = invoke(["verify", "--data-dir", small_build])
     assert result.code == 0, result.stdout + result.stderr
-    # the SQL contracts, plus manifest.json, the one schema per table, no temporary files, the
-    # catalog
-    assert f"all {len(verify.contract_names()) + 4} contracts hold" in result.stdout
+    # the SQL contracts, plus manifest.json, the one schema per table, no temporary files, no
+    # unfinished commit, the catalog
+    assert f"all {len(verify.contract_names()) + 5} contracts hold" in result.stdout
 
 
 def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
-    n = len(verify.contract_names()) + 4  # manifest, schema, temporary files, catalog
+    n = len(verify.contract_names()) + 5  # manifest, schema, temporary files, commit, catalog
     names = VARIANTS.split(",")
     both = invoke(["verify", "--variant", names[0], "-v", names[1], "--data-dir", small_build])
     assert both.code == 0, both.stderr
@@ -85,7 +85,7 @@ def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
 
 def test_every_variant_of_the_full_build_keeps_every_contract(built: Path) -> None:
     results = verify.verify(built)
-    own = {"manifest", "schema", "temporary", "catalog"}
+    own = {"manifest", "schema", "temporary", "journal", "catalog"}
     assert {r.name for r in results} == {*own, *verify.contract_names()}
     assert [r.name for r in results if not r.ok or r.skipped] == []
 
