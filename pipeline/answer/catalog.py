@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import UsageError
+from pipeline.errors import PipelineError, TableError, UsageError
 from pipeline.games.registry import REGISTRY, Variant, variant_from_rules
-from pipeline.store.layout import OWN_DIR, table_files
+from pipeline.store.layout import OWN_DIR, rebuild_hint, table_files
 
 #: Tables the page reads (states is what makes a variant "built").
 TABLES = ("states", "policy", "moves")
@@ -42,6 +42,9 @@ class Entry:
     """The rules its tables were built with (None: not built)."""
     files: dict[str, Path] = field(default_factory=dict)
     """Table name -> the file holding its rows (its own file, or the shared one)."""
+    damaged: str = ""
+    """Why its states cannot be read (a file of its own, or a shared file the manifest says
+    holds it, is damaged): a variant built but unreadable, not one to build ("" when not)."""
 
     @property
     def built(self) -> bool:
@@ -114,12 +117,15 @@ class Catalog:
         return tuple(out)
 
     def entry(self, name: str) -> Entry:
-        """The variant called ``name`` (built or not); UsageError (a 400) when no such variant."""
+        """The variant called ``name`` (built or not); UsageError (a 400) when no such variant,
+        TableError (a 503) naming it when its tables are damaged."""
         if len(name) > MAX_NAME:
             raise UsageError(f"variant name longer than {MAX_NAME} characters")
         found = self.snapshot().entries.get(name)
         if found is None:
             raise UsageError(f"unknown variant {name!r}: the index lists the variants")
+        if found.damaged:
+            raise TableError(f"{name} is built but its tables cannot be read: {found.damaged}")
         return found
 
 
@@ -127,13 +133,16 @@ def scan(data_dir: Path, file_rules: Callable[[Path], dict[str, Any]]) -> Snapsh
     """Read the rules metadata of every table file of ``data_dir``."""
     rules_by_table: dict[str, dict[str, tuple[dict, Path]]] = {t: {} for t in TABLES}
     problems: list[str] = []
+    damaged: dict[str, str] = {}  # variant -> why its states cannot be read
     for table in TABLES:
         for path in table_files(data_dir, table):
             try:
                 found = file_rules(path)
             except Exception as exc:  # pyarrow raises many kinds: all mean damaged
-                first = (str(exc).splitlines() or [type(exc).__name__])[0]
-                problems.append(f"{path} is not a readable table ({first}); rebuild it")
+                problem = _unreadable(path, exc)
+                problems.append(problem)
+                if table == "states":
+                    damaged.update((name, problem) for name in _held(data_dir, path))
                 continue
             for name, rules in found.items():
                 rules_by_table[table].setdefault(name, (rules, path))
@@ -145,10 +154,48 @@ def scan(data_dir: Path, file_rules: Callable[[Path], dict[str, Any]]) -> Snapsh
             continue
         files = {t: found[name][1] for t, found in rules_by_table.items() if name in found}
         entries[name] = Entry(name, variant, rules, files)
+    recorded = _recorded_rules(data_dir) if damaged else {}
+    for name, problem in sorted(damaged.items()):
+        variant = REGISTRY.get(name) or variant_from_rules(name, recorded.get(name) or {})
+        if name not in entries and variant is not None:
+            entries[name] = Entry(name, variant, None, {}, damaged=problem)
     for name, variant in REGISTRY.items():
         if name not in entries:
             entries[name] = Entry(name, variant, None, {})
     return Snapshot(entries, problems)
+
+
+def _unreadable(path: Path, exc: Exception) -> str:
+    """One line for a table file that cannot be read (the reader's own line when it has one)."""
+    if isinstance(exc, PipelineError):
+        return (str(exc).splitlines() or ["unreadable"])[0]
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return f"{path} is not a readable table ({first}); {rebuild_hint(path)}"
+
+
+def _held(data_dir: Path, path: Path) -> list[str]:
+    """The variants a damaged states file held: its own variant (``variants/NAME/``), or those
+    manifest.json records for the shared file (none when the manifest cannot say)."""
+    if path.parent.parent.name == OWN_DIR:
+        return [path.parent.name]
+    from pipeline.store import manifest
+
+    try:
+        tables = manifest.read(data_dir).get("tables", {})
+    except PipelineError:
+        return []
+    return sorted(tables.get(path.stem, {}).get("variants", {}))
+
+
+def _recorded_rules(data_dir: Path) -> dict[str, Any]:
+    """The rules manifest.json records for each variant built (none when it cannot say)."""
+    from pipeline.store import manifest
+
+    try:
+        recorded = manifest.read(data_dir).get("variants", {})
+    except PipelineError:
+        return {}
+    return {n: r.get("rules") for n, r in recorded.items() if isinstance(r, dict)}
 
 
 def view_of(variant: Variant) -> str:

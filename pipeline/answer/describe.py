@@ -12,9 +12,10 @@ from pipeline.answer.catalog import Entry
 
 
 def listing(answers: Answers) -> dict[str, Any]:
-    """Every variant: the built ones with what the page needs, the others with a command."""
+    """Every variant: the built ones with what the page needs, the damaged ones (built, their
+    tables unreadable) with why, the others with a command."""
     snap = answers.catalog.snapshot()
-    built, unbuilt = [], []
+    built, unbuilt, damaged = [], [], []
     for entry in snap.entries.values():
         item = {
             "name": entry.name,
@@ -22,7 +23,9 @@ def listing(answers: Answers) -> dict[str, Any]:
             "view": entry.view,
             "description": entry.variant.description,
         }
-        if entry.built:
+        if entry.damaged:
+            damaged.append({**item, "error": entry.damaged})
+        elif entry.built:
             built.append({**item, "own_files": entry.own})
         else:
             searchable = entry.view == "boards"
@@ -34,7 +37,12 @@ def listing(answers: Answers) -> dict[str, Any]:
                     "searchable": searchable,
                 }
             )
-    return {"built": built, "unbuilt": unbuilt, "problems": list(snap.problems)}
+    return {
+        "built": built,
+        "unbuilt": unbuilt,
+        "damaged": damaged,
+        "problems": list(snap.problems),
+    }
 
 
 def describe(answers: Answers, entry: Entry) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import numpy as np
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.store.engine import engine
-from pipeline.store.layout import OWN_DIR, settle, variant_file
+from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, variant_file
 
 if TYPE_CHECKING:
     from pipeline.answer.lean import SortedFile
@@ -48,8 +48,6 @@ DENSE_FACTOR = 2
 BASE_COLUMNS = {"value": 8, "dice": 1, "choice_options": 1, "terminal": 1}
 #: Rows one read holds at most (row groups are joined up to it): the peak while reading.
 CHUNK_ROWS = 1 << 20
-#: How to rebuild a table that cannot be read.
-REBUILD = "rebuild it (stb-pipeline build --force --variant NAME)"
 
 
 class Reader:
@@ -90,7 +88,9 @@ class Reader:
                 return fetch(cur.execute(sql, {"path": str(path), **params}))
         except engine().Error as exc:
             first = (str(exc).splitlines() or ["unreadable"])[0]
-            raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
+            raise TableError(
+                f"{path} is not a readable table ({first}); {rebuild_hint(path)}"
+            ) from None
 
     def file_rules(self, path: Path) -> dict[str, Any]:
         """The rules a table file records (its ``stb.rules`` metadata), by variant."""
@@ -620,7 +620,7 @@ class Index:
         columns and the variant's objective now (its first row), no state yet."""
         have = {r[0] for r in self.reader.rows(path, "select name from parquet_schema($path)")}
         if "value" not in have or "state_id" not in have:
-            raise TableError(f"{path} lacks the state_id and value columns; {REBUILD}")
+            raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
         by_variant = "variant" in have
         first = self.reader.rows(
             path,
@@ -635,7 +635,7 @@ class Index:
                 f"{name}` (or build with the same custom rule options) first"
             )
         if first[0][0] is None:
-            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+            raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
         wanted = [c for c in (*BASE_COLUMNS, *columns) if c in have]
         found = PointStates(
             name, path, self.reader, wanted, by_variant, str(first[0][0]), bool(first[0][1])
@@ -651,7 +651,7 @@ class Index:
             )
         wanted = [c for c in (*BASE_COLUMNS, *columns) if c in layout.columns]
         if "value" not in wanted or "state_id" not in layout.columns:
-            raise TableError(f"{path} lacks the state_id and value columns; {REBUILD}")
+            raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
         objective, maximise = self._objective(path, name, layout)
         need = _bytes(layout.groups, wanted)
         if need > self.budget:
@@ -697,7 +697,7 @@ class Index:
             return self._read(path, name, ())
         first = found.first(["objective", "maximise"]) if "objective" in found.columns else {}
         if first.get("objective") is None:
-            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+            raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
         objective, maximise = str(first["objective"]), bool(first.get("maximise", True))
         groups = [
             Group(int(s), int(n), int(lo), int(hi))
@@ -724,7 +724,7 @@ class Index:
             row=layout.groups[0].start,
         )
         if not first or first[0][0] is None:
-            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+            raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
         return str(first[0][0]), bool(first[0][1])
 
     def _read_held(
@@ -765,7 +765,7 @@ class Index:
                 )
             got = np.asarray(found["state_id"], dtype=np.int64)
             if got.size and (got.min() < low or got.max() > top):
-                raise TableError(f"{path}: state ids beyond its statistics; {REBUILD}")
+                raise TableError(f"{path}: state ids beyond its statistics; {rebuild_hint(path)}")
             if dense:
                 where: Any = got - low
             else:

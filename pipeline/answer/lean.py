@@ -24,12 +24,11 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import TableError
+from pipeline.store.layout import rebuild_hint
 from pipeline.store.schema import RULES_KEY
 
 #: Files kept open (footers parsed) at once.
 MAX_OPEN = 16
-#: How to rebuild a file that cannot be read.
-REBUILD = "rebuild it (stb-pipeline build --force --variant NAME)"
 
 
 class SortedFile:
@@ -48,7 +47,9 @@ class SortedFile:
             schema = self.file.schema_arrow
         except (pa.ArrowException, OSError) as exc:
             first = (str(exc).splitlines() or ["unreadable"])[0]
-            raise TableError(f"{self.path} is not a readable table ({first}); {REBUILD}") from None
+            raise TableError(
+                f"{self.path} is not a readable table ({first}); {rebuild_hint(self.path)}"
+            ) from None
         kv = schema.metadata or {}
         self.rules: dict[str, Any] = json.loads(kv.get(RULES_KEY, b"{}"))
         """The rules recorded for each variant the file holds."""
@@ -91,7 +92,9 @@ class SortedFile:
             table = self.file.read_row_group(group, columns=["value"])
         value = table.column("value")
         if value.null_count or len(value) != self.highs[group] - self.lows[group] + 1:
-            raise TableError(f"{self.path}: row group {group} lacks values; {REBUILD}")
+            raise TableError(
+                f"{self.path}: row group {group} lacks values; {rebuild_hint(self.path)}"
+            )
         return _numpy(value).astype(np.float64, copy=False)
 
     def read(self, group: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,10 +104,12 @@ class SortedFile:
             table = self.file.read_row_group(group, columns=["state_id", "value"])
         value = table.column("value")
         if value.null_count:
-            raise TableError(f"{self.path}: states without a value; {REBUILD}")
+            raise TableError(f"{self.path}: states without a value; {rebuild_hint(self.path)}")
         ids = _numpy(table.column("state_id"))
         if ids.size and (ids.min() < self.lows[group] or ids.max() > self.highs[group]):
-            raise TableError(f"{self.path}: state ids beyond its statistics; {REBUILD}")
+            raise TableError(
+                f"{self.path}: state ids beyond its statistics; {rebuild_hint(self.path)}"
+            )
         return ids.astype(np.int64, copy=False), _numpy(value).astype(np.float64, copy=False)
 
 

@@ -189,6 +189,21 @@ def remove_stale(data_dir: Path) -> list[Path]:
     return removed
 
 
+def rebuild_hint(path: Path, variant: str | None = None) -> str:
+    """How to rebuild the table file ``path`` that cannot be read, said with its variant's name:
+    ``variant``, or the one whose own file it is (``variants/NAME/...``); a shared file holds
+    many variants, and the manifest says which."""
+    path = Path(path)
+    if variant is None and path.parent.parent.name == OWN_DIR:
+        variant = path.parent.name
+    if variant is not None:
+        return f"rebuild it (stb-pipeline build --force --variant {variant})"
+    return (
+        "move it away and rebuild the variants it held "
+        "(stb-pipeline build --force --variant all, and any other variants you use)"
+    )
+
+
 def own_key(variant: str, table: str) -> str:
     """The key (path below the data directory, without .parquet) of a variant's own table."""
     return f"{OWN_DIR}/{variant}/{table}"

@@ -19,7 +19,7 @@ from pipeline.answer.answers import DEFAULT_DEPTH, MAX_DEPTH, Answers
 from pipeline.answer.catalog import Entry
 from pipeline.answer.describe import describe, listing
 from pipeline.answer.index import DEFAULT_CACHE_MB
-from pipeline.errors import TablesMissingError, UsageError
+from pipeline.errors import TableError, TablesMissingError, UsageError
 
 #: The largest text a state parameter may be (boards, tiles): far above any real one.
 MAX_TEXT = 200
@@ -105,7 +105,12 @@ class Positions:
                 f"(known: {', '.join(sorted(allowed))})"
             )
         roll = check_int("roll", params.get("roll"), -(2**31), 2**31 - 1)
-        found = self._answer(entry, params, fields, roll)
+        try:
+            found = self._answer(entry, params, fields, roll)
+        except TableError as exc:  # said as the catalog says it once it has looked again
+            raise TableError(
+                f"{entry.name} is built but its tables cannot be read: {exc}"
+            ) from None
         out = found.to_json()
         out["view"] = entry.view
         out["link"] = _link(entry, out["state"], roll)

@@ -19,8 +19,8 @@ and a link restores what it showed. Errors are one line, ``{"error": ..., "statu
 request (unknown variant or parameter, an empty one, malformed tiles or board, a number out of
 range, a path that is no page, a Host header that is not this machine's when it listens on
 loopback), 404 for a variant that is not built, 405 for a method other than GET or HEAD, 503
-for a table that cannot be read or a full search queue (with ``Retry-After``); never a
-traceback.
+for a table that cannot be read (a damaged variant is named as such, never "not built") or a
+full search queue (with ``Retry-After``); never a traceback.
 
 Where each answer is computed: from value arrays already read, on the event loop (no I/O); the
 other table lookups in the thread pool (DuckDB releases the GIL); a Knucklebones board without

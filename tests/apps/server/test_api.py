@@ -546,3 +546,37 @@ def test_the_address_printed_is_one_a_browser_opens() -> None:
     assert url_of("127.0.0.1", 80) == "http://127.0.0.1:80/"
     assert address("[::1]") == "::1" and address(" localhost ") == "localhost"
     assert loopback_hosts("[::1]") == loopback_hosts("::1") is not None
+
+
+def test_a_damaged_variant_is_called_damaged_not_unbuilt(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: four-player's states cut in half under a running server answered one 503
+    (whose hint read a literal `--variant NAME`), then 404 "not built" for ever, and the index
+    listed it as unbuilt. Damaged is not unbuilt: a 503 naming the variant, every time."""
+    from pipeline.answer import catalog
+
+    monkeypatch.setattr(catalog, "RESCAN_S", 0.0)  # look at the files on every request
+    data = tmp_path / "data"
+    shutil.copytree(built, data)
+    small = ["--players", "3", "--tiles", "5", "--sides", "4", "--one-die", "forced"]
+    small += ["--one-die-sum", "4", "--name", "three-small"]
+    assert invoke(["build", *small, "-d", data, "-q"]).code == 0
+    client = TestClient(create_app(data))
+    url = "/three-small/position.json?tiles=12345&player=1&roll=5"
+    assert get(client, url)["moves"]
+    own = data / "variants" / "three-small" / "states.parquet"
+    own.write_bytes(own.read_bytes()[: own.stat().st_size // 2])
+    for _ in range(3):  # the first answer (reading the file) and the catalog's after it agree
+        error = get(client, url, 503)["error"]
+        assert error.startswith("three-small is built but its tables cannot be read: "), error
+        assert "--variant three-small" in error and "NAME" not in error
+    index = get(client, "/.json")
+    assert [v["name"] for v in index["damaged"]] == ["three-small"]
+    assert "three-small" not in {v["name"] for v in index["unbuilt"] + index["built"]}
+    assert get(client, "/three-small.json", 503)["error"].startswith("three-small is built")
+    # a shared file: manifest.json says which variants it held
+    (data / "states.parquet").write_bytes(b"garbage")
+    error = get(client, "/classic/position.json?tiles=12345", 503)["error"]
+    assert error.startswith("classic is built but its tables cannot be read: "), error
+    assert "classic" in {v["name"] for v in get(client, "/.json")["damaged"]}
