@@ -287,14 +287,19 @@ def _arrow_table(rows: duckdb.DuckDBPyRelation) -> pa.Table:
 def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
     """Run the library query ``name`` and hand its relation to ``fetch``."""
     path = query_file(name)
-    values = bind(params(path), given, name)
+    declared = params(path)
+    values = bind(declared, given, name)
     settle(data_dir)  # a commit cut short is finished, a killed build's temporary files go
     con = connect(data_dir, values)
     try:
-        if "variant" in values:
-            check_built(con, data_dir, values["variant"])
-            check_game(con, path, name, values["variant"])
-            check_rows(con, path, values["variant"])
+        # the variant asked, else the one the query reads by default (`-- param: variant
+        # variant default classic`): checked alike, so that no query answers with nothing
+        fallback = declared["variant"].default if "variant" in declared else None
+        variant = values.get("variant", fallback)
+        if variant is not None:
+            check_built(con, data_dir, variant)
+            check_game(con, path, name, variant)
+            check_rows(con, path, variant, values)
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
@@ -364,10 +369,17 @@ def check_game(
     raise UsageError(f"query {query} is about {wanted}; {variant} is {who}")
 
 
-def check_rows(con: duckdb.DuckDBPyConnection, path: Traversable | Path, variant: str) -> None:
+def check_rows(
+    con: duckdb.DuckDBPyConnection,
+    path: Traversable | Path,
+    variant: str,
+    values: dict[str, Any] | None = None,
+) -> None:
     """TablesMissingError unless ``variant`` has rows in the table a query's ``-- needs rows
     in:`` line names (a table that `build` fills for some variants only), naming the command
-    that builds them (its ``-- built by:`` line)."""
+    that builds them (its ``-- built by:`` line); UsageError when it has rows, but none for the
+    other ``values`` given that are columns of that table (``objective=target`` where the
+    variant was searched for shut and score only), naming the values it has."""
     table = header(path).get("needs rows in")
     if table is None or table not in _views(con):
         return  # a table not built at all is reported when the query reads it
@@ -378,6 +390,20 @@ def check_rows(con: duckdb.DuckDBPyConnection, path: Traversable | Path, variant
             f"variant {variant!r} has no rows in {table}: `{build_hint(path, variant)}` writes "
             "them, for the variants it applies to"
         )
+    columns = {r[0] for r in con.execute(f"describe {table}").fetchall()}
+    for key, value in (values or {}).items():
+        if key == "variant" or key not in columns or not NAME_PATTERN.fullmatch(key):
+            continue
+        found = con.execute(
+            f"select distinct {key}::varchar from {table} where variant = $v order by 1",
+            {"v": variant},
+        ).fetchall()
+        held = [str(r[0]) for r in found if r[0] is not None]
+        if str(value) not in held:
+            raise UsageError(
+                f"{table} has no rows of {variant} for {key} {value!r} "
+                f"(it has {key} {', '.join(held) or 'none'})"
+            )
 
 
 def build_hint(path: Traversable | Path, variant: str | None) -> str:

@@ -255,6 +255,9 @@ BAD_INPUT = [
     (["query", "top_states", "-p", "variant=classic", "-v", "classic", "-d", "{data}"], 2, "once"),
     (["query", "best_opening_roll", "-v", "classic' or ''='", "-d", "{data}"], 2, "is not built"),
     (["query", "best_opening_roll", "-v", "lever", "-d", "{data}"], 2, "is not built"),
+    # an objective without rows: refused, not an empty card with exit 0 (issue 41)
+    (["query", "strategy_card", "-p", "objective=target", "-f", "csv", *DATA], 2, "'target'"),
+    (["query", "strategy_exceptions", "-p", "objective=target", *DATA], 2, "it has objective"),
     # outputs never land among the tables, nor replace a file unasked
     (["query", "top_states", "-o", "{data}/states.parquet", "--force", *DATA], 2, "inside"),
     (["query", "top_states", "-f", "csv", "-o", "{data}/new.csv", "-d", "{data}"], 2, "inside"),
