@@ -343,3 +343,23 @@ def test_lean_files_are_sampled_by_row_group(
     assert (n, low, high, tiles) == (3000, 0, 9999, 0)  # the columns it lacks read as null
     whole = sql.connect(tmp_path)  # every other reader reads it all
     assert whole.execute("select count(*) from states").fetchone() == (10_000,)
+
+
+def test_strategy_rows_of_a_variant_not_built_break_strategy_search(copy_of: Path) -> None:
+    """Issue 41: `strategies --variant lever` with lever not built wrote rows that no query can
+    read (every query refuses a variant without states rows), and verify did not notice."""
+    for table in ("strategy_search", "strategy_exceptions"):
+        rewrite(
+            copy_of,
+            table,
+            lambda f: pl.concat(
+                [f, f.filter(pl.col("variant") == "classic").with_columns(variant=pl.lit("ghost"))]
+            ),
+        )
+    broken = failed(copy_of, None)
+    orphans = broken["strategy_search"].filter(pl.col("variant") == "ghost")
+    assert set(orphans["what"]) == {"strategy_search", "strategy_exceptions"}
+    assert set(orphans["problem"]) == {
+        "strategy rows of a variant that is not built (no states rows)"
+    }
+    assert set(broken["strategy_search"]["variant"]) == {"ghost"}  # classic's rows are fine

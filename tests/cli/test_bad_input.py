@@ -255,6 +255,10 @@ BAD_INPUT = [
     (["query", "top_states", "-p", "variant=classic", "-v", "classic", "-d", "{data}"], 2, "once"),
     (["query", "best_opening_roll", "-v", "classic' or ''='", "-d", "{data}"], 2, "is not built"),
     (["query", "best_opening_roll", "-v", "lever", "-d", "{data}"], 2, "is not built"),
+    # the strategies stage on what it cannot search, or on a variant not built (issue 41)
+    (["strategies", "--variant", "two-player", *DATA], 2, "no such rules to search"),
+    (["strategies", "--variant", "knucklebones-2x2", *DATA], 2, "the knucklebones family"),
+    (["strategies", "--variant", "lever", *DATA], 2, "lever is not built in"),
     # an objective without rows: refused, not an empty card with exit 0 (issue 41)
     (["query", "strategy_card", "-p", "objective=target", "-f", "csv", *DATA], 2, "'target'"),
     (["query", "strategy_exceptions", "-p", "objective=target", *DATA], 2, "it has objective"),

@@ -365,6 +365,8 @@ class ShutTheBox(TileStrategyHooks, Game):
         no choice of dice (a choice multiplies the rules by its one-die thresholds)."""
         return self.r.tiles <= 9 and self.r.one_die != "optional"
 
+    searches_rules = True
+
     def rule_search(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
         """The rule family searched on this box (:mod:`pipeline.games.shutbox.rule_tables`)."""
         from pipeline.games.shutbox import rule_tables
