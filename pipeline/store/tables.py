@@ -390,7 +390,9 @@ def _kept_rows(
         how="vertical_relaxed",
     )
     new_keys = new_keys.cast({k: old.schema[k] for k in keys})
-    return old.join(new_keys.unique(), on=list(keys), how="anti")
+    # in the old rows' order: polars promises no order of a join's rows unless asked, and the
+    # same rows in another order are another file (a build must write the same bytes)
+    return old.join(new_keys.unique(), on=list(keys), how="anti", maintain_order="left")
 
 
 def write_atomic(path: Path, table: pa.Table) -> None:
