@@ -224,3 +224,15 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
         if expected:  # a comment giving the exact answer is checked too
             assert expected.group(1) in done.stdout, f"{line}: {done.stdout}"
     assert {p.name for p in work.iterdir()} == {"data"}, "the tour writes only into data/"
+
+
+def test_the_readme_says_what_was_not_run_on_the_full_game() -> None:
+    """Issue 41: the README said the full game's queries were not run, not that the tables'
+    check, lookup and `verify` were not either (docs/knucklebones-full-game.md lists them)."""
+    text = " ".join((REPO / "README.md").read_text().split())
+    said = text[text.index("Not yet run on the full game") :][:400]
+    for step in ("these queries", "knucklebones check-tables", "knucklebones solve", "`verify`"):
+        assert step in said, step
+    page = " ".join((REPO / "docs" / "knucklebones-full-game.md").read_text().split())
+    listed = page[page.index("Not yet run on the full game") :][:600]
+    assert "`verify`" in listed and "check-tables" in listed
