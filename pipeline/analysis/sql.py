@@ -28,6 +28,9 @@ before the first statement:
   ``stb-pipeline build`` does not (a missing table's error then names it), and ``-- needs rows
   in:`` a table that must hold rows of the variant asked for (`build` fills it for some
   variants only; the error then names that command with ``--variant``).
+- optionally ``-- shows: COLUMN, ... (COLUMN folds)``: the columns `stb-pipeline query` draws
+  as its table (a card a person reads; ``-f csv`` and ``-o`` give every column), the one named
+  last folding onto more lines to fit the terminal.
 - optionally ``-- families:`` the game families the query is about (names of
   :data:`pipeline.games.registry.FAMILIES`, commas), and ``-- players: N`` when it is about
   games of exactly N players: a variant given to it that is of another family (or another
@@ -302,11 +305,12 @@ def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
             check_rows(con, path, variant, values)
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
-        first = str(exc).splitlines()[0]
+        # DuckDB's "Catalog Error: Table with name policy does not exist!" said in our words
+        missing = re.search(r"with name (\w+) does not exist", str(exc))
+        what = f"reads {missing.group(1)}, which is" if missing else "reads a table"
         command = build_hint(path, values.get("variant"))
         raise TablesMissingError(
-            f"query {name}: a table it reads is not built in {data_dir} ({first}); "
-            f"run `{command}` first"
+            f"query {name} {what} not built in {data_dir}; run `{command}` first"
         ) from None
     except duckdb.Error as exc:
         raise damaged(data_dir, exc) from None
@@ -323,6 +327,15 @@ def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) ->
         raise UsageError(
             f"variant {variant!r} is not built in {data_dir}; built: {', '.join(sorted(known))}"
         )
+
+
+def shown(name: str) -> tuple[list[str], str | None]:
+    """The columns a query's table shows and the one that folds (its ``-- shows:`` header
+    line; none: every column)."""
+    text = header(query_file(name)).get("shows", "")
+    fold = re.search(r"\((\w+) folds\)", text)
+    columns = [c.strip() for c in re.sub(r"\(.*?\)", "", text).split(",") if c.strip()]
+    return columns, fold.group(1) if fold else None
 
 
 def applies_to(path: Traversable | Path) -> tuple[tuple[str, ...], int | None]:

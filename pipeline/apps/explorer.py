@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -52,7 +52,7 @@ from pipeline.answer.answers import Answers, for_dir
 from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 from pipeline.games.dice import roll_distribution
 from pipeline.games.nplayer.game import NPlayer
-from pipeline.games.registry import Variant, get_variant
+from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
 from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.store import tables
 from pipeline.store.outputs import make_dir
@@ -87,6 +87,8 @@ CHECK_BLOCKS = 16
 #: Why a variant is listed but not embedded, and where to see it instead.
 TOO_BIG = "too big to embed ({mb:.1f} MB of data; the page takes {limit:.0f} MB a variant)"
 ELSEWHERE = "browse it with `stb-pipeline serve`, or ask `stb-pipeline move --variant {name}`"
+#: Why a default variant is not on the page.
+NOT_BUILT = "not built"
 #: The largest box the page accepts: its arrays hold 2**tiles states.
 MAX_TILES = 12
 #: Output file name inside the data directory.
@@ -112,30 +114,76 @@ class ExplorerPage:
     variants: list[str]
     size: int
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    """Variants left out, each with the reason: a default not built, or one too big to embed
-    (listed on the page too)."""
+    """Variants left out, each with the reason: one too big to embed (listed on the page
+    too)."""
+    unbuilt: list[str] = field(default_factory=list)
+    """The default variants not built (so not on the page)."""
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    """Variants built in the data directory that the page cannot draw, each with why."""
 
 
 Progress = Callable[[str], None]
 
 
-def pick_names(names: list[str]) -> tuple[list[str], bool]:
-    """The variants asked for (comma-separated or repeated; ``all`` or none: the defaults), and
-    whether they were named explicitly (then each must be built). UsageError for a variant that
-    is not Shut the Box, for one player or for N (the page draws one row of tiles)."""
+def pick_names(
+    names: list[str], built: Mapping[str, Variant] | None = None
+) -> tuple[list[str], bool]:
+    """The variants asked for (comma-separated or repeated; ``all`` or none: the defaults and
+    the custom variants of ``built`` the page draws), and whether they were named explicitly
+    (then each must be built). UsageError for a variant that is not Shut the Box, for one
+    player or for N (the page draws one row of tiles)."""
+    built = built or {}
+    customs = [n for n, v in sorted(built.items()) if n not in REGISTRY and fits(v)]
     flat = [part for name in names for part in name.split(",") if part]
     if not flat or flat == ["all"]:
-        return list(DEFAULT_VARIANTS), False
+        return [*DEFAULT_VARIANTS, *customs], False
     chosen: list[str] = []
     for part in flat:
-        chosen += DEFAULT_VARIANTS if part == "all" else [get_variant(part).name]
+        chosen += [*DEFAULT_VARIANTS, *customs] if part == "all" else [lookup(part, built).name]
     for name in chosen:
-        if not isinstance(get_variant(name).make(), ShutTheBox | NPlayer):
+        if not drawn(lookup(name, built)):
             raise UsageError(
                 f"the explorer shows Shut the Box variants, not {name} "
                 f"(try: {', '.join(DEFAULT_VARIANTS)})"
             )
     return list(dict.fromkeys(chosen)), True
+
+
+def drawn(variant: Variant) -> bool:
+    """Whether the page draws ``variant``'s positions: one row of tiles, one player or N."""
+    return isinstance(variant.make(), ShutTheBox | NPlayer)
+
+
+def fits(variant: Variant) -> bool:
+    """Whether the page takes ``variant`` by default: it draws it, with at most
+    :data:`MAX_TILES` tiles."""
+    return why_not(variant) is None
+
+
+def why_not(variant: Variant) -> str | None:
+    """Why the page leaves ``variant`` out (None: it does not)."""
+    if not drawn(variant):
+        return "the page draws one row of Shut the Box tiles; `stb-pipeline serve` shows it"
+    tiles = int(variant.make().rules().get("tiles", 0))
+    if tiles > MAX_TILES:
+        return f"{tiles} tiles, the page takes at most {MAX_TILES}; `stb-pipeline serve` shows it"
+    return None
+
+
+def left_out(data_dir: Path, chosen: list[str]) -> list[tuple[str, str]]:
+    """The variants built in ``data_dir`` that are not among ``chosen`` because the page
+    cannot take them, each with why (said, so that none goes missing without a word)."""
+    from pipeline.store import manifest
+
+    recorded = manifest.read(data_dir).get("variants", {})
+    out = []
+    for name in sorted(set(recorded) - set(chosen)):
+        record = recorded[name] if isinstance(recorded[name], dict) else {}
+        variant = REGISTRY.get(name) or variant_from_rules(name, record.get("rules") or {})
+        why = None if variant is None else why_not(variant)
+        if why is not None:
+            out.append((name, why))
+    return out
 
 
 def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
@@ -153,19 +201,19 @@ def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
     return rules
 
 
-def is_nplayer(name: str) -> bool:
-    """Whether ``name`` is a game of players in turn (no edges table: its rolls come from the
-    rules)."""
-    return isinstance(get_variant(name).make(), NPlayer)
+def is_nplayer(variant: Variant) -> bool:
+    """Whether ``variant`` is a game of players in turn (no edges table: its rolls come from
+    the rules)."""
+    return isinstance(variant.make(), NPlayer)
 
 
-def built_rules(data_dir: Path, name: str) -> dict[str, Any] | None:
-    """The rules ``name`` was built with, or None when a table the page reads lacks it (in the
-    shared file or the variant's own, ``variants/<name>/``)."""
+def built_rules(data_dir: Path, name: str, variant: Variant | None = None) -> dict[str, Any] | None:
+    """The rules ``name`` (``variant``: a custom one) was built with, or None when a table the
+    page reads lacks it (in the shared file or the variant's own, ``variants/<name>/``)."""
     found: dict[str, Any] | None = None
     needed = (
         ("states", "policy", "moves")
-        if is_nplayer(name)
+        if is_nplayer(variant or get_variant(name))
         else ("states", "policy", "moves", "edges")
     )
     for table in needed:
@@ -344,7 +392,8 @@ class TooBig(Exception):
 
 def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, Any]:
     """The payload of a one-player or an N-player variant."""
-    answers, variant = for_dir(data_dir), get_variant(name)
+    answers = for_dir(data_dir)
+    variant = REGISTRY.get(name) or variant_from_rules(name, rules) or get_variant(name)
     if rules.get("game") == "shut-the-box-n-player":
         return nplayer_payload(answers, variant, rules)
     return variant_payload(answers, variant, rules)
@@ -356,30 +405,41 @@ def size_of(payload: Any) -> int:
 
 
 def collect(
-    data_dir: Path, names: list[str], explicit: bool, progress: Progress | None = None
+    data_dir: Path,
+    names: list[str],
+    explicit: bool,
+    progress: Progress | None = None,
+    built: Mapping[str, Variant] | None = None,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[dict[str, str]]]:
-    """The payload of each variant; the variants skipped with the reason (defaults not built,
-    and those too big to embed); and the page's list of the latter (name, reason, where to see
-    it instead).
+    """The payload of each variant (``built``: the custom variants among them); the variants
+    skipped with the reason (defaults not built: "not built", and those too big to embed); and
+    the page's list of the latter (name, reason, where to see it instead).
 
     A variant named explicitly must be built (ExplorerTablesMissing otherwise)."""
     payloads: list[dict[str, Any]] = []
     skipped: list[tuple[str, str]] = []
     omitted: list[dict[str, str]] = []
     for name in names:
-        rules = built_rules(data_dir, name)
+        rules = built_rules(data_dir, name, lookup(name, built or {}))
         if rules is None:
             if explicit:
                 raise ExplorerTablesMissing(
                     f"{name} is not built in {data_dir}: run "
                     f"`stb-pipeline build --variant {name} --data-dir {data_dir}` first"
                 )
-            skipped.append((name, f"not built (stb-pipeline build --variant {name})"))
+            skipped.append((name, NOT_BUILT))
             continue
         if progress is not None:
             progress(f"reading {name}")
         try:
-            payload = payload_of(data_dir, name, check_rules(name, rules))
+            checked = check_rules(name, rules)
+        except UsageError as exc:
+            if explicit:
+                raise
+            skipped.append((name, str(exc)))  # a custom box too big for the page, say
+            continue
+        try:
+            payload = payload_of(data_dir, name, checked)
             size = size_of(payload)
         except TooBig as big:
             payload, size = {}, big.size
@@ -454,16 +514,27 @@ def write_explorer(
     """Write the explorer page for ``names`` (default: every built one of
     :data:`DEFAULT_VARIANTS`) to ``output`` (default ``data_dir/explorer.html``), atomically.
     A variant too big to embed is listed on the page and in :attr:`ExplorerPage.skipped`."""
+    from pipeline.store.manifest import built_variants
+
     path = Path(output) if output is not None else data_dir / DEFAULT_NAME
     check_output(path, data_dir, force)
-    chosen, explicit = pick_names(names or [])
-    payloads, skipped, omitted = collect(data_dir, chosen, explicit, progress)
+    built = built_variants(data_dir)
+    chosen, explicit = pick_names(names or [], built)
+    payloads, skipped, omitted = collect(data_dir, chosen, explicit, progress, built)
     page = render(payloads, omitted).encode("utf-8")
     if progress is not None:
         progress(f"writing {path}")
     make_dir(path.parent)
     tables.write_bytes_atomic(path, page)
-    return ExplorerPage(path, [p["name"] for p in payloads], len(page), skipped)
+    unbuilt = [name for name, why in skipped if why == NOT_BUILT]
+    return ExplorerPage(
+        path,
+        [p["name"] for p in payloads],
+        len(page),
+        [(name, why) for name, why in skipped if why != NOT_BUILT],
+        unbuilt,
+        [] if explicit else left_out(data_dir, chosen),
+    )
 
 
 def delayed_progress(report: Progress, after: float = PROGRESS_AFTER) -> Progress:

@@ -36,7 +36,7 @@ from pipeline.cli.options import (
     say,
     with_rules,
 )
-from pipeline.errors import PipelineError, UsageError, exit_with
+from pipeline.errors import PipelineError, TablesMissingError, UsageError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
 from pipeline.games.tiles import position_extra
 
@@ -66,7 +66,9 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
         quiet: Quiet = False,
         custom: Variant | None = None,
     ) -> None:
-        _run_stages(variant, custom, stage_list, data_dir, exact=False)
+        reports = _run_stages(variant, custom, stage_list, data_dir, exact=False)
+        if stage_list == ("strategies",):
+            print_best_rules([r.variant for r in reports], data_dir)
 
     @with_rules
     def solving_command(
@@ -93,7 +95,7 @@ def _run_stages(
     extra: list[str] | None = None,
     repair: bool = False,
     device: str = "cpu",
-) -> None:
+) -> "list[StageReport]":
     """Run the stages for the chosen variants and print the summary (``extra``: the optional
     tables of the boards built without a graph, `moves` and `edges`; ``device``: where those
     boards are solved)."""
@@ -112,7 +114,27 @@ def _run_stages(
         repair=repair,
         device=device,
     )
+    if stage_list == ("strategies",):
+        return reports  # the command prints what was found (print_best_rules), not the build
     print_reports(reports, data_dir)
+    return reports
+
+
+def print_best_rules(names: list[str], data_dir: Path) -> None:
+    """What `strategies` found for each variant: the best rule of at most three keys, what it
+    loses against optimal play, and the command that shows the whole card."""
+    from pipeline.analysis import sql
+
+    for name in names:
+        card = sql.run_query("strategy_card", data_dir, variant=name)
+        best = card.filter(card["place"] == 3).row(0, named=True)
+        out.print(
+            f"{name}: best rule of at most 3 keys: {best['rule']}; P(shut) {best['p_shut']:.6g}, "
+            f"expected score {best['expected_score']:.6g}; {best['gap']:.3g} less than optimal "
+            "play (per the variant's objective)",
+            soft_wrap=True,
+        )
+        out.print(f"  the card: stb-pipeline query strategy_card --variant {name} -d {data_dir}")
 
 
 def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
@@ -431,14 +453,17 @@ def run(argv: list[str]) -> int:
         root = command(argv[0] if argv else None)
         result = root.main(args=argv, prog_name="stb-pipeline", standalone_mode=False)
     except PipelineError as exc:
-        err.print(f"error: {exc}", markup=False)
+        where = _where_tables_are(argv) if isinstance(exc, TablesMissingError) else ""
+        err.print(f"error: {exc}{where}", markup=False)
         return exc.exit_code
     except typer.TyperException as exc:
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
             err.print(ctx.get_help(), markup=False)
         else:
-            err.print(f"error: {exc.format_message()} (see --help)", markup=False)
+            err.print(
+                f"error: {exc.format_message()}{_extra_hint(argv)} (see --help)", markup=False
+            )
         return 2
     except typer.Exit as exc:
         return exc.exit_code
@@ -469,6 +494,33 @@ def run(argv: list[str]) -> int:
     if code == 130:  # typer turns Ctrl-C into this code without a word
         err.print(f"error: {INTERRUPTED}", markup=False)
     return code
+
+
+def _extra_hint(argv: list[str]) -> str:
+    """For a word left over after ``--variant NAME`` (``--variant classic lever``): how to
+    give several variants."""
+    for i, word in enumerate(argv[2:], 2):
+        if argv[i - 2] in ("--variant", "-v") and not word.startswith("-"):
+            return f"; several variants are one word with commas: --variant {argv[i - 1]},{word}"
+    return ""
+
+
+def _where_tables_are(argv: list[str]) -> str:
+    """What to add to "not built" when the data directory a command read holds no table at
+    all: most likely the command ran from another directory than the one it built in."""
+    data_dir = DEFAULT_DATA_DIR
+    for i, word in enumerate(argv):
+        if word in ("--data-dir", "-d") and i + 1 < len(argv):
+            data_dir = Path(argv[i + 1])
+        elif word.startswith("--data-dir="):
+            data_dir = Path(word.split("=", 1)[1])
+    held = [*data_dir.glob("*.parquet"), *data_dir.glob("*/*.parquet")]
+    if held:
+        return ""
+    return (
+        f" ({data_dir.resolve()} holds no tables: --data-dir DIR, or STB_DATA_DIR=DIR, names "
+        "the directory built into, when run from elsewhere)"
+    )
 
 
 INTERRUPTED = "interrupted; every table on disk is complete (old or new)"

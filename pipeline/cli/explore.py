@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
                 "of classic, classic-score, lever, one-die-6, one-die-6-max2, "
                 "six-tiles-one-die, digital-score, twelve-tiles, and of the N-player "
                 "two-player, three-player, three-player-two-dice, four-player, "
-                "two-player-stake; one too big to embed is listed on the page instead).",
+                "two-player-stake, and the custom ones built; one too big to embed is listed on "
+                "the page instead).",
             ),
         ] = [],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
@@ -67,5 +68,11 @@ def register(app: typer.Typer) -> None:
         page = write_explorer(data_dir, output, variant, force, shown)
         kib = page.size / 1024
         out.print(f"wrote {page.path} ({kib:,.0f} KiB): {', '.join(page.variants)}")
+        if page.unbuilt:  # one line for them all, and the command that adds them
+            names = ", ".join(page.unbuilt)
+            command = f"stb-pipeline build --variant {','.join(page.unbuilt)} -d {data_dir}"
+            out.print(f"not built, so not on the page: {names} (`{command}` adds them)")
+        for name, why in page.left_out:
+            out.print(f"left out {name}: {why}")
         for name, why in page.skipped:
             out.print(f"skipped {name}: {why}")

@@ -137,6 +137,14 @@ def lookup(name: str, built: Mapping[str, Variant]) -> Variant:
             return found
     if name in built:
         return built[name]
+    import difflib
+
+    close = difflib.get_close_matches(name, [*REGISTRY, *built, "all"], n=3, cutoff=0.75)
+    if close:
+        guess = " or ".join(close)
+        raise UsageError(
+            f"unknown variant {name!r}; did you mean {guess}? (stb-pipeline variants lists them)"
+        )
     known = ", ".join(sorted(REGISTRY))
     raise UsageError(
         f"unknown variant {name!r}; known variants: {known}, all, and custom rule sets "

@@ -47,7 +47,8 @@ def page(data: Path) -> Path:
     """The explorer page for the built variants, at its default place."""
     result = invoke(["explore", "--data-dir", data])
     assert result.code == 0, result.stderr
-    assert "wrote" in result.stdout and "skipped classic-score: not built" in result.stdout
+    assert "wrote" in result.stdout
+    assert "not built, so not on the page: classic-score," in result.stdout
     return data / "explorer.html"
 
 
@@ -63,7 +64,7 @@ def npage(ndata: Path) -> Path:
     """The explorer page of the N-player variants (by default: every built one)."""
     result = invoke(["explore", "--data-dir", ndata])
     assert result.code == 0, result.stderr
-    assert "skipped three-player: not built" in result.stdout
+    assert "not built, so not on the page:" in result.stdout and "three-player," in result.stdout
     return ndata / "explorer.html"
 
 
@@ -504,3 +505,29 @@ def test_browser_lists_a_variant_too_big(
     assert note.is_displayed() and "four-player" in note.text and "too big" in note.text
     options = browser.find_elements("css selector", "#variant option")
     assert [o.get_attribute("value") for o in options] == ["two-player"]
+
+
+def test_explore_says_why_it_leaves_a_variant_out_in_few_lines(tmp_path: Path) -> None:
+    """Issue 41: a built custom box was left off the page without a word, and each default
+    not built took a "skipped" line of its own (11 of them)."""
+    data = tmp_path / "data"
+    for args in (
+        ["--variant", "lever,knucklebones-2x2"],
+        ["--tiles", "5", "--name", "mybox"],
+        ["--tiles", "13", "--objective", "score", "--name", "big13"],
+    ):
+        assert invoke(["build", *args, "-d", data, "-q"]).code == 0
+    result = invoke(["explore", "-d", data, "-o", tmp_path / "page.html"])
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("wrote") and lines[0].endswith(": lever, mybox")
+    assert (
+        sum(line.startswith("not built") for line in lines) == 1 and "skipped" not in result.stdout
+    )
+    assert "left out big13: 13 tiles, the page takes at most 12" in result.stdout
+    assert (
+        "left out knucklebones-2x2: the page draws one row of Shut the Box tiles" in result.stdout
+    )
+    assert len(lines) == 4
+    named = invoke(["explore", "-d", data, "-v", "mybox", "-o", tmp_path / "mine.html"])
+    assert named.code == 0 and named.stdout.startswith(f"wrote {tmp_path / 'mine.html'}")
