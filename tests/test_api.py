@@ -76,3 +76,16 @@ def test_knucklebones_column_is_exact_where_the_board_is_built(built: Path, tmp_
     assert searched.tables == () and [c.column for c in searched.columns] == [1, 2]
     with pytest.raises(UsageError):
         pipeline.knucklebones_column("4_/__", "2_/__", 7, variant="knucklebones-2x2")
+
+
+def test_dir_lists_the_api_before_its_first_use() -> None:
+    """Issue 41: the face loads the API on first use, so `dir(pipeline)` listed none of it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import pipeline, sys; print(' '.join(dir(pipeline))); print('pipeline.api' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    names, loaded = run.stdout.splitlines()
+    assert set(pipeline.__all__) <= set(names.split()) and loaded == "False"

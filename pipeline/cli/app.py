@@ -55,6 +55,27 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    """`stb-pipeline --version`: the package's version, then exit."""
+    if value:
+        from pipeline._version import __version__
+
+        say(f"stb-pipeline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Options of stb-pipeline itself (before any command)."""
+
+
 def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example: str) -> None:
     """Register a command that runs ``stage_list`` for the chosen variants (--exact only where
     values are solved)."""
@@ -400,10 +421,13 @@ METAVARS: dict[Any, str] = {
 
 
 def _tidy(cmd: Any) -> None:
-    """Plain metavars for every parameter of ``cmd`` and its subcommands; whole examples."""
-    if cmd.help and "\n\nExample:" in cmd.help:
-        # click rewraps paragraphs; "\b" keeps the example on one line, so it can be copied
-        cmd.help = cmd.help.replace("\n\nExample:", "\n\n\b\nExample:")
+    """Plain metavars for every parameter of ``cmd`` and its subcommands; whole examples, last."""
+    if cmd.help and "\n\nExample:" in cmd.help and not cmd.epilog:
+        # the example goes after the options (click's epilog), where a reader looks last and
+        # copies from; "\b" keeps it on one line, as click rewraps paragraphs
+        text, _, example = cmd.help.rpartition("\n\nExample:")
+        cmd.help = text
+        cmd.epilog = "\b\nExample:" + example.rstrip()
     for param in cmd.params:
         if _kind(param) is Path or getattr(param.type, "name", None) == "path":
             _refuse_empty(param)

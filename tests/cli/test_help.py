@@ -80,3 +80,20 @@ def test_options_that_do_nothing_are_gone(cli) -> None:
     for stage in ("enumerate", "edges", "policy"):
         assert "--exact" not in cli([stage, "--help"]).stdout
     assert "--exact" in cli(["solve", "--help"]).stdout
+
+
+@pytest.mark.parametrize(
+    ("path", "cmd"), COMMANDS, ids=[" ".join(p) or "root" for p, _ in COMMANDS]
+)
+def test_the_example_comes_last(cli, path: list[str], cmd: Any) -> None:
+    """Issue 41: every help had its example above the options; a reader looks for it last."""
+    lines = cli([*path, "--help"]).stdout.rstrip().splitlines()
+    assert lines[-1].strip().startswith("Example: ") and "stb-pipeline" in lines[-1], lines[-3:]
+    assert any(line.startswith(("Options:", "Arguments:")) for line in lines[:-1])
+
+
+def test_version(cli) -> None:
+    from pipeline._version import __version__
+
+    result = cli(["--version"])
+    assert result.code == 0 and result.stdout == f"stb-pipeline {__version__}\n"

@@ -28,7 +28,7 @@ from pipeline.errors import PipelineError
 from pipeline.games.base import Game
 from pipeline.games.registry import REGISTRY
 from pipeline.store import catalog, views
-from tests.conftest import REPO
+from tests.conftest import REPO, invoke
 
 README = (REPO / "README.md").read_text()
 #: Every page checked: the README and the reference pages under docs/.
@@ -236,3 +236,22 @@ def test_the_readme_says_what_was_not_run_on_the_full_game() -> None:
     page = " ".join((REPO / "docs" / "knucklebones-full-game.md").read_text().split())
     listed = page[page.index("Not yet run on the full game") :][:600]
     assert "`verify`" in listed and "check-tables" in listed
+
+
+def test_the_readme_says_how_to_read_the_knucklebones_example(built: Path) -> None:
+    """Issue 41: the README showed `44_/1__/___` and "win 0.7931 ... (estimate)" unexplained;
+    what it quotes is what the command prints."""
+    text = " ".join(README.split())
+    said = text[text.index("stb-pipeline knucklebones solve 44_/1__/___") :][:1200]
+    for words in ("separated by `/`", "`_` for an empty slot", "17 points", "(a draw counts 1/2)"):
+        assert words in said, words
+    quoted = re.search(
+        r"`(best column \d: win [\d.]+ +score difference [+\d.]+ +\(estimate\))`", said
+    )
+    assert quoted is not None
+    run = invoke(
+        ["knucklebones", "solve", "44_/1__/___", "2__/___/___", "4", "--depth", "4", "-d", built]
+    )
+    assert run.code == 0, run.stderr
+    assert " ".join(quoted.group(1).split()) in " ".join(run.stdout.split())
+    assert "scores 17 - 2" in run.stdout
