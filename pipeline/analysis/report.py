@@ -37,7 +37,7 @@ from pipeline.errors import PipelineError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant, lookup
 from pipeline.store import layout, manifest, tables
 from pipeline.store.files import write_bytes_atomic
-from pipeline.store.outputs import inside, make_dir
+from pipeline.store.outputs import inside, make_dir, refuse_among_tables
 
 PAGE = "index.html"
 DPI = 110
@@ -574,6 +574,7 @@ def build_report(data_dir: Path, out_dir: Path) -> Report:
             f"--out {out_dir} would mix the report with the tables of {data_dir}: give a folder "
             f"of its own, e.g. {data_dir}/report"
         )
+    refuse_among_tables(out, data, "--out")  # data/x.parquet would be read as a table
     report = Report(Path(out_dir), Path(out_dir) / PAGE)
     make_dir(report.out_dir)
     done: list[Section] = []

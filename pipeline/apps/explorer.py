@@ -55,7 +55,7 @@ from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
 from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.store import tables
-from pipeline.store.outputs import make_dir
+from pipeline.store.outputs import make_dir, refuse_among_tables
 
 #: The variants the page offers by default (those built): every registered one-player Shut the
 #: Box variant (twelve tiles is the largest: 4,096 states, about 0.5 MB of the page), then the
@@ -497,6 +497,8 @@ def check_output(path: Path, data_dir: Path, force: bool) -> None:
     ``force``: the data directory holds generated files only, anywhere else may be the user's."""
     if path.is_dir():
         raise UsageError(f"{path} is a directory; give a file name with -o")
+    if path.resolve() != (data_dir / DEFAULT_NAME).resolve():
+        refuse_among_tables(path, data_dir, "-o")  # data/x.parquet would be read as a table
     if not path.exists() or force:
         return
     inside = path.resolve().parent.is_relative_to(data_dir.resolve())

@@ -477,7 +477,8 @@ def run(argv: list[str]) -> int:
         root = command(argv[0] if argv else None)
         result = root.main(args=argv, prog_name="stb-pipeline", standalone_mode=False)
     except PipelineError as exc:
-        where = _where_tables_are(argv) if isinstance(exc, TablesMissingError) else ""
+        missing = isinstance(exc, TablesMissingError)
+        where = _where_tables_are(argv, str(exc)) if missing else ""
         err.print(f"error: {exc}{where}", markup=False)
         return exc.exit_code
     except typer.TyperException as exc:
@@ -529,7 +530,7 @@ def _extra_hint(argv: list[str]) -> str:
     return ""
 
 
-def _where_tables_are(argv: list[str]) -> str:
+def _where_tables_are(argv: list[str], message: str) -> str:
     """What to add to "not built" when the data directory a command read holds no table at
     all: most likely the command ran from another directory than the one it built in."""
     data_dir = DEFAULT_DATA_DIR
@@ -541,9 +542,10 @@ def _where_tables_are(argv: list[str]) -> str:
     held = [*data_dir.glob("*.parquet"), *data_dir.glob("*/*.parquet")]
     if held:
         return ""
+    where = "" if "no tables in" in message else f"{data_dir.resolve()} holds no tables: "
     return (
-        f" ({data_dir.resolve()} holds no tables: --data-dir DIR, or STB_DATA_DIR=DIR, names "
-        "the directory built into, when run from elsewhere)"
+        f" ({where}--data-dir DIR, or STB_DATA_DIR=DIR, names the directory built into, when "
+        "run from elsewhere)"
     )
 
 

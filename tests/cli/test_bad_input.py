@@ -270,6 +270,12 @@ BAD_INPUT = [
     (["export", "verifier", "-o", "{data}/manifest.json", "-d", "{data}"], 2, "data directory"),
     (["export", "verifier", "-o", "{tmp}/existing.csv", "-d", "{data}"], 2, "add --force"),
     (["report", "--out", "{data}", "-d", "{data}"], 2, "would mix the report with the tables"),
+    # a folder or file named like a table (or the catalog) would be read as one (issue 41)
+    (["export", "dataset", "-o", "{data}/x.parquet", *DATA], 2, "'x.parquet' in it"),
+    (["export", "dataset", "-o", "{data}/stb.duckdb", *DATA], 2, "'stb.duckdb' in it"),
+    (["explore", "-o", "{data}/page.parquet", *DATA], 2, "'page.parquet' in it"),
+    (["report", "--out", "{data}/r.parquet", *DATA], 2, "'r.parquet' in it"),
+    (["play", "--rule", "max-high,,min-count", *DATA], 2, "with none empty"),
     # empty or malformed lists are mistakes, not "everything"
     (["verify", "--variant", "", "-d", "{data}"], 2, "--variant ''"),
     (["verify", "--variant", ",", "-d", "{data}"], 2, "--variant ','"),
