@@ -82,13 +82,6 @@ def state(data_dir: Path, statements: list[str] | None = None) -> str:
     return "current" if info.get("views") == digest(held) else "changed"
 
 
-def recorded(path: Path) -> str | None:
-    """The fingerprint a catalog file records ("" when it records none: not one of ours, or
-    damaged); None when it cannot be opened now (another process holds it for writing)."""
-    found = read_back(path)
-    return None if found is None else found[0].get("fingerprint", "")
-
-
 def read_back(path: Path) -> tuple[dict[str, str], dict[str, str]] | None:
     """What a catalog file records about itself (:data:`INFO_VIEW`'s keys and values; none: not
     one of ours, or damaged) and what it holds (:func:`objects`); None when it cannot be

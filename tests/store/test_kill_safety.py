@@ -326,9 +326,11 @@ def test_the_lock_covers_read_modify_write(tmp_path: Path, monkeypatch: pytest.M
 def test_a_table_of_neither_generation_is_told_apart(tmp_path: Path) -> None:
     """Issue 41: the sigkill test once failed under load with "benchmarks is neither the old
     nor the new table" and no more. Every table is renamed into place whole, so a reader sees
-    one generation's file or the other's; what can differ is the content a build writes (rows
-    in another order: polars joins promise no order unless asked, and the keyed tables'
-    merge now asks). The message now says which it is."""
+    one generation's file or the other's; what differed is the content a rebuild wrote: Double
+    Shutter's exact expected scores, summed by BLAS over however many threads it had free, in
+    the last digit (fixed: test_benchmark_tables); rows in another order could too (polars
+    joins promise no order unless asked; the keyed tables' merge now asks). The message now
+    says which it is."""
     old, new, data = (tmp_path / n for n in ("old", "new", "data"))
     for d in (old, new, data):
         d.mkdir()
