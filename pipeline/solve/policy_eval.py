@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from pipeline.graph import Graph
+from pipeline.graph import Graph, as_index
+from pipeline.solve import threads
 from pipeline.solve.rank_order import Solution, best_moves, layers
 
 WEIGHT_TOLERANCE = 1e-9
@@ -221,14 +222,14 @@ def _evaluate(
     _evaluate_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
         *p.flat,
         g.terminal,
-        g.mv_dst,
-        g.mv_node,
+        as_index(g.mv_dst),
+        as_index(g.mv_node),
         g.mv_offset,
         g.mv_scale.astype(np.float64),
         move_prob,
         chosen,
-        g.ch_state,
-        g.ch_node,
+        as_index(g.ch_state),
+        as_index(g.ch_node),
         g.ch_prob,
         value,
         node_value,
@@ -252,13 +253,15 @@ def _evaluate_layers(
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
             if not np.isnan(terminal[i]):
-                value[i, :] = terminal[i]
+                for k in range(k_all):
+                    value[i, k] = terminal[i]
         group = -1
         for j in range(moves_off[layer], moves_off[layer + 1]):
             m = moves[j]
             if mv_node[m] != group:
                 if group >= 0:
-                    node_value[group, :] = acc
+                    for k in range(k_all):
+                        node_value[group, k] = acc[k]
                 group = mv_node[m]
                 first = True
             else:
@@ -270,7 +273,8 @@ def _evaluate_layers(
                     move_value[m, k] = v
                 acc[k] = move_prob[k, m] * v if first else acc[k] + move_prob[k, m] * v
         if group >= 0:
-            node_value[group, :] = acc
+            for k in range(k_all):
+                node_value[group, k] = acc[k]
         group = -1
         for j in range(chance_off[layer], chance_off[layer + 1]):
             r = chance[j]
@@ -279,13 +283,15 @@ def _evaluate_layers(
             first = ch_state[r] != group
             if first:
                 if group >= 0:
-                    value[group, :] = acc
+                    for k in range(k_all):
+                        value[group, k] = acc[k]
                 group = ch_state[r]
             for k in range(k_all):
                 c = prob[r] * node_value[ch_node[r], k]
                 acc[k] = c if first else acc[k] + c
         if group >= 0:
-            value[group, :] = acc
+            for k in range(k_all):
+                value[group, k] = acc[k]
 
 
 def evaluate_picks(
@@ -322,9 +328,12 @@ def evaluate_picks(
     offset = np.stack([x.mv_offset for x in graphs])
     scale = np.stack([x.mv_scale.astype(np.float64) for x in graphs])
     value = np.full((len(graphs), picks.shape[0], g.n_states), np.nan)
-    _evaluate_picks_layers(
-        states, states_off, chance, chance_off, terminal, g.mv_dst, offset, scale,
-        base, node_class, picks, chosen_mask(g, choice), g.ch_state, g.ch_node, g.ch_prob, value,
+    # policies in parallel: blocks of them on threads (one serial kernel, quick to compile)
+    threads.run_blocks(
+        _evaluate_picks_layers, picks.shape[0],
+        states, states_off, chance, chance_off, terminal, as_index(g.mv_dst), offset, scale,
+        base, node_class, picks, chosen_mask(g, choice), as_index(g.ch_state),
+        as_index(g.ch_node), g.ch_prob, value,
     )  # fmt: skip
     if np.any(np.isnan(value)):
         raise ValueError("some states were never valued: a choice the rules do not offer?")
@@ -357,13 +366,14 @@ def _checked_picks(
     return base, node_class, picks
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _evaluate_picks_layers(
-    states, states_off, chance, chance_off, terminal, dst, offset, scale,
+    k_lo, k_hi, states, states_off, chance, chance_off, terminal, dst, offset, scale,
     base, node_class, picks, chosen, ch_state, ch_node, prob, value,
 ):  # fmt: skip
+    """Policies ``k_lo`` to ``k_hi - 1`` of :func:`evaluate_picks`, each in rank order."""
     n_graphs = value.shape[0]
-    for k in prange(picks.shape[0]):
+    for k in range(k_lo, k_hi):
         acc = np.zeros(n_graphs)
         for layer in range(states_off.shape[0] - 1):
             for j in range(states_off[layer], states_off[layer + 1]):
@@ -430,7 +440,8 @@ def reach_many(
     _, _, moves, moves_off, chance, chance_off = p.flat
     _reach_layers(
         moves, moves_off, chance, chance_off,
-        g.mv_dst, g.mv_node, move_prob, chosen, g.ch_state, g.ch_node, g.ch_prob, state, node,
+        as_index(g.mv_dst), as_index(g.mv_node), move_prob, chosen, as_index(g.ch_state),
+        as_index(g.ch_node), g.ch_prob, state, node,
     )  # fmt: skip
     stuck = np.flatnonzero(g.mv_dst < 0)
     at = g.node_state[g.mv_node[stuck]]

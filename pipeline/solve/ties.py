@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.graph import Graph
+from pipeline.graph import Graph, as_index
 from pipeline.solve import tolerance
 
 #: The tie rule of :mod:`pipeline.solve.tolerance`, compiled for the kernels (the one
@@ -39,4 +39,4 @@ def best_moves_compiled(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Best move row of each node (ties within 1e-12, relative, to the largest label) and the
     number of rows that tie for best."""
-    return _best_rows(g.move_starts(), move_value, g.mv_label, node_value)
+    return _best_rows(g.move_starts(), move_value, as_index(g.mv_label), node_value)

@@ -63,7 +63,10 @@ def solve_block(
     best_vec = np.zeros(width)
     for mask in range(n_masks):
         if not alive[mask]:
-            out[mask, :] = terminal[term_row[mask]]
+            # entry by entry: numba's slice assignment from an array brings in its
+            # shape-mismatch message, whose string formatting compiles for seconds
+            for j in range(width):
+                out[mask, j] = terminal[term_row[mask], j]
             continue
         row = ch_start[mask]
         end = ch_start[mask + 1]
@@ -114,8 +117,10 @@ def solve_block(
                 have = True
                 best_val = value
                 best_choice = choice
-                best_vec[:] = acc
-        out[mask, :] = best_vec
+                for j in range(width):
+                    best_vec[j] = acc[j]
+        for j in range(width):
+            out[mask, j] = best_vec[j]
         state_choice[mask] = best_choice
         state_choices[mask] = n_choices
 
