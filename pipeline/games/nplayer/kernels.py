@@ -92,10 +92,22 @@ def solve_block(
                         top = pass_vec[pass_row[mask], mover]
                     else:
                         top = out[mv_dst[pick], mover]
-                else:
-                    pick, top, ties = _best_move(
-                        node, mask, mover, out, mv_start, mv_dst, mv_label, pass_row, pass_vec
-                    )
+                else:  # the mover's best move (ties: the largest label), inline: one kernel
+                    passed = pass_vec[pass_row[mask], mover]
+                    top = -np.inf
+                    for m in range(mv_start[node], mv_start[node + 1]):
+                        v = passed if mv_label[m] < 0 else out[mv_dst[m], mover]
+                        if v > top:
+                            top = v
+                    tol = tie_tolerance(top)
+                    pick = -1
+                    ties = 0
+                    for m in range(mv_start[node], mv_start[node + 1]):
+                        v = passed if mv_label[m] < 0 else out[mv_dst[m], mover]
+                        if abs(v - top) <= tol:
+                            ties += 1
+                            if pick < 0 or mv_label[m] > mv_label[pick]:
+                                pick = m
                 node_pick[node] = pick
                 node_value[node] = top
                 node_optimal[node] = ties
@@ -123,34 +135,3 @@ def solve_block(
             out[mask, j] = best_vec[j]
         state_choice[mask] = best_choice
         state_choices[mask] = n_choices
-
-
-@njit(cache=True)
-def _best_move(
-    node: int,
-    mask: int,
-    mover: int,
-    out: np.ndarray,
-    mv_start: np.ndarray,
-    mv_dst: np.ndarray,
-    mv_label: np.ndarray,
-    pass_row: np.ndarray,
-    pass_vec: np.ndarray,
-) -> tuple[int, float, int]:
-    """The mover's best move row at ``node`` (ties: the largest label), its value to the mover
-    and how many moves tie for it."""
-    top = -np.inf
-    for m in range(mv_start[node], mv_start[node + 1]):
-        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if v > top:
-            top = v
-    tol = tie_tolerance(top)
-    pick = -1
-    ties = 0
-    for m in range(mv_start[node], mv_start[node + 1]):
-        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if abs(v - top) <= tol:
-            ties += 1
-            if pick < 0 or mv_label[m] > mv_label[pick]:
-                pick = m
-    return pick, top, ties
