@@ -70,6 +70,9 @@ def solve_rank_order_batch(
         value,
         choice,
         node_value,
+        np.zeros(k),  # room for one choice's sums, the best, the choice tied with it
+        np.zeros(k),
+        np.zeros(k, dtype=np.int64),
     )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
@@ -80,12 +83,11 @@ def solve_rank_order_batch(
 def _solve_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, ended, dst, mv_node, node_state, offset, scale,
-    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value,
+    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value, acc, best, tied,
 ):  # fmt: skip
+    # scratch arrays come from the caller: an allocation here would compile numpy's allocator
+    # for its type too, on a first run
     k_all = terminal.shape[1]
-    acc = np.empty(k_all)
-    best = np.empty(k_all)
-    tied = np.empty(k_all, dtype=np.int64)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]

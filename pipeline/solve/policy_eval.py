@@ -234,6 +234,7 @@ def _evaluate(
         value,
         node_value,
         move_value,
+        np.zeros(k),
     )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
@@ -244,11 +245,14 @@ def _evaluate(
 def _evaluate_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, dst, mv_node, offset, scale, move_prob, chosen, ch_state, ch_node, prob,
-    value, node_value, move_value,
+    value, node_value, move_value, acc,
 ):  # fmt: skip
+    # Rows are written entry by entry (not value[i, :] = acc: numba's slice assignment from an
+    # array brings in its shape-mismatch message, whose string formatting compiles for
+    # seconds), and ``acc`` (room for a value per policy) comes from the caller: an allocation
+    # here would compile numpy's allocator for its type too. A first run pays both.
     k_all = move_prob.shape[0]
     keep_moves = move_value.shape[0] > 0
-    acc = np.zeros(k_all)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
@@ -333,7 +337,7 @@ def evaluate_picks(
         _evaluate_picks_layers, picks.shape[0],
         states, states_off, chance, chance_off, terminal, as_index(g.mv_dst), offset, scale,
         base, node_class, picks, chosen_mask(g, choice), as_index(g.ch_state),
-        as_index(g.ch_node), g.ch_prob, value,
+        as_index(g.ch_node), g.ch_prob, value, np.zeros((picks.shape[0], len(graphs))),
     )  # fmt: skip
     if np.any(np.isnan(value)):
         raise ValueError("some states were never valued: a choice the rules do not offer?")
@@ -369,12 +373,13 @@ def _checked_picks(
 @njit(cache=True, nogil=True)
 def _evaluate_picks_layers(
     k_lo, k_hi, states, states_off, chance, chance_off, terminal, dst, offset, scale,
-    base, node_class, picks, chosen, ch_state, ch_node, prob, value,
+    base, node_class, picks, chosen, ch_state, ch_node, prob, value, sums,
 ):  # fmt: skip
-    """Policies ``k_lo`` to ``k_hi - 1`` of :func:`evaluate_picks`, each in rank order."""
+    """Policies ``k_lo`` to ``k_hi - 1`` of :func:`evaluate_picks`, each in rank order
+    (``sums[k]``: room for policy k's sum on each graph)."""
     n_graphs = value.shape[0]
     for k in range(k_lo, k_hi):
-        acc = np.zeros(n_graphs)
+        acc = sums[k]
         for layer in range(states_off.shape[0] - 1):
             for j in range(states_off[layer], states_off[layer + 1]):
                 i = states[j]
@@ -441,7 +446,8 @@ def reach_many(
     _reach_layers(
         moves, moves_off, chance, chance_off,
         as_index(g.mv_dst), as_index(g.mv_node), move_prob, chosen, as_index(g.ch_state),
-        as_index(g.ch_node), g.ch_prob, state, node,
+        as_index(g.ch_node), g.ch_prob, state, node, np.zeros(state.shape),
+        np.zeros(state.shape[0], dtype=np.bool_),
     )  # fmt: skip
     stuck = np.flatnonzero(g.mv_dst < 0)
     at = g.node_state[g.mv_node[stuck]]
@@ -460,11 +466,10 @@ def reach_many(
 @njit(cache=True, nogil=True)
 def _reach_layers(
     moves, moves_off, chance, chance_off,
-    dst, mv_node, move_prob, chosen, ch_state, ch_node, prob, state, node,
+    dst, mv_node, move_prob, chosen, ch_state, ch_node, prob, state, node, flow, touched,
 ):  # fmt: skip
+    # flow and touched (zeros, a state's inflow of this layer) come from the caller
     k_all = move_prob.shape[0]
-    flow = np.zeros(state.shape)
-    touched = np.zeros(state.shape[0], dtype=np.bool_)
     for layer in range(moves_off.shape[0] - 2, -1, -1):
         for j in range(chance_off[layer], chance_off[layer + 1]):
             r = chance[j]

@@ -36,6 +36,8 @@ def solve_block(
     state_choices: np.ndarray,
     fixed_pick: np.ndarray,
     fixed_choice: np.ndarray,
+    acc: np.ndarray,
+    best_vec: np.ndarray,
 ) -> None:
     """Fill ``out[mask]`` (payoff vectors) for every mask of a block.
 
@@ -55,12 +57,13 @@ def solve_block(
     A mover who follows a fixed policy (``fixed_pick``: a move row of every node of the
     one-player graph, ``fixed_choice``: the dice of every mask; both empty when the mover
     optimises) plays it instead: the block is then priced, not solved, for the mover.
+
+    ``acc`` and ``best_vec``: room for one payoff vector each (the caller's: an allocation
+    here would compile numpy's allocator for its type too, on a first run).
     """
     fixed = fixed_pick.shape[0] > 0
     n_masks = alive.shape[0]
     width = out.shape[1]
-    acc = np.zeros(width)
-    best_vec = np.zeros(width)
     for mask in range(n_masks):
         if not alive[mask]:
             # entry by entry: numba's slice assignment from an array brings in its

@@ -77,14 +77,23 @@ def _first_of_runs(keys: np.ndarray) -> np.ndarray:
     return np.append(True, keys[1:] != keys[:-1]) if keys.shape[0] else keys.astype(bool)
 
 
-@njit(cache=True, nogil=True)
-def node_patterns(ranks, label, starts, nodes, width):  # type: ignore[no-untyped-def]
+def node_patterns(
+    ranks: np.ndarray, label: np.ndarray, starts: np.ndarray, nodes: np.ndarray, width: int
+) -> np.ndarray:
     """Each node of ``nodes`` as the order of its moves under every key: int8 [node, width,
     keys + 1], entry (j, i, k) the number of the node's moves with a smaller key k than its
     i-th move (the last k: the label), -1 past its last move. Two nodes with equal patterns
     get the same pick from every rule."""
+    out = np.full((nodes.shape[0], width, ranks.shape[0] + 1), -1, dtype=np.int8)
+    _node_patterns(ranks, label, starts, nodes, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _node_patterns(ranks, label, starts, nodes, out):  # type: ignore[no-untyped-def]
+    """:func:`node_patterns` into ``out`` (allocated by the caller: an allocation inside a
+    kernel compiles numpy's allocator for its type as well, on a first run)."""
     n_keys = ranks.shape[0]
-    out = np.full((nodes.shape[0], width, n_keys + 1), -1, dtype=np.int8)
     for j in range(nodes.shape[0]):
         first = starts[nodes[j]]
         size = starts[nodes[j] + 1] - first
@@ -99,7 +108,6 @@ def node_patterns(ranks, label, starts, nodes, width):  # type: ignore[no-untype
                     if smaller:
                         below += 1
                 out[j, i, k] = below
-    return out
 
 
 def rule_picks(

@@ -243,12 +243,16 @@ def solve_chunk(
     ``nodes`` columns (see :func:`new_nodes`), in increasing roll.
     """
     n = ids.shape[0]
-    most = int(np.diff(sub_start).max())
-    blocks = min(n, 64)  # a few blocks per thread: scratch arrays allocated once per block
+    width = count.shape[1]
+    blocks = min(n, 64)  # a few blocks per thread
+    # per block: each roll's node value and legal moves, and room for a node's candidates;
+    # allocated here, as a kernel's own allocation compiles numpy's allocator too
+    nv, nm = np.empty((blocks, width)), np.zeros((blocks, width), dtype=np.int64)
+    scratch = np.empty((blocks, max(int(np.diff(sub_start).max()), width)))
     threads.run_blocks(
         _solve_blocks, blocks,
-        n, blocks, most, ids, value, rule, count, denom, dice, sub_masks, sub_start, maxi,
-        st_out, node_start, nodes,
+        n, blocks, ids, value, rule, count, denom, dice, sub_masks, sub_start, maxi,
+        st_out, node_start, nodes, nv, nm, scratch,
     )  # fmt: skip
 
 
@@ -258,7 +262,6 @@ def _solve_blocks(
     b_hi: int,
     n: int,
     blocks: int,
-    most: int,
     ids: np.ndarray,
     value: np.ndarray,
     rule: np.ndarray,
@@ -271,14 +274,15 @@ def _solve_blocks(
     st_out: np.ndarray,
     node_start: np.ndarray,
     nodes: NodeColumns,
+    nv_all: np.ndarray,
+    nm_all: np.ndarray,
+    scratch_all: np.ndarray,
 ) -> None:
-    """Blocks ``b_lo`` to ``b_hi - 1`` of the ``blocks`` of :func:`solve_chunk`'s states."""
-    width = count.shape[1]
+    """Blocks ``b_lo`` to ``b_hi - 1`` of the ``blocks`` of :func:`solve_chunk`'s states
+    (block b's scratch: row b of ``nv_all``, ``nm_all`` and ``scratch_all``)."""
     want_nodes = node_start.shape[0] > 0
     for b in range(b_lo, b_hi):
-        nv = np.empty(width)  # per roll: node value, number of legal moves
-        nm = np.zeros(width, dtype=np.int64)
-        scratch = np.empty(max(most, width))
+        nv, nm, scratch = nv_all[b], nm_all[b], scratch_all[b]
         for i in range(b * n // blocks, (b + 1) * n // blocks):
             s = ids[i]
             pattern = _pattern(s, rule)
