@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from pipeline.graph import Graph, as_index
+from pipeline.solve.compiled import kernel
 from pipeline.solve.policy_eval import Plan, plan
 from pipeline.solve.ties import is_tie
 
@@ -79,7 +79,7 @@ def solve_rank_order_batch(
     return BatchSolution(value, choice)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _solve_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, ended, dst, mv_node, node_state, offset, scale,
@@ -124,7 +124,7 @@ def _solve_layers(
             j = end
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best, tied):
     """Over the choices of one state's chance rows ``chance[j:end]`` (grouped by choice), per
     objective: the best value into ``best``, then the largest choice within the tie tolerance

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit
 
 from pipeline.graph import Graph, as_index
 from pipeline.solve import threads
+from pipeline.solve.compiled import kernel
 from pipeline.solve.rank_order import Solution, best_moves, layers
 
 WEIGHT_TOLERANCE = 1e-9
@@ -241,7 +241,7 @@ def _evaluate(
     return value, node_value, move_value
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _evaluate_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, dst, mv_node, offset, scale, move_prob, chosen, ch_state, ch_node, prob,
@@ -370,7 +370,7 @@ def _checked_picks(
     return base, node_class, picks
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _evaluate_picks_layers(
     k_lo, k_hi, states, states_off, chance, chance_off, terminal, dst, offset, scale,
     base, node_class, picks, chosen, ch_state, ch_node, prob, value, sums,
@@ -463,7 +463,7 @@ def reach_many(
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _reach_layers(
     moves, moves_off, chance, chance_off,
     dst, mv_node, move_prob, chosen, ch_state, ch_node, prob, state, node, flow, touched,

@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from pipeline.graph import Graph
 from pipeline.solve import threads
+from pipeline.solve.compiled import kernel
 from pipeline.solve.policy_eval import Policy, chosen_rows
 
 CHUNK = 1 << 15
@@ -209,7 +209,7 @@ def _dense_lookup(
     return lookup
 
 
-@numba.njit(cache=True)
+@kernel
 def _mix(z: np.uint64) -> np.uint64:
     """splitmix64's output function."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -217,7 +217,7 @@ def _mix(z: np.uint64) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
-@numba.njit(cache=True)
+@kernel
 def _play(c_args: tuple, key: np.uint64) -> int:
     """Play one game from its stream key; return the state it ends in."""
     (
@@ -272,7 +272,7 @@ def _play(c_args: tuple, key: np.uint64) -> int:
     return s
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _run_chunks(
     lo_chunk: int,
     hi_chunk: int,

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from pipeline.graph import Graph, as_index
 from pipeline.solve import tolerance
+from pipeline.solve.compiled import kernel
 
 #: The tie rule of :mod:`pipeline.solve.tolerance`, compiled for the kernels (the one
 #: definition; a kernel calls it like any compiled function).
-tie_tolerance = njit(cache=True)(tolerance.tie_tolerance)
-is_tie = njit(cache=True)(tolerance.is_tie)
+tie_tolerance = kernel(tolerance.tie_tolerance)
+is_tie = kernel(tolerance.is_tie)
 
 
-@njit(cache=True)
+@kernel
 def _best_rows(
     starts: np.ndarray,
     move_value: np.ndarray,

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
 from pipeline.graph import Graph, as_index
+from pipeline.solve.compiled import kernel
 from pipeline.solve.rank_order import Solution
 from pipeline.solve.ties import tie_tolerance
 
@@ -29,7 +29,7 @@ DEFAULT_TOLERANCE = 1e-12
 DEFAULT_MAX_SWEEPS = 10_000
 
 
-@numba.njit(cache=True)
+@kernel
 def _sweep(order, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_scale, mv_offset,
            value, sign):  # fmt: skip
     """One Gauss-Seidel sweep over ``order``, in place; returns the largest change.
@@ -140,7 +140,7 @@ def _node_and_move_values(
     return node_value, move_value
 
 
-@numba.njit(cache=True)
+@kernel
 def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_value):
     """Move values and node bests, node by node (no temporaries the size of the move arrays)."""
     for n in range(mv_start.shape[0] - 1):
@@ -172,7 +172,7 @@ def _choices(g: Graph, node_value: np.ndarray, prob: np.ndarray) -> tuple[np.nda
     return best_choice, n_choices
 
 
-@numba.njit(cache=True)
+@kernel
 def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices):
     """Per state: the value of each choice, the best (ties, by the tie rule, to the largest)."""
     for s in range(ch_start.shape[0] - 1):

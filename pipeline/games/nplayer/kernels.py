@@ -8,12 +8,12 @@ mask), each to a vector of payoffs (see :mod:`pipeline.games.nplayer.game` for i
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from pipeline.solve.compiled import kernel
 from pipeline.solve.ties import tie_tolerance
 
 
-@njit(cache=True)
+@kernel
 def solve_block(
     mover: int,
     alive: np.ndarray,

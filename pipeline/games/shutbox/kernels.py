@@ -8,7 +8,8 @@ the nodes checking each candidate is fast compiled, and writes every move into i
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from pipeline.solve.compiled import kernel
 
 
 def count_moves(
@@ -43,7 +44,7 @@ def fill_moves(
     )  # fmt: skip
 
 
-@njit(cache=True)
+@kernel
 def _node_moves(
     ids: np.ndarray,
     index_of: np.ndarray,

@@ -5,9 +5,9 @@ patterns, the rules' picks)."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from pipeline.solve import threads
+from pipeline.solve.compiled import kernel
 
 
 def tile_counts(label: np.ndarray, tile_value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +89,7 @@ def node_patterns(
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _node_patterns(ranks, label, starts, nodes, out):  # type: ignore[no-untyped-def]
     """:func:`node_patterns` into ``out`` (allocated by the caller: an allocation inside a
     kernel compiles numpy's allocator for its type as well, on a first run)."""
@@ -127,14 +127,14 @@ def rule_picks(
     return picks, hashes
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pick_rules(lo, hi, patterns, sizes, rules, picks, hashes):  # type: ignore[no-untyped-def]
     """Rules ``lo`` to ``hi - 1`` of :func:`rule_picks`."""
     for r in range(lo, hi):
         hashes[r] = pick_rule(patterns, sizes, rules[r], picks[r])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def pick_rule(patterns, sizes, rule, out):  # type: ignore[no-untyped-def]
     """One rule's picks (see :func:`rule_picks`) into ``out``; their hash."""
     label = patterns.shape[2] - 1

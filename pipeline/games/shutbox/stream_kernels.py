@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from pipeline.solve import threads
+from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.ties import is_tie, tie_tolerance
 
 # Slots of the integer rule vector the kernels read (one array keeps their signatures short).
@@ -40,7 +40,7 @@ def new_nodes(n: int) -> NodeColumns:
 # -- per-state rules, compiled ---------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def _open_sum(s: int, tiles: int) -> int:
     total = 0
     for i in range(tiles):
@@ -49,7 +49,7 @@ def _open_sum(s: int, tiles: int) -> int:
     return total
 
 
-@njit(cache=True)
+@kernel
 def _score(s: int, rule: np.ndarray) -> int:
     """Final score when stuck in ``s``: the open sum, or the open tiles read as digits."""
     if rule[R_SCORING] == 0:
@@ -61,7 +61,7 @@ def _score(s: int, rule: np.ndarray) -> int:
     return score
 
 
-@njit(cache=True)
+@kernel
 def stuck_value(s: int, rule: np.ndarray) -> float:
     """The objective applied to the final score of ``s`` (as ShutTheBox.stuck_values)."""
     score = _score(s, rule)
@@ -72,7 +72,7 @@ def stuck_value(s: int, rule: np.ndarray) -> float:
     return float(score)
 
 
-@njit(cache=True)
+@kernel
 def _pattern(s: int, rule: np.ndarray) -> int:
     """Which choices state ``s`` may roll (bits ONE, USUAL), as ShutTheBox.dice_available."""
     if s == 0:
@@ -90,7 +90,7 @@ def _pattern(s: int, rule: np.ndarray) -> int:
     return (ONE | USUAL) if cond else USUAL
 
 
-@njit(cache=True)
+@kernel
 def layer_ids(tiles: int, k: int, out: np.ndarray) -> None:
     """Every id with ``k`` of ``tiles`` bits set, increasing (Gosper's hack)."""
     if k == 0:
@@ -107,7 +107,7 @@ def layer_ids(tiles: int, k: int, out: np.ndarray) -> None:
 # -- summation in NumPy's order --------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def _pairwise_block(a: np.ndarray, lo: int | np.int64, n: int | np.int64) -> float:
     """NumPy's pairwise_sum for n <= 128 (eight running sums, then a fixed tree)."""
     if n < 8:
@@ -135,7 +135,7 @@ def _pairwise_block(a: np.ndarray, lo: int | np.int64, n: int | np.int64) -> flo
     return res
 
 
-@njit(cache=True)
+@kernel
 def _reduceat_sum(a: np.ndarray, n: int | np.int64) -> float:
     """``np.add.reduceat`` of one run ``a[:n]``: the first term plus a pairwise sum of the rest.
 
@@ -153,7 +153,7 @@ def _reduceat_sum(a: np.ndarray, n: int | np.int64) -> float:
 # -- the layer kernel ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def _node(
     s: int, r: int, value: np.ndarray, sub_masks: np.ndarray, sub_start: np.ndarray, maxi: bool
 ) -> tuple[float, int]:
@@ -170,7 +170,7 @@ def _node(
     return best, found
 
 
-@njit(cache=True)
+@kernel
 def _node_ties(
     s: int,
     r: int,
@@ -206,7 +206,7 @@ def _node_ties(
     return best, found, pick, n_opt
 
 
-@njit(cache=True)
+@kernel
 def _choose(
     g_one: float, g_usual: float, dice: np.ndarray, pattern: int, maxi: bool
 ) -> tuple[float, int]:
@@ -256,7 +256,7 @@ def solve_chunk(
     )  # fmt: skip
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _solve_blocks(
     b_lo: int,
     b_hi: int,
@@ -299,7 +299,7 @@ def _solve_blocks(
             st_out[i, 3] = edges
 
 
-@njit(cache=True)
+@inline_kernel  # per state: compiled as part of its caller
 def _state_nodes(
     s: int,
     pattern: int,
@@ -334,7 +334,7 @@ def _state_nodes(
     return moves
 
 
-@njit(cache=True)
+@inline_kernel  # per state: compiled as part of its caller
 def _state_value(
     pattern: int,
     count: np.ndarray,
@@ -366,7 +366,7 @@ def _state_value(
     return v, chosen, edges
 
 
-@njit(cache=True)
+@kernel
 def _rolls(pattern: int, count: np.ndarray, r: int) -> bool:
     """Whether a state with availability ``pattern`` can roll the total ``r``."""
     return ((pattern & ONE) != 0 and count[0, r] > 0) or (
@@ -374,7 +374,7 @@ def _rolls(pattern: int, count: np.ndarray, r: int) -> bool:
     )
 
 
-@njit(cache=True)
+@kernel
 def _put_node(
     nodes: NodeColumns, j: int, s: int, r: int, v: float, pick: int, n_opt: int, found: int
 ) -> None:
@@ -397,7 +397,7 @@ def node_counts(ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray) -> n
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _node_counts(
     lo: int, hi: int, ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray, out: np.ndarray
 ) -> None:
@@ -433,7 +433,7 @@ def fill_moves(
     )  # fmt: skip
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _fill_moves(
     lo: int,
     hi: int,
@@ -493,7 +493,7 @@ def fill_edges(
     )  # fmt: skip
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _fill_edges(
     lo: int,
     hi: int,
@@ -533,7 +533,7 @@ def _fill_edges(
                     row += 1
 
 
-@njit(cache=True)
+@kernel
 def _edge(
     ed_int: np.ndarray,
     ed_float: np.ndarray,
@@ -565,7 +565,7 @@ def state_numbers(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.nda
     return open_sum, score
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _state_numbers(
     lo: int, hi: int, ids: np.ndarray, rule: np.ndarray, open_sum: np.ndarray, score: np.ndarray
 ) -> None:
