@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.graph import Graph, as_index
-from pipeline.solve.compiled import kernel
+from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.policy_eval import Plan, plan
 from pipeline.solve.ties import is_tie
 
@@ -124,14 +124,13 @@ def _solve_layers(
             j = end
 
 
-@kernel
+@inline_kernel  # once per state: compiled as part of its caller
 def _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best, tied):
     """Over the choices of one state's chance rows ``chance[j:end]`` (grouped by choice), per
     objective: the best value into ``best``, then the largest choice within the tie tolerance
     of it into ``tied`` (``acc``: room for one choice's sums, each summed in row order).
 
-    One kernel for both passes: each helper kernel is compiled on its own (and again inside its
-    callers), which a first run pays."""
+    One kernel for both passes (each kernel compiles on its own, which a first run pays)."""
     k_all = acc.shape[0]
     for tie_pass in range(2):
         if tie_pass == 1:

@@ -6,12 +6,12 @@ import numpy as np
 
 from pipeline.graph import Graph, as_index
 from pipeline.solve import tolerance
-from pipeline.solve.compiled import kernel
+from pipeline.solve.compiled import inline_kernel, kernel
 
 #: The tie rule of :mod:`pipeline.solve.tolerance`, compiled for the kernels (the one
 #: definition; a kernel calls it like any compiled function).
-tie_tolerance = kernel(tolerance.tie_tolerance)
-is_tie = kernel(tolerance.is_tie)
+tie_tolerance = inline_kernel(tolerance.tie_tolerance)
+is_tie = inline_kernel(tolerance.is_tie)
 
 
 @kernel

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pipeline.graph import Graph, as_index
-from pipeline.solve.compiled import kernel
+from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.rank_order import Solution
 from pipeline.solve.ties import tie_tolerance
 
@@ -100,8 +100,14 @@ def solve_value_iteration(
         sweeps += 1
         if progress is not None:
             progress(sweeps, residual)
-    node_value, move_value = _node_and_move_values(g, value, mv_start, scale, offset, sign)
-    best_choice, n_choices = _choices(g, node_value, prob)
+    move_value = np.empty(g.mv_node.shape[0])
+    node_value = np.empty(g.node_state.shape[0])
+    best_choice = np.full(s, -1, dtype=np.int64)
+    n_choices = np.zeros(s, dtype=np.int64)
+    _finish(
+        mv_dst, scale, offset, value, mv_start, ch_start, choice, ch_node, prob, sign,
+        move_value, node_value, best_choice, n_choices,
+    )  # fmt: skip
     return Solution(value, best_choice, n_choices, node_value, move_value, sweeps, float(residual))
 
 
@@ -125,22 +131,18 @@ def _probabilities(g: Graph) -> np.ndarray:
     return np.ascontiguousarray(g.ch_prob, dtype=np.float64)
 
 
-def _node_and_move_values(
-    g: Graph,
-    value: np.ndarray,
-    mv_start: np.ndarray,
-    scale: np.ndarray,
-    offset: np.ndarray,
-    sign: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every move's value and every node's best, from the converged state values."""
-    move_value = np.empty(g.mv_node.shape[0])
-    node_value = np.empty(g.node_state.shape[0])
-    _fill_moves(as_index(g.mv_dst), scale, offset, value, mv_start, sign, move_value, node_value)
-    return node_value, move_value
-
-
 @kernel
+def _finish(
+    mv_dst, scale, offset, value, mv_start, ch_start, ch_choice, ch_node, prob, sign,
+    move_value, node_value, best_choice, n_choices,
+):  # fmt: skip
+    """From the converged state values: every move's value and every node's best, then each
+    state's best choice and number of choices (one kernel: each compiles on its own)."""
+    _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_value)
+    _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices)
+
+
+@inline_kernel
 def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_value):
     """Move values and node bests, node by node (no temporaries the size of the move arrays)."""
     for n in range(mv_start.shape[0] - 1):
@@ -154,25 +156,7 @@ def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_v
         node_value[n] = sign * best
 
 
-def _choices(g: Graph, node_value: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The best choice of each state (ties to the largest) and how many choices it has."""
-    s = g.n_states
-    best_choice = np.full(s, -1, dtype=np.int64)
-    n_choices = np.zeros(s, dtype=np.int64)
-    _fill_choices(
-        np.searchsorted(g.ch_state, np.arange(s + 1)).astype(np.int64),
-        _lean(g.ch_choice, np.int64),
-        as_index(g.ch_node),
-        prob,
-        node_value,
-        1.0 if g.maximise else -1.0,
-        best_choice,
-        n_choices,
-    )
-    return best_choice, n_choices
-
-
-@kernel
+@inline_kernel
 def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices):
     """Per state: the value of each choice, the best (ties, by the tie rule, to the largest)."""
     for s in range(ch_start.shape[0] - 1):
