@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pipeline.errors import UsageError
 from pipeline.store import splice
 from pipeline.store.files import HashedFile, _tmp_name, cannot_write
 from pipeline.store.manifest import PARQUET_OPTIONS
@@ -127,7 +128,7 @@ def write_threads() -> int:
         try:
             return max(1, int(given))
         except ValueError:
-            raise ValueError(f"{THREADS_ENV} must be a whole number, not {given!r}") from None
+            raise UsageError(f"{THREADS_ENV} must be a whole number, not {given!r}") from None
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 

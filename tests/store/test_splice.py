@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.errors import UsageError
 from pipeline.games.shutbox.stream import parquet_options, schemas
 from pipeline.store import splice, stream_writer, thrift
 
@@ -160,5 +161,5 @@ def test_write_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv(stream_writer.THREADS_ENV)
     assert stream_writer.write_threads() >= 1
     monkeypatch.setenv(stream_writer.THREADS_ENV, "many")
-    with pytest.raises(ValueError, match=stream_writer.THREADS_ENV):
+    with pytest.raises(UsageError, match=stream_writer.THREADS_ENV):  # one line, exit 2
         stream_writer.write_threads()
