@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from pipeline.graph import Graph
+from pipeline.graph import Graph, as_index
+from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.policy_eval import Plan, plan
 from pipeline.solve.ties import is_tie
 
@@ -57,41 +57,44 @@ def solve_rank_order_batch(
         *(layers_of or plan(g)).flat,
         np.ascontiguousarray(terminal, dtype=np.float64),
         np.ascontiguousarray(ended, dtype=np.float64),
-        g.mv_dst,
-        g.mv_node,
-        g.node_state,
+        as_index(g.mv_dst),
+        as_index(g.mv_node),
+        as_index(g.node_state),
         g.mv_offset,
         g.mv_scale.astype(np.float64),
-        g.ch_state,
-        g.ch_choice,
-        g.ch_node,
+        as_index(g.ch_state),
+        as_index(g.ch_choice),
+        as_index(g.ch_node),
         g.ch_prob,
         g.maximise,
         value,
         choice,
         node_value,
+        np.zeros(k),  # room for one choice's sums, the best, the choice tied with it
+        np.zeros(k),
+        np.zeros(k, dtype=np.int64),
     )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
     return BatchSolution(value, choice)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _solve_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, ended, dst, mv_node, node_state, offset, scale,
-    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value,
+    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value, acc, best, tied,
 ):  # fmt: skip
+    # scratch arrays come from the caller: an allocation here would compile numpy's allocator
+    # for its type too, on a first run
     k_all = terminal.shape[1]
-    acc = np.empty(k_all)
-    best = np.empty(k_all)
-    tied = np.empty(k_all, dtype=np.int64)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
             for k in range(k_all):
                 if not np.isnan(terminal[i, k]):
-                    value[i, :] = terminal[i, :]
+                    for x in range(k_all):
+                        value[i, x] = terminal[i, x]
                     break
         group = -1
         for j in range(moves_off[layer], moves_off[layer + 1]):
@@ -112,49 +115,44 @@ def _solve_layers(
             end = j
             while end < chance_off[layer + 1] and ch_state[chance[end]] == owner:
                 end += 1
-            _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best)
-            value[owner, :] = best
-            _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, acc, tied)
-            choice[owner, :] = tied
+            _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best, tied)
+            # row by row, not value[owner, :] = best: numba's slice assignment from an array
+            # brings in its shape-mismatch message, whose formatting compiles for seconds
+            for k in range(k_all):
+                value[owner, k] = best[k]
+                choice[owner, k] = tied[k]
             j = end
 
 
-@njit(cache=True, nogil=True)
-def _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc):
-    """Sum the rows of the choice starting at chance position ``j`` into ``acc`` (row order);
-    return where the next choice starts."""
-    r = chance[j]
-    c = ch_choice[r]
-    acc[:] = prob[r] * node_value[ch_node[r], :]
-    j += 1
-    while j < end and ch_choice[chance[j]] == c:
-        r = chance[j]
-        for k in range(acc.shape[0]):
-            acc[k] += prob[r] * node_value[ch_node[r], k]
-        j += 1
-    return j
+@inline_kernel  # once per state: compiled as part of its caller
+def _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best, tied):
+    """Over the choices of one state's chance rows ``chance[j:end]`` (grouped by choice), per
+    objective: the best value into ``best``, then the largest choice within the tie tolerance
+    of it into ``tied`` (``acc``: room for one choice's sums, each summed in row order).
 
-
-@njit(cache=True, nogil=True)
-def _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best):
-    """The best value over the choices of one state's chance rows ``chance[j:end]``."""
-    first = True
-    while j < end:
-        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc)
-        for k in range(acc.shape[0]):
-            if first or (acc[k] > best[k] if maximise else acc[k] < best[k]):
-                best[k] = acc[k]
-        first = False
-
-
-@njit(cache=True, nogil=True)
-def _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, sums, out):
-    """The largest choice within the tie tolerance of ``best``, per objective, into ``out``
-    (``sums``: room for one choice's sums)."""
-    out[:] = -1
-    while j < end:
-        c = ch_choice[chance[j]]
-        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, sums)
-        for k in range(best.shape[0]):
-            if is_tie(sums[k], best[k]) and c > out[k]:
-                out[k] = c
+    One kernel for both passes (each kernel compiles on its own, which a first run pays)."""
+    k_all = acc.shape[0]
+    for tie_pass in range(2):
+        if tie_pass == 1:
+            for k in range(k_all):
+                tied[k] = -1
+        i = j
+        first = True
+        while i < end:
+            c = ch_choice[chance[i]]
+            r = chance[i]
+            for k in range(k_all):
+                acc[k] = prob[r] * node_value[ch_node[r], k]
+            i += 1
+            while i < end and ch_choice[chance[i]] == c:
+                r = chance[i]
+                for k in range(k_all):
+                    acc[k] += prob[r] * node_value[ch_node[r], k]
+                i += 1
+            for k in range(k_all):
+                if tie_pass == 0:
+                    if first or (acc[k] > best[k] if maximise else acc[k] < best[k]):
+                        best[k] = acc[k]
+                elif is_tie(acc[k], best[k]) and c > tied[k]:
+                    tied[k] = c
+            first = False

@@ -467,6 +467,8 @@ class NPlayer(Game):
                     record["state_choices"],
                     pick,
                     choice,
+                    np.zeros(target.shape[1]),
+                    np.zeros(target.shape[1]),
                 )
                 mine[(best, count)] = target[self.full].copy()
                 yield number, (seat, best, count), target

@@ -8,12 +8,12 @@ mask), each to a vector of payoffs (see :mod:`pipeline.games.nplayer.game` for i
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from pipeline.solve.compiled import kernel
 from pipeline.solve.ties import tie_tolerance
 
 
-@njit(cache=True)
+@kernel
 def solve_block(
     mover: int,
     alive: np.ndarray,
@@ -36,6 +36,8 @@ def solve_block(
     state_choices: np.ndarray,
     fixed_pick: np.ndarray,
     fixed_choice: np.ndarray,
+    acc: np.ndarray,
+    best_vec: np.ndarray,
 ) -> None:
     """Fill ``out[mask]`` (payoff vectors) for every mask of a block.
 
@@ -55,15 +57,19 @@ def solve_block(
     A mover who follows a fixed policy (``fixed_pick``: a move row of every node of the
     one-player graph, ``fixed_choice``: the dice of every mask; both empty when the mover
     optimises) plays it instead: the block is then priced, not solved, for the mover.
+
+    ``acc`` and ``best_vec``: room for one payoff vector each (the caller's: an allocation
+    here would compile numpy's allocator for its type too, on a first run).
     """
     fixed = fixed_pick.shape[0] > 0
     n_masks = alive.shape[0]
     width = out.shape[1]
-    acc = np.zeros(width)
-    best_vec = np.zeros(width)
     for mask in range(n_masks):
         if not alive[mask]:
-            out[mask, :] = terminal[term_row[mask]]
+            # entry by entry: numba's slice assignment from an array brings in its
+            # shape-mismatch message, whose string formatting compiles for seconds
+            for j in range(width):
+                out[mask, j] = terminal[term_row[mask], j]
             continue
         row = ch_start[mask]
         end = ch_start[mask + 1]
@@ -89,10 +95,22 @@ def solve_block(
                         top = pass_vec[pass_row[mask], mover]
                     else:
                         top = out[mv_dst[pick], mover]
-                else:
-                    pick, top, ties = _best_move(
-                        node, mask, mover, out, mv_start, mv_dst, mv_label, pass_row, pass_vec
-                    )
+                else:  # the mover's best move (ties: the largest label), inline: one kernel
+                    passed = pass_vec[pass_row[mask], mover]
+                    top = -np.inf
+                    for m in range(mv_start[node], mv_start[node + 1]):
+                        v = passed if mv_label[m] < 0 else out[mv_dst[m], mover]
+                        if v > top:
+                            top = v
+                    tol = tie_tolerance(top)
+                    pick = -1
+                    ties = 0
+                    for m in range(mv_start[node], mv_start[node + 1]):
+                        v = passed if mv_label[m] < 0 else out[mv_dst[m], mover]
+                        if abs(v - top) <= tol:
+                            ties += 1
+                            if pick < 0 or mv_label[m] > mv_label[pick]:
+                                pick = m
                 node_pick[node] = pick
                 node_value[node] = top
                 node_optimal[node] = ties
@@ -114,38 +132,9 @@ def solve_block(
                 have = True
                 best_val = value
                 best_choice = choice
-                best_vec[:] = acc
-        out[mask, :] = best_vec
+                for j in range(width):
+                    best_vec[j] = acc[j]
+        for j in range(width):
+            out[mask, j] = best_vec[j]
         state_choice[mask] = best_choice
         state_choices[mask] = n_choices
-
-
-@njit(cache=True)
-def _best_move(
-    node: int,
-    mask: int,
-    mover: int,
-    out: np.ndarray,
-    mv_start: np.ndarray,
-    mv_dst: np.ndarray,
-    mv_label: np.ndarray,
-    pass_row: np.ndarray,
-    pass_vec: np.ndarray,
-) -> tuple[int, float, int]:
-    """The mover's best move row at ``node`` (ties: the largest label), its value to the mover
-    and how many moves tie for it."""
-    top = -np.inf
-    for m in range(mv_start[node], mv_start[node + 1]):
-        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if v > top:
-            top = v
-    tol = tie_tolerance(top)
-    pick = -1
-    ties = 0
-    for m in range(mv_start[node], mv_start[node + 1]):
-        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if abs(v - top) <= tol:
-            ties += 1
-            if pick < 0 or mv_label[m] > mv_label[pick]:
-                pick = m
-    return pick, top, ties
