@@ -447,3 +447,50 @@ def test_the_server_is_http_only() -> None:
     assert any(
         t.startswith("pipeline.games") for t, _ in imports_of(PACKAGE / "apps" / "explorer.py")
     )
+
+
+#: The names of the tie tolerance itself (pipeline/solve/tolerance.py): outside pipeline/solve/
+#: a module asks the rule (``is_tie``, ``pick``, ``best_of``, their array forms ``ties`` and
+#: ``picks``, ``regret``), never the tolerance, so the rule cannot be written again.
+TOLERANCE_NAMES = {"tie_tolerance", "TIE_TOLERANCE", "tolerance"}
+
+
+def tie_formulas(source: str) -> list[str]:
+    """Where ``source`` writes the tie rule itself: imports the tolerance from pipeline.solve,
+    or scales 1e-12 by ``max(1, |x|)``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pipeline.solve"):
+            found += [f"imports {a.name}" for a in node.names if a.name in TOLERANCE_NAMES]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            text = ast.unparse(node)
+            scaled = re.search(r"\bmax(imum)?\(1(\.0)?, (np\.)?abs\(", text)
+            if scaled and any(
+                isinstance(c, ast.Constant) and c.value == 1e-12 for c in ast.walk(node)
+            ):
+                found.append(text)
+    return found
+
+
+def test_the_tie_rule_is_written_only_in_solve() -> None:
+    """Every solver loop and every answer picks with :func:`pipeline.solve.tolerance.pick`; no
+    module outside pipeline/solve/ writes the tolerance again, and the explorer's script has
+    none (the library hands it its picks)."""
+    found = [
+        f"{path.relative_to(REPO)}: {where}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "solve"
+        for where in tie_formulas(path.read_text())
+    ]
+    assert not found, found
+    for page in sorted((PACKAGE / "templates").glob("*.html")):
+        text = page.read_text()
+        assert "1e-12" not in text and "TIE" not in text, page.name
+
+
+def test_a_tie_formula_is_seen() -> None:
+    source = (
+        "from pipeline.solve.tolerance import is_tie, tie_tolerance\n"
+        "def f(v, best):\n    return abs(v - best) <= 1e-12 * max(1.0, abs(best))\n"
+    )
+    assert tie_formulas(source) == ["imports tie_tolerance", "1e-12 * max(1.0, abs(best))"]

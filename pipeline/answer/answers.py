@@ -47,7 +47,7 @@ from pipeline.answer.model import (
 )
 from pipeline.errors import TableError, UsageError
 from pipeline.games.registry import Variant
-from pipeline.solve.tolerance import is_tie, regret, tie_tolerance
+from pipeline.solve.tolerance import best_of, is_tie, pick, regret
 
 #: Games kept made (least recently used dropped): every variant of a data directory, and more.
 MAX_GAMES = 64
@@ -239,12 +239,8 @@ class Answers:
                     stuck = self._stuck(game, states, state_id)
                 out.append(stuck_roll(r, *stuck))
                 continue
-            top = max(vals[a:b]) if maximise else min(vals[a:b])
-            tol = tie_tolerance(top)
-            pick = a  # the first tie: the largest label
-            while abs(vals[pick] - top) > tol:
-                pick += 1
-            out.append(RollBest(r, "move", tiles(labels[pick]), vals[pick], b - a, nexts[pick]))
+            k, _ = pick(vals, labels, a, b, best_of(vals, a, b, maximise))
+            out.append(RollBest(r, "move", tiles(labels[k]), vals[k], b - a, nexts[k]))
             spans[r] = (a, b)
             a = b
         return out, RollMoves(found, values, spans)
@@ -437,7 +433,10 @@ def _dice_options(
     if not worth:
         return []
     best = next((v for d, v in worth if d == state.dice), worth[-1][1])
-    options = [DiceOption(d, v, regret(best, v, maximise), d == state.dice) for d, v in worth]
+    options = [
+        DiceOption(d, v, regret(best, v, maximise), d == state.dice, is_tie(v, best))
+        for d, v in worth
+    ]
     return sorted(options, key=lambda o: (not o.best, o.regret, -o.dice))
 
 
@@ -452,16 +451,16 @@ def _ranked(
     """One roll's moves, ranked: by regret, the tie rule's pick first among equals, then the
     larger label (the tables' moves, in `move`'s order). ``tiles``: a move's tiles by label
     (:meth:`Answers._move_tiles`; else the game's)."""
-    vals = values.tolist()
-    top = max(vals) if maximise else min(vals)
-    pick = next(k for k, v in enumerate(vals) if is_tie(v, top))
+    vals, labs = values.tolist(), labels.tolist()
+    top = best_of(vals, 0, len(vals), maximise)
+    chosen, _ = pick(vals, labs, 0, len(vals), top)
     tiles_of = tiles or game.move_tiles
     out = [
         MoveValue(
             tiles_of(lab), lab, nxt, game.state_text(nxt), v, regret(top, v, maximise),
-            k == pick,
+            k == chosen, is_tie(v, top),
         )
-        for k, (lab, nxt, v) in enumerate(zip(labels.tolist(), nexts.tolist(), vals, strict=True))
+        for k, (lab, nxt, v) in enumerate(zip(labs, nexts.tolist(), vals, strict=True))
     ]  # fmt: skip
     out.sort(key=lambda m: (m.regret, not m.best, -m.label))
     return out

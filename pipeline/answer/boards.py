@@ -46,7 +46,8 @@ from pipeline.answer.lean import file_rules
 from pipeline.answer.model import BoardAnswer, ColumnValue
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import REGISTRY, Variant
-from pipeline.solve.tolerance import is_tie, regret, tie_tolerance
+from pipeline.solve.tolerance import is_tie, regret
+from pipeline.solve.tolerance import pick as tie_pick
 from pipeline.store.layout import OWN_DIR, settle, table_files
 
 #: Search depth (placements) when none is asked, the deepest `serve` offers (deeper searches
@@ -153,11 +154,8 @@ def pick(values: list[float], labels: list[int], columns: list[int]) -> int:
     """The index of the tie rule's column among ``values`` (each column's value in the
     variant's objective, higher better): the largest label among those within the tie
     tolerance of the best, then the lowest column (equal facing pairs are one move)."""
-    top = max(values)
-    tol = tie_tolerance(top)
-    return max(
-        (k for k, v in enumerate(values) if top - v <= tol), key=lambda k: (labels[k], -columns[k])
-    )
+    ranks = [(label, -column) for label, column in zip(labels, columns, strict=True)]
+    return tie_pick(values, ranks, 0, len(values), max(values))[0]
 
 
 class Boards:

@@ -118,9 +118,17 @@ class DiceOption:
     regret: float
     best: bool
     """The number optimal play rolls (the states table's ``dice``)."""
+    tied: bool = False
+    """Whether it ties with the best under the tie rule (a best choice, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"dice": self.dice, "value": self.value, "regret": self.regret, "best": self.best}
+        return {
+            "dice": self.dice,
+            "value": self.value,
+            "regret": self.regret,
+            "best": self.best,
+            "tied": self.tied,
+        }
 
 
 @dataclass(slots=True)
@@ -137,6 +145,8 @@ class MoveValue:
     """What it loses against the best move (0 for a best move)."""
     best: bool
     """The tie rule's pick (the policy's move)."""
+    tied: bool = False
+    """Whether it ties with the best under the tie rule (a best move, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +156,7 @@ class MoveValue:
             "value": self.value,
             "regret": self.regret,
             "best": self.best,
+            "tied": self.tied,
         }
 
 

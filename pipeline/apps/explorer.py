@@ -24,7 +24,8 @@ needs no server and no network:
 
 A move's value is not stored: it is ``value[s & ~mask]``, the value of the state it leads to,
 and its regret what it loses against the best value of the roll, as the library computes them
-(:mod:`pipeline.solve.tolerance`; the page's script repeats the formula, as it runs offline);
+(:mod:`pipeline.solve.tolerance`; the page's script repeats the regret, as it runs offline, but
+takes every pick from the library: it decides no tie);
 the tests check the page's ranking against `move` and the tables. So the page stays small
 (twelve tiles: 66,048 moves in well under a megabyte).
 
@@ -54,6 +55,7 @@ from pipeline.games.dice import roll_distribution
 from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
 from pipeline.games.shutbox.game import ShutTheBox
+from pipeline.solve.tolerance import picks
 from pipeline.store import tables
 from pipeline.store.outputs import make_dir, refuse_among_tables
 
@@ -298,14 +300,15 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
 
     ``scores[mask]`` each box's score; ``possible`` the scores a turn can end with (the best
     scores a later seat can face); ``dice[mask]``, ``moves[mask]`` (the larger mask first: the
-    page applies the tie rule to each block's values) and ``rolls`` as for one player, the same
-    in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
-    player 1) with ``shares`` (``holder``: each earlier player holding the best score,
-    ``beaten``: each earlier player beaten, ``"k"``: player k after the mover, ``value``: the
-    mover's (``states.value``); arrays by mask, the states table's columns) and ``end`` (the
-    mover's value when a roll leaves no move, by the score's place in ``possible``; null where
-    the block is never stuck with that score); ``picks``: ``[block key, mask, roll, move]``
-    where the library's pick is not what the page's own rule picks (the same tie rule: none)."""
+    page takes the first of each block's best value, unless ``picks`` says otherwise) and
+    ``rolls`` as for one player, the same in every block (player 1's);
+    ``blocks["seat/best/count"]`` (``1/0/0`` for player 1) with ``shares`` (``holder``: each
+    earlier player holding the best score, ``beaten``: each earlier player beaten, ``"k"``:
+    player k after the mover, ``value``: the mover's (``states.value``); arrays by mask, the
+    states table's columns) and ``end`` (the mover's value when a roll leaves no move, by the
+    score's place in ``possible``; null where the block is never stuck with that score);
+    ``picks``: ``[block key, mask, roll, move]`` where the library's pick is not the page's
+    plain one (:func:`_library_picks`)."""
     tiles, n = rules["tiles"], rules["players"]
     full = (1 << tiles) - 1
     game = answers.game(variant)
@@ -373,8 +376,34 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
         "moves": moves,
         "rolls": _rolls(dice_used, rules["sides"]),
         "blocks": blocks,
-        "picks": [],
+        "picks": _library_picks(
+            moves, {keys[b]: k for k, b in enumerate(numbers.tolist())}, arrays["value"], tiles
+        ),
     }
+
+
+def _library_picks(
+    moves: list[list[list[int]]], blocks: dict[str, int], value: np.ndarray, tiles: int
+) -> list[list[Any]]:
+    """``[block key, mask, roll, move]`` wherever the library's tie rule
+    (:func:`pipeline.solve.tolerance.picks`) picks another move than the page's plain rule, the
+    first move (the larger mask first) of exactly the best value: the page decides no tie."""
+    nodes = [(mask, row[0], row[1:]) for mask, rows in enumerate(moves) for row in rows]
+    if not nodes:
+        return []
+    width = max(len(m) for _, _, m in nodes)
+    masks = np.array([mask for mask, _, _ in nodes], dtype=np.int64)
+    shut = np.array([[*m, *[-1] * (width - len(m))] for _, _, m in nodes], dtype=np.int64)
+    out: list[list[Any]] = []
+    for key, k in blocks.items():
+        block = value[k << tiles : (k + 1) << tiles]
+        vals = np.where(shut >= 0, block[masks[:, None] & ~shut], np.nan)
+        best = np.nanmax(vals, axis=1)
+        library = picks(vals, shut, best)
+        plain = (vals == best[:, None]).argmax(axis=1)
+        for n in np.flatnonzero(library != plain).tolist():
+            out.append([key, int(masks[n]), nodes[n][1], int(shut[n, library[n]])])
+    return out
 
 
 def _nulls(values: np.ndarray) -> list[float | None]:

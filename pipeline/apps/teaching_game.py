@@ -34,7 +34,6 @@ from pipeline.games.base import Game
 from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import Variant
 from pipeline.games.shutbox.game import ShutTheBox
-from pipeline.solve.tolerance import tie_tolerance
 
 #: Objectives whose values are probabilities (shown in %, losses in percentage points).
 PROBABILITIES = ("shut", "target", "wins")
@@ -59,6 +58,8 @@ class Option:
     next_state: int | None = None
     next_tiles: str | None = None
     dice: int | None = None
+    tied: bool = False
+    """Whether it ties with the best under the library's tie rule (a best choice)."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ class Coach:
             "tiles": state.tiles,
             "value": state.value,
             "terminal": state.terminal,
-            "score": int(self.box.scores(mask)[0]),
+            "score": self.box.final_score(int(mask[0])),
             "open_sum": int(self.box.open_sums(mask)[0]),
             "dice": state.dice,
             "player": state.fields.get("player") or 1,
@@ -179,14 +180,22 @@ class Coach:
         """How many dice the rules allow here, each with its value; best first."""
         return [
             Option("one die" if o.dice == 1 else f"{o.dice} dice", o.value, o.regret, o.best,
-                   dice=o.dice)
+                   dice=o.dice, tied=o.tied)
             for o in self.answer(state_id).dice
         ]  # fmt: skip
 
     def move_options(self, state_id: int, roll: int) -> list[Option]:
         """Every legal move after ``roll``, best first (empty when the player is stuck)."""
         return [
-            Option(_tiles_label(m.move), m.value, m.regret, m.best, m.next_id, m.next_tiles)
+            Option(
+                _tiles_label(m.move),
+                m.value,
+                m.regret,
+                m.best,
+                m.next_id,
+                m.next_tiles,
+                tied=m.tied,
+            )
             for m in self.answer(state_id, roll).moves
         ]
 
@@ -488,7 +497,7 @@ def _judge(
 ) -> None:
     """Tell the player how good the choice was, and record it when it lost something."""
     best = options[0]
-    if chosen.loses <= tie_tolerance(best.value):
+    if chosen.tied:  # the library's tie rule says so
         console.print(f"[green]{chosen.label}: a best choice.[/]")
         return
     record.mistakes.append(Mistake(turn, tiles, situation, chosen.label, best.label, chosen.loses))

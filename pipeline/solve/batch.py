@@ -15,7 +15,7 @@ from numba import njit
 
 from pipeline.graph import Graph
 from pipeline.solve.policy_eval import Plan, plan
-from pipeline.solve.ties import is_tie
+from pipeline.solve.ties import best_of, pick
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,9 @@ def _solve_layers(
     ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value,
 ):  # fmt: skip
     k_all = terminal.shape[1]
-    acc = np.empty(k_all)
-    best = np.empty(k_all)
-    tied = np.empty(k_all, dtype=np.int64)
+    most = int(np.max(ch_choice)) + 1 if ch_choice.shape[0] else 1
+    sums = np.empty((most, k_all))  # one state's choices (distinct numbers: at most ``most``)
+    labels = np.empty(most, dtype=np.int64)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
@@ -112,10 +112,8 @@ def _solve_layers(
             end = j
             while end < chance_off[layer + 1] and ch_state[chance[end]] == owner:
                 end += 1
-            _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best)
-            value[owner, :] = best
-            _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, acc, tied)
-            choice[owner, :] = tied
+            _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, sums, labels,
+                    value[owner], choice[owner])  # fmt: skip
             j = end
 
 
@@ -136,25 +134,17 @@ def _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc):
 
 
 @njit(cache=True, nogil=True)
-def _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best):
-    """The best value over the choices of one state's chance rows ``chance[j:end]``."""
-    first = True
+def _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, sums, labels,
+            value, choice):  # fmt: skip
+    """Each objective's best value over the choices of one state's chance rows
+    ``chance[j:end]`` into ``value``, and the tie rule's choice into ``choice`` (``sums``,
+    ``labels``: room for the state's choices)."""
+    n = 0
     while j < end:
-        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc)
-        for k in range(acc.shape[0]):
-            if first or (acc[k] > best[k] if maximise else acc[k] < best[k]):
-                best[k] = acc[k]
-        first = False
-
-
-@njit(cache=True, nogil=True)
-def _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, sums, out):
-    """The largest choice within the tie tolerance of ``best``, per objective, into ``out``
-    (``sums``: room for one choice's sums)."""
-    out[:] = -1
-    while j < end:
-        c = ch_choice[chance[j]]
-        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, sums)
-        for k in range(best.shape[0]):
-            if is_tie(sums[k], best[k]) and c > out[k]:
-                out[k] = c
+        labels[n] = ch_choice[chance[j]]
+        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, sums[n])
+        n += 1
+    for k in range(sums.shape[1]):
+        top = best_of(sums[:, k], 0, n, maximise)
+        value[k] = top
+        choice[k] = labels[pick(sums[:, k], labels, 0, n, top)[0]]

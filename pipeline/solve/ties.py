@@ -10,8 +10,10 @@ from pipeline.solve import tolerance
 
 #: The tie rule of :mod:`pipeline.solve.tolerance`, compiled for the kernels (the one
 #: definition; a kernel calls it like any compiled function).
-tie_tolerance = njit(cache=True)(tolerance.tie_tolerance)
 is_tie = njit(cache=True)(tolerance.is_tie)
+best_of = njit(cache=True)(tolerance.best_of)
+pick = njit(cache=True)(tolerance.pick)
+regret = njit(cache=True)(tolerance.regret)
 
 
 @njit(cache=True)
@@ -22,15 +24,9 @@ def _best_rows(
     best = np.empty(n, dtype=np.int64)
     n_optimal = np.zeros(n, dtype=np.int32)
     for node in range(n):
-        target = node_value[node]
-        tol = tie_tolerance(target)
-        pick = -1
-        for m in range(starts[node], starts[node + 1]):
-            if abs(move_value[m] - target) <= tol:
-                n_optimal[node] += 1
-                if pick < 0 or label[m] > label[pick]:
-                    pick = m
-        best[node] = pick
+        best[node], n_optimal[node] = pick(
+            move_value, label, starts[node], starts[node + 1], node_value[node]
+        )
     return best, n_optimal
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from pipeline.graph import Graph
 from pipeline.solve.rank_order import Solution
-from pipeline.solve.ties import tie_tolerance
+from pipeline.solve.ties import best_of, pick
 
 #: Stop once no state changed by more than this in a sweep.
 DEFAULT_TOLERANCE = 1e-12
@@ -188,21 +188,21 @@ def _choices(g: Graph, node_value: np.ndarray, prob: np.ndarray) -> tuple[np.nda
 @numba.njit(cache=True)
 def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices):
     """Per state: the value of each choice, the best (ties, by the tie rule, to the largest)."""
+    most = int(np.max(ch_choice)) + 1 if ch_choice.shape[0] else 1
+    totals = np.empty(most)  # one state's choices (each a distinct number: at most ``most``)
+    labels = np.empty(most, dtype=np.int64)
     for s in range(ch_start.shape[0] - 1):
         i, end = ch_start[s], ch_start[s + 1]
-        best, chosen, count = -np.inf, -1, 0
+        count = 0
         while i < end:
             c = ch_choice[i]
             total = 0.0
             while i < end and ch_choice[i] == c:
                 total += prob[i] * node_value[ch_node[i]]
                 i += 1
+            totals[count], labels[count] = sign * total, c
             count += 1
-            tol = tie_tolerance(best)
-            if sign * total > best + tol:
-                best, chosen = sign * total, c
-            elif abs(sign * total - best) <= tol and c > chosen:
-                chosen = c
         if count:
-            best_choice[s] = chosen
+            chosen, _ = pick(totals, labels, 0, count, best_of(totals, 0, count, True))
+            best_choice[s] = labels[chosen]
             n_choices[s] = count

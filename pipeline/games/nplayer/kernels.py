@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.solve.ties import tie_tolerance
+from pipeline.solve.ties import best_of, pick
 
 
 @njit(cache=True)
@@ -59,18 +59,20 @@ def solve_block(
     fixed = fixed_pick.shape[0] > 0
     n_masks = alive.shape[0]
     width = out.shape[1]
-    acc = np.zeros(width)
-    best_vec = np.zeros(width)
+    most = int(np.max(ch_choice)) + 1 if ch_choice.shape[0] else 1
+    acc = np.zeros((most, width))  # each choice's payoffs (distinct numbers: at most ``most``)
+    choice_val = np.empty(most)
+    choice_lab = np.empty(most, dtype=np.int64)
+    moves = int(np.max(np.diff(mv_start))) if mv_start.shape[0] > 1 else 1
+    scratch = np.empty(moves)
     for mask in range(n_masks):
         if not alive[mask]:
             out[mask, :] = terminal[term_row[mask]]
             continue
         row = ch_start[mask]
         end = ch_start[mask + 1]
-        have = False
-        best_val = 0.0
-        best_choice = -1
         n_choices = 0
+        seen = 0
         while row < end:
             choice = ch_choice[row]
             n_choices += 1
@@ -78,44 +80,40 @@ def solve_block(
                 while row < end and ch_choice[row] == choice:
                     row += 1
                 continue
-            acc[:] = 0.0
+            here = acc[seen]
+            here[:] = 0.0
             while row < end and ch_choice[row] == choice:
                 node = ch_node[row]
                 p = ch_prob[row]
                 if fixed:
-                    pick = fixed_pick[node]
+                    pick_row = fixed_pick[node]
                     ties = 1
-                    if mv_label[pick] < 0:
+                    if mv_label[pick_row] < 0:
                         top = pass_vec[pass_row[mask], mover]
                     else:
-                        top = out[mv_dst[pick], mover]
+                        top = out[mv_dst[pick_row], mover]
                 else:
-                    pick, top, ties = _best_move(
-                        node, mask, mover, out, mv_start, mv_dst, mv_label, pass_row, pass_vec
-                    )
-                node_pick[node] = pick
+                    pick_row, top, ties = _best_move(
+                        node, mask, mover, out, mv_start, mv_dst, mv_label, pass_row, pass_vec,
+                        scratch,
+                    )  # fmt: skip
+                node_pick[node] = pick_row
                 node_value[node] = top
                 node_optimal[node] = ties
-                if mv_label[pick] < 0:
+                if mv_label[pick_row] < 0:
                     for j in range(width):
-                        acc[j] += p * pass_vec[pass_row[mask], j]
+                        here[j] += p * pass_vec[pass_row[mask], j]
                 else:
-                    dst = mv_dst[pick]
+                    dst = mv_dst[pick_row]
                     for j in range(width):
-                        acc[j] += p * out[dst, j]
+                        here[j] += p * out[dst, j]
                 row += 1
-            value = acc[mover]
-            if not have:
-                take = True
-            else:
-                near = abs(value - best_val) <= tie_tolerance(max(value, best_val))
-                take = choice > best_choice if near else value > best_val
-            if take:
-                have = True
-                best_val = value
-                best_choice = choice
-                best_vec[:] = acc
-        out[mask, :] = best_vec
+            choice_val[seen] = here[mover]
+            choice_lab[seen] = choice
+            seen += 1
+        chosen, _ = pick(choice_val, choice_lab, 0, seen, best_of(choice_val, 0, seen, True))
+        out[mask, :] = acc[chosen]
+        best_choice = choice_lab[chosen]
         state_choice[mask] = best_choice
         state_choices[mask] = n_choices
 
@@ -131,21 +129,14 @@ def _best_move(
     mv_label: np.ndarray,
     pass_row: np.ndarray,
     pass_vec: np.ndarray,
+    values: np.ndarray,
 ) -> tuple[int, float, int]:
-    """The mover's best move row at ``node`` (ties: the largest label), its value to the mover
-    and how many moves tie for it."""
-    top = -np.inf
-    for m in range(mv_start[node], mv_start[node + 1]):
+    """The mover's best move row at ``node`` (the tie rule's pick: the largest label), its
+    value to the mover and how many moves tie for it; ``values``: room for the node's moves."""
+    lo, hi = mv_start[node], mv_start[node + 1]
+    for m in range(lo, hi):
         v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if v > top:
-            top = v
-    tol = tie_tolerance(top)
-    pick = -1
-    ties = 0
-    for m in range(mv_start[node], mv_start[node + 1]):
-        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if abs(v - top) <= tol:
-            ties += 1
-            if pick < 0 or mv_label[m] > mv_label[pick]:
-                pick = m
-    return pick, top, ties
+        values[m - lo] = v
+    top = best_of(values, 0, hi - lo, True)
+    chosen, ties = pick(values, mv_label[lo:hi], 0, hi - lo, top)
+    return lo + chosen, top, ties

@@ -1,4 +1,7 @@
-"""Compiled loops that list Shut the Box moves straight into node order (numba).
+"""Compiled loops of Shut the Box (numba): the rules of one state, and the moves in node order.
+
+The dice rule and the final value are :mod:`pipeline.games.shutbox.rules`' scalar functions,
+compiled here for the kernels, with their array forms over many states.
 
 For every decision node (state, roll) the legal moves are the sets of tiles with sum ``roll`` that
 are all open. The candidate sets for each roll are few (at most a few dozen), so one pass over
@@ -9,6 +12,45 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from pipeline.games.shutbox import rules
+
+final_score = njit(cache=True)(rules.final_score)
+objective_value = njit(cache=True)(rules.objective_value)
+dice_pattern = njit(cache=True)(rules.dice_pattern)
+
+
+@njit(cache=True)
+def stuck_value(s: int, rule: np.ndarray) -> float:
+    """The value of ending the game with the open tiles ``s``."""
+    return objective_value(final_score(s, rule), rule)
+
+
+@njit(cache=True)
+def final_scores(ids: np.ndarray, rule: np.ndarray) -> np.ndarray:
+    """:func:`final_score` of every state."""
+    out = np.empty(ids.shape[0], dtype=np.int64)
+    for i in range(ids.shape[0]):
+        out[i] = final_score(ids[i], rule)
+    return out
+
+
+@njit(cache=True)
+def stuck_values(ids: np.ndarray, rule: np.ndarray) -> np.ndarray:
+    """:func:`stuck_value` of every state."""
+    out = np.empty(ids.shape[0])
+    for i in range(ids.shape[0]):
+        out[i] = stuck_value(ids[i], rule)
+    return out
+
+
+@njit(cache=True)
+def dice_patterns(ids: np.ndarray, rule: np.ndarray) -> np.ndarray:
+    """:func:`dice_pattern` of every state."""
+    out = np.empty(ids.shape[0], dtype=np.int64)
+    for i in range(ids.shape[0]):
+        out[i] = dice_pattern(ids[i], rule)
+    return out
 
 
 @njit(cache=True)
