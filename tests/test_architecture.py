@@ -407,7 +407,7 @@ def test_a_lookup_loads_only_the_database_engine_and_numpy(built: Path, args: li
         f"code = run({[*args, '-d', str(built)]!r})\n"
         "print('CODE', code)\n"
         "print('MODS', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
-        "from pipeline.answer.index import HeldStates\n"
+        "from pipeline.store.states import HeldStates\n"
         "import gc\n"
         "print('HELD', sum(isinstance(o, HeldStates) for o in gc.get_objects()))"
     )

@@ -3,7 +3,7 @@
 
 A dice game's position (:meth:`Answers.position`): the game's rules list the legal moves of
 every roll (:meth:`pipeline.games.base.Game.legal_moves`); each move is worth its successor's
-value, looked up in the index (:mod:`pipeline.answer.index`); the best of a roll is the extreme
+value, looked up in the index (:mod:`pipeline.store.states`); the best of a roll is the extreme
 value and, among the moves that tie with it (:mod:`pipeline.solve.tolerance`), the largest
 label: the tables' policy. A roll without a legal move is worth what the rules say: the final
 score, or for a turn passed to the next player the mover's payoff in the state it passes to.
@@ -34,8 +34,6 @@ from pipeline.answer.boards import (  # noqa: F401  (the search depths: serve's 
     MAX_DEPTH,
     Boards,
 )
-from pipeline.answer.catalog import Catalog
-from pipeline.answer.index import DEFAULT_CACHE_MB, HeldStates, Index, StateRow, States
 from pipeline.answer.model import (
     Answer,
     BoardAnswer,
@@ -48,6 +46,9 @@ from pipeline.answer.model import (
 from pipeline.errors import TableError, UsageError
 from pipeline.games.registry import Variant
 from pipeline.solve.tolerance import best_of, is_tie, pick, regret
+from pipeline.store import directory
+from pipeline.store.directory import Directory
+from pipeline.store.states import DEFAULT_CACHE_MB, HeldStates, Index, StateRow, States
 
 #: Games kept made (least recently used dropped): every variant of a data directory, and more.
 MAX_GAMES = 64
@@ -62,7 +63,6 @@ class Answers:
         self.data_dir = Path(data_dir)
         self.index = Index(self.data_dir, cache_mb, points)
         self._games: OrderedDict[int, tuple[Variant, Any]] = OrderedDict()
-        self._catalog: Catalog | None = None
         self._games_lock = threading.Lock()
         self._fields: dict[str, tuple[States, list[dict[str, Any]]]] = {}
         self._board_answers: Boards | None = None
@@ -70,11 +70,15 @@ class Answers:
         self._field_names: dict[int, tuple[Any, tuple[str, ...]]] = {}
 
     @property
-    def catalog(self) -> Catalog:
-        """What the data directory holds (built variants, and the others)."""
-        if self._catalog is None:
-            self._catalog = Catalog(self.data_dir, self.index.reader.file_rules)
-        return self._catalog
+    def directory(self) -> Directory:
+        """What the data directory holds (built variants, and the others), and how a name
+        resolves there (:mod:`pipeline.store.directory`)."""
+        return directory.of(self.data_dir)
+
+    def variant(self, name: str) -> Variant:
+        """The variant ``name`` names here: registered, named by its rules, or built here under
+        its own name."""
+        return self.directory.resolve(name)
 
     def game(self, variant: Variant) -> Any:
         """The variant's game (its rules: moves, dice, text), made once per variant object: a

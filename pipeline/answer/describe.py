@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.answer.answers import DEFAULT_DEPTH, MAX_DEPTH, Answers
-from pipeline.answer.catalog import Entry
+from pipeline.store.directory import Entry
 
 
 def listing(answers: Answers) -> dict[str, Any]:
     """Every variant: the built ones with what the page needs, the damaged ones (built, their
     tables unreadable) with why, the others with a command."""
-    snap = answers.catalog.snapshot()
+    snap = answers.directory.snapshot()
     built, unbuilt, damaged = [], [], []
     for entry in snap.entries.values():
         item = {

@@ -56,7 +56,7 @@ from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
 from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.solve.tolerance import picks
-from pipeline.store import tables
+from pipeline.store import directory, tables
 from pipeline.store.outputs import make_dir, refuse_among_tables
 
 #: The variants the page offers by default (those built): every registered one-player Shut the
@@ -175,14 +175,10 @@ def why_not(variant: Variant) -> str | None:
 def left_out(data_dir: Path, chosen: list[str]) -> list[tuple[str, str]]:
     """The variants built in ``data_dir`` that are not among ``chosen`` because the page
     cannot take them, each with why (said, so that none goes missing without a word)."""
-    from pipeline.store import manifest
-
-    recorded = manifest.read(data_dir).get("variants", {})
+    entries = directory.of(data_dir).snapshot().entries
     out = []
-    for name in sorted(set(recorded) - set(chosen)):
-        record = recorded[name] if isinstance(recorded[name], dict) else {}
-        variant = REGISTRY.get(name) or variant_from_rules(name, record.get("rules") or {})
-        why = None if variant is None else why_not(variant)
+    for name in sorted(n for n, e in entries.items() if e.built and n not in chosen):
+        why = why_not(entries[name].variant)
         if why is not None:
             out.append((name, why))
     return out
@@ -212,24 +208,13 @@ def is_nplayer(variant: Variant) -> bool:
 def built_rules(data_dir: Path, name: str, variant: Variant | None = None) -> dict[str, Any] | None:
     """The rules ``name`` (``variant``: a custom one) was built with, or None when a table the
     page reads lacks it (in the shared file or the variant's own, ``variants/<name>/``)."""
-    found: dict[str, Any] | None = None
-    needed = (
-        ("states", "policy", "moves")
-        if is_nplayer(variant or get_variant(name))
-        else ("states", "policy", "moves", "edges")
-    )
-    for table in needed:
-        path = tables.variant_file(data_dir, table, name)
-        if not path.exists():
-            return None
-        try:
-            rules = tables.file_rules(path).get(name)
-        except (OSError, ValueError) as exc:
-            raise TableError(f"{path} is unreadable: {exc}") from None
-        if rules is None:
-            return None
-        found = rules
-    return found
+    entry = directory.of(data_dir).snapshot().entries.get(name)
+    if entry is not None and entry.damaged:
+        raise TableError(entry.damaged)
+    needed: tuple[str, ...] = ("states", "policy", "moves")
+    if not is_nplayer(variant or get_variant(name)):
+        needed += ("edges",)
+    return entry.rules if entry is not None and entry.holds(needed) else None
 
 
 def variant_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -> dict[str, Any]:
@@ -545,11 +530,9 @@ def write_explorer(
     """Write the explorer page for ``names`` (default: every built one of
     :data:`DEFAULT_VARIANTS`) to ``output`` (default ``data_dir/explorer.html``), atomically.
     A variant too big to embed is listed on the page and in :attr:`ExplorerPage.skipped`."""
-    from pipeline.store.manifest import built_variants
-
     path = Path(output) if output is not None else data_dir / DEFAULT_NAME
     check_output(path, data_dir, force)
-    built = built_variants(data_dir)
+    built = directory.of(data_dir).snapshot().customs()
     chosen, explicit = pick_names(names or [], built)
     payloads, skipped, omitted = collect(data_dir, chosen, explicit, progress, built)
     page = render(payloads, omitted).encode("utf-8")

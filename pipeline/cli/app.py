@@ -357,10 +357,10 @@ def variants_cmd(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     table = fitted_table("variant", "in all", "description", fold="description")
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
-    if (data_dir / "manifest.json").exists():
-        from pipeline.store.manifest import built_variants
+    if data_dir.is_dir():
+        from pipeline.store import directory
 
-        for name, v in built_variants(data_dir).items():
+        for name, v in directory.of(data_dir).snapshot().customs().items():
             table.add_row(name, "no", f"{v.description}, built in {data_dir}/")
     out.print(table)
 

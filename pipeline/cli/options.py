@@ -219,9 +219,10 @@ def pick_one(name: str | None, custom: Variant | None, data_dir: Path | None = N
 
 
 def _built(data_dir: Path | None) -> dict[str, Variant]:
-    """Custom variants recorded in ``data_dir``'s manifest (none without a data directory)."""
-    if data_dir is None:
+    """Custom variants built into ``data_dir`` (none without a data directory): what its
+    snapshot says (:mod:`pipeline.store.directory`, the one reader of a data directory)."""
+    if data_dir is None or not data_dir.is_dir():
         return {}
-    from pipeline.store.manifest import built_variants
+    from pipeline.store import directory
 
-    return built_variants(data_dir)
+    return directory.of(data_dir).snapshot().customs()

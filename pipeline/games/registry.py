@@ -52,6 +52,10 @@ class Variant:
     #: answer needs (:class:`pipeline.games.knucklebones.columns.BoardRules`) without the game's
     #: solver (no numba for an answer from tables); None for the other games.
     board: Callable[[], Any] | None = None
+    #: How a position is drawn and asked (the answer's kind): ``tiles`` (a row of tiles, a roll
+    #: and the tiles shut), ``rows`` (Double Shutter's two rows), ``boards`` (a board and a die,
+    #: the column placed); a family of another shape declares its own.
+    view: str = "tiles"
 
     def parse_state(self, text: str, **extra: object) -> int:
         """The canonical state id of a state written as the user writes it."""

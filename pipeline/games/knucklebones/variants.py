@@ -24,7 +24,14 @@ def knucklebones(name: str, description: str, in_all: bool = True, **rules: Any)
 
     # the boards left out of `all` hold tens of millions of rows: they get files of their own
     variant = Variant(
-        name, description, make, in_all, family="knucklebones", separate=not in_all, board=board
+        name,
+        description,
+        make,
+        in_all,
+        family="knucklebones",
+        separate=not in_all,
+        board=board,
+        view="boards",
     )
     return register(variant)
 

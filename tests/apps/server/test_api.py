@@ -554,9 +554,9 @@ def test_a_damaged_variant_is_called_damaged_not_unbuilt(
     """Issue 41: four-player's states cut in half under a running server answered one 503
     (whose hint read a literal `--variant NAME`), then 404 "not built" for ever, and the index
     listed it as unbuilt. Damaged is not unbuilt: a 503 naming the variant, every time."""
-    from pipeline.answer import catalog
+    from pipeline.store import directory
 
-    monkeypatch.setattr(catalog, "RESCAN_S", 0.0)  # look at the files on every request
+    monkeypatch.setattr(directory, "RESCAN_S", 0.0)  # look at the files on every request
     data = tmp_path / "data"
     shutil.copytree(built, data)
     small = ["--players", "3", "--tiles", "5", "--sides", "4", "--one-die", "forced"]
