@@ -494,3 +494,79 @@ def test_a_tie_formula_is_seen() -> None:
         "def f(v, best):\n    return abs(v - best) <= 1e-12 * max(1.0, abs(best))\n"
     )
     assert tie_formulas(source) == ["imports tie_tolerance", "1e-12 * max(1.0, abs(best))"]
+
+
+#: A family's own applications (docs/architecture.md's table): modules that may name it.
+FAMILY_APPS = {
+    module.strip("` ").removesuffix("/"): row[2]
+    for row in doc_table("application")
+    for module in row[1].split(",")
+}
+
+
+def family_names() -> set[str]:
+    """Every built-in family's name and the game its rules record (``shut-the-box``, ...)."""
+    from pipeline.games.registry import FAMILIES, REGISTRY
+
+    games = {
+        v.family: str(v.make().rules()["game"])
+        for v in REGISTRY.values()
+        if not v.separate and v.builds_anywhere
+    }
+    return set(FAMILIES) | set(games.values())
+
+
+def names_a_family(source: str, names: set[str]) -> list[str]:
+    """Where ``source`` names a family: an import of one of its modules, or its name (or its
+    game's) as a string that is not a docstring."""
+    tree = ast.parse(source)
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    found = []
+    for node in ast.walk(tree):
+        modules = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        found += [f"imports {m}" for m in modules if m.split(".")[2:3] and
+                  m.startswith("pipeline.games.") and m.split(".")[2] in names]  # fmt: skip
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in docs:
+            found.append(repr(node.value))
+    return found
+
+
+def test_nothing_outside_games_names_a_family() -> None:
+    """Issue 39: the server, the explorer, `play`, the snapshot of a data directory and the
+    answers iterate over the registry; only a family's own applications name it."""
+    names = family_names()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("games/") or any(
+            rel == app or rel.startswith(app + "/") or rel == app + ".py" for app in FAMILY_APPS
+        ):
+            continue
+        found += [f"{rel}: {what}" for what in names_a_family(path.read_text(), names)]
+    assert not found, "\n".join(found)
+
+
+def test_a_module_naming_a_family_is_seen() -> None:
+    source = (
+        '"""Knucklebones, in a docstring: fine."""\n'
+        "from pipeline.games.nplayer.game import NPlayer\n"
+        "KIND = 'shut-the-box'\n"
+    )
+    assert names_a_family(source, family_names()) == [
+        "imports pipeline.games.nplayer.game",
+        "'shut-the-box'",
+    ]
+    assert {"knucklebones", "shutbox", "shut-the-box"} <= family_names()
+    assert FAMILY_APPS["apps/knucklebones"] == "knucklebones"

@@ -132,6 +132,7 @@ class Boards:
         found = self.tables.find("", rules)
         if found.own is None:
             return None
+        want = rules.rules_of(rules.objective)  # the family's name is the game it records
         named = REGISTRY.get(found.own)
         if named is not None:
             return named
@@ -139,7 +140,7 @@ class Boards:
         # board whose name is the build's; its tables are found by their rules all the same
         return Variant(
             found.own, f"{found.own}: a Knucklebones board built here", lambda: rules.game,
-            False, family="knucklebones", separate=True, board=lambda: rules, view="boards",
+            False, family=want["game"], separate=True, board=lambda: rules, view="boards",
         )  # fmt: skip
 
     def board(

@@ -29,7 +29,7 @@ takes every pick from the library: it decides no tie);
 the tests check the page's ranking against `move` and the tables. So the page stays small
 (twelve tiles: 66,048 moves in well under a megabyte).
 
-An N-player variant (``"kind": "nplayer"``; see :func:`nplayer_payload`) is one such box per
+An N-player variant (``"kind": "players"``; see :func:`nplayer_payload`) is one such box per
 block (a seat facing the best score so far, held by some players): the legal moves, dice and
 rolls of a mask are the same in every block, so they are stored once, and each block adds every
 player's share of each mask (``states.share_*``) and the mover's value when stuck. A variant
@@ -52,34 +52,11 @@ import numpy as np
 from pipeline.answer.answers import Answers, for_dir
 from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 from pipeline.games.dice import roll_distribution
-from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
-from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.solve.tolerance import picks
 from pipeline.store import directory, tables
 from pipeline.store.outputs import make_dir, refuse_among_tables
 
-#: The variants the page offers by default (those built): every registered one-player Shut the
-#: Box variant (twelve tiles is the largest: 4,096 states, about 0.5 MB of the page), then the
-#: N-player ones (those stored in files of their own are built by name, so they are often absent).
-ONE_PLAYER_VARIANTS: tuple[str, ...] = (
-    "classic",
-    "classic-score",
-    "lever",
-    "one-die-6",
-    "one-die-6-max2",
-    "six-tiles-one-die",
-    "digital-score",
-    "twelve-tiles",
-)
-NPLAYER_VARIANTS: tuple[str, ...] = (
-    "two-player",
-    "three-player",
-    "three-player-two-dice",
-    "four-player",
-    "two-player-stake",
-)
-DEFAULT_VARIANTS: tuple[str, ...] = ONE_PLAYER_VARIANTS + NPLAYER_VARIANTS
 #: The most JSON one variant may embed: four players (259 blocks of 512 masks, every player's
 #: share of each) take about 6 MB; the stake game's digital scores make 395 blocks of long
 #: numbers, which a page should not carry (browse it with `stb-pipeline serve`).
@@ -127,6 +104,14 @@ class ExplorerPage:
 Progress = Callable[[str], None]
 
 
+def default_variants() -> list[str]:
+    """The variants the page offers by default (those built): every registered variant it
+    draws (a row of tiles, :attr:`Variant.view`), one player first (twelve tiles is the
+    largest: 4,096 states, about 0.5 MB of the page), then players in turn (those stored in
+    files of their own are built by name, so they are often absent)."""
+    return [v.name for v in sorted(REGISTRY.values(), key=lambda v: v.players) if drawn(v)]
+
+
 def pick_names(
     names: list[str], built: Mapping[str, Variant] | None = None
 ) -> tuple[list[str], bool]:
@@ -138,22 +123,23 @@ def pick_names(
     customs = [n for n, v in sorted(built.items()) if n not in REGISTRY and fits(v)]
     flat = [part for name in names for part in name.split(",") if part]
     if not flat or flat == ["all"]:
-        return [*DEFAULT_VARIANTS, *customs], False
+        return [*default_variants(), *customs], False
     chosen: list[str] = []
     for part in flat:
-        chosen += [*DEFAULT_VARIANTS, *customs] if part == "all" else [lookup(part, built).name]
+        chosen += [*default_variants(), *customs] if part == "all" else [lookup(part, built).name]
     for name in chosen:
         if not drawn(lookup(name, built)):
             raise UsageError(
                 f"the explorer shows Shut the Box variants, not {name} "
-                f"(try: {', '.join(DEFAULT_VARIANTS)})"
+                f"(try: {', '.join(default_variants())})"
             )
     return list(dict.fromkeys(chosen)), True
 
 
 def drawn(variant: Variant) -> bool:
-    """Whether the page draws ``variant``'s positions: one row of tiles, one player or N."""
-    return isinstance(variant.make(), ShutTheBox | NPlayer)
+    """Whether the page draws ``variant``'s positions: one row of tiles (its family says so,
+    :attr:`Variant.view`), one player or N."""
+    return variant.view == "tiles"
 
 
 def fits(variant: Variant) -> bool:
@@ -184,13 +170,14 @@ def left_out(data_dir: Path, chosen: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
+def check_rules(variant: Variant, rules: dict[str, Any] | None) -> dict[str, Any]:
     """The variant's rules from the tables' metadata; UsageError when the page cannot show it."""
-    if rules is None or rules.get("game") not in ("shut-the-box", "shut-the-box-n-player"):
+    name = variant.name
+    if rules is None or not drawn(variant):
         kind = "not built" if rules is None else f"a {rules.get('game', 'different')} game"
         raise UsageError(
             f"the explorer shows Shut the Box variants; {name} is {kind} "
-            f"(try: {', '.join(DEFAULT_VARIANTS)})"
+            f"(try: {', '.join(default_variants())})"
         )
     if rules["tiles"] > MAX_TILES:
         raise UsageError(
@@ -202,7 +189,7 @@ def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
 def is_nplayer(variant: Variant) -> bool:
     """Whether ``variant`` is a game of players in turn (no edges table: its rolls come from
     the rules)."""
-    return isinstance(variant.make(), NPlayer)
+    return variant.players > 1
 
 
 def built_rules(data_dir: Path, name: str, variant: Variant | None = None) -> dict[str, Any] | None:
@@ -351,7 +338,7 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
         blocks[where]["end"][at] = value
     return {
         "name": variant.name,
-        "kind": "nplayer",
+        "kind": "players",
         "description": variant.description,
         "rules": rules,
         "players": n,
@@ -408,7 +395,7 @@ def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, An
     """The payload of a one-player or an N-player variant."""
     answers = for_dir(data_dir)
     variant = REGISTRY.get(name) or variant_from_rules(name, rules) or get_variant(name)
-    if rules.get("game") == "shut-the-box-n-player":
+    if is_nplayer(variant):
         return nplayer_payload(answers, variant, rules)
     return variant_payload(answers, variant, rules)
 
@@ -434,7 +421,8 @@ def collect(
     skipped: list[tuple[str, str]] = []
     omitted: list[dict[str, str]] = []
     for name in names:
-        rules = built_rules(data_dir, name, lookup(name, built or {}))
+        variant = lookup(name, built or {})
+        rules = built_rules(data_dir, name, variant)
         if rules is None:
             if explicit:
                 raise ExplorerTablesMissing(
@@ -446,7 +434,7 @@ def collect(
         if progress is not None:
             progress(f"reading {name}")
         try:
-            checked = check_rules(name, rules)
+            checked = check_rules(variant, rules)
         except UsageError as exc:
             if explicit:
                 raise
@@ -472,9 +460,14 @@ def collect(
             )
         raise ExplorerTablesMissing(
             f"none of the explorer's variants is built in {data_dir}: run "
-            f"`stb-pipeline build --variant {','.join(ONE_PLAYER_VARIANTS)} --data-dir {data_dir}`"
+            f"`stb-pipeline build --variant {','.join(one_player())} --data-dir {data_dir}`"
         )
     return payloads, skipped, omitted
+
+
+def one_player() -> list[str]:
+    """The one-player variants of :func:`default_variants`."""
+    return [n for n in default_variants() if REGISTRY[n].players == 1]
 
 
 def template() -> str:
@@ -528,7 +521,7 @@ def write_explorer(
     progress: Progress | None = None,
 ) -> ExplorerPage:
     """Write the explorer page for ``names`` (default: every built one of
-    :data:`DEFAULT_VARIANTS`) to ``output`` (default ``data_dir/explorer.html``), atomically.
+    :func:`default_variants`) to ``output`` (default ``data_dir/explorer.html``), atomically.
     A variant too big to embed is listed on the page and in :attr:`ExplorerPage.skipped`."""
     path = Path(output) if output is not None else data_dir / DEFAULT_NAME
     check_output(path, data_dir, force)

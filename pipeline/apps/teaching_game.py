@@ -31,9 +31,7 @@ from pipeline.answer.model import Answer
 from pipeline.apps.seats import check_seat
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
-from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import Variant
-from pipeline.games.shutbox.game import ShutTheBox
 
 #: Objectives whose values are probabilities (shown in %, losses in percentage points).
 PROBABILITIES = ("shut", "target", "wins")
@@ -108,12 +106,12 @@ class Coach:
     def __init__(self, data_dir: Path, variant: Variant, answers: Answers | None = None) -> None:
         """UsageError when the variant is not a Shut the Box game (its tables are read later)."""
         game = variant.make()
-        self.box = _shut_the_box(game, variant.name)
+        self.box = _shut_the_box(game, variant.name, variant.view)
         self.variant, self.game, self._variant = variant.name, game, variant
         self.answers = answers if answers is not None else for_dir(data_dir)
         self.n_masks = 1 << self.box.r.tiles
         #: Players in turn (1 for the one-player games).
-        self.players = game.n if isinstance(game, NPlayer) else 1
+        self.players = variant.players
         #: The two-player course game (sum scoring, ids by player 1's score): its own wording.
         self.two_player = self.players == 2 and self.box.r.scoring == "sum"
 
@@ -204,10 +202,11 @@ class Coach:
         return [r.roll for r in self.answer(state_id).rolls]
 
 
-def _shut_the_box(game: Game, name: str) -> ShutTheBox:
-    """The one-player rules of ``game`` (itself, or the N-player game's ``base``)."""
-    box = game if isinstance(game, ShutTheBox) else getattr(game, "base", None)
-    if not isinstance(box, ShutTheBox):
+def _shut_the_box(game: Game, name: str, view: str) -> Any:
+    """The one-player rules of ``game`` (itself, or the N-player game's ``base``): a game
+    drawn as one row of tiles (its family says so, :attr:`Variant.view`)."""
+    box = getattr(game, "base", game)
+    if view != "tiles" or not hasattr(box, "r"):
         raise UsageError(f"play supports Shut the Box variants; {name} is not one")
     return box
 

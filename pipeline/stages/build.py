@@ -136,7 +136,7 @@ def _check_searchable(variants: Sequence[Variant], data_dir: Path) -> None:
     a variant without them)."""
     for variant in variants:
         if not variant.make().searches_rules:
-            family = variant.family or "shutbox"
+            family = variant.family
             raise UsageError(
                 f"strategies searches the rules of one-player Shut the Box boxes; {variant.name} "
                 f"is a game of the {family} family, with no such rules to search"

@@ -66,7 +66,7 @@ class Entry:
 
     @property
     def family(self) -> str:
-        return self.variant.family or "shutbox"
+        return self.variant.family
 
     @property
     def view(self) -> str:

@@ -123,7 +123,7 @@ def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) ->
     same in every block), each stuck roll's value the policy's, and the page's pick every
     policy move (the library's picks listed where a near tie is not the plain best)."""
     found = {v["name"]: v for v in embedded_data(npage.read_text("utf-8"))["variants"]}[name]
-    assert found["kind"] == "nplayer" and found["players"] == get_variant(name).make().n
+    assert found["kind"] == "players" and found["players"] == get_variant(name).make().n
     states = tables.read_table(ndata, "states", name).sort("state_id")
     f = 1 << found["rules"]["tiles"]
     for part in states.partition_by("player", "best_score", "best_count"):
