@@ -153,7 +153,7 @@ def layer_imports() -> dict[str, set[str]]:
 
 def floors(imports: dict[str, set[str]]) -> dict[str, int]:
     """Each layer's floor: 1 when it imports no other layer, else one above the highest it
-    imports (as `farm-studio look` stacks the rooms). Layers come lowest first, so one pass."""
+    imports. Layers come lowest first, so one pass."""
     out: dict[str, int] = {}
     for name in LAYERS:
         out[name] = 1 + max((out.get(t, 0) for t in imports[name]), default=0)
@@ -174,7 +174,7 @@ def test_layer_imports_and_floors_are_the_documented_ones() -> None:
     assert floors(found) == DOC_FLOORS, "docs/architecture.md's floor column"
 
 
-def test_floors_are_counted_as_the_studio_counts_them() -> None:
+def test_floors_are_counted_from_the_imports() -> None:
     imports = {name: set() for name in LAYERS} | {
         "solve": {"graph"},
         "games": {"solve", "errors"},
@@ -182,6 +182,19 @@ def test_floors_are_counted_as_the_studio_counts_them() -> None:
     }
     found = floors(imports)
     assert (found["errors"], found["solve"], found["games"], found["face"]) == (1, 2, 3, 4)
+
+
+def floor_of(paths: list[Path]) -> int:
+    """The floor of some files outside the package: one above the highest layer they import."""
+    found = floors(layer_imports())
+    used = {layer_of(t) for p in paths for t, _ in imports_of(p)} - {None}
+    return 1 + max((found[LAYERS[u]] for u in used if u is not None), default=0)
+
+
+def test_the_benchmarks_stand_where_the_doc_says() -> None:
+    floor = floor_of(sorted((REPO / "benchmarks").rglob("*.py")))
+    text = " ".join(ARCHITECTURE.read_text().split())
+    assert re.search(rf"`benchmarks/` stands on floor {floor}\b", text), floor
 
 
 def test_nothing_imports_the_face() -> None:
@@ -570,3 +583,10 @@ def test_a_module_naming_a_family_is_seen() -> None:
     ]
     assert {"knucklebones", "shutbox", "shut-the-box"} <= family_names()
     assert FAMILY_APPS["apps/knucklebones"] == "knucklebones"
+
+
+if __name__ == "__main__":  # python -m tests.test_architecture: the floors the code has
+    code = layer_imports()
+    for layer, floor in floors(code).items():
+        print(f"{floor}  {layer:8} imports {', '.join(sorted(code[layer], key=LAYERS.index))}")
+    print(f"{floor_of(sorted((REPO / 'benchmarks').rglob('*.py')))}  benchmarks/")

@@ -9,13 +9,15 @@ turn passed to the next player the mover's payoff there, so no ``policy`` or ``m
 read to answer: the rules list the moves.
 
 DuckDB's compiled engine reads the files (only the columns needed, only the variant's row
-groups); no SQL runs per answer. What is held stays within ``cache_mb`` (least recently used
-variants dropped first). A variant too big for it is read a row group at a time, when its file
-is sorted by state id with statistics (the full Knucklebones game's lean tables: row groups of
-1,048,576 ids), each row group kept in the same budget; one that is not, and does not fit, is
-refused with the memory it needs. A table file that changes on disk is read again: each answer
-compares the file (inode, time, size) and the manifest's sha256 of it with those it was read
-with (two stats; the manifest is read again only when it changes).
+groups); no SQL runs per answer of a process that answers again (a one-shot lookup, `expect` or
+`move`, reads the rows it needs by state id instead: :class:`PointStates`). What is held stays
+within ``cache_mb`` (least recently used variants dropped first). A variant too big for it is
+read a row group at a time, when its file is sorted by state id with statistics (the full
+Knucklebones game's lean tables: row groups of 1,048,576 ids), each row group kept in the same
+budget; one that is not, and does not fit, is refused with the memory it needs. A table file
+that changes on disk is read again: each answer compares the file (inode, time, size) and the
+manifest's sha256 of it with those it was read with (two stats; the manifest is read again only
+when it changes).
 """
 
 from __future__ import annotations
