@@ -297,22 +297,7 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
             f"{variant.name} lets the mover choose the number of dice; the explorer shows "
             "N-player variants whose rules set the dice"
         )
-    fields = game.position_fields(numbers << tiles)
-    blocks: dict[str, dict[str, Any]] = {}
-    keys: dict[int, str] = {}
-    for k, block in enumerate(numbers.tolist()):
-        seat, best, count = (int(fields[f][k]) for f in ("player", "best_score", "best_count"))
-        keys[block] = f"{seat}/{best}/{count}"
-        rows = slice(k << tiles, (k + 1) << tiles)
-        # the mover's own share is ``value`` (the moves' values come from it)
-        shares: dict[str, list[float | None]] = {"value": arrays["value"][rows].tolist()}
-        if seat > 1:
-            shares["holder"] = _nulls(arrays["share_holder"][rows])
-        if seat - 1 > count:
-            shares["beaten"] = _nulls(arrays["share_beaten"][rows])
-        for j in range(seat + 1, n + 1):
-            shares[str(j)] = _nulls(arrays[f"share_{j}"][rows])
-        blocks[keys[block]] = {"shares": shares}
+    keys, blocks = _block_shares(game, arrays, numbers, tiles, n)
     # the shares are most of the data: a variant too big stops here, before its moves are asked
     if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
         raise TooBig(size)
@@ -320,22 +305,7 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
     moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1), pick_first=False)
     scores = game.mask_scores
     possible = game.possible_scores.tolist()
-    for block_data in blocks.values():
-        block_data["end"] = [None] * len(possible)
-    # a stuck roll is worth what the block and the score make it (a mask of each score; a
-    # last seat already below the best score has won: never stuck)
-    mask_of = {int(score): mask for mask, score in enumerate(scores.tolist()) if mask}
-    terminal = arrays["terminal"]
-    asked = [
-        (keys[block], at, (block << tiles) | mask_of[score])
-        for k, block in enumerate(numbers.tolist())
-        for at, score in enumerate(possible)
-        if not terminal[(k << tiles) | mask_of[score]]
-    ]
-    for (where, at, _), (_, _, value) in zip(
-        asked, answers.stuck(variant, [s for _, _, s in asked]), strict=True
-    ):
-        blocks[where]["end"][at] = value
+    _stuck_values(answers, variant, blocks, keys, arrays["terminal"], scores, possible, tiles)
     return {
         "name": variant.name,
         "kind": "players",
@@ -352,6 +322,52 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
             moves, {keys[b]: k for k, b in enumerate(numbers.tolist())}, arrays["value"], tiles
         ),
     }
+
+
+def _block_shares(
+    game: Any, arrays: dict[str, np.ndarray], numbers: np.ndarray, tiles: int, n: int
+) -> tuple[dict[int, str], dict[str, dict[str, Any]]]:
+    """Each block's key (``seat/best/count``) by block number, and its shares by mask."""
+    fields = game.position_fields(numbers << tiles)
+    blocks: dict[str, dict[str, Any]] = {}
+    keys: dict[int, str] = {}
+    for k, block in enumerate(numbers.tolist()):
+        seat, best, count = (int(fields[f][k]) for f in ("player", "best_score", "best_count"))
+        keys[block] = f"{seat}/{best}/{count}"
+        rows = slice(k << tiles, (k + 1) << tiles)
+        # the mover's own share is ``value`` (the moves' values come from it)
+        shares: dict[str, list[float | None]] = {"value": arrays["value"][rows].tolist()}
+        if seat > 1:
+            shares["holder"] = _nulls(arrays["share_holder"][rows])
+        if seat - 1 > count:
+            shares["beaten"] = _nulls(arrays["share_beaten"][rows])
+        for j in range(seat + 1, n + 1):
+            shares[str(j)] = _nulls(arrays[f"share_{j}"][rows])
+        blocks[keys[block]] = {"shares": shares}
+    return keys, blocks
+
+
+def _stuck_values(
+    answers: Answers, variant: Variant, blocks: dict[str, dict[str, Any]],
+    keys: dict[int, str], terminal: np.ndarray, scores: np.ndarray, possible: list[int],
+    tiles: int,
+) -> None:  # fmt: skip
+    """Each block's ``end``: the mover's value of a stuck roll by the score's place in
+    ``possible`` (a mask of each score; a last seat already below the best score has won:
+    never stuck, null)."""
+    for block_data in blocks.values():
+        block_data["end"] = [None] * len(possible)
+    mask_of = {int(score): mask for mask, score in enumerate(scores.tolist()) if mask}
+    asked = [
+        (keys[block], at, (block << tiles) | mask_of[score])
+        for k, block in enumerate(keys)
+        for at, score in enumerate(possible)
+        if not terminal[(k << tiles) | mask_of[score]]
+    ]
+    for (where, at, _), (_, _, value) in zip(
+        asked, answers.stuck(variant, [s for _, _, s in asked]), strict=True
+    ):
+        blocks[where]["end"][at] = value
 
 
 def _library_picks(
