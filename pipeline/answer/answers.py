@@ -336,20 +336,11 @@ class Answers:
             self._board_answers = Boards(self.index)
         return self._board_answers
 
-    def board(
-        self,
-        variant: Variant,
-        position: Any = None,
-        die: int | None = None,
-        depth: int | None = None,
-        built: bool | None = None,
-    ) -> BoardAnswer:
-        """A Knucklebones position (MOVER;OPPONENT, a board rules' position, or None: the empty
-        boards) and, with ``die``, every legal column ranked: the one answer of
-        :meth:`pipeline.answer.boards.Boards.board` (exact from the tables where the board's
-        are built, ``built`` None: where found; else the search's estimate ``depth``
-        placements deep)."""
-        return self.boards.board(variant, position, die, depth, built)
+    def board(self, variant: Variant, *args: Any, **kwargs: Any) -> BoardAnswer:
+        """A Knucklebones position and, with a die, every legal column ranked: the one answer
+        of :meth:`pipeline.answer.boards.Boards.board` (its arguments: the position, the die,
+        the search depth, whether to read the tables)."""
+        return self.boards.board(variant, *args, **kwargs)
 
     def board_rules(self, variant: Variant) -> Any:
         """The board rules of a game of boards (Knucklebones), made once; UsageError for a game

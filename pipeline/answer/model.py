@@ -100,13 +100,8 @@ class RollBest:
     """The state the best move (or the pass) leads to; None when the game ends."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "roll": self.roll,
-            "kind": self.kind,
-            "best": self.best,
-            "value": self.value,
-            "moves": self.moves,
-        }
+        return {"roll": self.roll, "kind": self.kind, "best": self.best, "value": self.value,
+                "moves": self.moves}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -122,13 +117,8 @@ class DiceOption:
     """Whether it ties with the best under the tie rule (a best choice, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "dice": self.dice,
-            "value": self.value,
-            "regret": self.regret,
-            "best": self.best,
-            "tied": self.tied,
-        }
+        return {"dice": self.dice, "value": self.value, "regret": self.regret, "best": self.best,
+                "tied": self.tied}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -149,15 +139,9 @@ class MoveValue:
     """Whether it ties with the best under the tie rule (a best move, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "move": self.move,
-            "next_id": self.next_id,
-            "next_tiles": self.next_tiles,
-            "value": self.value,
-            "regret": self.regret,
-            "best": self.best,
-            "tied": self.tied,
-        }
+        return {"move": self.move, "next_id": self.next_id, "next_tiles": self.next_tiles,
+                "value": self.value, "regret": self.regret, "best": self.best,
+                "tied": self.tied}  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -402,7 +402,16 @@ class _Session:
         options: list[Option],
     ) -> None:
         """Tell the player how good the choice was; record it when it lost something."""
-        _judge(record, self.coach, self.console, turn, tiles, situation, chosen, options)
+        best = options[0]
+        if chosen.tied:  # the library's tie rule says so
+            self.console.print(f"[green]{chosen.label}: a best choice.[/]")
+            return
+        lost = chosen.loses
+        record.mistakes.append(Mistake(turn, tiles, situation, chosen.label, best.label, lost))
+        self.console.print(
+            f"[yellow]{chosen.label} loses {_fmt_loss(lost, self.coach.objective, False)}; "
+            f"best was {best.label}.[/]"
+        )
 
 
 def _turn_header(coach: Coach, info: dict[str, Any], turn: int, human: bool) -> str:
@@ -482,28 +491,6 @@ def _choose(
 def _neutral_order(option: Option) -> tuple[int, list[int]]:
     """Order that gives nothing away: by number of dice, or by the tiles shut."""
     return (option.dice or 0, [int(t) for t in option.label.split() if t.isdigit()])
-
-
-def _judge(
-    record: GameRecord,
-    coach: Coach,
-    console: Console,
-    turn: int,
-    tiles: str,
-    situation: str,
-    chosen: Option,
-    options: list[Option],
-) -> None:
-    """Tell the player how good the choice was, and record it when it lost something."""
-    best = options[0]
-    if chosen.tied:  # the library's tie rule says so
-        console.print(f"[green]{chosen.label}: a best choice.[/]")
-        return
-    record.mistakes.append(Mistake(turn, tiles, situation, chosen.label, best.label, chosen.loses))
-    console.print(
-        f"[yellow]{chosen.label} loses {_fmt_loss(chosen.loses, coach.objective, False)}; "
-        f"best was {best.label}.[/]"
-    )
 
 
 def _summary(record: GameRecord, coach: Coach, console: Console) -> None:

@@ -86,23 +86,24 @@ class ShutTheBox(TileStrategyHooks, Game):
             total += ((ids >> i) & 1) * (i + 1)
         return total
 
-    def scores(self, ids: np.ndarray) -> np.ndarray:
-        """Final score of each state if the player is stuck there (:func:`rules.final_score`)."""
+    def state_rules(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each state's final score, the value of ending there and its dice pattern: the
+        rules' scalar functions (:mod:`pipeline.games.shutbox.rules`), compiled."""
         from pipeline.games.shutbox import kernels  # numba: compiled when arrays are asked
 
-        return kernels.final_scores(np.asarray(ids, dtype=np.int64), self.rule_vector)
+        return kernels.state_rules(np.asarray(ids, dtype=np.int64), self.rule_vector)
+
+    def scores(self, ids: np.ndarray) -> np.ndarray:
+        """Final score of each state if the player is stuck there."""
+        return self.state_rules(ids)[0]
 
     def stuck_values(self, ids: np.ndarray) -> np.ndarray:
         """Value of ending the game in each state (the objective applied to its score)."""
-        from pipeline.games.shutbox import kernels
-
-        return kernels.stuck_values(np.asarray(ids, dtype=np.int64), self.rule_vector)
+        return self.state_rules(ids)[1]
 
     def dice_available(self, ids: np.ndarray) -> dict[int, np.ndarray]:
         """For each number of dice, whether it may be rolled in each state (none when shut)."""
-        from pipeline.games.shutbox import kernels
-
-        pattern = kernels.dice_patterns(np.asarray(ids, dtype=np.int64), self.rule_vector)
+        pattern = self.state_rules(ids)[2]
         usual = (pattern & USUAL) != 0
         if self.r.one_die == "never":
             return {self.r.dice: usual}

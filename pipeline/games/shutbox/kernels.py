@@ -27,30 +27,17 @@ def stuck_value(s: int, rule: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def final_scores(ids: np.ndarray, rule: np.ndarray) -> np.ndarray:
-    """:func:`final_score` of every state."""
-    out = np.empty(ids.shape[0], dtype=np.int64)
+def state_rules(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The array forms: :func:`final_score`, :func:`stuck_value` and :func:`dice_pattern` of
+    every state."""
+    score = np.empty(ids.shape[0], dtype=np.int64)
+    value = np.empty(ids.shape[0])
+    pattern = np.empty(ids.shape[0], dtype=np.int64)
     for i in range(ids.shape[0]):
-        out[i] = final_score(ids[i], rule)
-    return out
-
-
-@njit(cache=True)
-def stuck_values(ids: np.ndarray, rule: np.ndarray) -> np.ndarray:
-    """:func:`stuck_value` of every state."""
-    out = np.empty(ids.shape[0])
-    for i in range(ids.shape[0]):
-        out[i] = stuck_value(ids[i], rule)
-    return out
-
-
-@njit(cache=True)
-def dice_patterns(ids: np.ndarray, rule: np.ndarray) -> np.ndarray:
-    """:func:`dice_pattern` of every state."""
-    out = np.empty(ids.shape[0], dtype=np.int64)
-    for i in range(ids.shape[0]):
-        out[i] = dice_pattern(ids[i], rule)
-    return out
+        score[i] = final_score(ids[i], rule)
+        value[i] = objective_value(score[i], rule)
+        pattern[i] = dice_pattern(ids[i], rule)
+    return score, value, pattern
 
 
 @njit(cache=True)
