@@ -24,11 +24,12 @@ needs no server and no network:
 
 A move's value is not stored: it is ``value[s & ~mask]``, the value of the state it leads to,
 and its regret what it loses against the best value of the roll, as the library computes them
-(:mod:`pipeline.solve.tolerance`; the page's script repeats the formula, as it runs offline);
+(:mod:`pipeline.solve.tolerance`; the page's script repeats the regret, as it runs offline, but
+takes every pick from the library: it decides no tie);
 the tests check the page's ranking against `move` and the tables. So the page stays small
 (twelve tiles: 66,048 moves in well under a megabyte).
 
-An N-player variant (``"kind": "nplayer"``; see :func:`nplayer_payload`) is one such box per
+An N-player variant (``"kind": "players"``; see :func:`nplayer_payload`) is one such box per
 block (a seat facing the best score so far, held by some players): the legal moves, dice and
 rolls of a mask are the same in every block, so they are stored once, and each block adds every
 player's share of each mask (``states.share_*``) and the mover's value when stuck. A variant
@@ -51,33 +52,11 @@ import numpy as np
 from pipeline.answer.answers import Answers, for_dir
 from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 from pipeline.games.dice import roll_distribution
-from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
-from pipeline.games.shutbox.game import ShutTheBox
-from pipeline.store import tables
+from pipeline.solve.tolerance import picks
+from pipeline.store import directory, tables
 from pipeline.store.outputs import make_dir, refuse_among_tables
 
-#: The variants the page offers by default (those built): every registered one-player Shut the
-#: Box variant (twelve tiles is the largest: 4,096 states, about 0.5 MB of the page), then the
-#: N-player ones (those stored in files of their own are built by name, so they are often absent).
-ONE_PLAYER_VARIANTS: tuple[str, ...] = (
-    "classic",
-    "classic-score",
-    "lever",
-    "one-die-6",
-    "one-die-6-max2",
-    "six-tiles-one-die",
-    "digital-score",
-    "twelve-tiles",
-)
-NPLAYER_VARIANTS: tuple[str, ...] = (
-    "two-player",
-    "three-player",
-    "three-player-two-dice",
-    "four-player",
-    "two-player-stake",
-)
-DEFAULT_VARIANTS: tuple[str, ...] = ONE_PLAYER_VARIANTS + NPLAYER_VARIANTS
 #: The most JSON one variant may embed: four players (259 blocks of 512 masks, every player's
 #: share of each) take about 6 MB; the stake game's digital scores make 395 blocks of long
 #: numbers, which a page should not carry (browse it with `stb-pipeline serve`).
@@ -125,6 +104,14 @@ class ExplorerPage:
 Progress = Callable[[str], None]
 
 
+def default_variants() -> list[str]:
+    """The variants the page offers by default (those built): every registered variant it
+    draws (a row of tiles, :attr:`Variant.view`), one player first (twelve tiles is the
+    largest: 4,096 states, about 0.5 MB of the page), then players in turn (those stored in
+    files of their own are built by name, so they are often absent)."""
+    return [v.name for v in sorted(REGISTRY.values(), key=lambda v: v.players) if drawn(v)]
+
+
 def pick_names(
     names: list[str], built: Mapping[str, Variant] | None = None
 ) -> tuple[list[str], bool]:
@@ -136,22 +123,23 @@ def pick_names(
     customs = [n for n, v in sorted(built.items()) if n not in REGISTRY and fits(v)]
     flat = [part for name in names for part in name.split(",") if part]
     if not flat or flat == ["all"]:
-        return [*DEFAULT_VARIANTS, *customs], False
+        return [*default_variants(), *customs], False
     chosen: list[str] = []
     for part in flat:
-        chosen += [*DEFAULT_VARIANTS, *customs] if part == "all" else [lookup(part, built).name]
+        chosen += [*default_variants(), *customs] if part == "all" else [lookup(part, built).name]
     for name in chosen:
         if not drawn(lookup(name, built)):
             raise UsageError(
                 f"the explorer shows Shut the Box variants, not {name} "
-                f"(try: {', '.join(DEFAULT_VARIANTS)})"
+                f"(try: {', '.join(default_variants())})"
             )
     return list(dict.fromkeys(chosen)), True
 
 
 def drawn(variant: Variant) -> bool:
-    """Whether the page draws ``variant``'s positions: one row of tiles, one player or N."""
-    return isinstance(variant.make(), ShutTheBox | NPlayer)
+    """Whether the page draws ``variant``'s positions: one row of tiles (its family says so,
+    :attr:`Variant.view`), one player or N."""
+    return variant.view == "tiles"
 
 
 def fits(variant: Variant) -> bool:
@@ -173,26 +161,23 @@ def why_not(variant: Variant) -> str | None:
 def left_out(data_dir: Path, chosen: list[str]) -> list[tuple[str, str]]:
     """The variants built in ``data_dir`` that are not among ``chosen`` because the page
     cannot take them, each with why (said, so that none goes missing without a word)."""
-    from pipeline.store import manifest
-
-    recorded = manifest.read(data_dir).get("variants", {})
+    entries = directory.of(data_dir).snapshot().entries
     out = []
-    for name in sorted(set(recorded) - set(chosen)):
-        record = recorded[name] if isinstance(recorded[name], dict) else {}
-        variant = REGISTRY.get(name) or variant_from_rules(name, record.get("rules") or {})
-        why = None if variant is None else why_not(variant)
+    for name in sorted(n for n, e in entries.items() if e.built and n not in chosen):
+        why = why_not(entries[name].variant)
         if why is not None:
             out.append((name, why))
     return out
 
 
-def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
+def check_rules(variant: Variant, rules: dict[str, Any] | None) -> dict[str, Any]:
     """The variant's rules from the tables' metadata; UsageError when the page cannot show it."""
-    if rules is None or rules.get("game") not in ("shut-the-box", "shut-the-box-n-player"):
+    name = variant.name
+    if rules is None or not drawn(variant):
         kind = "not built" if rules is None else f"a {rules.get('game', 'different')} game"
         raise UsageError(
             f"the explorer shows Shut the Box variants; {name} is {kind} "
-            f"(try: {', '.join(DEFAULT_VARIANTS)})"
+            f"(try: {', '.join(default_variants())})"
         )
     if rules["tiles"] > MAX_TILES:
         raise UsageError(
@@ -204,30 +189,19 @@ def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
 def is_nplayer(variant: Variant) -> bool:
     """Whether ``variant`` is a game of players in turn (no edges table: its rolls come from
     the rules)."""
-    return isinstance(variant.make(), NPlayer)
+    return variant.players > 1
 
 
 def built_rules(data_dir: Path, name: str, variant: Variant | None = None) -> dict[str, Any] | None:
     """The rules ``name`` (``variant``: a custom one) was built with, or None when a table the
     page reads lacks it (in the shared file or the variant's own, ``variants/<name>/``)."""
-    found: dict[str, Any] | None = None
-    needed = (
-        ("states", "policy", "moves")
-        if is_nplayer(variant or get_variant(name))
-        else ("states", "policy", "moves", "edges")
-    )
-    for table in needed:
-        path = tables.variant_file(data_dir, table, name)
-        if not path.exists():
-            return None
-        try:
-            rules = tables.file_rules(path).get(name)
-        except (OSError, ValueError) as exc:
-            raise TableError(f"{path} is unreadable: {exc}") from None
-        if rules is None:
-            return None
-        found = rules
-    return found
+    entry = directory.of(data_dir).snapshot().entries.get(name)
+    if entry is not None and entry.damaged:
+        raise TableError(entry.damaged)
+    needed: tuple[str, ...] = ("states", "policy", "moves")
+    if not is_nplayer(variant or get_variant(name)):
+        needed += ("edges",)
+    return entry.rules if entry is not None and entry.holds(needed) else None
 
 
 def variant_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -> dict[str, Any]:
@@ -298,14 +272,15 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
 
     ``scores[mask]`` each box's score; ``possible`` the scores a turn can end with (the best
     scores a later seat can face); ``dice[mask]``, ``moves[mask]`` (the larger mask first: the
-    page applies the tie rule to each block's values) and ``rolls`` as for one player, the same
-    in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
-    player 1) with ``shares`` (``holder``: each earlier player holding the best score,
-    ``beaten``: each earlier player beaten, ``"k"``: player k after the mover, ``value``: the
-    mover's (``states.value``); arrays by mask, the states table's columns) and ``end`` (the
-    mover's value when a roll leaves no move, by the score's place in ``possible``; null where
-    the block is never stuck with that score); ``picks``: ``[block key, mask, roll, move]``
-    where the library's pick is not what the page's own rule picks (the same tie rule: none)."""
+    page takes the first of each block's best value, unless ``picks`` says otherwise) and
+    ``rolls`` as for one player, the same in every block (player 1's);
+    ``blocks["seat/best/count"]`` (``1/0/0`` for player 1) with ``shares`` (``holder``: each
+    earlier player holding the best score, ``beaten``: each earlier player beaten, ``"k"``:
+    player k after the mover, ``value``: the mover's (``states.value``); arrays by mask, the
+    states table's columns) and ``end`` (the mover's value when a roll leaves no move, by the
+    score's place in ``possible``; null where the block is never stuck with that score);
+    ``picks``: ``[block key, mask, roll, move]`` where the library's pick is not the page's
+    plain one (:func:`_library_picks`)."""
     tiles, n = rules["tiles"], rules["players"]
     full = (1 << tiles) - 1
     game = answers.game(variant)
@@ -322,6 +297,37 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
             f"{variant.name} lets the mover choose the number of dice; the explorer shows "
             "N-player variants whose rules set the dice"
         )
+    keys, blocks = _block_shares(game, arrays, numbers, tiles, n)
+    # the shares are most of the data: a variant too big stops here, before its moves are asked
+    if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
+        raise TooBig(size)
+    # player 1's moves, the same in every block: the page picks each block's with the tie rule
+    moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1), pick_first=False)
+    scores = game.mask_scores
+    possible = game.possible_scores.tolist()
+    _stuck_values(answers, variant, blocks, keys, arrays["terminal"], scores, possible, tiles)
+    return {
+        "name": variant.name,
+        "kind": "players",
+        "description": variant.description,
+        "rules": rules,
+        "players": n,
+        "scores": scores.tolist(),
+        "possible": possible,
+        "dice": arrays["dice"][: full + 1].astype(int).tolist(),
+        "moves": moves,
+        "rolls": _rolls(dice_used, rules["sides"]),
+        "blocks": blocks,
+        "picks": _library_picks(
+            moves, {keys[b]: k for k, b in enumerate(numbers.tolist())}, arrays["value"], tiles
+        ),
+    }
+
+
+def _block_shares(
+    game: Any, arrays: dict[str, np.ndarray], numbers: np.ndarray, tiles: int, n: int
+) -> tuple[dict[int, str], dict[str, dict[str, Any]]]:
+    """Each block's key (``seat/best/count``) by block number, and its shares by mask."""
     fields = game.position_fields(numbers << tiles)
     blocks: dict[str, dict[str, Any]] = {}
     keys: dict[int, str] = {}
@@ -338,22 +344,23 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
         for j in range(seat + 1, n + 1):
             shares[str(j)] = _nulls(arrays[f"share_{j}"][rows])
         blocks[keys[block]] = {"shares": shares}
-    # the shares are most of the data: a variant too big stops here, before its moves are asked
-    if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
-        raise TooBig(size)
-    # player 1's moves, the same in every block: the page picks each block's with the tie rule
-    moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1), pick_first=False)
-    scores = game.mask_scores
-    possible = game.possible_scores.tolist()
+    return keys, blocks
+
+
+def _stuck_values(
+    answers: Answers, variant: Variant, blocks: dict[str, dict[str, Any]],
+    keys: dict[int, str], terminal: np.ndarray, scores: np.ndarray, possible: list[int],
+    tiles: int,
+) -> None:  # fmt: skip
+    """Each block's ``end``: the mover's value of a stuck roll by the score's place in
+    ``possible`` (a mask of each score; a last seat already below the best score has won:
+    never stuck, null)."""
     for block_data in blocks.values():
         block_data["end"] = [None] * len(possible)
-    # a stuck roll is worth what the block and the score make it (a mask of each score; a
-    # last seat already below the best score has won: never stuck)
     mask_of = {int(score): mask for mask, score in enumerate(scores.tolist()) if mask}
-    terminal = arrays["terminal"]
     asked = [
         (keys[block], at, (block << tiles) | mask_of[score])
-        for k, block in enumerate(numbers.tolist())
+        for k, block in enumerate(keys)
         for at, score in enumerate(possible)
         if not terminal[(k << tiles) | mask_of[score]]
     ]
@@ -361,20 +368,30 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
         asked, answers.stuck(variant, [s for _, _, s in asked]), strict=True
     ):
         blocks[where]["end"][at] = value
-    return {
-        "name": variant.name,
-        "kind": "nplayer",
-        "description": variant.description,
-        "rules": rules,
-        "players": n,
-        "scores": scores.tolist(),
-        "possible": possible,
-        "dice": arrays["dice"][: full + 1].astype(int).tolist(),
-        "moves": moves,
-        "rolls": _rolls(dice_used, rules["sides"]),
-        "blocks": blocks,
-        "picks": [],
-    }
+
+
+def _library_picks(
+    moves: list[list[list[int]]], blocks: dict[str, int], value: np.ndarray, tiles: int
+) -> list[list[Any]]:
+    """``[block key, mask, roll, move]`` wherever the library's tie rule
+    (:func:`pipeline.solve.tolerance.picks`) picks another move than the page's plain rule, the
+    first move (the larger mask first) of exactly the best value: the page decides no tie."""
+    nodes = [(mask, row[0], row[1:]) for mask, rows in enumerate(moves) for row in rows]
+    if not nodes:
+        return []
+    width = max(len(m) for _, _, m in nodes)
+    masks = np.array([mask for mask, _, _ in nodes], dtype=np.int64)
+    shut = np.array([[*m, *[-1] * (width - len(m))] for _, _, m in nodes], dtype=np.int64)
+    out: list[list[Any]] = []
+    for key, k in blocks.items():
+        block = value[k << tiles : (k + 1) << tiles]
+        vals = np.where(shut >= 0, block[masks[:, None] & ~shut], np.nan)
+        best = np.nanmax(vals, axis=1)
+        library = picks(vals, shut, best)
+        plain = (vals == best[:, None]).argmax(axis=1)
+        for n in np.flatnonzero(library != plain).tolist():
+            out.append([key, int(masks[n]), nodes[n][1], int(shut[n, library[n]])])
+    return out
 
 
 def _nulls(values: np.ndarray) -> list[float | None]:
@@ -394,7 +411,7 @@ def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, An
     """The payload of a one-player or an N-player variant."""
     answers = for_dir(data_dir)
     variant = REGISTRY.get(name) or variant_from_rules(name, rules) or get_variant(name)
-    if rules.get("game") == "shut-the-box-n-player":
+    if is_nplayer(variant):
         return nplayer_payload(answers, variant, rules)
     return variant_payload(answers, variant, rules)
 
@@ -420,7 +437,8 @@ def collect(
     skipped: list[tuple[str, str]] = []
     omitted: list[dict[str, str]] = []
     for name in names:
-        rules = built_rules(data_dir, name, lookup(name, built or {}))
+        variant = lookup(name, built or {})
+        rules = built_rules(data_dir, name, variant)
         if rules is None:
             if explicit:
                 raise ExplorerTablesMissing(
@@ -432,7 +450,7 @@ def collect(
         if progress is not None:
             progress(f"reading {name}")
         try:
-            checked = check_rules(name, rules)
+            checked = check_rules(variant, rules)
         except UsageError as exc:
             if explicit:
                 raise
@@ -458,9 +476,14 @@ def collect(
             )
         raise ExplorerTablesMissing(
             f"none of the explorer's variants is built in {data_dir}: run "
-            f"`stb-pipeline build --variant {','.join(ONE_PLAYER_VARIANTS)} --data-dir {data_dir}`"
+            f"`stb-pipeline build --variant {','.join(one_player())} --data-dir {data_dir}`"
         )
     return payloads, skipped, omitted
+
+
+def one_player() -> list[str]:
+    """The one-player variants of :func:`default_variants`."""
+    return [n for n in default_variants() if REGISTRY[n].players == 1]
 
 
 def template() -> str:
@@ -514,13 +537,11 @@ def write_explorer(
     progress: Progress | None = None,
 ) -> ExplorerPage:
     """Write the explorer page for ``names`` (default: every built one of
-    :data:`DEFAULT_VARIANTS`) to ``output`` (default ``data_dir/explorer.html``), atomically.
+    :func:`default_variants`) to ``output`` (default ``data_dir/explorer.html``), atomically.
     A variant too big to embed is listed on the page and in :attr:`ExplorerPage.skipped`."""
-    from pipeline.store.manifest import built_variants
-
     path = Path(output) if output is not None else data_dir / DEFAULT_NAME
     check_output(path, data_dir, force)
-    built = built_variants(data_dir)
+    built = directory.of(data_dir).snapshot().customs()
     chosen, explicit = pick_names(names or [], built)
     payloads, skipped, omitted = collect(data_dir, chosen, explicit, progress, built)
     page = render(payloads, omitted).encode("utf-8")

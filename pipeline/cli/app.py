@@ -212,44 +212,50 @@ _stage_command(
 )
 
 
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Rebuild variants that manifest.json shows unchanged, and every variant a "
+        "changed shared table held.",
+    ),
+]
+Moves = Annotated[
+    bool,
+    typer.Option(
+        "--moves",
+        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
+        "Knucklebones boards): also write every legal move and its regret.",
+    ),
+]
+Edges = Annotated[
+    bool,
+    typer.Option(
+        "--edges",
+        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
+        "Knucklebones boards): also write the edges table.",
+    ),
+]
+Device = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        help="Where the boards built without a graph are solved: cpu, or cuda (one NVIDIA "
+        "GPU, pip install '.[gpu]'; the opt-in Knucklebones boards, the full game included).",
+    ),
+]
+
+
 @app.command("build")
 @with_rules
 def build_cmd(
     variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
     data_dir: DataDir = DEFAULT_DATA_DIR,
     exact: Exact = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Rebuild variants that manifest.json shows unchanged, and every variant a "
-            "changed shared table held.",
-        ),
-    ] = False,
-    moves: Annotated[
-        bool,
-        typer.Option(
-            "--moves",
-            help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-            "Knucklebones boards): also write every legal move and its regret.",
-        ),
-    ] = False,
-    edges: Annotated[
-        bool,
-        typer.Option(
-            "--edges",
-            help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-            "Knucklebones boards): also write the edges table.",
-        ),
-    ] = False,
-    device: Annotated[
-        str,
-        typer.Option(
-            "--device",
-            help="Where the boards built without a graph are solved: cpu, or cuda (one NVIDIA "
-            "GPU, pip install '.[gpu]'; the opt-in Knucklebones boards, the full game included).",
-        ),
-    ] = "cpu",
+    force: Force = False,
+    moves: Moves = False,
+    edges: Edges = False,
+    device: Device = "cpu",
     quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
@@ -266,16 +272,9 @@ def build_cmd(
     extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
     stage_list = ("enumerate", "edges", "solve", "policy", "strategies")
     _run_stages(
-        variant,
-        custom,
-        stage_list,
-        data_dir,
-        exact,
-        skip_unchanged=not force,
-        extra=extra,
-        repair=force,
-        device=device,
-    )
+        variant, custom, stage_list, data_dir, exact, skip_unchanged=not force, extra=extra,
+        repair=force, device=device,
+    )  # fmt: skip
 
 
 @app.command("expect")
@@ -357,10 +356,10 @@ def variants_cmd(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     table = fitted_table("variant", "in all", "description", fold="description")
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
-    if (data_dir / "manifest.json").exists():
-        from pipeline.store.manifest import built_variants
+    if data_dir.is_dir():
+        from pipeline.store import directory
 
-        for name, v in built_variants(data_dir).items():
+        for name, v in directory.of(data_dir).snapshot().customs().items():
             table.add_row(name, "no", f"{v.description}, built in {data_dir}/")
     out.print(table)
 

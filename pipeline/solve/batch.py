@@ -15,7 +15,7 @@ import numpy as np
 from pipeline.graph import Graph, as_index
 from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.policy_eval import Plan, plan
-from pipeline.solve.ties import is_tie
+from pipeline.solve.ties import best_of, pick
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,9 @@ def solve_rank_order_batch(
     value = np.full((s, k), np.nan)
     choice = np.full((s, k), -1, dtype=np.int64)
     node_value = np.full((g.node_state.shape[0], k), np.nan)
+    ch_choice = as_index(g.ch_choice)
+    # a state's choices are distinct numbers: at most the largest plus one of them
+    most = int(ch_choice.max()) + 1 if ch_choice.shape[0] else 1
     _solve_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
         *(layers_of or plan(g)).flat,
         np.ascontiguousarray(terminal, dtype=np.float64),
@@ -63,14 +66,16 @@ def solve_rank_order_batch(
         g.mv_offset,
         g.mv_scale.astype(np.float64),
         as_index(g.ch_state),
-        as_index(g.ch_choice),
+        ch_choice,
         as_index(g.ch_node),
         g.ch_prob,
         g.maximise,
         value,
         choice,
         node_value,
-        np.zeros(k),  # room for one choice's sums, the best, the choice tied with it
+        # room for one state's choices (sums per objective, labels), the best, the choice
+        np.zeros((k, most)),
+        np.zeros(most, dtype=np.int64),
         np.zeros(k),
         np.zeros(k, dtype=np.int64),
     )
@@ -83,7 +88,8 @@ def solve_rank_order_batch(
 def _solve_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, ended, dst, mv_node, node_state, offset, scale,
-    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value, acc, best, tied,
+    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value, sums, labels, best,
+    tied,
 ):  # fmt: skip
     # scratch arrays come from the caller: an allocation here would compile numpy's allocator
     # for its type too, on a first run
@@ -115,7 +121,8 @@ def _solve_layers(
             end = j
             while end < chance_off[layer + 1] and ch_state[chance[end]] == owner:
                 end += 1
-            _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best, tied)
+            _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, sums, labels,
+                    best, tied)  # fmt: skip
             # row by row, not value[owner, :] = best: numba's slice assignment from an array
             # brings in its shape-mismatch message, whose formatting compiles for seconds
             for k in range(k_all):
@@ -125,34 +132,33 @@ def _solve_layers(
 
 
 @inline_kernel  # once per state: compiled as part of its caller
-def _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best, tied):
+def _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, sums, labels,
+            best, tied):  # fmt: skip
     """Over the choices of one state's chance rows ``chance[j:end]`` (grouped by choice), per
-    objective: the best value into ``best``, then the largest choice within the tie tolerance
-    of it into ``tied`` (``acc``: room for one choice's sums, each summed in row order).
+    objective: the best value into ``best``, and the tie rule's choice (the largest within the
+    tie tolerance of it: :func:`pipeline.solve.tolerance.pick`) into ``tied``, -1 when none.
 
-    One kernel for both passes (each kernel compiles on its own, which a first run pays)."""
-    k_all = acc.shape[0]
-    for tie_pass in range(2):
-        if tie_pass == 1:
-            for k in range(k_all):
-                tied[k] = -1
-        i = j
-        first = True
-        while i < end:
-            c = ch_choice[chance[i]]
+    ``sums`` (float64 [K, choices]) and ``labels`` (int64 [choices]): room for the state's
+    choices, each choice's sums taken in row order; a row per objective, so that the tie rule
+    reads each objective's sums as one contiguous array."""
+    k_all = best.shape[0]
+    n = 0
+    i = j
+    while i < end:
+        c = ch_choice[chance[i]]
+        labels[n] = c
+        r = chance[i]
+        for k in range(k_all):
+            sums[k, n] = prob[r] * node_value[ch_node[r], k]
+        i += 1
+        while i < end and ch_choice[chance[i]] == c:
             r = chance[i]
             for k in range(k_all):
-                acc[k] = prob[r] * node_value[ch_node[r], k]
+                sums[k, n] += prob[r] * node_value[ch_node[r], k]
             i += 1
-            while i < end and ch_choice[chance[i]] == c:
-                r = chance[i]
-                for k in range(k_all):
-                    acc[k] += prob[r] * node_value[ch_node[r], k]
-                i += 1
-            for k in range(k_all):
-                if tie_pass == 0:
-                    if first or (acc[k] > best[k] if maximise else acc[k] < best[k]):
-                        best[k] = acc[k]
-                elif is_tie(acc[k], best[k]) and c > tied[k]:
-                    tied[k] = c
-            first = False
+        n += 1
+    for k in range(k_all):
+        top = best_of(sums[k], 0, n, maximise)
+        best[k] = top
+        chosen = pick(sums[k], labels, 0, n, top)[0]
+        tied[k] = labels[chosen] if chosen >= 0 else -1

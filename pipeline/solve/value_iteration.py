@@ -22,7 +22,7 @@ import numpy as np
 from pipeline.graph import Graph, as_index
 from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.rank_order import Solution
-from pipeline.solve.ties import tie_tolerance
+from pipeline.solve.ties import best_of, pick
 
 #: Stop once no state changed by more than this in a sweep.
 DEFAULT_TOLERANCE = 1e-12
@@ -104,9 +104,11 @@ def solve_value_iteration(
     node_value = np.empty(g.node_state.shape[0])
     best_choice = np.full(s, -1, dtype=np.int64)
     n_choices = np.zeros(s, dtype=np.int64)
+    # room for one state's choices (distinct numbers: at most the largest plus one of them)
+    most = int(choice.max()) + 1 if choice.shape[0] else 1
     _finish(
         mv_dst, scale, offset, value, mv_start, ch_start, choice, ch_node, prob, sign,
-        move_value, node_value, best_choice, n_choices,
+        move_value, node_value, best_choice, n_choices, np.zeros(most), np.zeros(most, np.int64),
     )  # fmt: skip
     return Solution(value, best_choice, n_choices, node_value, move_value, sweeps, float(residual))
 
@@ -134,12 +136,14 @@ def _probabilities(g: Graph) -> np.ndarray:
 @kernel
 def _finish(
     mv_dst, scale, offset, value, mv_start, ch_start, ch_choice, ch_node, prob, sign,
-    move_value, node_value, best_choice, n_choices,
+    move_value, node_value, best_choice, n_choices, totals, labels,
 ):  # fmt: skip
     """From the converged state values: every move's value and every node's best, then each
-    state's best choice and number of choices (one kernel: each compiles on its own)."""
+    state's best choice and number of choices (one kernel: each compiles on its own;
+    ``totals``, ``labels``: room for one state's choices)."""
     _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_value)
-    _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices)
+    _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices,
+                  totals, labels)  # fmt: skip
 
 
 @inline_kernel
@@ -157,23 +161,23 @@ def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_v
 
 
 @inline_kernel
-def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices):
-    """Per state: the value of each choice, the best (ties, by the tie rule, to the largest)."""
+def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices,
+                  totals, labels):  # fmt: skip
+    """Per state: the value of each choice, the best (ties, by the tie rule, to the largest);
+    ``totals`` and ``labels``: the caller's room for one state's choices (an allocation here
+    would compile numpy's allocator for its type too, on a first run)."""
     for s in range(ch_start.shape[0] - 1):
         i, end = ch_start[s], ch_start[s + 1]
-        best, chosen, count = -np.inf, -1, 0
+        count = 0
         while i < end:
             c = ch_choice[i]
             total = 0.0
             while i < end and ch_choice[i] == c:
                 total += prob[i] * node_value[ch_node[i]]
                 i += 1
+            totals[count], labels[count] = sign * total, c
             count += 1
-            tol = tie_tolerance(best)
-            if sign * total > best + tol:
-                best, chosen = sign * total, c
-            elif abs(sign * total - best) <= tol and c > chosen:
-                chosen = c
         if count:
-            best_choice[s] = chosen
+            chosen, _ = pick(totals, labels, 0, count, best_of(totals, 0, count, True))
+            best_choice[s] = labels[chosen] if chosen >= 0 else -1
             n_choices[s] = count

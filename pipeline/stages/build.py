@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline import progress
-from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
@@ -136,7 +136,7 @@ def _check_searchable(variants: Sequence[Variant], data_dir: Path) -> None:
     a variant without them)."""
     for variant in variants:
         if not variant.make().searches_rules:
-            family = variant.family or "shutbox"
+            family = variant.family
             raise UsageError(
                 f"strategies searches the rules of one-player Shut the Box boxes; {variant.name} "
                 f"is a game of the {family} family, with no such rules to search"
@@ -152,9 +152,11 @@ def _check_searchable(variants: Sequence[Variant], data_dir: Path) -> None:
 def _recorded_rules(path: Path) -> dict[str, Any]:
     """The rules a table file records by variant (none when it cannot be read: the build
     reports a damaged file itself)."""
+    from pipeline.store.footers import file_rules
+
     try:
-        return tables.file_rules(path)
-    except (OSError, ValueError):
+        return file_rules(path)
+    except (OSError, PipelineError):
         return {}
 
 

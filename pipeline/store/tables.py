@@ -173,19 +173,6 @@ def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
         raise TableError(f"{path} is not a readable table ({first}); {manifest.REBUILD}") from None
 
 
-def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
-    """The rule sets recorded in a table's metadata, by variant."""
-    return file_rules(table_path(data_dir, name))
-
-
-def file_rules(path: Path) -> dict[str, Any]:
-    """The rule sets recorded in one table file's metadata, by variant."""
-    import pyarrow.parquet as pq
-
-    meta = pq.read_schema(path).metadata or {}
-    return json.loads(meta.get(RULES_KEY, b"{}"))
-
-
 def replace_rows(
     data_dir: Path,
     name: str,

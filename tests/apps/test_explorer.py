@@ -120,10 +120,10 @@ def test_embedded_json_matches_the_tables(data: Path, page: Path, name: str) -> 
 @pytest.mark.parametrize("name", NPLAYER)
 def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) -> None:
     """Every block's shares are the states table's columns, each mask's moves player 1's (the
-    same in every block), each stuck roll's value the policy's, and the tie rule picks every
-    policy move (no exceptions listed)."""
+    same in every block), each stuck roll's value the policy's, and the page's pick every
+    policy move (the library's picks listed where a near tie is not the plain best)."""
     found = {v["name"]: v for v in embedded_data(npage.read_text("utf-8"))["variants"]}[name]
-    assert found["kind"] == "nplayer" and found["players"] == get_variant(name).make().n
+    assert found["kind"] == "players" and found["players"] == get_variant(name).make().n
     states = tables.read_table(ndata, "states", name).sort("state_id")
     f = 1 << found["rules"]["tiles"]
     for part in states.partition_by("player", "best_score", "best_count"):
@@ -154,7 +154,20 @@ def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) ->
     for seat, best, count, score, value in stuck.iter_rows():
         at = found["possible"].index(score)
         assert found["blocks"][f"{seat}/{best or 0}/{count or 0}"]["end"][at] == value
-    assert found["picks"] == []
+    # the page's pick is the policy's everywhere: the first move worth exactly the best, or
+    # the library's where that is not its pick (the page decides no tie)
+    listed = {(key, mask, roll): move for key, mask, roll, move in found["picks"]}
+    keys = {
+        s: f"{p}/{b or 0}/{c or 0}"
+        for s, p, b, c in states.select("state_id", "player", "best_score", "best_count").rows()
+    }
+    for row in moves.filter(pl.col("is_best")).iter_rows(named=True):
+        key, mask = keys[row["state_id"]], row["state_id"] % f
+        entry = next(e for e in found["moves"][mask] if e[0] == row["roll"])
+        values = found["blocks"][key]["shares"]["value"]
+        worth = [values[(row["state_id"] % f) & ~m] for m in entry[1:]]
+        plain = entry[1 + worth.index(max(worth))]
+        assert listed.get((key, mask, row["roll"]), plain) == mask_of(row["move"])
 
 
 def test_a_variant_too_big_is_listed_not_dropped(

@@ -97,3 +97,11 @@ def test_version(cli) -> None:
 
     result = cli(["--version"])
     assert result.code == 0 and result.stdout == f"stb-pipeline {__version__}\n"
+
+
+def test_knucklebones_help_says_where_its_answers_come_from(cli) -> None:
+    """Issue 39: the group's help said "by expectimax search" after the exact tables, their
+    solve and their checks had joined it."""
+    text = " ".join(cli(["knucklebones", "--help"]).stdout.split())
+    assert "by expectimax search" not in text
+    assert "exact answers from the solved tables" in text and "expectimax search" in text

@@ -7,6 +7,7 @@ In the manner of sqlite-utils' docs tests: documentation that names something th
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import os
 import re
@@ -26,7 +27,7 @@ from pipeline.analysis.schema_docs import TABLES
 from pipeline.cli.app import app
 from pipeline.errors import PipelineError
 from pipeline.games.base import Game
-from pipeline.games.registry import REGISTRY
+from pipeline.games.registry import REGISTRY, Variant
 from pipeline.store import catalog, views
 from tests.conftest import REPO, invoke
 
@@ -120,6 +121,7 @@ def test_every_table_and_column_named_exists_in_a_build(built: Path, page: str) 
         | commands()
         | subcommands()
         | {name for name in dir(Game) if not name.startswith("_")}  # the hooks a game defines
+        | {f.name for f in dataclasses.fields(Variant)}  # what a family declares of a variant
         | api_names
         | params
         | {catalog.INFO_VIEW, views.ROOT_VARIABLE}  # the catalog's view and variable

@@ -25,6 +25,7 @@ import pytest
 from pipeline.games.registry import resolve
 from pipeline.stages import build as stages
 from pipeline.store import files, manifest, merging, tables
+from pipeline.store.footers import file_rules
 from tests.conftest import REPO, invoke
 
 TABLES = ("states", "edges", "policy", "moves")
@@ -45,7 +46,7 @@ def make_old(new: Path, old: Path) -> None:
             if not frame.height or not floats:
                 continue
             frame = frame.with_columns(pl.col(c) + 0.25 for c in floats)
-            rules = tables.table_rules(old, path.stem)
+            rules = file_rules(old / f"{path.stem}.parquet")
             frames = {
                 v: rows.drop("variant")
                 for (v,), rows in frame.group_by("variant", maintain_order=True)

@@ -37,7 +37,7 @@ import numpy as np
 
 from pipeline.games.knucklebones import rules
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.solve.ties import is_tie, tie_tolerance
+from pipeline.solve.ties import is_tie
 
 OURS = 0
 SEED = 1
@@ -226,9 +226,7 @@ def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
     Rust solver's by difference."""
     tie = is_tie(w, bw)
-    return (kind == 0 and (w > bw + tie_tolerance(bw) or (tie and d > bd))) or (
-        kind == 1 and d > bd
-    )
+    return (kind == 0 and ((w > bw and not tie) or (tie and d > bd))) or (kind == 1 and d > bd)
 
 
 @numba.njit(cache=True)

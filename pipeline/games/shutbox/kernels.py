@@ -1,4 +1,7 @@
-"""Compiled loops that list Shut the Box moves straight into node order (numba).
+"""Compiled loops of Shut the Box (numba): the rules of one state, and the moves in node order.
+
+The dice rule and the final value are :mod:`pipeline.games.shutbox.rules`' scalar functions,
+compiled here for the kernels, with their array forms over many states.
 
 For every decision node (state, roll) the legal moves are the sets of tiles with sum ``roll`` that
 are all open. The candidate sets for each roll are few (at most a few dozen), so one pass over
@@ -9,7 +12,39 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.games.shutbox import rules
 from pipeline.solve.compiled import kernel
+
+final_score = kernel(rules.final_score)
+objective_value = kernel(rules.objective_value)
+dice_pattern = kernel(rules.dice_pattern)
+
+
+@kernel
+def stuck_value(s: int, rule: np.ndarray) -> float:
+    """The value of ending the game with the open tiles ``s``."""
+    return objective_value(final_score(s, rule), rule)
+
+
+def state_rules(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The array forms: :func:`final_score`, :func:`stuck_value` and :func:`dice_pattern` of
+    every state."""
+    # allocated here: a kernel's own allocation compiles numpy's allocator for its type too
+    score = np.empty(ids.shape[0], dtype=np.int64)
+    value = np.empty(ids.shape[0])
+    pattern = np.empty(ids.shape[0], dtype=np.int64)
+    _state_rules(ids, rule, score, value, pattern)
+    return score, value, pattern
+
+
+@kernel
+def _state_rules(
+    ids: np.ndarray, rule: np.ndarray, score: np.ndarray, value: np.ndarray, pattern: np.ndarray
+) -> None:
+    for i in range(ids.shape[0]):
+        score[i] = final_score(ids[i], rule)
+        value[i] = objective_value(score[i], rule)
+        pattern[i] = dice_pattern(ids[i], rule)
 
 
 def count_moves(

@@ -12,15 +12,11 @@ import math
 
 import numpy as np
 
+from pipeline.games.shutbox.kernels import dice_pattern, final_score, stuck_value
+from pipeline.games.shutbox.rules import ONE, R_TILES, USUAL
 from pipeline.solve import threads
 from pipeline.solve.compiled import inline_kernel, kernel
-from pipeline.solve.ties import is_tie, tie_tolerance
-
-# Slots of the integer rule vector the kernels read (one array keeps their signatures short).
-R_TILES, R_MODE, R_SUM, R_NEED, R_OBJECTIVE, R_TARGET, R_SCORING = range(7)
-#: Bits of a state's availability pattern: which choices (one die, the usual dice) it may roll.
-ONE, USUAL = 1, 2
-
+from pipeline.solve.ties import is_tie, pick, regret
 
 #: The policy columns the kernel fills: state_id (int64), roll (int16), best_move_mask (int32,
 #: -1 when stuck), next_state_id (int64, -1 when stuck), value (float64), n_optimal (int16),
@@ -47,47 +43,6 @@ def _open_sum(s: int, tiles: int) -> int:
         if (s >> i) & 1:
             total += i + 1
     return total
-
-
-@kernel
-def _score(s: int, rule: np.ndarray) -> int:
-    """Final score when stuck in ``s``: the open sum, or the open tiles read as digits."""
-    if rule[R_SCORING] == 0:
-        return _open_sum(s, rule[R_TILES])
-    score = 0
-    for i in range(rule[R_TILES]):
-        if (s >> i) & 1:
-            score = score * 10 + i + 1
-    return score
-
-
-@kernel
-def stuck_value(s: int, rule: np.ndarray) -> float:
-    """The objective applied to the final score of ``s`` (as ShutTheBox.stuck_values)."""
-    score = _score(s, rule)
-    if rule[R_OBJECTIVE] == 0:
-        return 1.0 if score == 0 else 0.0
-    if rule[R_OBJECTIVE] == 2:
-        return 1.0 if score <= rule[R_TARGET] else 0.0
-    return float(score)
-
-
-@kernel
-def _pattern(s: int, rule: np.ndarray) -> int:
-    """Which choices state ``s`` may roll (bits ONE, USUAL), as ShutTheBox.dice_available."""
-    if s == 0:
-        return 0
-    cond = True
-    if rule[R_SUM] >= 0:
-        cond = _open_sum(s, rule[R_TILES]) <= rule[R_SUM]
-    if rule[R_NEED] != 0 and (s & rule[R_NEED]) != 0:
-        cond = False
-    mode = rule[R_MODE]
-    if mode == 0:
-        return USUAL
-    if mode == 1:
-        return ONE if cond else USUAL
-    return (ONE | USUAL) if cond else USUAL
 
 
 @kernel
@@ -195,15 +150,9 @@ def _node_ties(
             found += 1
         else:
             cand[k - lo] = np.nan  # never within the tolerance: not a legal move
-    tol = tie_tolerance(best)
-    pick = -1
-    n_opt = 0
-    for k in range(lo, sub_start[r + 1]):
-        if abs(cand[k - lo] - best) <= tol:
-            n_opt += 1
-            if pick < 0:  # masks come largest first
-                pick = sub_masks[k]
-    return best, found, pick, n_opt
+    hi = sub_start[r + 1]
+    chosen, n_opt = pick(cand, sub_masks[lo:hi], 0, hi - lo, best)  # the tie rule's
+    return best, found, sub_masks[lo + chosen] if chosen >= 0 else -1, n_opt
 
 
 @kernel
@@ -285,7 +234,7 @@ def _solve_blocks(
         nv, nm, scratch = nv_all[b], nm_all[b], scratch_all[b]
         for i in range(b * n // blocks, (b + 1) * n // blocks):
             s = ids[i]
-            pattern = _pattern(s, rule)
+            pattern = dice_pattern(s, rule)
             j = node_start[i] if want_nodes else -1
             moves = _state_nodes(
                 s, pattern, value, rule, count, sub_masks, sub_start, maxi, nv, nm, scratch,
@@ -323,8 +272,8 @@ def _state_nodes(
         if not _rolls(pattern, count, r):
             continue
         if j >= 0:
-            best, found, pick, n_opt = _node_ties(s, r, value, sub_masks, sub_start, maxi, scratch)
-            _put_node(nodes, j, s, r, best if found else stuck, pick, n_opt, found)
+            best, found, pick_, n_opt = _node_ties(s, r, value, sub_masks, sub_start, maxi, scratch)
+            _put_node(nodes, j, s, r, best if found else stuck, pick_, n_opt, found)
             j += 1
         else:
             best, found = _node(s, r, value, sub_masks, sub_start, maxi)
@@ -402,7 +351,7 @@ def _node_counts(
     lo: int, hi: int, ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray, out: np.ndarray
 ) -> None:
     for i in range(lo, hi):
-        out[i] = per_pattern[_pattern(ids[i], rule)]
+        out[i] = per_pattern[dice_pattern(ids[i], rule)]
 
 
 def layer_sizes(tiles: int) -> np.ndarray:
@@ -467,7 +416,7 @@ def _fill_moves(
                     mv_int[row, 3] = s ^ m
                     mv_int[row, 4] = m == nd_label[j]
                     mv_float[row, 0] = v
-                    mv_float[row, 1] = max((best - v) if maxi else (v - best), 0.0)
+                    mv_float[row, 1] = regret(best, v, maxi)
                     row += 1
 
 
@@ -512,7 +461,7 @@ def _fill_edges(
     width = count.shape[1]
     for i in range(lo, hi):
         s = ids[i]
-        pattern = _pattern(s, rule)
+        pattern = dice_pattern(s, rule)
         row = row_start[i]
         for c in range(2):
             if not pattern & (ONE if c == 0 else USUAL):
@@ -571,4 +520,4 @@ def _state_numbers(
 ) -> None:
     for i in range(lo, hi):
         open_sum[i] = _open_sum(ids[i], rule[R_TILES])
-        score[i] = _score(ids[i], rule)
+        score[i] = final_score(ids[i], rule)
