@@ -52,6 +52,10 @@ bench-knucklebones-build *ARGS:
 bench-build *ARGS:
     python benchmarks/bench_build.py {{ARGS}}
 
+# A first run (empty numba cache) against the second of build, benchmark, serve and knucklebones solve, and builds beside their solve alone (20x3, 24x3, --variant all), beside --baseline-repo (about 20 minutes)
+bench-first-run *ARGS:
+    python benchmarks/bench_first_run.py {{ARGS}}
+
 # The streamed solver alone, 12..24 tiles, against a plain numpy solve in the same run
 bench-stream *ARGS:
     python benchmarks/bench_stream.py {{ARGS}}

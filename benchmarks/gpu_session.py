@@ -17,7 +17,10 @@ installed into /tmp/stb-site when found there. Steps:
   and perfect-loss queries, one ``knucklebones solve`` lookup, the bytes on disk.
 - ``dry``: both steps here, on tiny boards, under numba's CUDA simulator, with polars, duckdb and
   matplotlib refused (benchmarks/gpu_dry/sitecustomize.py): what proves this script before the
-  GPU time is spent (``just gpu-session-dry``; a few minutes).
+  GPU time is spent (``just gpu-session-dry``; a few minutes). The tables are written by 16
+  threads (``$STB_WRITE_THREADS``), as on a GPU machine's 16 cores, in many small row groups;
+  the first objective is built again with one writer thread, and its files must be the same
+  bytes.
 
 Every command runs in a process of its own, its output in OUT/STEP.log, with its wall time, its
 peak host memory (``wait4``) and the GPU's peak memory (``nvidia-smi``, sampled every 200 ms).
@@ -49,6 +52,8 @@ SITE = Path("/tmp/stb-site")
 NEEDED = ("numpy", "numba", "numba_cuda", "pyarrow", "typer", "rich", "filelock")
 ABSENT = ("polars", "duckdb", "matplotlib")
 TOLERANCE = 1e-11
+#: Writer threads in the dry run: a GPU machine's cores.
+DRY_WRITERS = 16
 
 
 @dataclass(frozen=True)
@@ -104,9 +109,10 @@ class Session:
         paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
         if SITE.is_dir():
             paths.insert(0, str(SITE))
-        if dry:  # the simulator, and what a GPU machine lacks refused
+        if dry:  # the simulator, what a GPU machine lacks refused, its 16 writer threads
             paths.insert(0, str(ROOT / "benchmarks" / "gpu_dry"))
             self.env["NUMBA_ENABLE_CUDASIM"] = "1"
+            self.env.setdefault("STB_WRITE_THREADS", str(DRY_WRITERS))
         self.env["PYTHONPATH"] = os.pathsep.join(paths)
 
     def left(self) -> float:
@@ -303,6 +309,8 @@ def step2(s: Session, boards: Boards, data: Path, objectives: list[str]) -> None
         ran.notes.append(last_lines(s, 1))
         if ran.code == 0:
             built.append(objective)
+    if s.dry and built:
+        one_writer(s, data, names[built[0]])
     both = set(built) | {o for o in ("wins", "score") if (data / "variants" / names[o]).is_dir()}
     if both >= {"wins", "score"}:
         s.pipeline("check-tables", "knucklebones", "check-tables", *boards.check, "-d", str(data))
@@ -323,6 +331,34 @@ def step2(s: Session, boards: Boards, data: Path, objectives: list[str]) -> None
     sizes = {p.name: du(p) for p in sorted((data / "variants").glob("knucklebones*"))}
     for name, size in sizes.items():
         s.check(f"bytes on disk, {name}: {size:,} ({size / 2**30:.2f} GiB)", True)
+
+
+def one_writer(s: Session, data: Path, name: str) -> None:
+    """The dry run's rehearsal of the writer on many cores: ``name`` built again with one
+    writer thread, into a directory of its own; its files must be the bytes the session's
+    writer threads wrote, row group for row group."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    other = data.parent / f"{data.name}-one-writer"
+    shutil.rmtree(other, ignore_errors=True)
+    env = dict(s.env, STB_WRITE_THREADS="1")
+    ran = s.run(f"build {name} (one writer thread)", [sys.executable, "-m", "pipeline", "build",
+                "--variant", name, "--device", "cuda", "-d", str(other)], env=env)  # fmt: skip
+    if ran.code != 0:
+        return
+    files = sorted((data / "variants" / name).glob("*.parquet"))
+    same = all(
+        hashlib.sha256(f.read_bytes()).digest()
+        == hashlib.sha256((other / "variants" / name / f.name).read_bytes()).digest()
+        for f in files
+    )
+    groups = sum(pq.ParquetFile(f).metadata.num_row_groups for f in files)
+    threads = s.env.get("STB_WRITE_THREADS")
+    s.check(f"{name}: {len(files)} files, {groups} row groups, the same bytes from {threads} "
+            "writer threads as from one", bool(files) and same)  # fmt: skip
+    shutil.rmtree(other, ignore_errors=True)
 
 
 def duckdb_env(s: Session) -> dict[str, str] | None:

@@ -55,3 +55,9 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The API beside what is loaded (PEP 562): ``dir(pipeline)`` and tab completion list the
+    functions before their first use has loaded them."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

@@ -26,9 +26,10 @@ import polars as pl
 from pipeline.analysis import sql
 from pipeline.answer.answers import for_dir
 from pipeline.answer.model import Answer, BoardAnswer
-from pipeline.games.registry import Variant, get_variant
+from pipeline.games.registry import Variant
 from pipeline.games.tiles import position_extra
 from pipeline.store import readers, tables
+from pipeline.store.directory import resolve
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -57,8 +58,10 @@ def _dir(data_dir: str | Path | None) -> Path:
     return default_data_dir() if data_dir is None else Path(data_dir)
 
 
-def _variant(variant: str | Variant) -> Variant:
-    return variant if isinstance(variant, Variant) else get_variant(variant)
+def _variant(variant: str | Variant, data_dir: str | Path | None) -> Variant:
+    """The variant named: registered, named by its rules, or built under its own name in the
+    data directory (the CLI's and the server's resolution: :mod:`pipeline.store.directory`)."""
+    return variant if isinstance(variant, Variant) else resolve(variant, _dir(data_dir))
 
 
 def _tiles_text(tiles: str | Iterable[int]) -> str:
@@ -126,7 +129,7 @@ def expect(
     of N players in turn (the seat to move, the lowest score before it and how many share it).
     """
     extra = position_extra(p1_score, player, best_score, best_count)
-    found = for_dir(_dir(data_dir)).expect(_variant(variant), _tiles_text(tiles), **extra)
+    found = for_dir(_dir(data_dir)).expect(_variant(variant, data_dir), _tiles_text(tiles), **extra)
     return float(found.value)
 
 
@@ -195,7 +198,7 @@ def position(
     (:class:`pipeline.answer.model.Answer`; ``.to_json()`` is the server's JSON)."""
     extra = position_extra(p1_score, player, best_score, best_count)
     return for_dir(_dir(data_dir)).position(
-        _variant(variant), _tiles_text(tiles), roll=roll, **extra
+        _variant(variant, data_dir), _tiles_text(tiles), roll=roll, **extra
     )
 
 
@@ -211,7 +214,7 @@ def board(
     None: the empty boards) and with ``die`` every legal column ranked: exact from the tables
     where the variant is built under ``data_dir``, else the search's estimate ``depth``
     placements deep (:class:`pipeline.answer.model.BoardAnswer`)."""
-    return for_dir(_dir(data_dir)).board(_variant(variant), position, die, depth)
+    return for_dir(_dir(data_dir)).board(_variant(variant, data_dir), position, die, depth)
 
 
 def knucklebones_column(

@@ -115,6 +115,16 @@ class Graph:
         return bool(np.all(np.diff(self.rank) >= 0))
 
 
+def as_index(a: np.ndarray) -> np.ndarray:
+    """``a`` as the int64 C array the compiled kernels take (no copy when it is one already).
+
+    A game stores its index arrays in the narrowest type that fits; a kernel given int32 here
+    and int64 there is compiled once for each (seconds on a first run), so the solvers cast
+    them at the call, and each kernel has one signature.
+    """
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
 def group_starts(keys: np.ndarray) -> np.ndarray:
     """Start positions of the runs of equal consecutive values in ``keys``."""
     if keys.shape[0] == 0:

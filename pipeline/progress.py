@@ -108,12 +108,13 @@ class Task:
         mine = tail if tail and self.parent.what.startswith(f"{head}: ") else self.what
         return f"{self.parent.name()} > {mine}"
 
-    def line(self, finished: bool = False) -> str:
-        """One plain line: what, how far, rate, elapsed."""
+    def line(self, ended: str = "") -> str:
+        """One plain line: what, how far, rate, elapsed; ``ended``: how the job ended (``done``,
+        ``failed``, ``interrupted``), for its last line."""
         secs = self.elapsed()
         parts = [f"{self.name()}:"]
-        if finished:
-            parts.append("done,")
+        if ended:
+            parts.append(f"{ended},")
         if self.total:
             pct = 100 * self.done / self.total
             parts.append(f"{_num(self.done)}/{_num(self.total)} {self.unit} ({pct:.0f} %),")
@@ -147,12 +148,18 @@ def task(what: str, total: float | None = None, unit: str = "steps") -> Iterator
         _active.append(job)
         if not is_quiet():
             _start_ticker()
+    ended = "done"
     try:
         yield job
+    except BaseException as exc:
+        # a job that raised did not get done, however far its count went (a build whose commit
+        # met a full disk had counted every variant: it said "done, ... 100 %" before its error)
+        ended = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        raise
     finally:
         with _lock:
             _active.remove(job)
-            _finish(job)
+            _finish(job, ended)
             if not _active:
                 _stop_ticker()
 
@@ -179,13 +186,13 @@ def log(line: str) -> None:
         _write(line)
 
 
-def _finish(job: Task) -> None:
-    """The job's last word: its bar goes, and a long job leaves one line."""
+def _finish(job: Task, ended: str) -> None:
+    """The job's last word: its bar goes, and a long job leaves one line saying how it ended."""
     bar = _ticker["rich"]
     if bar is not None and job.rich_id is not None:
         bar.remove_task(job.rich_id)
     if job.elapsed() >= SHOW_AFTER:
-        log(job.line(finished=True))
+        log(job.line(ended))
 
 
 def _write(line: str) -> None:
@@ -251,8 +258,14 @@ def _show_bars(due: list[Task]) -> None:
             TimeElapsedColumn,
         )
 
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
-        bar = Progress(*columns, TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        # a job's name holds a variant's name as given: shown as it is, never read as markup
+        columns = [
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+        ]
+        console = Console(stderr=True, emoji=False)
+        bar = Progress(*columns, TimeElapsedColumn(), console=console, transient=True)
         bar.start()
         _ticker["rich"] = bar
     bar = _ticker["rich"]

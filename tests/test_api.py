@@ -76,3 +76,39 @@ def test_knucklebones_column_is_exact_where_the_board_is_built(built: Path, tmp_
     assert searched.tables == () and [c.column for c in searched.columns] == [1, 2]
     with pytest.raises(UsageError):
         pipeline.knucklebones_column("4_/__", "2_/__", 7, variant="knucklebones-2x2")
+
+
+def test_dir_lists_the_api_before_its_first_use() -> None:
+    """Issue 41: the face loads the API on first use, so `dir(pipeline)` listed none of it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import pipeline, sys; print(' '.join(dir(pipeline))); print('pipeline.api' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    names, loaded = run.stdout.splitlines()
+    assert set(pipeline.__all__) <= set(names.split()) and loaded == "False"
+
+
+def test_a_rule_set_built_under_its_own_name_is_named_so_everywhere(tmp_path: Path) -> None:
+    """Issue 39: `build --name my-rules` made `expect --variant my-rules` work on the command
+    line (through the manifest) but not ``pipeline.expect("my-rules")``: one resolution now,
+    the data directory's (:mod:`pipeline.store.directory`), for the CLI, the API and the
+    server."""
+    from starlette.testclient import TestClient
+
+    from pipeline.apps.server.web import create_app
+    from tests.conftest import invoke
+
+    rules = ["--tiles", "5", "--one-die", "optional", "--one-die-sum", "4", "--name", "my-rules"]
+    assert invoke(["build", *rules, "-d", tmp_path, "-q"]).code == 0
+    said = invoke(["expect", "--variant", "my-rules", "1245", "-d", tmp_path])
+    assert said.code == 0, said.stderr
+    value = pipeline.expect("my-rules", "1245", data_dir=tmp_path)
+    assert float(said.stdout.split()[-1]) == pytest.approx(value, abs=1e-6)
+    assert pipeline.best_move("my-rules", "1245", 3, data_dir=tmp_path) in ([1, 2], [3])
+    served = TestClient(create_app(tmp_path)).get("/my-rules/position.json?tiles=1245")
+    assert served.status_code == 200 and served.json()["state"]["value"] == value
+    with pytest.raises(UsageError, match="my-rulez"):
+        pipeline.expect("my-rulez", "1245", data_dir=tmp_path)

@@ -153,7 +153,7 @@ def layer_imports() -> dict[str, set[str]]:
 
 def floors(imports: dict[str, set[str]]) -> dict[str, int]:
     """Each layer's floor: 1 when it imports no other layer, else one above the highest it
-    imports (as `farm-studio look` stacks the rooms). Layers come lowest first, so one pass."""
+    imports. Layers come lowest first, so one pass."""
     out: dict[str, int] = {}
     for name in LAYERS:
         out[name] = 1 + max((out.get(t, 0) for t in imports[name]), default=0)
@@ -174,7 +174,7 @@ def test_layer_imports_and_floors_are_the_documented_ones() -> None:
     assert floors(found) == DOC_FLOORS, "docs/architecture.md's floor column"
 
 
-def test_floors_are_counted_as_the_studio_counts_them() -> None:
+def test_floors_are_counted_from_the_imports() -> None:
     imports = {name: set() for name in LAYERS} | {
         "solve": {"graph"},
         "games": {"solve", "errors"},
@@ -182,6 +182,19 @@ def test_floors_are_counted_as_the_studio_counts_them() -> None:
     }
     found = floors(imports)
     assert (found["errors"], found["solve"], found["games"], found["face"]) == (1, 2, 3, 4)
+
+
+def floor_of(paths: list[Path]) -> int:
+    """The floor of some files outside the package: one above the highest layer they import."""
+    found = floors(layer_imports())
+    used = {layer_of(t) for p in paths for t, _ in imports_of(p)} - {None}
+    return 1 + max((found[LAYERS[u]] for u in used if u is not None), default=0)
+
+
+def test_the_benchmarks_stand_where_the_doc_says() -> None:
+    floor = floor_of(sorted((REPO / "benchmarks").rglob("*.py")))
+    text = " ".join(ARCHITECTURE.read_text().split())
+    assert re.search(rf"`benchmarks/` stands on floor {floor}\b", text), floor
 
 
 def test_nothing_imports_the_face() -> None:
@@ -407,7 +420,7 @@ def test_a_lookup_loads_only_the_database_engine_and_numpy(built: Path, args: li
         f"code = run({[*args, '-d', str(built)]!r})\n"
         "print('CODE', code)\n"
         "print('MODS', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
-        "from pipeline.answer.index import HeldStates\n"
+        "from pipeline.store.states import HeldStates\n"
         "import gc\n"
         "print('HELD', sum(isinstance(o, HeldStates) for o in gc.get_objects()))"
     )
@@ -447,3 +460,133 @@ def test_the_server_is_http_only() -> None:
     assert any(
         t.startswith("pipeline.games") for t, _ in imports_of(PACKAGE / "apps" / "explorer.py")
     )
+
+
+#: The names of the tie tolerance itself (pipeline/solve/tolerance.py): outside pipeline/solve/
+#: a module asks the rule (``is_tie``, ``pick``, ``best_of``, their array forms ``ties`` and
+#: ``picks``, ``regret``), never the tolerance, so the rule cannot be written again.
+TOLERANCE_NAMES = {"tie_tolerance", "TIE_TOLERANCE", "tolerance"}
+
+
+def tie_formulas(source: str) -> list[str]:
+    """Where ``source`` writes the tie rule itself: imports the tolerance from pipeline.solve,
+    or scales 1e-12 by ``max(1, |x|)``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pipeline.solve"):
+            found += [f"imports {a.name}" for a in node.names if a.name in TOLERANCE_NAMES]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            text = ast.unparse(node)
+            scaled = re.search(r"\bmax(imum)?\(1(\.0)?, (np\.)?abs\(", text)
+            if scaled and any(
+                isinstance(c, ast.Constant) and c.value == 1e-12 for c in ast.walk(node)
+            ):
+                found.append(text)
+    return found
+
+
+def test_the_tie_rule_is_written_only_in_solve() -> None:
+    """Every solver loop and every answer picks with :func:`pipeline.solve.tolerance.pick`; no
+    module outside pipeline/solve/ writes the tolerance again, and the explorer's script has
+    none (the library hands it its picks)."""
+    found = [
+        f"{path.relative_to(REPO)}: {where}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "solve"
+        for where in tie_formulas(path.read_text())
+    ]
+    assert not found, found
+    for page in sorted((PACKAGE / "templates").glob("*.html")):
+        text = page.read_text()
+        assert "1e-12" not in text and "TIE" not in text, page.name
+
+
+def test_a_tie_formula_is_seen() -> None:
+    source = (
+        "from pipeline.solve.tolerance import is_tie, tie_tolerance\n"
+        "def f(v, best):\n    return abs(v - best) <= 1e-12 * max(1.0, abs(best))\n"
+    )
+    assert tie_formulas(source) == ["imports tie_tolerance", "1e-12 * max(1.0, abs(best))"]
+
+
+#: A family's own applications (docs/architecture.md's table): modules that may name it.
+FAMILY_APPS = {
+    module.strip("` ").removesuffix("/"): row[2]
+    for row in doc_table("application")
+    for module in row[1].split(",")
+}
+
+
+def family_names() -> set[str]:
+    """Every built-in family's name and the game its rules record (``shut-the-box``, ...)."""
+    from pipeline.games.registry import FAMILIES, REGISTRY
+
+    games = {
+        v.family: str(v.make().rules()["game"])
+        for v in REGISTRY.values()
+        if not v.separate and v.builds_anywhere
+    }
+    return set(FAMILIES) | set(games.values())
+
+
+def names_a_family(source: str, names: set[str]) -> list[str]:
+    """Where ``source`` names a family: an import of one of its modules, or its name (or its
+    game's) as a string that is not a docstring."""
+    tree = ast.parse(source)
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    found = []
+    for node in ast.walk(tree):
+        modules = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        found += [f"imports {m}" for m in modules if m.split(".")[2:3] and
+                  m.startswith("pipeline.games.") and m.split(".")[2] in names]  # fmt: skip
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in docs:
+            found.append(repr(node.value))
+    return found
+
+
+def test_nothing_outside_games_names_a_family() -> None:
+    """Issue 39: the server, the explorer, `play`, the snapshot of a data directory and the
+    answers iterate over the registry; only a family's own applications name it."""
+    names = family_names()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("games/") or any(
+            rel == app or rel.startswith(app + "/") or rel == app + ".py" for app in FAMILY_APPS
+        ):
+            continue
+        found += [f"{rel}: {what}" for what in names_a_family(path.read_text(), names)]
+    assert not found, "\n".join(found)
+
+
+def test_a_module_naming_a_family_is_seen() -> None:
+    source = (
+        '"""Knucklebones, in a docstring: fine."""\n'
+        "from pipeline.games.nplayer.game import NPlayer\n"
+        "KIND = 'shut-the-box'\n"
+    )
+    assert names_a_family(source, family_names()) == [
+        "imports pipeline.games.nplayer.game",
+        "'shut-the-box'",
+    ]
+    assert {"knucklebones", "shutbox", "shut-the-box"} <= family_names()
+    assert FAMILY_APPS["apps/knucklebones"] == "knucklebones"
+
+
+if __name__ == "__main__":  # python -m tests.test_architecture: the floors the code has
+    code = layer_imports()
+    for layer, floor in floors(code).items():
+        print(f"{floor}  {layer:8} imports {', '.join(sorted(code[layer], key=LAYERS.index))}")
+    print(f"{floor_of(sorted((REPO / 'benchmarks').rglob('*.py')))}  benchmarks/")

@@ -77,3 +77,25 @@ def test_a_custom_rule_set_is_named_by_the_name_build_prints(cli, tmp_path: Path
     assert "six" in listed.stdout and "stb-6t-1d6-shut" in listed.stdout
     rebuilt = cli(["build", "--variant", "stb-6t-1d6-shut", "-d", tmp_path, "-q"])
     assert rebuilt.code == 0 and "unchanged" in rebuilt.stdout
+
+
+@pytest.mark.parametrize(
+    ("error", "ended"), [(OSError, "failed"), (KeyboardInterrupt, "interrupted")]
+)
+def test_a_job_that_raises_never_says_done(
+    fast: None, error: type[BaseException], ended: str
+) -> None:
+    """Issue 41: a build whose commit met a full disk printed "build: done, ... 100 %" just
+    before its error line."""
+    err = io.StringIO()
+    with (
+        redirect_stderr(err),
+        pytest.raises(error),
+        progress.task("build", total=2, unit="variants") as job,
+    ):
+        job.advance(2)
+        time.sleep(0.3)
+        raise error("no space left on device")
+    last = err.getvalue().splitlines()[-1]
+    assert last.startswith(f"build: {ended}, 2/2 variants (100 %)"), err.getvalue()
+    assert "done" not in err.getvalue()

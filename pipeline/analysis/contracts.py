@@ -72,6 +72,7 @@ class ContractResult:
             "manifest": "manifest.json",
             "schema": "one schema per table",
             "temporary": TEMPORARY_LABEL,
+            "journal": JOURNAL_LABEL,
             "catalog": CATALOG_LABEL,
         }
         if self.name in own:
@@ -143,6 +144,8 @@ def failure(checks: list[VariantCheck]) -> ContractError | None:
 
 #: How the check for temporary files left by killed builds is named to people.
 TEMPORARY_LABEL = "no temporary files"
+#: How the check for a commit left unfinished (its journal) is named to people.
+JOURNAL_LABEL = "no unfinished commit"
 #: How the check of the catalog (stb.duckdb) is named to people.
 CATALOG_LABEL = f"catalog {catalog.CATALOG_NAME}"
 
@@ -171,6 +174,7 @@ def verify(
         _manifest_result(data_dir, recorded),
         _schema_result(data_dir),
         temporary,
+        _journal_result(data_dir),
         _catalog_result(data_dir, fix),
     ]
     first_sql = len(results)
@@ -298,11 +302,23 @@ def _catalog_result(data_dir: Path, fix: bool) -> ContractResult:
     why = {
         "missing": "is missing",
         "stale": "is out of date: its views are not these tables' (a build was cut short, or "
-        "the directory was moved)",
+        "the directory was moved or copied)",
+        "changed": "holds views other than the ones it records (changed by hand?)",
     }
     problems = [] if now == "current" else [f"{catalog.CATALOG_NAME} {why[now]}"]
     frame = pl.DataFrame({"problem": problems}, schema={"problem": pl.String})
     return ContractResult("catalog", description, frame, checked=1)
+
+
+def _journal_result(data_dir: Path) -> ContractResult:
+    """Whether a commit cut short is still pending (its journal could not be finished: the
+    tables are then neither surely old nor new)."""
+    description = f"No commit is left unfinished ({layout.JOURNAL_NAME} finished or absent)."
+    problem = layout.unfinished_commit(data_dir)
+    problems = pl.DataFrame(
+        {"problem": [problem] if problem else []}, schema={"problem": pl.String}
+    )
+    return ContractResult("journal", description, problems, checked=1)
 
 
 def _temporary_result(data_dir: Path) -> ContractResult:

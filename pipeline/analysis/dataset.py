@@ -40,6 +40,7 @@ from pipeline.games.registry import REGISTRY, variant_from_rules
 from pipeline.store import manifest, sources, views
 from pipeline.store.files import _fsync_dir, _pid_alive, why
 from pipeline.store.layout import settle
+from pipeline.store.outputs import refuse_among_tables
 from pipeline.store.schema import RULES_KEY, VERSION_KEY
 
 CARD, INDEX, SUMS = sources.DATASET_CARD, sources.DATASET_INDEX, sources.DATASET_SUMS
@@ -145,6 +146,7 @@ def check_target(data_dir: Path, out: Path, force: bool) -> None:
     own = data / sources.OWN_DIR
     if target == own or own in target.parents:
         raise UsageError(f"{out} is where {data_dir} keeps its tables: choose another folder")
+    refuse_among_tables(out, data_dir, "-o")  # data/x.parquet would be read as a table
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not sources.is_dataset(out) and not force:

@@ -35,9 +35,9 @@ from pipeline._version import __version__
 from pipeline.analysis import sql
 from pipeline.errors import PipelineError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant, lookup
-from pipeline.store import layout, manifest, tables
+from pipeline.store import directory, layout, tables
 from pipeline.store.files import write_bytes_atomic
-from pipeline.store.outputs import inside, make_dir
+from pipeline.store.outputs import inside, make_dir, refuse_among_tables
 
 PAGE = "index.html"
 DPI = 110
@@ -508,13 +508,14 @@ def knucklebones(t: Tables) -> Section:
 
 def variants_summary(t: Tables) -> Section:
     """Every variant built: number of states, objective and the value at the start."""
-    summary = start_values(t.need("states"), manifest.built_variants(t.data_dir))
+    summary = start_values(t.need("states"), directory.of(t.data_dir).snapshot().customs())
     return Section("variants", "Variants in this build", "", None, _html_table(summary))
 
 
 def start_values(states: pl.DataFrame, built: Mapping[str, Variant] | None = None) -> pl.DataFrame:
     """Per variant: states, objective and the value of its start state (the variant from the
-    registry, by its rules' name, or from ``built``: custom variants recorded in the manifest)."""
+    registry, by its rules' name, or from ``built``: custom variants built in the data
+    directory)."""
     rows = []
     for (variant,), part in states.group_by("variant", maintain_order=True):
         start = None
@@ -574,6 +575,7 @@ def build_report(data_dir: Path, out_dir: Path) -> Report:
             f"--out {out_dir} would mix the report with the tables of {data_dir}: give a folder "
             f"of its own, e.g. {data_dir}/report"
         )
+    refuse_among_tables(out, data, "--out")  # data/x.parquet would be read as a table
     report = Report(Path(out_dir), Path(out_dir) / PAGE)
     make_dir(report.out_dir)
     done: list[Section] = []

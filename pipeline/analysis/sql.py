@@ -28,6 +28,9 @@ before the first statement:
   ``stb-pipeline build`` does not (a missing table's error then names it), and ``-- needs rows
   in:`` a table that must hold rows of the variant asked for (`build` fills it for some
   variants only; the error then names that command with ``--variant``).
+- optionally ``-- shows: COLUMN, ... (COLUMN folds)``: the columns `stb-pipeline query` draws
+  as its table (a card a person reads; ``-f csv`` and ``-o`` give every column), the one named
+  last folding onto more lines to fit the terminal.
 - optionally ``-- families:`` the game families the query is about (names of
   :data:`pipeline.games.registry.FAMILIES`, commas), and ``-- players: N`` when it is about
   games of exactly N players: a variant given to it that is of another family (or another
@@ -287,21 +290,27 @@ def _arrow_table(rows: duckdb.DuckDBPyRelation) -> pa.Table:
 def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
     """Run the library query ``name`` and hand its relation to ``fetch``."""
     path = query_file(name)
-    values = bind(params(path), given, name)
+    declared = params(path)
+    values = bind(declared, given, name)
     settle(data_dir)  # a commit cut short is finished, a killed build's temporary files go
     con = connect(data_dir, values)
     try:
-        if "variant" in values:
-            check_built(con, data_dir, values["variant"])
-            check_game(con, path, name, values["variant"])
-            check_rows(con, path, values["variant"])
+        # the variant asked, else the one the query reads by default (`-- param: variant
+        # variant default classic`): checked alike, so that no query answers with nothing
+        fallback = declared["variant"].default if "variant" in declared else None
+        variant = values.get("variant", fallback)
+        if variant is not None:
+            check_built(con, data_dir, variant)
+            check_game(con, path, name, variant)
+            check_rows(con, path, variant, values)
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
-        first = str(exc).splitlines()[0]
+        # DuckDB's "Catalog Error: Table with name policy does not exist!" said in our words
+        missing = re.search(r"with name (\w+) does not exist", str(exc))
+        what = f"reads {missing.group(1)}, which is" if missing else "reads a table"
         command = build_hint(path, values.get("variant"))
         raise TablesMissingError(
-            f"query {name}: a table it reads is not built in {data_dir} ({first}); "
-            f"run `{command}` first"
+            f"query {name} {what} not built in {data_dir}; run `{command}` first"
         ) from None
     except duckdb.Error as exc:
         raise damaged(data_dir, exc) from None
@@ -318,6 +327,15 @@ def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) ->
         raise UsageError(
             f"variant {variant!r} is not built in {data_dir}; built: {', '.join(sorted(known))}"
         )
+
+
+def shown(name: str) -> tuple[list[str], str | None]:
+    """The columns a query's table shows and the one that folds (its ``-- shows:`` header
+    line; none: every column)."""
+    text = header(query_file(name)).get("shows", "")
+    fold = re.search(r"\((\w+) folds\)", text)
+    columns = [c.strip() for c in re.sub(r"\(.*?\)", "", text).split(",") if c.strip()]
+    return columns, fold.group(1) if fold else None
 
 
 def applies_to(path: Traversable | Path) -> tuple[tuple[str, ...], int | None]:
@@ -364,10 +382,17 @@ def check_game(
     raise UsageError(f"query {query} is about {wanted}; {variant} is {who}")
 
 
-def check_rows(con: duckdb.DuckDBPyConnection, path: Traversable | Path, variant: str) -> None:
+def check_rows(
+    con: duckdb.DuckDBPyConnection,
+    path: Traversable | Path,
+    variant: str,
+    values: dict[str, Any] | None = None,
+) -> None:
     """TablesMissingError unless ``variant`` has rows in the table a query's ``-- needs rows
     in:`` line names (a table that `build` fills for some variants only), naming the command
-    that builds them (its ``-- built by:`` line)."""
+    that builds them (its ``-- built by:`` line); UsageError when it has rows, but none for the
+    other ``values`` given that are columns of that table (``objective=target`` where the
+    variant was searched for shut and score only), naming the values it has."""
     table = header(path).get("needs rows in")
     if table is None or table not in _views(con):
         return  # a table not built at all is reported when the query reads it
@@ -378,6 +403,20 @@ def check_rows(con: duckdb.DuckDBPyConnection, path: Traversable | Path, variant
             f"variant {variant!r} has no rows in {table}: `{build_hint(path, variant)}` writes "
             "them, for the variants it applies to"
         )
+    columns = {r[0] for r in con.execute(f"describe {table}").fetchall()}
+    for key, value in (values or {}).items():
+        if key == "variant" or key not in columns or not NAME_PATTERN.fullmatch(key):
+            continue
+        found = con.execute(
+            f"select distinct {key}::varchar from {table} where variant = $v order by 1",
+            {"v": variant},
+        ).fetchall()
+        held = [str(r[0]) for r in found if r[0] is not None]
+        if str(value) not in held:
+            raise UsageError(
+                f"{table} has no rows of {variant} for {key} {value!r} "
+                f"(it has {key} {', '.join(held) or 'none'})"
+            )
 
 
 def build_hint(path: Traversable | Path, variant: str | None) -> str:

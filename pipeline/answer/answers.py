@@ -3,7 +3,7 @@
 
 A dice game's position (:meth:`Answers.position`): the game's rules list the legal moves of
 every roll (:meth:`pipeline.games.base.Game.legal_moves`); each move is worth its successor's
-value, looked up in the index (:mod:`pipeline.answer.index`); the best of a roll is the extreme
+value, looked up in the index (:mod:`pipeline.store.states`); the best of a roll is the extreme
 value and, among the moves that tie with it (:mod:`pipeline.solve.tolerance`), the largest
 label: the tables' policy. A roll without a legal move is worth what the rules say: the final
 score, or for a turn passed to the next player the mover's payoff in the state it passes to.
@@ -34,8 +34,6 @@ from pipeline.answer.boards import (  # noqa: F401  (the search depths: serve's 
     MAX_DEPTH,
     Boards,
 )
-from pipeline.answer.catalog import Catalog
-from pipeline.answer.index import DEFAULT_CACHE_MB, HeldStates, Index, StateRow, States
 from pipeline.answer.model import (
     Answer,
     BoardAnswer,
@@ -47,7 +45,10 @@ from pipeline.answer.model import (
 )
 from pipeline.errors import TableError, UsageError
 from pipeline.games.registry import Variant
-from pipeline.solve.tolerance import is_tie, regret, tie_tolerance
+from pipeline.solve.tolerance import best_of, is_tie, pick, regret
+from pipeline.store import directory
+from pipeline.store.directory import Directory
+from pipeline.store.states import DEFAULT_CACHE_MB, HeldStates, Index, StateRow, States
 
 #: Games kept made (least recently used dropped): every variant of a data directory, and more.
 MAX_GAMES = 64
@@ -62,7 +63,6 @@ class Answers:
         self.data_dir = Path(data_dir)
         self.index = Index(self.data_dir, cache_mb, points)
         self._games: OrderedDict[int, tuple[Variant, Any]] = OrderedDict()
-        self._catalog: Catalog | None = None
         self._games_lock = threading.Lock()
         self._fields: dict[str, tuple[States, list[dict[str, Any]]]] = {}
         self._board_answers: Boards | None = None
@@ -70,11 +70,15 @@ class Answers:
         self._field_names: dict[int, tuple[Any, tuple[str, ...]]] = {}
 
     @property
-    def catalog(self) -> Catalog:
-        """What the data directory holds (built variants, and the others)."""
-        if self._catalog is None:
-            self._catalog = Catalog(self.data_dir, self.index.reader.file_rules)
-        return self._catalog
+    def directory(self) -> Directory:
+        """What the data directory holds (built variants, and the others), and how a name
+        resolves there (:mod:`pipeline.store.directory`)."""
+        return directory.of(self.data_dir)
+
+    def variant(self, name: str) -> Variant:
+        """The variant ``name`` names here: registered, named by its rules, or built here under
+        its own name."""
+        return self.directory.resolve(name)
 
     def game(self, variant: Variant) -> Any:
         """The variant's game (its rules: moves, dice, text), made once per variant object: a
@@ -239,12 +243,8 @@ class Answers:
                     stuck = self._stuck(game, states, state_id)
                 out.append(stuck_roll(r, *stuck))
                 continue
-            top = max(vals[a:b]) if maximise else min(vals[a:b])
-            tol = tie_tolerance(top)
-            pick = a  # the first tie: the largest label
-            while abs(vals[pick] - top) > tol:
-                pick += 1
-            out.append(RollBest(r, "move", tiles(labels[pick]), vals[pick], b - a, nexts[pick]))
+            k, _ = pick(vals, labels, a, b, best_of(vals, a, b, maximise))
+            out.append(RollBest(r, "move", tiles(labels[k]), vals[k], b - a, nexts[k]))
             spans[r] = (a, b)
             a = b
         return out, RollMoves(found, values, spans)
@@ -336,20 +336,11 @@ class Answers:
             self._board_answers = Boards(self.index)
         return self._board_answers
 
-    def board(
-        self,
-        variant: Variant,
-        position: Any = None,
-        die: int | None = None,
-        depth: int | None = None,
-        built: bool | None = None,
-    ) -> BoardAnswer:
-        """A Knucklebones position (MOVER;OPPONENT, a board rules' position, or None: the empty
-        boards) and, with ``die``, every legal column ranked: the one answer of
-        :meth:`pipeline.answer.boards.Boards.board` (exact from the tables where the board's
-        are built, ``built`` None: where found; else the search's estimate ``depth``
-        placements deep)."""
-        return self.boards.board(variant, position, die, depth, built)
+    def board(self, variant: Variant, *args: Any, **kwargs: Any) -> BoardAnswer:
+        """A Knucklebones position and, with a die, every legal column ranked: the one answer
+        of :meth:`pipeline.answer.boards.Boards.board` (its arguments: the position, the die,
+        the search depth, whether to read the tables)."""
+        return self.boards.board(variant, *args, **kwargs)
 
     def board_rules(self, variant: Variant) -> Any:
         """The board rules of a game of boards (Knucklebones), made once; UsageError for a game
@@ -437,7 +428,10 @@ def _dice_options(
     if not worth:
         return []
     best = next((v for d, v in worth if d == state.dice), worth[-1][1])
-    options = [DiceOption(d, v, regret(best, v, maximise), d == state.dice) for d, v in worth]
+    options = [
+        DiceOption(d, v, regret(best, v, maximise), d == state.dice, is_tie(v, best))
+        for d, v in worth
+    ]
     return sorted(options, key=lambda o: (not o.best, o.regret, -o.dice))
 
 
@@ -452,16 +446,16 @@ def _ranked(
     """One roll's moves, ranked: by regret, the tie rule's pick first among equals, then the
     larger label (the tables' moves, in `move`'s order). ``tiles``: a move's tiles by label
     (:meth:`Answers._move_tiles`; else the game's)."""
-    vals = values.tolist()
-    top = max(vals) if maximise else min(vals)
-    pick = next(k for k, v in enumerate(vals) if is_tie(v, top))
+    vals, labs = values.tolist(), labels.tolist()
+    top = best_of(vals, 0, len(vals), maximise)
+    chosen, _ = pick(vals, labs, 0, len(vals), top)
     tiles_of = tiles or game.move_tiles
     out = [
         MoveValue(
             tiles_of(lab), lab, nxt, game.state_text(nxt), v, regret(top, v, maximise),
-            k == pick,
+            k == chosen, is_tie(v, top),
         )
-        for k, (lab, nxt, v) in enumerate(zip(labels.tolist(), nexts.tolist(), vals, strict=True))
+        for k, (lab, nxt, v) in enumerate(zip(labs, nexts.tolist(), vals, strict=True))
     ]  # fmt: skip
     out.sort(key=lambda m: (m.regret, not m.best, -m.label))
     return out

@@ -10,7 +10,8 @@ records (:class:`BoardTables`), so a custom build of the same board serves too: 
 asked if it is built, else any built variant with its board, die and objective; its twin is the
 built variant with the other objective. A column is worth its successor's value seen from the
 other side, in each objective built (the position and its successors: one lookup each, a row
-group at a time for the full game's lean tables, :meth:`pipeline.answer.index.Index.sorted_states`).
+group at a time for the full game's lean tables,
+:meth:`pipeline.store.states.Index.sorted_states`).
 With only the variant's own objective built, the other's values are None; with only the other
 one built, the answer is searched (the values of the objective asked are not in any table).
 
@@ -32,22 +33,20 @@ values are shown.
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pipeline.answer.index import Index
-from pipeline.answer.lean import file_rules
 from pipeline.answer.model import BoardAnswer, ColumnValue
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import REGISTRY, Variant
-from pipeline.solve.tolerance import is_tie, regret, tie_tolerance
-from pipeline.store.layout import OWN_DIR, settle, table_files
+from pipeline.solve.tolerance import is_tie, regret
+from pipeline.solve.tolerance import pick as tie_pick
+from pipeline.store import directory
+from pipeline.store.states import Index
 
 #: Search depth (placements) when none is asked, the deepest `serve` offers (deeper searches
 #: take seconds on the full game), and the deepest any face asks (`knucklebones solve --depth`).
@@ -72,95 +71,35 @@ class Found:
 
 
 class BoardTables:
-    """Which built variants hold which board's tables: the rules every ``states`` file records.
+    """Which built variants hold which board's tables: the rules every ``states`` file records,
+    as the data directory's snapshot says (:mod:`pipeline.store.directory`: a build just
+    committed is seen at once)."""
 
-    A variant's own file (the big boards', the full game's lean tables) is read with pyarrow,
-    whose parsed footer the row-group reads then use (:mod:`pipeline.answer.lean`); the shared
-    file with ``read_shared`` where given (the index's DuckDB reader: pyarrow stays unloaded for
-    the small boards, 60 MB of a server's memory). The answer is kept while the files are the
-    same (the directories' times say so at every call: a build just committed is seen at
-    once)."""
-
-    def __init__(
-        self, data_dir: Any, read_shared: Callable[[Path], dict[str, Any]] | None = None
-    ) -> None:
-        self.data_dir = Path(data_dir)
-        self.read_shared = read_shared
-        self._lock = threading.Lock()
-        self._signature: tuple = ()
-        self._built: dict[str, dict[str, Any]] = {}
+    def __init__(self, data_dir: Any) -> None:
+        self.directory = directory.of(Path(data_dir))
 
     def built(self) -> dict[str, dict[str, Any]]:
         """Every built variant's rules (a damaged file: TableError naming it)."""
-        signature = self._dirs()
-        if signature == self._signature:
-            return self._built
-        with self._lock:
-            settle(self.data_dir)  # a commit in progress or interrupted: finish it first
-            signature = self._dirs()
-            out: dict[str, dict[str, Any]] = {}
-            for path in table_files(self.data_dir, "states"):
-                for name, rules in self._rules(path).items():
-                    out.setdefault(name, rules)
-            self._built, self._signature = out, signature
-            return out
-
-    def _dirs(self) -> tuple:
-        """The directories' times: a commit renames its files into the data directory or a
-        variant's own directory, which changes that directory's time (a few stats, where
-        listing the files and reading their times costs a tenth of a millisecond)."""
-        out: list[Any] = [_stat(self.data_dir)]
-        try:
-            with os.scandir(self.data_dir / OWN_DIR) as found:
-                out.extend((e.name, e.stat().st_mtime_ns) for e in found if e.is_dir())
-        except OSError:
-            pass
-        return tuple(sorted(out, key=str))
-
-    def _rules(self, path: Path) -> dict[str, Any]:
-        if self.read_shared is None or path.parent.parent.name == OWN_DIR:
-            return file_rules(path)
-        try:
-            return self.read_shared(path)
-        except ImportError:  # no DuckDB after all (a GPU machine): pyarrow from now on
-            self.read_shared = None
-            return file_rules(path)
-        except Exception as exc:  # the engine's errors, whatever they are: a damaged file
-            first = (str(exc).splitlines() or [type(exc).__name__])[0]
-            raise TableError(f"{path} is not a readable table ({first}); rebuild it") from None
+        snap = self.directory.snapshot()
+        if snap.unreadable_states:
+            raise TableError(snap.unreadable_states[0])
+        return snap.built()
 
     def find(self, name: str, rules: Any) -> Found:
         """The tables of ``rules``' board and die (a :class:`BoardRules`): ``name`` for its own
         objective where built with those rules, else the first built variant (by name) with
         them; the twin the first with the other objective."""
-        built = self.built()
-        want = rules.rules_of(rules.objective)
-        if built.get(name) == want:
-            own: str | None = name
-        else:
-            own = next((n for n in sorted(built) if built[n] == want), None)
-        other = rules.rules_of(rules.other_objective)
-        twin = next((n for n in sorted(built) if built[n] == other), None)
-        return Found(own, twin)
-
-
-def _stat(path: Path) -> tuple[int, int, int]:
-    try:
-        st = path.stat()
-    except OSError:
-        return (0, 0, 0)
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+        self.built()  # (a damaged file is said)
+        own = self.directory.find(rules.rules_of(rules.objective), name)
+        return Found(own, self.directory.find(rules.rules_of(rules.other_objective)))
 
 
 def pick(values: list[float], labels: list[int], columns: list[int]) -> int:
     """The index of the tie rule's column among ``values`` (each column's value in the
     variant's objective, higher better): the largest label among those within the tie
     tolerance of the best, then the lowest column (equal facing pairs are one move)."""
-    top = max(values)
-    tol = tie_tolerance(top)
-    return max(
-        (k for k, v in enumerate(values) if top - v <= tol), key=lambda k: (labels[k], -columns[k])
-    )
+    ranks = [(label, -column) for label, column in zip(labels, columns, strict=True)]
+    return tie_pick(values, ranks, 0, len(values), max(values))[0]
 
 
 class Boards:
@@ -168,8 +107,7 @@ class Boards:
 
     def __init__(self, index: Index) -> None:
         self.index = index
-        # DuckDB reads the shared file's rules where it can be imported (a GPU machine has none)
-        self.tables = BoardTables(index.data_dir, index.reader.file_rules)
+        self.tables = BoardTables(index.data_dir)
         self._rules: dict[str, tuple[Variant, Any]] = {}
         self._lock = threading.Lock()
         self._search_lock = threading.Lock()
@@ -197,6 +135,7 @@ class Boards:
         found = self.tables.find("", rules)
         if found.own is None:
             return None
+        want = rules.rules_of(rules.objective)  # the family's name is the game it records
         named = REGISTRY.get(found.own)
         if named is not None:
             return named
@@ -204,7 +143,7 @@ class Boards:
         # board whose name is the build's; its tables are found by their rules all the same
         return Variant(
             found.own, f"{found.own}: a Knucklebones board built here", lambda: rules.game,
-            False, family="knucklebones", separate=True, board=lambda: rules,
+            False, family=want["game"], separate=True, board=lambda: rules, view="boards",
         )  # fmt: skip
 
     def board(

@@ -8,13 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.answer.answers import DEFAULT_DEPTH, MAX_DEPTH, Answers
-from pipeline.answer.catalog import Entry
+from pipeline.store.directory import Entry
 
 
 def listing(answers: Answers) -> dict[str, Any]:
-    """Every variant: the built ones with what the page needs, the others with a command."""
-    snap = answers.catalog.snapshot()
-    built, unbuilt = [], []
+    """Every variant: the built ones with what the page needs, the damaged ones (built, their
+    tables unreadable) with why, the others with a command."""
+    snap = answers.directory.snapshot()
+    built, unbuilt, damaged = [], [], []
     for entry in snap.entries.values():
         item = {
             "name": entry.name,
@@ -22,7 +23,9 @@ def listing(answers: Answers) -> dict[str, Any]:
             "view": entry.view,
             "description": entry.variant.description,
         }
-        if entry.built:
+        if entry.damaged:
+            damaged.append({**item, "error": entry.damaged})
+        elif entry.built:
             built.append({**item, "own_files": entry.own})
         else:
             searchable = entry.view == "boards"
@@ -30,11 +33,16 @@ def listing(answers: Answers) -> dict[str, Any]:
                 {
                     **item,
                     # the full game is searched without tables (its build needs a GPU)
-                    "build": None if entry.name == "knucklebones" else entry.build_command(),
+                    "build": entry.build_command() if entry.variant.builds_anywhere else None,
                     "searchable": searchable,
                 }
             )
-    return {"built": built, "unbuilt": unbuilt, "problems": list(snap.problems)}
+    return {
+        "built": built,
+        "unbuilt": unbuilt,
+        "damaged": damaged,
+        "problems": list(snap.problems),
+    }
 
 
 def describe(answers: Answers, entry: Entry) -> dict[str, Any]:
@@ -66,7 +74,8 @@ def describe(answers: Answers, entry: Entry) -> dict[str, Any]:
         out["back_reversed"] = bool(rules.get("back_reversed", True))
         out["start"] = {"state": game.state_code(start)}
         return out
-    out["tiles"] = int(rules.get("tiles", 9))
+    if entry.view == "tiles":
+        out["tiles"] = int(rules.get("tiles", 9))
     out["fields"] = answers.fields(entry.variant)
     out["start"] = {"tiles": game.state_text(start)}
     if out["fields"]:  # the game's first position: player 1's, whose fields are none but the seat

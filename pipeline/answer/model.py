@@ -100,13 +100,8 @@ class RollBest:
     """The state the best move (or the pass) leads to; None when the game ends."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "roll": self.roll,
-            "kind": self.kind,
-            "best": self.best,
-            "value": self.value,
-            "moves": self.moves,
-        }
+        return {"roll": self.roll, "kind": self.kind, "best": self.best, "value": self.value,
+                "moves": self.moves}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -118,9 +113,12 @@ class DiceOption:
     regret: float
     best: bool
     """The number optimal play rolls (the states table's ``dice``)."""
+    tied: bool = False
+    """Whether it ties with the best under the tie rule (a best choice, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"dice": self.dice, "value": self.value, "regret": self.regret, "best": self.best}
+        return {"dice": self.dice, "value": self.value, "regret": self.regret, "best": self.best,
+                "tied": self.tied}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -137,16 +135,13 @@ class MoveValue:
     """What it loses against the best move (0 for a best move)."""
     best: bool
     """The tie rule's pick (the policy's move)."""
+    tied: bool = False
+    """Whether it ties with the best under the tie rule (a best move, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "move": self.move,
-            "next_id": self.next_id,
-            "next_tiles": self.next_tiles,
-            "value": self.value,
-            "regret": self.regret,
-            "best": self.best,
-        }
+        return {"move": self.move, "next_id": self.next_id, "next_tiles": self.next_tiles,
+                "value": self.value, "regret": self.regret, "best": self.best,
+                "tied": self.tied}  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -24,11 +24,12 @@ needs no server and no network:
 
 A move's value is not stored: it is ``value[s & ~mask]``, the value of the state it leads to,
 and its regret what it loses against the best value of the roll, as the library computes them
-(:mod:`pipeline.solve.tolerance`; the page's script repeats the formula, as it runs offline);
+(:mod:`pipeline.solve.tolerance`; the page's script repeats the regret, as it runs offline, but
+takes every pick from the library: it decides no tie);
 the tests check the page's ranking against `move` and the tables. So the page stays small
 (twelve tiles: 66,048 moves in well under a megabyte).
 
-An N-player variant (``"kind": "nplayer"``; see :func:`nplayer_payload`) is one such box per
+An N-player variant (``"kind": "players"``; see :func:`nplayer_payload`) is one such box per
 block (a seat facing the best score so far, held by some players): the legal moves, dice and
 rolls of a mask are the same in every block, so they are stored once, and each block adds every
 player's share of each mask (``states.share_*``) and the mover's value when stuck. A variant
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -51,33 +52,11 @@ import numpy as np
 from pipeline.answer.answers import Answers, for_dir
 from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 from pipeline.games.dice import roll_distribution
-from pipeline.games.nplayer.game import NPlayer
-from pipeline.games.registry import Variant, get_variant
-from pipeline.games.shutbox.game import ShutTheBox
-from pipeline.store import tables
-from pipeline.store.outputs import make_dir
+from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
+from pipeline.solve.tolerance import picks
+from pipeline.store import directory, tables
+from pipeline.store.outputs import make_dir, refuse_among_tables
 
-#: The variants the page offers by default (those built): every registered one-player Shut the
-#: Box variant (twelve tiles is the largest: 4,096 states, about 0.5 MB of the page), then the
-#: N-player ones (those stored in files of their own are built by name, so they are often absent).
-ONE_PLAYER_VARIANTS: tuple[str, ...] = (
-    "classic",
-    "classic-score",
-    "lever",
-    "one-die-6",
-    "one-die-6-max2",
-    "six-tiles-one-die",
-    "digital-score",
-    "twelve-tiles",
-)
-NPLAYER_VARIANTS: tuple[str, ...] = (
-    "two-player",
-    "three-player",
-    "three-player-two-dice",
-    "four-player",
-    "two-player-stake",
-)
-DEFAULT_VARIANTS: tuple[str, ...] = ONE_PLAYER_VARIANTS + NPLAYER_VARIANTS
 #: The most JSON one variant may embed: four players (259 blocks of 512 masks, every player's
 #: share of each) take about 6 MB; the stake game's digital scores make 395 blocks of long
 #: numbers, which a page should not carry (browse it with `stb-pipeline serve`).
@@ -87,6 +66,8 @@ CHECK_BLOCKS = 16
 #: Why a variant is listed but not embedded, and where to see it instead.
 TOO_BIG = "too big to embed ({mb:.1f} MB of data; the page takes {limit:.0f} MB a variant)"
 ELSEWHERE = "browse it with `stb-pipeline serve`, or ask `stb-pipeline move --variant {name}`"
+#: Why a default variant is not on the page.
+NOT_BUILT = "not built"
 #: The largest box the page accepts: its arrays hold 2**tiles states.
 MAX_TILES = 12
 #: Output file name inside the data directory.
@@ -112,39 +93,91 @@ class ExplorerPage:
     variants: list[str]
     size: int
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    """Variants left out, each with the reason: a default not built, or one too big to embed
-    (listed on the page too)."""
+    """Variants left out, each with the reason: one too big to embed (listed on the page
+    too)."""
+    unbuilt: list[str] = field(default_factory=list)
+    """The default variants not built (so not on the page)."""
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    """Variants built in the data directory that the page cannot draw, each with why."""
 
 
 Progress = Callable[[str], None]
 
 
-def pick_names(names: list[str]) -> tuple[list[str], bool]:
-    """The variants asked for (comma-separated or repeated; ``all`` or none: the defaults), and
-    whether they were named explicitly (then each must be built). UsageError for a variant that
-    is not Shut the Box, for one player or for N (the page draws one row of tiles)."""
+def default_variants() -> list[str]:
+    """The variants the page offers by default (those built): every registered variant it
+    draws (a row of tiles, :attr:`Variant.view`), one player first (twelve tiles is the
+    largest: 4,096 states, about 0.5 MB of the page), then players in turn (those stored in
+    files of their own are built by name, so they are often absent)."""
+    return [v.name for v in sorted(REGISTRY.values(), key=lambda v: v.players) if drawn(v)]
+
+
+def pick_names(
+    names: list[str], built: Mapping[str, Variant] | None = None
+) -> tuple[list[str], bool]:
+    """The variants asked for (comma-separated or repeated; ``all`` or none: the defaults and
+    the custom variants of ``built`` the page draws), and whether they were named explicitly
+    (then each must be built). UsageError for a variant that is not Shut the Box, for one
+    player or for N (the page draws one row of tiles)."""
+    built = built or {}
+    customs = [n for n, v in sorted(built.items()) if n not in REGISTRY and fits(v)]
     flat = [part for name in names for part in name.split(",") if part]
     if not flat or flat == ["all"]:
-        return list(DEFAULT_VARIANTS), False
+        return [*default_variants(), *customs], False
     chosen: list[str] = []
     for part in flat:
-        chosen += DEFAULT_VARIANTS if part == "all" else [get_variant(part).name]
+        chosen += [*default_variants(), *customs] if part == "all" else [lookup(part, built).name]
     for name in chosen:
-        if not isinstance(get_variant(name).make(), ShutTheBox | NPlayer):
+        if not drawn(lookup(name, built)):
             raise UsageError(
                 f"the explorer shows Shut the Box variants, not {name} "
-                f"(try: {', '.join(DEFAULT_VARIANTS)})"
+                f"(try: {', '.join(default_variants())})"
             )
     return list(dict.fromkeys(chosen)), True
 
 
-def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
+def drawn(variant: Variant) -> bool:
+    """Whether the page draws ``variant``'s positions: one row of tiles (its family says so,
+    :attr:`Variant.view`), one player or N."""
+    return variant.view == "tiles"
+
+
+def fits(variant: Variant) -> bool:
+    """Whether the page takes ``variant`` by default: it draws it, with at most
+    :data:`MAX_TILES` tiles."""
+    return why_not(variant) is None
+
+
+def why_not(variant: Variant) -> str | None:
+    """Why the page leaves ``variant`` out (None: it does not)."""
+    if not drawn(variant):
+        return "the page draws one row of Shut the Box tiles; `stb-pipeline serve` shows it"
+    tiles = int(variant.make().rules().get("tiles", 0))
+    if tiles > MAX_TILES:
+        return f"{tiles} tiles, the page takes at most {MAX_TILES}; `stb-pipeline serve` shows it"
+    return None
+
+
+def left_out(data_dir: Path, chosen: list[str]) -> list[tuple[str, str]]:
+    """The variants built in ``data_dir`` that are not among ``chosen`` because the page
+    cannot take them, each with why (said, so that none goes missing without a word)."""
+    entries = directory.of(data_dir).snapshot().entries
+    out = []
+    for name in sorted(n for n, e in entries.items() if e.built and n not in chosen):
+        why = why_not(entries[name].variant)
+        if why is not None:
+            out.append((name, why))
+    return out
+
+
+def check_rules(variant: Variant, rules: dict[str, Any] | None) -> dict[str, Any]:
     """The variant's rules from the tables' metadata; UsageError when the page cannot show it."""
-    if rules is None or rules.get("game") not in ("shut-the-box", "shut-the-box-n-player"):
+    name = variant.name
+    if rules is None or not drawn(variant):
         kind = "not built" if rules is None else f"a {rules.get('game', 'different')} game"
         raise UsageError(
             f"the explorer shows Shut the Box variants; {name} is {kind} "
-            f"(try: {', '.join(DEFAULT_VARIANTS)})"
+            f"(try: {', '.join(default_variants())})"
         )
     if rules["tiles"] > MAX_TILES:
         raise UsageError(
@@ -153,33 +186,22 @@ def check_rules(name: str, rules: dict[str, Any] | None) -> dict[str, Any]:
     return rules
 
 
-def is_nplayer(name: str) -> bool:
-    """Whether ``name`` is a game of players in turn (no edges table: its rolls come from the
-    rules)."""
-    return isinstance(get_variant(name).make(), NPlayer)
+def is_nplayer(variant: Variant) -> bool:
+    """Whether ``variant`` is a game of players in turn (no edges table: its rolls come from
+    the rules)."""
+    return variant.players > 1
 
 
-def built_rules(data_dir: Path, name: str) -> dict[str, Any] | None:
-    """The rules ``name`` was built with, or None when a table the page reads lacks it (in the
-    shared file or the variant's own, ``variants/<name>/``)."""
-    found: dict[str, Any] | None = None
-    needed = (
-        ("states", "policy", "moves")
-        if is_nplayer(name)
-        else ("states", "policy", "moves", "edges")
-    )
-    for table in needed:
-        path = tables.variant_file(data_dir, table, name)
-        if not path.exists():
-            return None
-        try:
-            rules = tables.file_rules(path).get(name)
-        except (OSError, ValueError) as exc:
-            raise TableError(f"{path} is unreadable: {exc}") from None
-        if rules is None:
-            return None
-        found = rules
-    return found
+def built_rules(data_dir: Path, name: str, variant: Variant | None = None) -> dict[str, Any] | None:
+    """The rules ``name`` (``variant``: a custom one) was built with, or None when a table the
+    page reads lacks it (in the shared file or the variant's own, ``variants/<name>/``)."""
+    entry = directory.of(data_dir).snapshot().entries.get(name)
+    if entry is not None and entry.damaged:
+        raise TableError(entry.damaged)
+    needed: tuple[str, ...] = ("states", "policy", "moves")
+    if not is_nplayer(variant or get_variant(name)):
+        needed += ("edges",)
+    return entry.rules if entry is not None and entry.holds(needed) else None
 
 
 def variant_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -> dict[str, Any]:
@@ -250,14 +272,15 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
 
     ``scores[mask]`` each box's score; ``possible`` the scores a turn can end with (the best
     scores a later seat can face); ``dice[mask]``, ``moves[mask]`` (the larger mask first: the
-    page applies the tie rule to each block's values) and ``rolls`` as for one player, the same
-    in every block (player 1's); ``blocks["seat/best/count"]`` (``1/0/0`` for
-    player 1) with ``shares`` (``holder``: each earlier player holding the best score,
-    ``beaten``: each earlier player beaten, ``"k"``: player k after the mover, ``value``: the
-    mover's (``states.value``); arrays by mask, the states table's columns) and ``end`` (the
-    mover's value when a roll leaves no move, by the score's place in ``possible``; null where
-    the block is never stuck with that score); ``picks``: ``[block key, mask, roll, move]``
-    where the library's pick is not what the page's own rule picks (the same tie rule: none)."""
+    page takes the first of each block's best value, unless ``picks`` says otherwise) and
+    ``rolls`` as for one player, the same in every block (player 1's);
+    ``blocks["seat/best/count"]`` (``1/0/0`` for player 1) with ``shares`` (``holder``: each
+    earlier player holding the best score, ``beaten``: each earlier player beaten, ``"k"``:
+    player k after the mover, ``value``: the mover's (``states.value``); arrays by mask, the
+    states table's columns) and ``end`` (the mover's value when a roll leaves no move, by the
+    score's place in ``possible``; null where the block is never stuck with that score);
+    ``picks``: ``[block key, mask, roll, move]`` where the library's pick is not the page's
+    plain one (:func:`_library_picks`)."""
     tiles, n = rules["tiles"], rules["players"]
     full = (1 << tiles) - 1
     game = answers.game(variant)
@@ -274,6 +297,37 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
             f"{variant.name} lets the mover choose the number of dice; the explorer shows "
             "N-player variants whose rules set the dice"
         )
+    keys, blocks = _block_shares(game, arrays, numbers, tiles, n)
+    # the shares are most of the data: a variant too big stops here, before its moves are asked
+    if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
+        raise TooBig(size)
+    # player 1's moves, the same in every block: the page picks each block's with the tie rule
+    moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1), pick_first=False)
+    scores = game.mask_scores
+    possible = game.possible_scores.tolist()
+    _stuck_values(answers, variant, blocks, keys, arrays["terminal"], scores, possible, tiles)
+    return {
+        "name": variant.name,
+        "kind": "players",
+        "description": variant.description,
+        "rules": rules,
+        "players": n,
+        "scores": scores.tolist(),
+        "possible": possible,
+        "dice": arrays["dice"][: full + 1].astype(int).tolist(),
+        "moves": moves,
+        "rolls": _rolls(dice_used, rules["sides"]),
+        "blocks": blocks,
+        "picks": _library_picks(
+            moves, {keys[b]: k for k, b in enumerate(numbers.tolist())}, arrays["value"], tiles
+        ),
+    }
+
+
+def _block_shares(
+    game: Any, arrays: dict[str, np.ndarray], numbers: np.ndarray, tiles: int, n: int
+) -> tuple[dict[int, str], dict[str, dict[str, Any]]]:
+    """Each block's key (``seat/best/count``) by block number, and its shares by mask."""
     fields = game.position_fields(numbers << tiles)
     blocks: dict[str, dict[str, Any]] = {}
     keys: dict[int, str] = {}
@@ -290,22 +344,23 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
         for j in range(seat + 1, n + 1):
             shares[str(j)] = _nulls(arrays[f"share_{j}"][rows])
         blocks[keys[block]] = {"shares": shares}
-    # the shares are most of the data: a variant too big stops here, before its moves are asked
-    if (size := size_of(blocks)) > MAX_VARIANT_BYTES:
-        raise TooBig(size)
-    # player 1's moves, the same in every block: the page picks each block's with the tie rule
-    moves, _, dice_used = _moves_and_ends(answers, variant, range(full + 1), pick_first=False)
-    scores = game.mask_scores
-    possible = game.possible_scores.tolist()
+    return keys, blocks
+
+
+def _stuck_values(
+    answers: Answers, variant: Variant, blocks: dict[str, dict[str, Any]],
+    keys: dict[int, str], terminal: np.ndarray, scores: np.ndarray, possible: list[int],
+    tiles: int,
+) -> None:  # fmt: skip
+    """Each block's ``end``: the mover's value of a stuck roll by the score's place in
+    ``possible`` (a mask of each score; a last seat already below the best score has won:
+    never stuck, null)."""
     for block_data in blocks.values():
         block_data["end"] = [None] * len(possible)
-    # a stuck roll is worth what the block and the score make it (a mask of each score; a
-    # last seat already below the best score has won: never stuck)
     mask_of = {int(score): mask for mask, score in enumerate(scores.tolist()) if mask}
-    terminal = arrays["terminal"]
     asked = [
         (keys[block], at, (block << tiles) | mask_of[score])
-        for k, block in enumerate(numbers.tolist())
+        for k, block in enumerate(keys)
         for at, score in enumerate(possible)
         if not terminal[(k << tiles) | mask_of[score]]
     ]
@@ -313,20 +368,30 @@ def nplayer_payload(answers: Answers, variant: Variant, rules: dict[str, Any]) -
         asked, answers.stuck(variant, [s for _, _, s in asked]), strict=True
     ):
         blocks[where]["end"][at] = value
-    return {
-        "name": variant.name,
-        "kind": "nplayer",
-        "description": variant.description,
-        "rules": rules,
-        "players": n,
-        "scores": scores.tolist(),
-        "possible": possible,
-        "dice": arrays["dice"][: full + 1].astype(int).tolist(),
-        "moves": moves,
-        "rolls": _rolls(dice_used, rules["sides"]),
-        "blocks": blocks,
-        "picks": [],
-    }
+
+
+def _library_picks(
+    moves: list[list[list[int]]], blocks: dict[str, int], value: np.ndarray, tiles: int
+) -> list[list[Any]]:
+    """``[block key, mask, roll, move]`` wherever the library's tie rule
+    (:func:`pipeline.solve.tolerance.picks`) picks another move than the page's plain rule, the
+    first move (the larger mask first) of exactly the best value: the page decides no tie."""
+    nodes = [(mask, row[0], row[1:]) for mask, rows in enumerate(moves) for row in rows]
+    if not nodes:
+        return []
+    width = max(len(m) for _, _, m in nodes)
+    masks = np.array([mask for mask, _, _ in nodes], dtype=np.int64)
+    shut = np.array([[*m, *[-1] * (width - len(m))] for _, _, m in nodes], dtype=np.int64)
+    out: list[list[Any]] = []
+    for key, k in blocks.items():
+        block = value[k << tiles : (k + 1) << tiles]
+        vals = np.where(shut >= 0, block[masks[:, None] & ~shut], np.nan)
+        best = np.nanmax(vals, axis=1)
+        library = picks(vals, shut, best)
+        plain = (vals == best[:, None]).argmax(axis=1)
+        for n in np.flatnonzero(library != plain).tolist():
+            out.append([key, int(masks[n]), nodes[n][1], int(shut[n, library[n]])])
+    return out
 
 
 def _nulls(values: np.ndarray) -> list[float | None]:
@@ -344,8 +409,9 @@ class TooBig(Exception):
 
 def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, Any]:
     """The payload of a one-player or an N-player variant."""
-    answers, variant = for_dir(data_dir), get_variant(name)
-    if rules.get("game") == "shut-the-box-n-player":
+    answers = for_dir(data_dir)
+    variant = REGISTRY.get(name) or variant_from_rules(name, rules) or get_variant(name)
+    if is_nplayer(variant):
         return nplayer_payload(answers, variant, rules)
     return variant_payload(answers, variant, rules)
 
@@ -356,30 +422,42 @@ def size_of(payload: Any) -> int:
 
 
 def collect(
-    data_dir: Path, names: list[str], explicit: bool, progress: Progress | None = None
+    data_dir: Path,
+    names: list[str],
+    explicit: bool,
+    progress: Progress | None = None,
+    built: Mapping[str, Variant] | None = None,
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[dict[str, str]]]:
-    """The payload of each variant; the variants skipped with the reason (defaults not built,
-    and those too big to embed); and the page's list of the latter (name, reason, where to see
-    it instead).
+    """The payload of each variant (``built``: the custom variants among them); the variants
+    skipped with the reason (defaults not built: "not built", and those too big to embed); and
+    the page's list of the latter (name, reason, where to see it instead).
 
     A variant named explicitly must be built (ExplorerTablesMissing otherwise)."""
     payloads: list[dict[str, Any]] = []
     skipped: list[tuple[str, str]] = []
     omitted: list[dict[str, str]] = []
     for name in names:
-        rules = built_rules(data_dir, name)
+        variant = lookup(name, built or {})
+        rules = built_rules(data_dir, name, variant)
         if rules is None:
             if explicit:
                 raise ExplorerTablesMissing(
                     f"{name} is not built in {data_dir}: run "
                     f"`stb-pipeline build --variant {name} --data-dir {data_dir}` first"
                 )
-            skipped.append((name, f"not built (stb-pipeline build --variant {name})"))
+            skipped.append((name, NOT_BUILT))
             continue
         if progress is not None:
             progress(f"reading {name}")
         try:
-            payload = payload_of(data_dir, name, check_rules(name, rules))
+            checked = check_rules(variant, rules)
+        except UsageError as exc:
+            if explicit:
+                raise
+            skipped.append((name, str(exc)))  # a custom box too big for the page, say
+            continue
+        try:
+            payload = payload_of(data_dir, name, checked)
             size = size_of(payload)
         except TooBig as big:
             payload, size = {}, big.size
@@ -398,9 +476,14 @@ def collect(
             )
         raise ExplorerTablesMissing(
             f"none of the explorer's variants is built in {data_dir}: run "
-            f"`stb-pipeline build --variant {','.join(ONE_PLAYER_VARIANTS)} --data-dir {data_dir}`"
+            f"`stb-pipeline build --variant {','.join(one_player())} --data-dir {data_dir}`"
         )
     return payloads, skipped, omitted
+
+
+def one_player() -> list[str]:
+    """The one-player variants of :func:`default_variants`."""
+    return [n for n in default_variants() if REGISTRY[n].players == 1]
 
 
 def template() -> str:
@@ -437,6 +520,8 @@ def check_output(path: Path, data_dir: Path, force: bool) -> None:
     ``force``: the data directory holds generated files only, anywhere else may be the user's."""
     if path.is_dir():
         raise UsageError(f"{path} is a directory; give a file name with -o")
+    if path.resolve() != (data_dir / DEFAULT_NAME).resolve():
+        refuse_among_tables(path, data_dir, "-o")  # data/x.parquet would be read as a table
     if not path.exists() or force:
         return
     inside = path.resolve().parent.is_relative_to(data_dir.resolve())
@@ -452,18 +537,27 @@ def write_explorer(
     progress: Progress | None = None,
 ) -> ExplorerPage:
     """Write the explorer page for ``names`` (default: every built one of
-    :data:`DEFAULT_VARIANTS`) to ``output`` (default ``data_dir/explorer.html``), atomically.
+    :func:`default_variants`) to ``output`` (default ``data_dir/explorer.html``), atomically.
     A variant too big to embed is listed on the page and in :attr:`ExplorerPage.skipped`."""
     path = Path(output) if output is not None else data_dir / DEFAULT_NAME
     check_output(path, data_dir, force)
-    chosen, explicit = pick_names(names or [])
-    payloads, skipped, omitted = collect(data_dir, chosen, explicit, progress)
+    built = directory.of(data_dir).snapshot().customs()
+    chosen, explicit = pick_names(names or [], built)
+    payloads, skipped, omitted = collect(data_dir, chosen, explicit, progress, built)
     page = render(payloads, omitted).encode("utf-8")
     if progress is not None:
         progress(f"writing {path}")
     make_dir(path.parent)
     tables.write_bytes_atomic(path, page)
-    return ExplorerPage(path, [p["name"] for p in payloads], len(page), skipped)
+    unbuilt = [name for name, why in skipped if why == NOT_BUILT]
+    return ExplorerPage(
+        path,
+        [p["name"] for p in payloads],
+        len(page),
+        [(name, why) for name, why in skipped if why != NOT_BUILT],
+        unbuilt,
+        [] if explicit else left_out(data_dir, chosen),
+    )
 
 
 def delayed_progress(report: Progress, after: float = PROGRESS_AFTER) -> Progress:

@@ -31,10 +31,7 @@ from pipeline.answer.model import Answer
 from pipeline.apps.seats import check_seat
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
-from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.registry import Variant
-from pipeline.games.shutbox.game import ShutTheBox
-from pipeline.solve.tolerance import tie_tolerance
 
 #: Objectives whose values are probabilities (shown in %, losses in percentage points).
 PROBABILITIES = ("shut", "target", "wins")
@@ -59,6 +56,8 @@ class Option:
     next_state: int | None = None
     next_tiles: str | None = None
     dice: int | None = None
+    tied: bool = False
+    """Whether it ties with the best under the library's tie rule (a best choice)."""
 
 
 @dataclass(frozen=True)
@@ -107,12 +106,12 @@ class Coach:
     def __init__(self, data_dir: Path, variant: Variant, answers: Answers | None = None) -> None:
         """UsageError when the variant is not a Shut the Box game (its tables are read later)."""
         game = variant.make()
-        self.box = _shut_the_box(game, variant.name)
+        self.box = _shut_the_box(game, variant.name, variant.view)
         self.variant, self.game, self._variant = variant.name, game, variant
         self.answers = answers if answers is not None else for_dir(data_dir)
         self.n_masks = 1 << self.box.r.tiles
         #: Players in turn (1 for the one-player games).
-        self.players = game.n if isinstance(game, NPlayer) else 1
+        self.players = variant.players
         #: The two-player course game (sum scoring, ids by player 1's score): its own wording.
         self.two_player = self.players == 2 and self.box.r.scoring == "sum"
 
@@ -160,7 +159,7 @@ class Coach:
             "tiles": state.tiles,
             "value": state.value,
             "terminal": state.terminal,
-            "score": int(self.box.scores(mask)[0]),
+            "score": self.box.final_score(int(mask[0])),
             "open_sum": int(self.box.open_sums(mask)[0]),
             "dice": state.dice,
             "player": state.fields.get("player") or 1,
@@ -179,14 +178,22 @@ class Coach:
         """How many dice the rules allow here, each with its value; best first."""
         return [
             Option("one die" if o.dice == 1 else f"{o.dice} dice", o.value, o.regret, o.best,
-                   dice=o.dice)
+                   dice=o.dice, tied=o.tied)
             for o in self.answer(state_id).dice
         ]  # fmt: skip
 
     def move_options(self, state_id: int, roll: int) -> list[Option]:
         """Every legal move after ``roll``, best first (empty when the player is stuck)."""
         return [
-            Option(_tiles_label(m.move), m.value, m.regret, m.best, m.next_id, m.next_tiles)
+            Option(
+                _tiles_label(m.move),
+                m.value,
+                m.regret,
+                m.best,
+                m.next_id,
+                m.next_tiles,
+                tied=m.tied,
+            )
             for m in self.answer(state_id, roll).moves
         ]
 
@@ -195,10 +202,11 @@ class Coach:
         return [r.roll for r in self.answer(state_id).rolls]
 
 
-def _shut_the_box(game: Game, name: str) -> ShutTheBox:
-    """The one-player rules of ``game`` (itself, or the N-player game's ``base``)."""
-    box = game if isinstance(game, ShutTheBox) else getattr(game, "base", None)
-    if not isinstance(box, ShutTheBox):
+def _shut_the_box(game: Game, name: str, view: str) -> Any:
+    """The one-player rules of ``game`` (itself, or the N-player game's ``base``): a game
+    drawn as one row of tiles (its family says so, :attr:`Variant.view`)."""
+    box = getattr(game, "base", game)
+    if view != "tiles" or not hasattr(box, "r"):
         raise UsageError(f"play supports Shut the Box variants; {name} is not one")
     return box
 
@@ -394,7 +402,16 @@ class _Session:
         options: list[Option],
     ) -> None:
         """Tell the player how good the choice was; record it when it lost something."""
-        _judge(record, self.coach, self.console, turn, tiles, situation, chosen, options)
+        best = options[0]
+        if chosen.tied:  # the library's tie rule says so
+            self.console.print(f"[green]{chosen.label}: a best choice.[/]")
+            return
+        lost = chosen.loses
+        record.mistakes.append(Mistake(turn, tiles, situation, chosen.label, best.label, lost))
+        self.console.print(
+            f"[yellow]{chosen.label} loses {_fmt_loss(lost, self.coach.objective, False)}; "
+            f"best was {best.label}.[/]"
+        )
 
 
 def _turn_header(coach: Coach, info: dict[str, Any], turn: int, human: bool) -> str:
@@ -474,28 +491,6 @@ def _choose(
 def _neutral_order(option: Option) -> tuple[int, list[int]]:
     """Order that gives nothing away: by number of dice, or by the tiles shut."""
     return (option.dice or 0, [int(t) for t in option.label.split() if t.isdigit()])
-
-
-def _judge(
-    record: GameRecord,
-    coach: Coach,
-    console: Console,
-    turn: int,
-    tiles: str,
-    situation: str,
-    chosen: Option,
-    options: list[Option],
-) -> None:
-    """Tell the player how good the choice was, and record it when it lost something."""
-    best = options[0]
-    if chosen.loses <= tie_tolerance(best.value):
-        console.print(f"[green]{chosen.label}: a best choice.[/]")
-        return
-    record.mistakes.append(Mistake(turn, tiles, situation, chosen.label, best.label, chosen.loses))
-    console.print(
-        f"[yellow]{chosen.label} loses {_fmt_loss(chosen.loses, coach.objective, False)}; "
-        f"best was {best.label}.[/]"
-    )
 
 
 def _summary(record: GameRecord, coach: Coach, console: Console) -> None:

@@ -36,7 +36,7 @@ from pipeline.cli.options import (
     say,
     with_rules,
 )
-from pipeline.errors import PipelineError, UsageError, exit_with
+from pipeline.errors import PipelineError, TablesMissingError, UsageError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
 from pipeline.games.tiles import position_extra
 
@@ -55,6 +55,27 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    """`stb-pipeline --version`: the package's version, then exit."""
+    if value:
+        from pipeline._version import __version__
+
+        say(f"stb-pipeline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Options of stb-pipeline itself (before any command)."""
+
+
 def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example: str) -> None:
     """Register a command that runs ``stage_list`` for the chosen variants (--exact only where
     values are solved)."""
@@ -66,7 +87,9 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
         quiet: Quiet = False,
         custom: Variant | None = None,
     ) -> None:
-        _run_stages(variant, custom, stage_list, data_dir, exact=False)
+        reports = _run_stages(variant, custom, stage_list, data_dir, exact=False)
+        if stage_list == ("strategies",):
+            print_best_rules([r.variant for r in reports], data_dir)
 
     @with_rules
     def solving_command(
@@ -93,7 +116,7 @@ def _run_stages(
     extra: list[str] | None = None,
     repair: bool = False,
     device: str = "cpu",
-) -> None:
+) -> "list[StageReport]":
     """Run the stages for the chosen variants and print the summary (``extra``: the optional
     tables of the boards built without a graph, `moves` and `edges`; ``device``: where those
     boards are solved)."""
@@ -112,7 +135,27 @@ def _run_stages(
         repair=repair,
         device=device,
     )
+    if stage_list == ("strategies",):
+        return reports  # the command prints what was found (print_best_rules), not the build
     print_reports(reports, data_dir)
+    return reports
+
+
+def print_best_rules(names: list[str], data_dir: Path) -> None:
+    """What `strategies` found for each variant: the best rule of at most three keys, what it
+    loses against optimal play, and the command that shows the whole card."""
+    from pipeline.analysis import sql
+
+    for name in names:
+        card = sql.run_query("strategy_card", data_dir, variant=name)
+        best = card.filter(card["place"] == 3).row(0, named=True)
+        out.print(
+            f"{name}: best rule of at most 3 keys: {best['rule']}; P(shut) {best['p_shut']:.6g}, "
+            f"expected score {best['expected_score']:.6g}; {best['gap']:.3g} less than optimal "
+            "play (per the variant's objective)",
+            soft_wrap=True,
+        )
+        out.print(f"  the card: stb-pipeline query strategy_card --variant {name} -d {data_dir}")
 
 
 def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
@@ -169,44 +212,50 @@ _stage_command(
 )
 
 
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Rebuild variants that manifest.json shows unchanged, and every variant a "
+        "changed shared table held.",
+    ),
+]
+Moves = Annotated[
+    bool,
+    typer.Option(
+        "--moves",
+        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
+        "Knucklebones boards): also write every legal move and its regret.",
+    ),
+]
+Edges = Annotated[
+    bool,
+    typer.Option(
+        "--edges",
+        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
+        "Knucklebones boards): also write the edges table.",
+    ),
+]
+Device = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        help="Where the boards built without a graph are solved: cpu, or cuda (one NVIDIA "
+        "GPU, pip install '.[gpu]'; the opt-in Knucklebones boards, the full game included).",
+    ),
+]
+
+
 @app.command("build")
 @with_rules
 def build_cmd(
     variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
     data_dir: DataDir = DEFAULT_DATA_DIR,
     exact: Exact = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Rebuild variants that manifest.json shows unchanged, and every variant a "
-            "changed shared table held.",
-        ),
-    ] = False,
-    moves: Annotated[
-        bool,
-        typer.Option(
-            "--moves",
-            help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-            "Knucklebones boards): also write every legal move and its regret.",
-        ),
-    ] = False,
-    edges: Annotated[
-        bool,
-        typer.Option(
-            "--edges",
-            help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-            "Knucklebones boards): also write the edges table.",
-        ),
-    ] = False,
-    device: Annotated[
-        str,
-        typer.Option(
-            "--device",
-            help="Where the boards built without a graph are solved: cpu, or cuda (one NVIDIA "
-            "GPU, pip install '.[gpu]'; the opt-in Knucklebones boards, the full game included).",
-        ),
-    ] = "cpu",
+    force: Force = False,
+    moves: Moves = False,
+    edges: Edges = False,
+    device: Device = "cpu",
     quiet: Quiet = False,
     custom: Variant | None = None,
 ) -> None:
@@ -223,16 +272,9 @@ def build_cmd(
     extra = [name for name, wanted in (("moves", moves), ("edges", edges)) if wanted]
     stage_list = ("enumerate", "edges", "solve", "policy", "strategies")
     _run_stages(
-        variant,
-        custom,
-        stage_list,
-        data_dir,
-        exact,
-        skip_unchanged=not force,
-        extra=extra,
-        repair=force,
-        device=device,
-    )
+        variant, custom, stage_list, data_dir, exact, skip_unchanged=not force, extra=extra,
+        repair=force, device=device,
+    )  # fmt: skip
 
 
 @app.command("expect")
@@ -314,10 +356,10 @@ def variants_cmd(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     table = fitted_table("variant", "in all", "description", fold="description")
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
-    if (data_dir / "manifest.json").exists():
-        from pipeline.store.manifest import built_variants
+    if data_dir.is_dir():
+        from pipeline.store import directory
 
-        for name, v in built_variants(data_dir).items():
+        for name, v in directory.of(data_dir).snapshot().customs().items():
             table.add_row(name, "no", f"{v.description}, built in {data_dir}/")
     out.print(table)
 
@@ -378,10 +420,13 @@ METAVARS: dict[Any, str] = {
 
 
 def _tidy(cmd: Any) -> None:
-    """Plain metavars for every parameter of ``cmd`` and its subcommands; whole examples."""
-    if cmd.help and "\n\nExample:" in cmd.help:
-        # click rewraps paragraphs; "\b" keeps the example on one line, so it can be copied
-        cmd.help = cmd.help.replace("\n\nExample:", "\n\n\b\nExample:")
+    """Plain metavars for every parameter of ``cmd`` and its subcommands; whole examples, last."""
+    if cmd.help and "\n\nExample:" in cmd.help and not cmd.epilog:
+        # the example goes after the options (click's epilog), where a reader looks last and
+        # copies from; "\b" keeps it on one line, as click rewraps paragraphs
+        text, _, example = cmd.help.rpartition("\n\nExample:")
+        cmd.help = text
+        cmd.epilog = "\b\nExample:" + example.rstrip()
     for param in cmd.params:
         if _kind(param) is Path or getattr(param.type, "name", None) == "path":
             _refuse_empty(param)
@@ -431,14 +476,18 @@ def run(argv: list[str]) -> int:
         root = command(argv[0] if argv else None)
         result = root.main(args=argv, prog_name="stb-pipeline", standalone_mode=False)
     except PipelineError as exc:
-        err.print(f"error: {exc}", markup=False)
+        missing = isinstance(exc, TablesMissingError)
+        where = _where_tables_are(argv, str(exc)) if missing else ""
+        err.print(f"error: {exc}{where}", markup=False)
         return exc.exit_code
     except typer.TyperException as exc:
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
             err.print(ctx.get_help(), markup=False)
         else:
-            err.print(f"error: {exc.format_message()} (see --help)", markup=False)
+            err.print(
+                f"error: {exc.format_message()}{_extra_hint(argv)} (see --help)", markup=False
+            )
         return 2
     except typer.Exit as exc:
         return exc.exit_code
@@ -469,6 +518,34 @@ def run(argv: list[str]) -> int:
     if code == 130:  # typer turns Ctrl-C into this code without a word
         err.print(f"error: {INTERRUPTED}", markup=False)
     return code
+
+
+def _extra_hint(argv: list[str]) -> str:
+    """For a word left over after ``--variant NAME`` (``--variant classic lever``): how to
+    give several variants."""
+    for i, word in enumerate(argv[2:], 2):
+        if argv[i - 2] in ("--variant", "-v") and not word.startswith("-"):
+            return f"; several variants are one word with commas: --variant {argv[i - 1]},{word}"
+    return ""
+
+
+def _where_tables_are(argv: list[str], message: str) -> str:
+    """What to add to "not built" when the data directory a command read holds no table at
+    all: most likely the command ran from another directory than the one it built in."""
+    data_dir = DEFAULT_DATA_DIR
+    for i, word in enumerate(argv):
+        if word in ("--data-dir", "-d") and i + 1 < len(argv):
+            data_dir = Path(argv[i + 1])
+        elif word.startswith("--data-dir="):
+            data_dir = Path(word.split("=", 1)[1])
+    held = [*data_dir.glob("*.parquet"), *data_dir.glob("*/*.parquet")]
+    if held:
+        return ""
+    where = "" if "no tables in" in message else f"{data_dir.resolve()} holds no tables: "
+    return (
+        f" ({where}--data-dir DIR, or STB_DATA_DIR=DIR, names the directory built into, when "
+        "run from elsewhere)"
+    )
 
 
 INTERRUPTED = "interrupted; every table on disk is complete (old or new)"

@@ -53,7 +53,8 @@ def export_dataset(
 
     report = dataset.export_dataset(data_dir, output, split_names(variant), force)
     out.print(
-        f"{report.files} files of {report.variants} variants written to {report.path}: "
+        f"{report.files} files of {report.variants} "
+        f"variant{'' if report.variants == 1 else 's'} written to {report.path}: "
         f"{report.rows:,} rows, {report.bytes / 1e6:,.1f} MB in {report.seconds:.1f} s",
         markup=False,
     )

@@ -36,7 +36,9 @@ DEPTH_HELP = (
 )
 
 kb = typer.Typer(
-    help="Full-size Knucklebones (3 columns of 3, six-sided die) by expectimax search.\n\n"
+    help="Knucklebones (the full game: 3 columns of 3, six-sided die; a smaller board with "
+    "--variant): exact answers from the solved tables where they are built, else a "
+    "depth-limited expectimax search; the exact solve itself, its checks and benchmarks.\n\n"
     "Boards are written column by column: 44_/1__/___ is a column 4,4, a column 1 and an empty "
     "column. BOARD1 is the player about to place DIE, BOARD2 the opponent; column i of BOARD1 "
     "faces column i of BOARD2. The Rust solver's boards, one line per row with '_' for an empty "

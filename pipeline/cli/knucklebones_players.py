@@ -143,6 +143,42 @@ def train_cmd(
     )
 
 
+@players.command("book")
+def book_cmd(
+    output: Annotated[Path, typer.Option("--output", "-o", help="The book file to write (.npz).")],
+    variant: BoardVariant = None,
+    plies: Annotated[int, typer.Option(help="Placements from the start the book holds.")] = 6,
+    tables: Tables = True,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
+) -> None:
+    """Write a board's opening book: every position within --plies placements of the start with
+    its exact values in both objectives (the answer reads a packaged book before it searches).
+
+    Example: stb-pipeline knucklebones book -v knucklebones-3x2 --plies 5 -o 3x2-d6-book.npz
+    """
+    from pipeline.apps.knucklebones.distill import board_game, exact_values
+    from pipeline.games.knucklebones.book import make
+
+    if not 0 <= plies <= 12:
+        raise UsageError(f"--plies must be between 0 and 12, not {plies}")
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory: name the file to write")
+    rules = _rules(variant)
+    game = board_game(rules)  # type: ignore[arg-type]
+    values = exact_values(rules, _data(data_dir, tables))  # type: ignore[arg-type]
+    with progress.task(f"the positions within {plies} placements"):
+        found = make(game, values.lookups(), plies, {"values": values.source})
+    try:
+        found.save(output, compact=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    out.print(
+        f"{len(found):,} positions within {plies} placements written to {output} "
+        f"(values: {values.source}; start value {found.win[0]:.12f})"
+    )
+
+
 @players.command("rate")
 def rate_cmd(
     variant: BoardVariant = None,

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 class LazyConsole:
     """A rich ``Console(**options)``, made on first use: a command that prints no table loads no
     rich (about 0.05 s of start-up). ``width``, when given, is asked on every use (a terminal
-    can be resized, and one process may run many commands)."""
+    can be resized, and one process may run many commands). Emoji codes are never read: text
+    a user gave (``--variant ':x:'``) is printed as given, whatever prints it."""
 
     def __init__(self, width: Callable[[], int] | None = None, **options: Any) -> None:
         self._width = width
-        self._options = options
+        self._options = {"emoji": False, **options}
         self._console: Any = None
 
     def real(self) -> Console:
@@ -191,36 +192,35 @@ Quiet = Annotated[
 ]
 
 
+T = TypeVar("T")
+
+
 def pick_variants(
     names: list[str], custom: Variant | None, data_dir: Path | None = None
 ) -> list[Variant]:
     """The variants a command acts on (see :func:`pipeline.games.registry.select_variants`);
     a name not registered may be a custom variant built into ``data_dir``."""
-    try:
-        return select_variants(names, custom)
-    except UsageError:
-        built = _built(data_dir)
-        if not built:
-            raise
-        return select_variants(names, custom, built)
+    return _with_built(lambda built: select_variants(names, custom, built), data_dir)
 
 
 def pick_one(name: str | None, custom: Variant | None, data_dir: Path | None = None) -> Variant:
     """The single variant a question is about (none named: classic), registered, named by its
     rules (``stb-12t-3d6-shut``) or built into ``data_dir`` under its own name."""
+    return _with_built(lambda built: select_one(name, custom, built), data_dir)
+
+
+def _with_built(select: Callable[[dict[str, Variant]], T], data_dir: Path | None) -> T:
+    """``select`` of the registered names; where that fails, of those and the custom
+    variants built into ``data_dir`` too (what its snapshot says: :mod:`pipeline.store.directory`,
+    read only then)."""
     try:
-        return select_one(name, custom)
+        return select({})
     except UsageError:
-        built = _built(data_dir)
+        if data_dir is None or not data_dir.is_dir():
+            raise
+        from pipeline.store import directory
+
+        built = directory.of(data_dir).snapshot().customs()
         if not built:
             raise
-        return select_one(name, custom, built)
-
-
-def _built(data_dir: Path | None) -> dict[str, Variant]:
-    """Custom variants recorded in ``data_dir``'s manifest (none without a data directory)."""
-    if data_dir is None:
-        return {}
-    from pipeline.store.manifest import built_variants
-
-    return built_variants(data_dir)
+        return select(built)

@@ -174,4 +174,30 @@ def answer(
     elif chosen == "csv":
         print(outputs.to_csv(frame), end="")
     else:
-        out.print(show_table(frame, f"{name} ({frame.height} rows)", out.width))
+        columns, fold = sql.shown(name)
+        if columns and set(columns) <= set(frame.columns):
+            print_card(frame, name, columns, fold)
+        else:
+            out.print(show_table(frame, f"{name} ({frame.height} rows)", out.width))
+
+
+#: The widest a card is drawn, even on a pipe: its long column folds instead.
+CARD_WIDTH = 160
+
+
+def print_card(frame: "pl.DataFrame", name: str, columns: list[str], fold: str | None) -> None:
+    """A query's card (its ``-- shows:`` columns, the ``fold`` one folding onto more lines),
+    numbers to 6 significant digits, and a line naming what `-f csv` adds."""
+    from pipeline.cli.options import fitted_table, out
+
+    numeric = tuple(c for c in columns if frame.schema[c].is_numeric())
+    title = f"{name} ({frame.height} rows)"
+    table = fitted_table(*columns, fold=fold, right=numeric, title=title, title_justify="left")
+    for row in frame.select(columns).iter_rows():
+        table.add_row(
+            *("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in row)
+        )
+    out.print(table, width=min(out.width, CARD_WIDTH))
+    rest = [c for c in frame.columns if c not in columns]
+    if rest:
+        out.print(f"every column ({', '.join(rest)} too): --format csv", soft_wrap=False)

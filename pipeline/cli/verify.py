@@ -74,6 +74,7 @@ def register(app: typer.Typer) -> None:
 UNITS = {
     "manifest": "tables",
     "catalog": "files",
+    "journal": "journal",
     "checksums": "files",
     "index": "files",
     "published": "figures",

@@ -178,6 +178,9 @@ class Game(ABC):
     #: Whether `build` runs the strategies stage (:meth:`rule_search`) for this game: only
     #: where the search is cheap beside the build; `stb-pipeline strategies` runs it anyway.
     search_in_build: bool = False
+    #: Whether :meth:`rule_search` searches anything for this game (`stb-pipeline strategies`
+    #: refuses the others before any work).
+    searches_rules: bool = False
 
     def rule_search(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
         """The strategies stage's tables: the rules a person can remember, searched and priced

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 #: How the sources are named to people (docs/variants.md names the same).
 SCALA = "the Scala simulator"
 DURANGO = "Durango Bill's Shut the Box tables (durangobill.com, STBstats.txt)"
-RIDDLER = "the FiveThirtyEight Riddler (13 Apr 2018), the Lever Box puzzle"
+#: The Riddler posed the Lever Box puzzle; the 13 digits are a blog post's solution of it.
+LEVER_BOX = (
+    'the "Lever Box" blog post (14 Apr 2018), solving the puzzle FiveThirtyEight\'s Riddler '
+    "posed on 13 Apr 2018"
+)
 FIDDLER = "The Fiddler (13 Sep 2024)"
 ARTICLE = "the Double Shutter article"
 COURSE = "the course assignment (its verifier sample)"
@@ -60,7 +64,7 @@ PUBLISHED: tuple[Published, ...] = (
         DURANGO,
     ),
     Published(
-        "lever", "P(shut) with perfect play", "0.0976137161704", 0.0976137161704, 1e-12, RIDDLER
+        "lever", "P(shut) with perfect play", "0.0976137161704", 0.0976137161704, 1e-12, LEVER_BOX
     ),
     Published("one-die-6-max2", "P(shut) with perfect play", "7.4194 %", 0.074194, 5e-7, DURANGO),
     Published(

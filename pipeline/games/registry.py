@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 #: Sub-packages of pipeline.games whose ``variants`` module registers named variants.
 FAMILIES: tuple[str, ...] = ("shutbox", "nplayer", "double_shutter", "knucklebones")
+#: The entry point group through which an installed package adds a game family, as pytest and
+#: Datasette find their plugins: each entry point names the module that registers the family's
+#: variants (what a built-in family's ``variants`` module is), loaded as theirs are.
+ENTRY_POINTS = "stb_pipeline.families"
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,13 @@ class Variant:
     #: answer needs (:class:`pipeline.games.knucklebones.columns.BoardRules`) without the game's
     #: solver (no numba for an answer from tables); None for the other games.
     board: Callable[[], Any] | None = None
+    #: How a position is drawn and asked (the answer's kind): ``tiles`` (a row of tiles, a roll
+    #: and the tiles shut), ``rows`` (Double Shutter's two rows), ``boards`` (a board and a die,
+    #: the column placed); a family of another shape declares its own.
+    view: str = "tiles"
+    #: Whether `build` makes its tables on any machine (the full Knucklebones game needs a GPU,
+    #: so a page offers its search instead of a command).
+    builds_anywhere: bool = True
 
     def parse_state(self, text: str, **extra: object) -> int:
         """The canonical state id of a state written as the user writes it."""
@@ -66,12 +77,20 @@ class _Registry(Mapping[str, Variant]):
     def __init__(self) -> None:
         self._items: dict[str, Variant] = {}
         self._loaded = False
+        self._plugins = False
 
-    def _load(self) -> dict[str, Variant]:
+    def _load(self, plugins: bool = True) -> dict[str, Variant]:
+        """Every family's variants: the built-in ones, then (``plugins``) the installed ones.
+        A lookup of a built-in name reads no package metadata (a few hundredths of a second
+        of every command's start)."""
         if not self._loaded:
             self._loaded = True
             for family in FAMILIES:
                 importlib.import_module(f"pipeline.games.{family}.variants")
+        if plugins and not self._plugins:
+            self._plugins = True
+            for module in plugin_modules():
+                importlib.import_module(module)
         return self._items
 
     def add(self, variant: Variant) -> None:
@@ -80,7 +99,8 @@ class _Registry(Mapping[str, Variant]):
         self._items[variant.name] = variant
 
     def __getitem__(self, name: str) -> Variant:
-        return self._load()[name]
+        found = self._load(plugins=False).get(name)
+        return found if found is not None else self._load()[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._load())
@@ -90,6 +110,14 @@ class _Registry(Mapping[str, Variant]):
 
 
 REGISTRY = _Registry()
+
+
+def plugin_modules() -> list[str]:
+    """The modules of the families installed packages add (:data:`ENTRY_POINTS`)."""
+    from importlib.metadata import entry_points
+
+    return sorted({ep.value.split(":")[0] for ep in entry_points(group=ENTRY_POINTS)})
+
 
 #: Readers of names that are not registered: a family turns such a name (a custom rule set named
 #: after its rules, e.g. ``stb-12t-3d6-shut``) into its variant, or returns None.
@@ -105,8 +133,11 @@ OPTION_READERS: dict[str, Callable[[dict[str, Any], str | None], Variant]] = {}
 
 def variant_from_rules(name: str, rules: dict) -> Variant | None:
     """The variant called ``name`` with the recorded ``rules`` (None: no family reads them)."""
-    REGISTRY._load()  # the families register their readers when they load
-    reader = RULE_READERS.get(str(rules.get("game")))
+    REGISTRY._load(plugins=False)  # the families register their readers when they load
+    game = str(rules.get("game"))
+    if game not in RULE_READERS:
+        REGISTRY._load()  # an installed family's, perhaps
+    reader = RULE_READERS.get(game)
     return None if reader is None else reader(name, rules)
 
 
@@ -137,6 +168,14 @@ def lookup(name: str, built: Mapping[str, Variant]) -> Variant:
             return found
     if name in built:
         return built[name]
+    import difflib
+
+    close = difflib.get_close_matches(name, [*REGISTRY, *built, "all"], n=3, cutoff=0.75)
+    if close:
+        guess = " or ".join(close)
+        raise UsageError(
+            f"unknown variant {name!r}; did you mean {guess}? (stb-pipeline variants lists them)"
+        )
     known = ", ".join(sorted(REGISTRY))
     raise UsageError(
         f"unknown variant {name!r}; known variants: {known}, all, and custom rule sets "

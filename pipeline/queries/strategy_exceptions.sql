@@ -9,6 +9,7 @@
 -- needs rows in: strategy_exceptions
 -- built by: stb-pipeline strategies
 -- families: shutbox
+-- shows: n, exception, gain, value, gap (exception folds)
 with params as (
     select
         coalesce(getvariable('variant'), 'classic') as variant,

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from pipeline.graph import Graph
+from pipeline.graph import Graph, as_index
+from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.policy_eval import Plan, plan
-from pipeline.solve.ties import is_tie
+from pipeline.solve.ties import best_of, pick
 
 
 @dataclass(frozen=True)
@@ -53,45 +53,54 @@ def solve_rank_order_batch(
     value = np.full((s, k), np.nan)
     choice = np.full((s, k), -1, dtype=np.int64)
     node_value = np.full((g.node_state.shape[0], k), np.nan)
+    ch_choice = as_index(g.ch_choice)
+    # a state's choices are distinct numbers: at most the largest plus one of them
+    most = int(ch_choice.max()) + 1 if ch_choice.shape[0] else 1
     _solve_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
         *(layers_of or plan(g)).flat,
         np.ascontiguousarray(terminal, dtype=np.float64),
         np.ascontiguousarray(ended, dtype=np.float64),
-        g.mv_dst,
-        g.mv_node,
-        g.node_state,
+        as_index(g.mv_dst),
+        as_index(g.mv_node),
+        as_index(g.node_state),
         g.mv_offset,
         g.mv_scale.astype(np.float64),
-        g.ch_state,
-        g.ch_choice,
-        g.ch_node,
+        as_index(g.ch_state),
+        ch_choice,
+        as_index(g.ch_node),
         g.ch_prob,
         g.maximise,
         value,
         choice,
         node_value,
+        # room for one state's choices (sums per objective, labels), the best, the choice
+        np.zeros((k, most)),
+        np.zeros(most, dtype=np.int64),
+        np.zeros(k),
+        np.zeros(k, dtype=np.int64),
     )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
     return BatchSolution(value, choice)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _solve_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, ended, dst, mv_node, node_state, offset, scale,
-    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value,
+    ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value, sums, labels, best,
+    tied,
 ):  # fmt: skip
+    # scratch arrays come from the caller: an allocation here would compile numpy's allocator
+    # for its type too, on a first run
     k_all = terminal.shape[1]
-    acc = np.empty(k_all)
-    best = np.empty(k_all)
-    tied = np.empty(k_all, dtype=np.int64)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
             for k in range(k_all):
                 if not np.isnan(terminal[i, k]):
-                    value[i, :] = terminal[i, :]
+                    for x in range(k_all):
+                        value[i, x] = terminal[i, x]
                     break
         group = -1
         for j in range(moves_off[layer], moves_off[layer + 1]):
@@ -112,49 +121,44 @@ def _solve_layers(
             end = j
             while end < chance_off[layer + 1] and ch_state[chance[end]] == owner:
                 end += 1
-            _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best)
-            value[owner, :] = best
-            _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, acc, tied)
-            choice[owner, :] = tied
+            _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, sums, labels,
+                    best, tied)  # fmt: skip
+            # row by row, not value[owner, :] = best: numba's slice assignment from an array
+            # brings in its shape-mismatch message, whose formatting compiles for seconds
+            for k in range(k_all):
+                value[owner, k] = best[k]
+                choice[owner, k] = tied[k]
             j = end
 
 
-@njit(cache=True, nogil=True)
-def _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc):
-    """Sum the rows of the choice starting at chance position ``j`` into ``acc`` (row order);
-    return where the next choice starts."""
-    r = chance[j]
-    c = ch_choice[r]
-    acc[:] = prob[r] * node_value[ch_node[r], :]
-    j += 1
-    while j < end and ch_choice[chance[j]] == c:
-        r = chance[j]
-        for k in range(acc.shape[0]):
-            acc[k] += prob[r] * node_value[ch_node[r], k]
-        j += 1
-    return j
+@inline_kernel  # once per state: compiled as part of its caller
+def _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, sums, labels,
+            best, tied):  # fmt: skip
+    """Over the choices of one state's chance rows ``chance[j:end]`` (grouped by choice), per
+    objective: the best value into ``best``, and the tie rule's choice (the largest within the
+    tie tolerance of it: :func:`pipeline.solve.tolerance.pick`) into ``tied``, -1 when none.
 
-
-@njit(cache=True, nogil=True)
-def _best_choice(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, acc, best):
-    """The best value over the choices of one state's chance rows ``chance[j:end]``."""
-    first = True
-    while j < end:
-        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, acc)
-        for k in range(acc.shape[0]):
-            if first or (acc[k] > best[k] if maximise else acc[k] < best[k]):
-                best[k] = acc[k]
-        first = False
-
-
-@njit(cache=True, nogil=True)
-def _tied_choice(chance, j, end, ch_choice, ch_node, prob, node_value, best, sums, out):
-    """The largest choice within the tie tolerance of ``best``, per objective, into ``out``
-    (``sums``: room for one choice's sums)."""
-    out[:] = -1
-    while j < end:
-        c = ch_choice[chance[j]]
-        j = _choice_sums(chance, j, end, ch_choice, ch_node, prob, node_value, sums)
-        for k in range(best.shape[0]):
-            if is_tie(sums[k], best[k]) and c > out[k]:
-                out[k] = c
+    ``sums`` (float64 [K, choices]) and ``labels`` (int64 [choices]): room for the state's
+    choices, each choice's sums taken in row order; a row per objective, so that the tie rule
+    reads each objective's sums as one contiguous array."""
+    k_all = best.shape[0]
+    n = 0
+    i = j
+    while i < end:
+        c = ch_choice[chance[i]]
+        labels[n] = c
+        r = chance[i]
+        for k in range(k_all):
+            sums[k, n] = prob[r] * node_value[ch_node[r], k]
+        i += 1
+        while i < end and ch_choice[chance[i]] == c:
+            r = chance[i]
+            for k in range(k_all):
+                sums[k, n] += prob[r] * node_value[ch_node[r], k]
+            i += 1
+        n += 1
+    for k in range(k_all):
+        top = best_of(sums[k], 0, n, maximise)
+        best[k] = top
+        chosen = pick(sums[k], labels, 0, n, top)[0]
+        tied[k] = labels[chosen] if chosen >= 0 else -1

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit, prange
 
-from pipeline.graph import Graph
+from pipeline.graph import Graph, as_index
+from pipeline.solve import threads
+from pipeline.solve.compiled import kernel
 from pipeline.solve.rank_order import Solution, best_moves, layers
 
 WEIGHT_TOLERANCE = 1e-9
@@ -221,44 +222,50 @@ def _evaluate(
     _evaluate_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
         *p.flat,
         g.terminal,
-        g.mv_dst,
-        g.mv_node,
+        as_index(g.mv_dst),
+        as_index(g.mv_node),
         g.mv_offset,
         g.mv_scale.astype(np.float64),
         move_prob,
         chosen,
-        g.ch_state,
-        g.ch_node,
+        as_index(g.ch_state),
+        as_index(g.ch_node),
         g.ch_prob,
         value,
         node_value,
         move_value,
+        np.zeros(k),
     )
     if np.any(np.isnan(value)):
         raise ValueError("graph is not acyclic in rank order: some states were never valued")
     return value, node_value, move_value
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _evaluate_layers(
     states, states_off, moves, moves_off, chance, chance_off,
     terminal, dst, mv_node, offset, scale, move_prob, chosen, ch_state, ch_node, prob,
-    value, node_value, move_value,
+    value, node_value, move_value, acc,
 ):  # fmt: skip
+    # Rows are written entry by entry (not value[i, :] = acc: numba's slice assignment from an
+    # array brings in its shape-mismatch message, whose string formatting compiles for
+    # seconds), and ``acc`` (room for a value per policy) comes from the caller: an allocation
+    # here would compile numpy's allocator for its type too. A first run pays both.
     k_all = move_prob.shape[0]
     keep_moves = move_value.shape[0] > 0
-    acc = np.zeros(k_all)
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
             i = states[j]
             if not np.isnan(terminal[i]):
-                value[i, :] = terminal[i]
+                for k in range(k_all):
+                    value[i, k] = terminal[i]
         group = -1
         for j in range(moves_off[layer], moves_off[layer + 1]):
             m = moves[j]
             if mv_node[m] != group:
                 if group >= 0:
-                    node_value[group, :] = acc
+                    for k in range(k_all):
+                        node_value[group, k] = acc[k]
                 group = mv_node[m]
                 first = True
             else:
@@ -270,7 +277,8 @@ def _evaluate_layers(
                     move_value[m, k] = v
                 acc[k] = move_prob[k, m] * v if first else acc[k] + move_prob[k, m] * v
         if group >= 0:
-            node_value[group, :] = acc
+            for k in range(k_all):
+                node_value[group, k] = acc[k]
         group = -1
         for j in range(chance_off[layer], chance_off[layer + 1]):
             r = chance[j]
@@ -279,13 +287,15 @@ def _evaluate_layers(
             first = ch_state[r] != group
             if first:
                 if group >= 0:
-                    value[group, :] = acc
+                    for k in range(k_all):
+                        value[group, k] = acc[k]
                 group = ch_state[r]
             for k in range(k_all):
                 c = prob[r] * node_value[ch_node[r], k]
                 acc[k] = c if first else acc[k] + c
         if group >= 0:
-            value[group, :] = acc
+            for k in range(k_all):
+                value[group, k] = acc[k]
 
 
 def evaluate_picks(
@@ -322,9 +332,12 @@ def evaluate_picks(
     offset = np.stack([x.mv_offset for x in graphs])
     scale = np.stack([x.mv_scale.astype(np.float64) for x in graphs])
     value = np.full((len(graphs), picks.shape[0], g.n_states), np.nan)
-    _evaluate_picks_layers(
-        states, states_off, chance, chance_off, terminal, g.mv_dst, offset, scale,
-        base, node_class, picks, chosen_mask(g, choice), g.ch_state, g.ch_node, g.ch_prob, value,
+    # policies in parallel: blocks of them on threads (one serial kernel, quick to compile)
+    threads.run_blocks(
+        _evaluate_picks_layers, picks.shape[0],
+        states, states_off, chance, chance_off, terminal, as_index(g.mv_dst), offset, scale,
+        base, node_class, picks, chosen_mask(g, choice), as_index(g.ch_state),
+        as_index(g.ch_node), g.ch_prob, value, np.zeros((picks.shape[0], len(graphs))),
     )  # fmt: skip
     if np.any(np.isnan(value)):
         raise ValueError("some states were never valued: a choice the rules do not offer?")
@@ -357,14 +370,16 @@ def _checked_picks(
     return base, node_class, picks
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@kernel
 def _evaluate_picks_layers(
-    states, states_off, chance, chance_off, terminal, dst, offset, scale,
-    base, node_class, picks, chosen, ch_state, ch_node, prob, value,
+    k_lo, k_hi, states, states_off, chance, chance_off, terminal, dst, offset, scale,
+    base, node_class, picks, chosen, ch_state, ch_node, prob, value, sums,
 ):  # fmt: skip
+    """Policies ``k_lo`` to ``k_hi - 1`` of :func:`evaluate_picks`, each in rank order
+    (``sums[k]``: room for policy k's sum on each graph)."""
     n_graphs = value.shape[0]
-    for k in prange(picks.shape[0]):
-        acc = np.zeros(n_graphs)
+    for k in range(k_lo, k_hi):
+        acc = sums[k]
         for layer in range(states_off.shape[0] - 1):
             for j in range(states_off[layer], states_off[layer + 1]):
                 i = states[j]
@@ -430,7 +445,9 @@ def reach_many(
     _, _, moves, moves_off, chance, chance_off = p.flat
     _reach_layers(
         moves, moves_off, chance, chance_off,
-        g.mv_dst, g.mv_node, move_prob, chosen, g.ch_state, g.ch_node, g.ch_prob, state, node,
+        as_index(g.mv_dst), as_index(g.mv_node), move_prob, chosen, as_index(g.ch_state),
+        as_index(g.ch_node), g.ch_prob, state, node, np.zeros(state.shape),
+        np.zeros(state.shape[0], dtype=np.bool_),
     )  # fmt: skip
     stuck = np.flatnonzero(g.mv_dst < 0)
     at = g.node_state[g.mv_node[stuck]]
@@ -446,14 +463,13 @@ def reach_many(
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _reach_layers(
     moves, moves_off, chance, chance_off,
-    dst, mv_node, move_prob, chosen, ch_state, ch_node, prob, state, node,
+    dst, mv_node, move_prob, chosen, ch_state, ch_node, prob, state, node, flow, touched,
 ):  # fmt: skip
+    # flow and touched (zeros, a state's inflow of this layer) come from the caller
     k_all = move_prob.shape[0]
-    flow = np.zeros(state.shape)
-    touched = np.zeros(state.shape[0], dtype=np.bool_)
     for layer in range(moves_off.shape[0] - 2, -1, -1):
         for j in range(chance_off[layer], chance_off[layer + 1]):
             r = chance[j]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.graph import Graph, group_starts
-from pipeline.solve.tolerance import tolerance
+from pipeline.solve.tolerance import ties
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def backup_states(
     best = reduce_best(group_value, state_starts, g.maximise)
     n_choices = np.diff(np.append(state_starts, group_value.shape[0]))
     per_group_best = np.repeat(best, n_choices)
-    near = np.abs(group_value - per_group_best) <= tolerance(per_group_best)
+    near = ties(group_value, per_group_best)
     chosen = np.maximum.reduceat(np.where(near, group_choice, -1), state_starts)
     return group_state[state_starts], best, chosen, n_choices
 

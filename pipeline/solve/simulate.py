@@ -3,7 +3,8 @@
 The graph and policy are compiled into flat tables: for each state, a lookup from a uniform
 integer in ``[0, denominator)`` to the decision node its roll leads to (or the cumulative counts
 to scan when the lookup would be too large), and for each node the rows the policy may play with
-their cumulative probabilities. Games are split into fixed chunks run in parallel (``prange``);
+their cumulative probabilities. Games are split into fixed chunks run in parallel (blocks of
+chunks on threads: :mod:`pipeline.solve.threads`);
 every game draws from its own counter-based stream (splitmix64 keyed by seed and game index), and
 chunk totals are added in chunk order, so results are identical for any number of threads.
 
@@ -18,10 +19,11 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from pipeline.graph import Graph
+from pipeline.solve import threads
+from pipeline.solve.compiled import kernel
 from pipeline.solve.policy_eval import Policy, chosen_rows
 
 CHUNK = 1 << 15
@@ -207,7 +209,7 @@ def _dense_lookup(
     return lookup
 
 
-@numba.njit(cache=True)
+@kernel
 def _mix(z: np.uint64) -> np.uint64:
     """splitmix64's output function."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -215,7 +217,7 @@ def _mix(z: np.uint64) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
-@numba.njit(cache=True)
+@kernel
 def _play(c_args: tuple, key: np.uint64) -> int:
     """Play one game from its stream key; return the state it ends in."""
     (
@@ -270,16 +272,22 @@ def _play(c_args: tuple, key: np.uint64) -> int:
     return s
 
 
-@numba.njit(cache=True, parallel=True)
-def _run(
-    c_args: tuple, win: np.ndarray, score: np.ndarray, seed_key: np.uint64, games: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play ``games`` games in chunks; per-chunk wins, score sums and squared-score sums."""
-    n_chunks = (games + CHUNK - 1) // CHUNK
-    wins = np.zeros(n_chunks, dtype=np.int64)
-    sums = np.zeros(n_chunks, dtype=np.float64)
-    sq = np.zeros(n_chunks, dtype=np.float64)
-    for c in numba.prange(n_chunks):
+@kernel
+def _run_chunks(
+    lo_chunk: int,
+    hi_chunk: int,
+    c_args: tuple,
+    win: np.ndarray,
+    score: np.ndarray,
+    seed_key: np.uint64,
+    games: int,
+    wins: np.ndarray,
+    sums: np.ndarray,
+    sq: np.ndarray,
+) -> None:
+    """Play the games of chunks ``lo_chunk`` to ``hi_chunk - 1`` (:data:`CHUNK` games each, the
+    last one shorter); per chunk: wins, score sum and squared-score sum."""
+    for c in range(lo_chunk, hi_chunk):
         lo = c * CHUNK
         hi = min(lo + CHUNK, games)
         w = 0
@@ -296,7 +304,6 @@ def _run(
         wins[c] = w
         sums[c] = t
         sq[c] = t2
-    return wins, sums, sq
 
 
 def seed_key(seed: int) -> np.uint64:
@@ -328,7 +335,14 @@ def simulate(c: Compiled, games: int, seed: int) -> SimResult:
     if games < 1:
         raise ValueError("games must be positive")
     t0 = time.perf_counter()
-    wins, sums, sq = _run(kernel_args(c), c.win, c.score, seed_key(seed), games)
+    n_chunks = (games + CHUNK - 1) // CHUNK
+    wins = np.zeros(n_chunks, dtype=np.int64)
+    sums = np.zeros(n_chunks, dtype=np.float64)
+    sq = np.zeros(n_chunks, dtype=np.float64)
+    # chunks in parallel, on threads: each chunk's games and sums are the same on any number
+    threads.run_blocks(
+        _run_chunks, n_chunks, kernel_args(c), c.win, c.score, seed_key(seed), games, wins, sums, sq
+    )
     seconds = time.perf_counter() - t0
     return SimResult(games, int(wins.sum()), float(sums.sum()), float(sq.sum()), seconds)
 

@@ -1,17 +1,22 @@
-"""When two values count as a tie, and what a move loses: the one rule every solver, table,
-answer and game shares.
+"""When two values count as a tie, which move the tie rule picks, and what a move loses: the
+one rule every solver, table, answer and game shares.
 
-Values within :data:`TIE_TOLERANCE` times ``max(1, |best|)`` of the best tie with it (the tie
-rule then picks the largest move label, or the larger number of dice); a move's regret is what
-it loses against the best, in the objective's direction, never negative.
+Values within :data:`TIE_TOLERANCE` times ``max(1, |best|)`` of the best tie with it, and the
+tie rule picks the largest label among them (a move's label, or the number of dice): that is
+:func:`pick`, the one place the rule is written; a move's regret is what it loses against the
+best, in the objective's direction, never negative.
 
 The scalar functions are plain Python written in numba's subset, so that Python (the answers,
 the teaching game) calls them as they are, with no compiler loaded, and the compiled kernels call
-the same code through :mod:`pipeline.solve.ties`, which compiles them (``njit``). The array
-functions are their numpy forms.
+the same code through :mod:`pipeline.solve.ties`, which compiles them (inlined into each kernel
+that calls them, with :mod:`pipeline.solve.compiled`'s options): every solver loop and every
+answer picks with :func:`pick`. The array functions are their numpy forms.
+Nothing outside ``pipeline/solve/`` writes the tolerance's formula (a test holds it).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +34,32 @@ def is_tie(value: float, best: float) -> bool:
     return abs(value - best) <= TIE_TOLERANCE * max(1.0, abs(best))
 
 
+def best_of(values: Any, lo: int, hi: int, maximise: bool) -> float:
+    """The best of ``values[lo:hi]`` in the objective's direction (NaN entries, no move, left
+    out); NaN when there is none."""
+    top = np.nan
+    for k in range(lo, hi):
+        v = values[k]
+        if v == v and (top != top or (v > top if maximise else v < top)):
+            top = v
+    return top
+
+
+def pick(values: Any, labels: Any, lo: int, hi: int, best: float) -> tuple[int, int]:
+    """The tie rule: the index in ``lo..hi-1`` of the largest label among the ``values`` that
+    tie with ``best`` (the first of equal labels), and how many tie; ``(-1, 0)`` when none does
+    (a NaN value, no move, never ties). ``values`` and ``labels``: arrays or lists."""
+    tol = TIE_TOLERANCE * max(1.0, abs(best))
+    chosen = -1
+    tied = 0
+    for k in range(lo, hi):
+        if abs(values[k] - best) <= tol:
+            tied += 1
+            if chosen < 0 or labels[k] > labels[chosen]:
+                chosen = k
+    return chosen, tied
+
+
 def regret(best: float, value: float, maximise: bool) -> float:
     """What a move worth ``value`` loses against the best (``maximise`` False: the objective is
     minimised); never negative, and a plain 0.0 rather than -0.0 for the best move itself."""
@@ -44,6 +75,14 @@ def tolerance(best: np.ndarray | float) -> np.ndarray:
 def ties(values: np.ndarray, best: np.ndarray | float) -> np.ndarray:
     """:func:`is_tie` of every entry (``best`` broadcast against ``values``)."""
     return np.abs(values - best) <= tolerance(best)
+
+
+def picks(values: np.ndarray, labels: np.ndarray, best: np.ndarray) -> np.ndarray:
+    """:func:`pick` of every row of ``values`` ([rows, moves], NaN where a row has fewer moves;
+    ``labels`` of the same shape, ``best`` one per row): each row's index, -1 where none ties."""
+    tied = ties(values, best[:, None])
+    ranked = np.where(tied, labels, np.iinfo(np.int64).min)
+    return np.where(tied.any(axis=1), ranked.argmax(axis=1), -1)
 
 
 def regrets(best: np.ndarray | float, values: np.ndarray, maximise: bool) -> np.ndarray:

@@ -17,61 +17,48 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
-from pipeline.graph import Graph
+from pipeline.graph import Graph, as_index
+from pipeline.solve.compiled import inline_kernel, kernel
 from pipeline.solve.rank_order import Solution
-from pipeline.solve.ties import tie_tolerance
+from pipeline.solve.ties import best_of, pick
 
 #: Stop once no state changed by more than this in a sweep.
 DEFAULT_TOLERANCE = 1e-12
 DEFAULT_MAX_SWEEPS = 10_000
 
 
-@numba.njit(cache=True)
-def _node_best(node, mv_start, mv_dst, mv_scale, mv_offset, value, sign):
-    """Best move value of one decision node (sign +1 maximises, -1 minimises)."""
-    best = -np.inf
-    for m in range(mv_start[node], mv_start[node + 1]):
-        d = mv_dst[m]
-        v = mv_offset[m] + (mv_scale[m] * value[d] if d >= 0 else 0.0)
-        if sign * v > best:
-            best = sign * v
-    return sign * best
-
-
-@numba.njit(cache=True)
-def _state_value(s, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_scale, mv_offset,
-                 value, sign):  # fmt: skip
-    """Best value over the choices of state s (chance rows grouped by choice)."""
-    best = -np.inf
-    i = ch_start[s]
-    end = ch_start[s + 1]
-    while i < end:
-        c = ch_choice[i]
-        total = 0.0
-        while i < end and ch_choice[i] == c:
-            total += prob[i] * _node_best(
-                ch_node[i], mv_start, mv_dst, mv_scale, mv_offset, value, sign
-            )
-            i += 1
-        if sign * total > best:
-            best = sign * total
-    return sign * best
-
-
-@numba.njit(cache=True)
+@kernel
 def _sweep(order, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_scale, mv_offset,
            value, sign):  # fmt: skip
-    """One Gauss-Seidel sweep over ``order``, in place; returns the largest change."""
+    """One Gauss-Seidel sweep over ``order``, in place; returns the largest change.
+
+    A state's value is the best over its choices (chance rows grouped by choice) of the sum of
+    each roll's best move value (``sign`` +1 maximises, -1 minimises). One kernel, not one per
+    level: each kernel compiles on its own, and a first run pays for each."""
     residual = 0.0
     for k in range(order.shape[0]):
         s = order[k]
-        new = _state_value(
-            s, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_scale, mv_offset,
-            value, sign,
-        )  # fmt: skip
+        new = -np.inf
+        i = ch_start[s]
+        end = ch_start[s + 1]
+        while i < end:
+            c = ch_choice[i]
+            total = 0.0
+            while i < end and ch_choice[i] == c:
+                node = ch_node[i]
+                best = -np.inf
+                for m in range(mv_start[node], mv_start[node + 1]):
+                    d = mv_dst[m]
+                    v = mv_offset[m] + (mv_scale[m] * value[d] if d >= 0 else 0.0)
+                    if sign * v > best:
+                        best = sign * v
+                total += prob[i] * (sign * best)
+                i += 1
+            if sign * total > new:
+                new = sign * total
+        new = sign * new
         change = abs(new - value[s])
         if change > residual:
             residual = change
@@ -102,19 +89,27 @@ def solve_value_iteration(
     scale = _lean(g.mv_scale, np.float64)
     offset = _lean(g.mv_offset, np.float64)
     sign = 1.0 if g.maximise else -1.0
+    ch_node, mv_dst = as_index(g.ch_node), as_index(g.mv_dst)
     residual, sweeps = np.inf, 0
     while residual > tol:
         if sweeps >= max_sweeps:
             raise ValueError(f"value iteration did not converge in {max_sweeps} sweeps")
         residual = _sweep(
-            order, ch_start, choice, g.ch_node, prob, mv_start, g.mv_dst, scale, offset,
-            value, sign,
+            order, ch_start, choice, ch_node, prob, mv_start, mv_dst, scale, offset, value, sign,
         )  # fmt: skip
         sweeps += 1
         if progress is not None:
             progress(sweeps, residual)
-    node_value, move_value = _node_and_move_values(g, value, mv_start, scale, offset, sign)
-    best_choice, n_choices = _choices(g, node_value, prob)
+    move_value = np.empty(g.mv_node.shape[0])
+    node_value = np.empty(g.node_state.shape[0])
+    best_choice = np.full(s, -1, dtype=np.int64)
+    n_choices = np.zeros(s, dtype=np.int64)
+    # room for one state's choices (distinct numbers: at most the largest plus one of them)
+    most = int(choice.max()) + 1 if choice.shape[0] else 1
+    _finish(
+        mv_dst, scale, offset, value, mv_start, ch_start, choice, ch_node, prob, sign,
+        move_value, node_value, best_choice, n_choices, np.zeros(most), np.zeros(most, np.int64),
+    )  # fmt: skip
     return Solution(value, best_choice, n_choices, node_value, move_value, sweeps, float(residual))
 
 
@@ -138,22 +133,20 @@ def _probabilities(g: Graph) -> np.ndarray:
     return np.ascontiguousarray(g.ch_prob, dtype=np.float64)
 
 
-def _node_and_move_values(
-    g: Graph,
-    value: np.ndarray,
-    mv_start: np.ndarray,
-    scale: np.ndarray,
-    offset: np.ndarray,
-    sign: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every move's value and every node's best, from the converged state values."""
-    move_value = np.empty(g.mv_node.shape[0])
-    node_value = np.empty(g.node_state.shape[0])
-    _fill_moves(g.mv_dst, scale, offset, value, mv_start, sign, move_value, node_value)
-    return node_value, move_value
+@kernel
+def _finish(
+    mv_dst, scale, offset, value, mv_start, ch_start, ch_choice, ch_node, prob, sign,
+    move_value, node_value, best_choice, n_choices, totals, labels,
+):  # fmt: skip
+    """From the converged state values: every move's value and every node's best, then each
+    state's best choice and number of choices (one kernel: each compiles on its own;
+    ``totals``, ``labels``: room for one state's choices)."""
+    _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_value)
+    _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices,
+                  totals, labels)  # fmt: skip
 
 
-@numba.njit(cache=True)
+@inline_kernel
 def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_value):
     """Move values and node bests, node by node (no temporaries the size of the move arrays)."""
     for n in range(mv_start.shape[0] - 1):
@@ -167,42 +160,24 @@ def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_v
         node_value[n] = sign * best
 
 
-def _choices(g: Graph, node_value: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The best choice of each state (ties to the largest) and how many choices it has."""
-    s = g.n_states
-    best_choice = np.full(s, -1, dtype=np.int64)
-    n_choices = np.zeros(s, dtype=np.int64)
-    _fill_choices(
-        np.searchsorted(g.ch_state, np.arange(s + 1)).astype(np.int64),
-        _lean(g.ch_choice, np.int64),
-        g.ch_node,
-        prob,
-        node_value,
-        1.0 if g.maximise else -1.0,
-        best_choice,
-        n_choices,
-    )
-    return best_choice, n_choices
-
-
-@numba.njit(cache=True)
-def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices):
-    """Per state: the value of each choice, the best (ties, by the tie rule, to the largest)."""
+@inline_kernel
+def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices,
+                  totals, labels):  # fmt: skip
+    """Per state: the value of each choice, the best (ties, by the tie rule, to the largest);
+    ``totals`` and ``labels``: the caller's room for one state's choices (an allocation here
+    would compile numpy's allocator for its type too, on a first run)."""
     for s in range(ch_start.shape[0] - 1):
         i, end = ch_start[s], ch_start[s + 1]
-        best, chosen, count = -np.inf, -1, 0
+        count = 0
         while i < end:
             c = ch_choice[i]
             total = 0.0
             while i < end and ch_choice[i] == c:
                 total += prob[i] * node_value[ch_node[i]]
                 i += 1
+            totals[count], labels[count] = sign * total, c
             count += 1
-            tol = tie_tolerance(best)
-            if sign * total > best + tol:
-                best, chosen = sign * total, c
-            elif abs(sign * total - best) <= tol and c > chosen:
-                chosen = c
         if count:
-            best_choice[s] = chosen
+            chosen, _ = pick(totals, labels, 0, count, best_of(totals, 0, count, True))
+            best_choice[s] = labels[chosen] if chosen >= 0 else -1
             n_choices[s] = count

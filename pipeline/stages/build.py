@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline import progress
-from pipeline.errors import TableError, UsageError
+from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
@@ -91,6 +91,8 @@ def run(
             _check_exact(variant, None if variant.separate else variant.make())
     if device != "cpu":
         _check_device(variants, device, exact, stages)
+    if list(stages) == ["strategies"]:
+        _check_searchable(variants, data_dir)
     tables.ensure_writable(data_dir)
     variants = _cover_changed_tables(variants, data_dir, repair)
     known = manifest.read(data_dir) if skip_unchanged else manifest.empty()
@@ -125,6 +127,37 @@ def _check_exact(variant: Variant, game: Game | None) -> None:
             f"--exact does not apply to {variant.name}: its positions can come back, so it is "
             "solved by value iteration, not in exact fractions; build it without --exact"
         )
+
+
+def _check_searchable(variants: Sequence[Variant], data_dir: Path) -> None:
+    """Before any work, for the strategies stage alone (`stb-pipeline strategies`): UsageError
+    for a variant whose game has no rules to search, TablesMissingError for one not built in
+    ``data_dir`` (its strategy rows would sit beside no states rows, and every query refuses
+    a variant without them)."""
+    for variant in variants:
+        if not variant.make().searches_rules:
+            family = variant.family
+            raise UsageError(
+                f"strategies searches the rules of one-player Shut the Box boxes; {variant.name} "
+                f"is a game of the {family} family, with no such rules to search"
+            )
+        path = layout.variant_file(data_dir, "states", variant.name)
+        if not path.exists() or variant.name not in _recorded_rules(path):
+            raise TablesMissingError(
+                f"{variant.name} is not built in {data_dir}: run `stb-pipeline build --variant "
+                f"{variant.name} --data-dir {data_dir}` first, then strategies"
+            )
+
+
+def _recorded_rules(path: Path) -> dict[str, Any]:
+    """The rules a table file records by variant (none when it cannot be read: the build
+    reports a damaged file itself)."""
+    from pipeline.store.footers import file_rules
+
+    try:
+        return file_rules(path)
+    except (OSError, PipelineError):
+        return {}
 
 
 def _cover_changed_tables(

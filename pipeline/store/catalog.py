@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 from pipeline._version import __version__
 from pipeline.errors import PipelineError
@@ -31,8 +32,9 @@ CATALOG_NAME = "stb.duckdb"
 INFO_VIEW = "stb_catalog"
 #: DuckDB's storage format the file is written in (readable by DuckDB 1.0 and later).
 STORAGE_VERSION = "v1.0.0"
-#: Bumped when the views change shape, so that a catalog from an older version is rewritten.
-FORMAT = 1
+#: Bumped when the views change shape, so that a catalog from an older version is rewritten
+#: (2: the views refuse to answer from a catalog copied or moved away from its tables).
+FORMAT = 2
 
 
 def catalog_path(data_dir: Path) -> Path:
@@ -41,11 +43,16 @@ def catalog_path(data_dir: Path) -> Path:
 
 
 def definitions(data_dir: Path) -> list[str]:
-    """The ``create view`` statements of the views over ``data_dir``'s tables (absolute paths);
-    TableError when a table file is not one of ours."""
+    """The ``create view`` statements of the views over ``data_dir``'s tables (absolute paths,
+    each view guarded against being read from a copy of the catalog elsewhere); TableError when
+    a table file is not one of ours."""
     root = Path(data_dir).resolve()
     tables = sources.data_files(root)
-    return views.statements(tables, root) + views.unbuilt_statements(tables)
+    # DuckDB lists an open database by its real path; the path as given too, in case a DuckDB
+    # does not resolve symbolic links
+    places = dict.fromkeys([str(root / CATALOG_NAME), os.path.abspath(catalog_path(data_dir))])
+    guarded = views.guard(root, list(places), CATALOG_NAME)
+    return views.statements(tables, root, guarded=guarded) + views.unbuilt_statements(tables)
 
 
 def fingerprint(statements: list[str]) -> str:
@@ -57,38 +64,67 @@ def fingerprint(statements: list[str]) -> str:
 def state(data_dir: Path, statements: list[str] | None = None) -> str:
     """How the catalog stands against the tables (``statements``: their views, when known):
     ``current``; ``missing`` (tables but no catalog); ``stale`` (views other than the tables'
-    now: a build cut short before it, a directory moved, or a catalog left where no table is);
-    ``busy`` (another process holds it open for writing, the duckdb command without
-    -readonly, so it cannot be read now)."""
+    now: a build cut short before it, a directory moved or copied, or a catalog left where no
+    table is); ``changed`` (it records the tables' views, but what it holds is not what was
+    written: a view replaced, dropped or added by hand, a macro added); ``busy`` (another
+    process holds it open for writing, the duckdb command without -readonly, so it cannot be
+    read now)."""
     statements = definitions(data_dir) if statements is None else statements
     path = catalog_path(data_dir)
     if not path.exists() or not available():  # without DuckDB no catalog is read or written
         return "missing" if statements else "current"
-    found = recorded(path)
+    found = read_back(path)
     if found is None:
         return "busy"
-    return "current" if statements and found == fingerprint(statements) else "stale"
+    info, held = found
+    if not statements or info.get("fingerprint") != fingerprint(statements):
+        return "stale"
+    return "current" if info.get("views") == digest(held) else "changed"
 
 
-def recorded(path: Path) -> str | None:
-    """The fingerprint a catalog file records ("" when it records none: not one of ours, or
-    damaged); None when it cannot be opened now (another process holds it for writing)."""
+def read_back(path: Path) -> tuple[dict[str, str], dict[str, str]] | None:
+    """What a catalog file records about itself (:data:`INFO_VIEW`'s keys and values; none: not
+    one of ours, or damaged) and what it holds (:func:`objects`); None when it cannot be
+    opened now (another process holds it for writing)."""
     duck = engine()
     con = duck.connect()
     try:
         try:
             con.execute(f"attach {views.literal(str(path))} as old (read_only)")
         except duck.Error as exc:
-            return None if "lock" in str(exc).lower() else ""
+            return None if "lock" in str(exc).lower() else ({}, {})
         try:
-            row = con.execute(
-                f"select value from old.{INFO_VIEW} where key = 'fingerprint'"
-            ).fetchone()
+            held = objects(con, "old")
+            rows = con.execute(f"select key, value from old.{INFO_VIEW}").fetchall()
         except duck.Error:
-            return ""
-        return str(row[0]) if row else ""
+            return {}, {}
+        return {str(k): str(v) for k, v in rows}, held
     finally:
         con.close()
+
+
+def objects(con: Any, database: str) -> dict[str, str]:
+    """What a database holds beside :data:`INFO_VIEW`, by name: each view's definition as
+    DuckDB writes it back, and each table, macro or sequence by its kind (a catalog holds none
+    of these: one was added by hand, and a macro could stand in for a function the views
+    call)."""
+    query = (
+        "select view_name, sql from duckdb_views() where database_name = $d and not internal "
+        "union all select 'table ' || table_name, 'table' from duckdb_tables() "
+        "where database_name = $d "
+        "union all select 'function ' || function_name, function_type from duckdb_functions() "
+        "where database_name = $d and not internal "
+        "union all select 'sequence ' || sequence_name, 'sequence' from duckdb_sequences() "
+        "where database_name = $d"
+    )
+    rows = con.execute(query, {"d": database}).fetchall()
+    return {str(name): str(sql) for name, sql in rows if name != INFO_VIEW}
+
+
+def digest(held: dict[str, str]) -> str:
+    """The sha256 of what a catalog holds (:func:`objects`), whatever order it was listed in."""
+    text = "\n".join(f"{name}\t{sql}" for name, sql in sorted(held.items()))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def refresh(data_dir: Path, check: bool = True) -> bool:
@@ -124,11 +160,20 @@ def write(data_dir: Path, statements: list[str]) -> Path:
         )
         con.execute("use stb")
         con.execute("begin")  # one transaction: one write to the log, not one per view
-        for statement in [*statements, info_view(data_dir, statements)]:
+        for statement in statements:
             con.execute(statement)
         con.execute("commit")
         con.execute("use memory")
         con.execute("detach stb")  # checkpoints and closes it: everything is in the file
+        # what the file holds, read back as any later reader reads it (DuckDB writes a view's
+        # text back in its own words: lambdas, case, the order of a `replace` list), recorded
+        # beside the fingerprint so that a view changed by hand is told from the tables' own
+        con.execute(f"attach {views.literal(str(tmp))} as stb")
+        held = digest(objects(con, "stb"))
+        con.execute("use stb")
+        con.execute(info_view(data_dir, statements, held))
+        con.execute("use memory")
+        con.execute("detach stb")
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, final)
@@ -139,7 +184,7 @@ def write(data_dir: Path, statements: list[str]) -> Path:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise PipelineError(f"cannot write {final}: {first[:200]}") from None
     except OSError as exc:
-        raise PipelineError(f"cannot write {final}: {why(final, exc)}") from None
+        raise PipelineError(f"cannot write {final}: {why(final, exc)}; {MOVE_AWAY}") from None
     finally:
         con.close()
         _remove_temporary(tmp)
@@ -147,13 +192,15 @@ def write(data_dir: Path, statements: list[str]) -> Path:
     return final
 
 
-def info_view(data_dir: Path, statements: list[str]) -> str:
-    """The ``stb_catalog`` view: the format, the fingerprint, the version that wrote the
-    catalog and the directory its views read (``stb_data_dir`` when set)."""
+def info_view(data_dir: Path, statements: list[str], held: str) -> str:
+    """The ``stb_catalog`` view: the format, the fingerprint, the :func:`digest` of what the
+    file holds (``held``), the version that wrote the catalog and the directory its views read
+    (``stb_data_dir`` when set)."""
     root = views.root_sql(Path(data_dir).resolve())
     rows = [
         ("'format'", views.literal(str(FORMAT))),
         ("'fingerprint'", views.literal(fingerprint(statements))),
+        ("'views'", views.literal(held)),
         ("'package_version'", views.literal(__version__)),
         ("'data_dir'", root),
     ]
@@ -161,10 +208,23 @@ def info_view(data_dir: Path, statements: list[str]) -> str:
     return f"create view {INFO_VIEW} as select * from (values {values}) as t(key, value)"
 
 
+#: What to do about a catalog that cannot be replaced or removed (a folder or an immutable
+#: file in its place): it is derived from the tables, so nothing is lost by moving it.
+MOVE_AWAY = (
+    "move it away (the catalog is made from the tables: `stb-pipeline verify --fix` writes it)"
+)
+
+
 def remove(data_dir: Path) -> None:
-    """Remove the catalog (a directory without tables has none)."""
-    with contextlib.suppress(FileNotFoundError):
-        catalog_path(data_dir).unlink()
+    """Remove the catalog (a directory without tables has none); PipelineError naming it when
+    it cannot be (a folder of that name, an immutable file)."""
+    path = catalog_path(data_dir)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise PipelineError(f"cannot remove {path}: {why(path, exc)}; {MOVE_AWAY}") from None
 
 
 def _remove_temporary(tmp: Path) -> None:

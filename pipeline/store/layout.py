@@ -95,6 +95,21 @@ def settle(data_dir: Path, sweep: bool = True) -> None:
         remove_stale(data_dir)
 
 
+def unfinished_commit(data_dir: Path) -> str | None:
+    """Why a commit cut short is still pending in ``data_dir`` after a try to finish it (waiting
+    for a build that holds the lock); None when there is none. A journal left in place means
+    the tables are neither surely the old ones nor the new ones, so `verify` fails on it."""
+    journal = Path(data_dir) / JOURNAL_NAME
+    if not journal.exists():
+        return None
+    try:
+        with data_lock(data_dir):
+            pass
+    except PipelineError as exc:
+        return f"{journal.name} (a commit cut short): {exc}"
+    return None
+
+
 def recover(data_dir: Path) -> None:
     """Finish a commit whose journal is in place (renames, manifest, then the catalog
     ``stb.duckdb`` rewritten for the new tables), and remove dead writers' temporary files.
@@ -144,7 +159,8 @@ def _write_catalog(data_dir: Path) -> PipelineError | None:
     try:
         catalog.refresh(data_dir, check=False)
     except PipelineError as exc:
-        catalog.remove(data_dir)
+        with contextlib.suppress(PipelineError):  # the first error names it, says what to do
+            catalog.remove(data_dir)
         return PipelineError(f"the tables are written, but not the catalog: {exc}")
     return None
 
@@ -171,6 +187,21 @@ def remove_stale(data_dir: Path) -> list[Path]:
             stray.unlink(missing_ok=True)
             removed.append(stray)
     return removed
+
+
+def rebuild_hint(path: Path, variant: str | None = None) -> str:
+    """How to rebuild the table file ``path`` that cannot be read, said with its variant's name:
+    ``variant``, or the one whose own file it is (``variants/NAME/...``); a shared file holds
+    many variants, and the manifest says which."""
+    path = Path(path)
+    if variant is None and path.parent.parent.name == OWN_DIR:
+        variant = path.parent.name
+    if variant is not None:
+        return f"rebuild it (stb-pipeline build --force --variant {variant})"
+    return (
+        "move it away and rebuild the variants it held "
+        "(stb-pipeline build --force --variant all, and any other variants you use)"
+    )
 
 
 def own_key(variant: str, table: str) -> str:

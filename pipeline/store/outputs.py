@@ -110,6 +110,41 @@ def check_output(path: Path, data_dir: Path | None, force: bool) -> None:
         raise UsageError(f"{path} exists: add --force to replace it")
 
 
+#: Names at the top of a data directory that belong to it: the catalog, the manifest and the
+#: folder of the variants' own files (besides any ``*.parquet``, read as a table, and any name
+#: starting with a dot: the lock, the journal, temporary files).
+DATA_DIR_NAMES = ("stb.duckdb", "manifest.json", "variants")
+
+
+def among_tables(path: Path, data_dir: Path) -> str | None:
+    """The name at the top of ``data_dir`` that writing ``path`` would take or create and that
+    the data directory's readers own (``x.parquet``, even as a folder, is read as a table and
+    fails every reader; ``stb.duckdb`` is the catalog's place); None when ``path`` is outside
+    the data directory or in a folder of its own there (``data/report``)."""
+    try:
+        below = path.resolve().relative_to(Path(data_dir).resolve()).parts
+    except (ValueError, OSError, RuntimeError):
+        return None
+    if not below:
+        return "."
+    first = below[0]
+    if first.endswith(".parquet") or first.startswith(".") or first in DATA_DIR_NAMES:
+        return first
+    return None
+
+
+def refuse_among_tables(path: Path, data_dir: Path, option: str) -> None:
+    """UsageError when writing ``path`` (given as ``option``) would put a file or folder where
+    the data directory's own files go (see :func:`among_tables`)."""
+    name = among_tables(path, data_dir)
+    if name is not None:
+        where = "the data directory itself" if name == "." else f"{name!r} in it"
+        raise UsageError(
+            f"{option} {path} would write {where}, where {data_dir} keeps its tables: give a "
+            f"folder of its own (e.g. {Path(data_dir) / 'out'}) or a place elsewhere"
+        )
+
+
 def inside(path: Path, directory: Path) -> bool:
     """Whether ``path`` is ``directory`` or lies under it (links followed)."""
     try:

@@ -2,10 +2,12 @@
 
 Each batch (a dict of equal-length numpy columns, ``numpy.ma.MaskedArray`` for nulls) becomes
 Arrow arrays; batches are gathered into row groups of about :data:`ROW_GROUP_ROWS` rows, so a
-table of hundreds of millions of rows is never held whole. Every table is encoded by its own
-thread fed through a short queue: Parquet encoding releases the GIL, so it overlaps the producer
-(a compiled solve, also GIL-free) and the other tables, while at most :data:`QUEUE_BATCHES`
-batches per table wait in memory.
+table of hundreds of millions of rows is never held whole. The row groups are encoded side by
+side on a pool of threads shared by the tables (:func:`write_threads` of them: every core), each
+as a Parquet file of its own in memory, and spliced into the table's one file in order
+(:mod:`pipeline.store.splice`): the file is the one a single writer would write, byte for byte,
+but its encoding runs on every core while the producer (a compiled solve, also GIL-free)
+computes the next rows. At most a few row groups per thread wait in memory.
 
 A file is written under a hidden temporary name next to its final path and renamed into place
 only when every table is complete: on any exception (KeyboardInterrupt included) the temporary
@@ -15,24 +17,30 @@ files are removed and the old files, if any, are left as they were.
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
+import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from pipeline.store.background import Background
+from pipeline.errors import UsageError
+from pipeline.store import splice
 from pipeline.store.files import HashedFile, _tmp_name, cannot_write
 from pipeline.store.manifest import PARQUET_OPTIONS
 
 #: Rows per row group: pyarrow's default row group size, a few tens of MB per group.
 ROW_GROUP_ROWS = 1 << 20
-#: Batches waiting per table: enough to keep its thread busy, few enough to bound memory.
+#: Row groups per table handed to the encoders and not yet in the file, beyond one per thread:
+#: enough to keep every thread busy, few enough to bound memory.
 QUEUE_BATCHES = 2
+#: Environment variable that sets the number of encoding threads (default: every core).
+THREADS_ENV = "STB_WRITE_THREADS"
+#: Seconds at a time the producer waits for room, to notice a failed encoder.
+POLL = 0.1
 #: The tables' Parquet settings (fixed, so that equal tables are equal bytes).
 WRITE_OPTIONS: dict[str, Any] = PARQUET_OPTIONS
 
@@ -79,19 +87,25 @@ def write_streamed_many(
     fills ``digests`` (when given) with each file's sha256, hashed as it was written.
     """
     tmps = {name: _tmp_name(Path(p)) for name, p in paths.items()}
+    workers = write_threads()
     with contextlib.ExitStack() as stack:
         stack.callback(_remove, tmps.values())  # runs on success too: then nothing is left
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="stb-encode")
         writers = {
             name: stack.enter_context(
-                _TableThread(
+                _TableWriter(
                     tmps[name],
                     schemas[name],
                     (constants or {}).get(name, {}),
                     (options or {}).get(name) or WRITE_OPTIONS,
+                    pool,
+                    workers + QUEUE_BATCHES,
                 )
             )
             for name in paths
         }
+        # on failure, before the writers drop their files: no new row group starts encoding
+        stack.callback(pool.shutdown, wait=True, cancel_futures=True)
         for item in batches:
             for name, writer in writers.items():
                 cols = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
@@ -104,6 +118,18 @@ def write_streamed_many(
         if digests is not None:
             digests.update({name: w.file.sha256 for name, w in writers.items() if w.file.sha256})
         return {name: w.rows for name, w in writers.items()}
+
+
+def write_threads() -> int:
+    """Threads that encode row groups: ``$STB_WRITE_THREADS``, else the cores this process
+    may run on (two here, sixteen on a GPU machine)."""
+    given = os.environ.get(THREADS_ENV, "").strip()
+    if given:
+        try:
+            return max(1, int(given))
+        except ValueError:
+            raise UsageError(f"{THREADS_ENV} must be a whole number, not {given!r}") from None
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
 def record_batch(
@@ -160,9 +186,10 @@ def _physical(schema: pa.Schema, constants: Mapping[str, Any]) -> pa.Schema:
     return pa.schema(fields)
 
 
-class _TableThread:
-    """One table's ParquetWriter, fed batches by a worker thread (:class:`Background`) through a
-    bounded queue."""
+class _TableWriter:
+    """One table's file: its row groups encoded by the shared pool's threads
+    (:func:`pipeline.store.splice.encode_part`), and appended in order by whichever thread
+    finishes the next one; the footer written last."""
 
     def __init__(
         self,
@@ -170,62 +197,130 @@ class _TableThread:
         schema: pa.Schema,
         constants: Mapping[str, Any],
         options: Mapping[str, Any],
+        pool: ThreadPoolExecutor,
+        depth: int,
     ) -> None:
         self.schema, self.constants = _physical(schema, constants), constants
-        self.path = path
-        self.file = HashedFile(path)  # closed by finish, or abandoned by __exit__
         # The Arrow schema is not stored, so a constant written as a dictionary reads back as
         # the schema's type (a string); the schema's key-value metadata is kept explicitly.
-        # a deep copy: pyarrow adds use_byte_stream_split's columns to the caller's
-        # column_encoding dict, which a second writer given the same options then refuses
-        self.writer = pq.ParquetWriter(
-            self.file.arrow_stream(), self.schema, store_schema=False, **copy.deepcopy(options)
-        )
-        if schema.metadata:
-            self.writer.add_key_value_metadata(schema.metadata)
-        self.pending: list[pa.RecordBatch] = []
-        self.cache: dict[tuple[str, int], pa.Array] = {}  # constant columns, by (name, rows)
+        self.metadata = schema.metadata
+        self.options = options
+        self.path = path
+        self.pool, self.depth = pool, depth
+        self.file = HashedFile(path)  # closed by finish, or abandoned by __exit__
+        self.pending: list[Columns] = []
+        self.pending_rows = 0
         self.rows = 0
-        self.worker = Background(depth=QUEUE_BATCHES, name=f"stb-{path.name}")
+        self.submitted = 0  # row groups handed to the pool
+        self.written = 0  # row groups in the file
+        self.ready: dict[int, splice.Part] = {}  # encoded, waiting for the ones before them
+        self.appending = False  # a thread is appending parts to the file
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.groups: list[Any] = []  # the file's row groups, offsets in place
+        self.first: splice.Part | None = None  # whose footer the file's footer starts from
+        self.position = len(splice.MAGIC)
+        self.cond = threading.Condition()
+        self.local = threading.local()  # each encoder's constant columns (record_batch's cache)
+        self._write(splice.MAGIC)
 
-    def __enter__(self) -> _TableThread:
+    def __enter__(self) -> _TableWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # On failure: stop the worker after its current batch, then drop the file.
-        self.worker.close()
-        self.file.abandon(self.writer)  # nothing to do after finish
+        # On failure: parts still encoding are dropped when they finish; the file goes.
+        with self.cond:
+            self.stopped = True
+        self.file.abandon()  # nothing to do after finish
 
     def put(self, cols: Columns) -> None:
-        """Queue a batch; wait while the queue is full; re-raise the worker's error."""
-        self.worker.submit(self._add, cols)
+        """Add a batch; hand a full row group to the pool, waiting while too many are in
+        flight; re-raise an encoder's error."""
+        self._check()
+        self.pending.append(cols)
+        self.pending_rows += len(next(iter(cols.values()))) if cols else 0
+        if self.pending_rows >= ROW_GROUP_ROWS:
+            self._submit()
 
     def finish(self) -> None:
-        """Write what is left, wait for the worker (re-raising its error), close the file and
-        flush it to disk."""
-        self.worker.submit(self._flush)
-        self.worker.wait()
+        """Encode what is left, wait for every row group (re-raising an encoder's error), write
+        the footer, close the file and flush it to disk."""
+        if self.pending:
+            self._submit()
+        with self.cond:
+            while self.written < self.submitted and self.error is None:
+                self.cond.wait(POLL)
+        self._check()
+        if self.first is None:  # no rows: the file of an empty table, as a writer leaves it
+            self.first = splice.encode_part(None, self.schema, self.options, self.metadata)
+        self._write(splice.footer(self.first.meta, self.groups, self.rows))
         try:
-            self.writer.close()
             self.file.close()  # on disk, its sha256 known
         except OSError as exc:
             raise cannot_write(self.path, exc) from None
 
-    def _add(self, cols: Columns) -> None:
-        self.pending.append(record_batch(cols, self.schema, self.constants, self.cache))
-        if sum(b.num_rows for b in self.pending) >= ROW_GROUP_ROWS:
-            self._flush()
+    def _submit(self) -> None:
+        """Hand the pending batches to the pool as the next row group."""
+        batches, self.pending, self.pending_rows = self.pending, [], 0
+        with self.cond:
+            while self.submitted - self.written >= self.depth and self.error is None:
+                self.cond.wait(POLL)
+            seq = self.submitted
+            self.submitted += 1
+        self._check()
+        self.pool.submit(self._encode, seq, batches)
 
-    def _flush(self) -> None:
-        """Write the pending batches as one row group."""
-        size = sum(b.num_rows for b in self.pending)
-        if size:
-            try:
-                self.writer.write_table(pa.Table.from_batches(self.pending), row_group_size=size)
-            except OSError as exc:  # a full disk: one line naming the table
-                raise cannot_write(self.path, exc) from None
-            self.rows += size
-        self.pending.clear()
+    def _check(self) -> None:
+        """Raise the error an encoder met, if any."""
+        if self.error is not None:
+            raise self.error
+
+    def _encode(self, seq: int, batches: list[Columns]) -> None:
+        """(On a pool thread.) Encode one row group, then append what is ready in order."""
+        try:
+            if self.stopped or self.error is not None:
+                return
+            cache = self.local.__dict__.setdefault("cache", {})
+            table = pa.Table.from_batches(
+                [record_batch(c, self.schema, self.constants, cache) for c in batches]
+            )
+            part = splice.encode_part(table, self.schema, self.options, self.metadata)
+            with self.cond:
+                self.ready[seq] = part
+                if self.appending:  # the thread appending will find it
+                    return
+                self.appending = True
+            self._append_ready()
+        except BaseException as exc:  # raised in the producer, at its next put or finish
+            with self.cond:
+                self.error = self.error or exc
+                self.appending = False
+                self.cond.notify_all()
+
+    def _append_ready(self) -> None:
+        """Append the parts that are next in order, until the next one is not encoded yet."""
+        while True:
+            with self.cond:
+                part = self.ready.pop(self.written, None)
+                if part is None or self.stopped:
+                    self.appending = False
+                    self.cond.notify_all()
+                    return
+            self.first = self.first or part
+            groups = part.meta.get(splice.FILE_ROW_GROUPS)[1]
+            self.groups += splice.shifted(groups, self.position - 4, len(self.groups))
+            self._write(part.chunks)
+            self.position += len(part.chunks)
+            self.rows += part.rows
+            with self.cond:
+                self.written += 1
+                self.cond.notify_all()
+
+    def _write(self, data: Any) -> None:
+        try:
+            self.file.write(data)
+        except OSError as exc:  # a full disk: one line naming the table
+            raise cannot_write(self.path, exc) from None
 
 
 def _remove(paths: Iterable[Path]) -> None:

@@ -173,19 +173,6 @@ def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
         raise TableError(f"{path} is not a readable table ({first}); {manifest.REBUILD}") from None
 
 
-def table_rules(data_dir: Path, name: str) -> dict[str, Any]:
-    """The rule sets recorded in a table's metadata, by variant."""
-    return file_rules(table_path(data_dir, name))
-
-
-def file_rules(path: Path) -> dict[str, Any]:
-    """The rule sets recorded in one table file's metadata, by variant."""
-    import pyarrow.parquet as pq
-
-    meta = pq.read_schema(path).metadata or {}
-    return json.loads(meta.get(RULES_KEY, b"{}"))
-
-
 def replace_rows(
     data_dir: Path,
     name: str,
@@ -390,7 +377,9 @@ def _kept_rows(
         how="vertical_relaxed",
     )
     new_keys = new_keys.cast({k: old.schema[k] for k in keys})
-    return old.join(new_keys.unique(), on=list(keys), how="anti")
+    # in the old rows' order: polars promises no order of a join's rows unless asked, and the
+    # same rows in another order are another file (a build must write the same bytes)
+    return old.join(new_keys.unique(), on=list(keys), how="anti", maintain_order="left")
 
 
 def write_atomic(path: Path, table: pa.Table) -> None:

@@ -13,16 +13,20 @@ filtered on that variant: a query asking for other variants is planned without t
 (DuckDB sees the two filters contradict), and the shared file's scan skips the row groups of
 other variants by their statistics, so a filtered lookup reads only the rows it asks for.
 
-Paths are absolute, so the views work from any working directory and in any DuckDB client
-(DuckDB reads a relative path in a view against the reader's working directory, not against
-the database file, and ``file_search_path`` is a setting of a connection, not stored in the
-file). Each path starts with ``coalesce(getvariable('stb_data_dir'), '<directory>')``: a copy
-of the directory elsewhere is read with ``set variable stb_data_dir = '<new place>'``.
+Paths are absolute, so the views work from any working directory and in any DuckDB client.
+DuckDB offers no path relative to the database file a view is stored in: it reads a relative
+path against the reader's working directory, ``file_search_path`` is a setting of a connection,
+not stored in the file, and a table function's arguments may hold no subquery (so a view cannot
+ask ``duckdb_databases()`` where its own file is). Each path starts with
+``coalesce(getvariable('stb_data_dir'), '<directory>')``: a copy of the directory elsewhere is
+read with ``set variable stb_data_dir = '<new place>'``. The catalog's views also carry a
+:func:`guard`: opened from anywhere but the directory they read (a copy, a move), they fail
+with one line saying so, instead of answering silently from the old place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipeline.store import schema
@@ -74,8 +78,12 @@ def view_select(
             parts += [f"select * {scan} {keep} state_id between {a} and {b}" for a, b in ranges]
             continue
         filled = schema.tile_select(table, list(f.columns), f.tiles) if f.tiles else {}
-        items = ", ".join(f"{sql} as {ident(c)}" for c, sql in filled.items())
-        items = f"* replace ({items})" if items else "*"
+        # the file's columns by name, not `* replace (...)`: DuckDB keeps a replace list in a
+        # hash map and writes it back in another order each time the catalog is stored, and
+        # the catalog's check compares the views' text (catalog.digest)
+        named = [f"{filled[c]} as {ident(c)}" if c in filled else ident(c) for c in f.columns]
+        named += [f"{sql} as {ident(c)}" for c, sql in filled.items() if c not in f.columns]
+        items = ", ".join(named) if filled else "*"
         parts.append(f"select {items} {scan}{where}")
     present = {c for f in files for c in f.columns}
     columns = [
@@ -105,17 +113,42 @@ def statements(
     tables: Mapping[str, list[TableFile]],
     root: Path,
     samples: Mapping[str, LeanSample] | None = None,
+    guarded: str | None = None,
 ) -> list[str]:
     """``create view`` statements for every table of ``tables`` (files below ``root``), then
-    the ``rules`` view when there are states."""
+    the ``rules`` view when there are states; ``guarded``: a condition every view holds to
+    (:func:`guard`), or fails."""
+    where = f"\nwhere {guarded}" if guarded else ""
     out = [
-        f"create view {ident(table)} as\n{view_select(table, files, root, samples)}"
+        f"create view {ident(table)} as\n{view_select(table, files, root, samples)}{where}"
         for table, files in tables.items()
         if files and table != RULES_VIEW
     ]
     if tables.get("states"):
-        out.append(f"create view {RULES_VIEW} as\n{rules_select(tables['states'], root)}")
+        rules = rules_select(tables["states"], root)
+        if guarded:
+            rules = f"select * from (\n{rules}\n){where}"
+        out.append(f"create view {RULES_VIEW} as\n{rules}")
     return out
+
+
+def guard(root: Path, database_files: Sequence[str], name: str) -> str:
+    """The condition a catalog's views hold to: the database they are read from is one of
+    ``database_files`` (the catalog's own path, as DuckDB lists the databases it has open, with
+    symbolic links resolved), or the reader pointed them elsewhere with ``stb_data_dir``; else
+    reading a view fails with one line. A copied or moved catalog (named ``name``) would
+    otherwise answer from the directory it was written in, without a word."""
+    files = ", ".join(literal(f) for f in database_files)
+    message = (
+        f"{name} holds the views of the tables in {root}, but it is not that directory's "
+        f"catalog (copied or moved): run `stb-pipeline verify --fix --data-dir DIR` where it "
+        f"is now, or `set variable {ROOT_VARIABLE} = 'DIR'` to read the tables in DIR"
+    )
+    return (
+        f"(select case when getvariable({literal(ROOT_VARIABLE)}) is not null or count(*) > 0 "
+        f"then true else error({literal(message)}) end\n"
+        f" from duckdb_databases() where path in ({files}))"
+    )
 
 
 #: What reading a table that is not built says, after its name.

@@ -218,3 +218,16 @@ def test_an_export_that_fails_leaves_the_old_one_and_nothing_else(
     assert failed.code == 1 and "No space left" in failed.stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["dataset"]
+
+
+def test_the_card_names_the_source_that_gave_each_figure(built: Path, tmp_path: Path) -> None:
+    """Issue 41: the card credited FiveThirtyEight's Riddler with the Lever Box's 13 digits;
+    the Riddler posed the puzzle (13 Apr 2018), and 0.0976137161704 is the solution a blog post
+    gives (seed 003_d76d08da6ac0702b.txt: "Lever Box", 2018/04/14)."""
+    out = tmp_path / "dataset"
+    result = invoke(["export", "dataset", "-o", out, "-d", built, "-v", "lever"])
+    assert result.code == 0, result.stderr
+    (line,) = [x for x in (out / "README.md").read_text().splitlines() if "0.0976137161704 |" in x]
+    assert '| the "Lever Box" blog post (14 Apr 2018), solving the puzzle' in line, line
+    assert "Riddler posed on 13 Apr 2018 |" in line
+    assert not any(p.source.startswith("the FiveThirtyEight Riddler") for p in PUBLISHED)

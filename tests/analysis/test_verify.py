@@ -66,13 +66,13 @@ def failed(data: Path, variant: str | None = "classic") -> dict[str, pl.DataFram
 def test_clean_build_keeps_every_contract(small_build: Path) -> None:
     result = invoke(["verify", "--data-dir", small_build])
     assert result.code == 0, result.stdout + result.stderr
-    # the SQL contracts, plus manifest.json, the one schema per table, no temporary files, the
-    # catalog
-    assert f"all {len(verify.contract_names()) + 4} contracts hold" in result.stdout
+    # the SQL contracts, plus manifest.json, the one schema per table, no temporary files, no
+    # unfinished commit, the catalog
+    assert f"all {len(verify.contract_names()) + 5} contracts hold" in result.stdout
 
 
 def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
-    n = len(verify.contract_names()) + 4  # manifest, schema, temporary files, catalog
+    n = len(verify.contract_names()) + 5  # manifest, schema, temporary files, commit, catalog
     names = VARIANTS.split(",")
     both = invoke(["verify", "--variant", names[0], "-v", names[1], "--data-dir", small_build])
     assert both.code == 0, both.stderr
@@ -85,7 +85,7 @@ def test_variant_takes_lists_and_all_like_the_stages(small_build: Path) -> None:
 
 def test_every_variant_of_the_full_build_keeps_every_contract(built: Path) -> None:
     results = verify.verify(built)
-    own = {"manifest", "schema", "temporary", "catalog"}
+    own = {"manifest", "schema", "temporary", "journal", "catalog"}
     assert {r.name for r in results} == {*own, *verify.contract_names()}
     assert [r.name for r in results if not r.ok or r.skipped] == []
 
@@ -343,3 +343,23 @@ def test_lean_files_are_sampled_by_row_group(
     assert (n, low, high, tiles) == (3000, 0, 9999, 0)  # the columns it lacks read as null
     whole = sql.connect(tmp_path)  # every other reader reads it all
     assert whole.execute("select count(*) from states").fetchone() == (10_000,)
+
+
+def test_strategy_rows_of_a_variant_not_built_break_strategy_search(copy_of: Path) -> None:
+    """Issue 41: `strategies --variant lever` with lever not built wrote rows that no query can
+    read (every query refuses a variant without states rows), and verify did not notice."""
+    for table in ("strategy_search", "strategy_exceptions"):
+        rewrite(
+            copy_of,
+            table,
+            lambda f: pl.concat(
+                [f, f.filter(pl.col("variant") == "classic").with_columns(variant=pl.lit("ghost"))]
+            ),
+        )
+    broken = failed(copy_of, None)
+    orphans = broken["strategy_search"].filter(pl.col("variant") == "ghost")
+    assert set(orphans["what"]) == {"strategy_search", "strategy_exceptions"}
+    assert set(orphans["problem"]) == {
+        "strategy rows of a variant that is not built (no states rows)"
+    }
+    assert set(broken["strategy_search"]["variant"]) == {"ghost"}  # classic's rows are fine

@@ -47,7 +47,8 @@ def page(data: Path) -> Path:
     """The explorer page for the built variants, at its default place."""
     result = invoke(["explore", "--data-dir", data])
     assert result.code == 0, result.stderr
-    assert "wrote" in result.stdout and "skipped classic-score: not built" in result.stdout
+    assert "wrote" in result.stdout
+    assert "not built, so not on the page: classic-score," in result.stdout
     return data / "explorer.html"
 
 
@@ -63,7 +64,7 @@ def npage(ndata: Path) -> Path:
     """The explorer page of the N-player variants (by default: every built one)."""
     result = invoke(["explore", "--data-dir", ndata])
     assert result.code == 0, result.stderr
-    assert "skipped three-player: not built" in result.stdout
+    assert "not built, so not on the page:" in result.stdout and "three-player," in result.stdout
     return ndata / "explorer.html"
 
 
@@ -119,10 +120,10 @@ def test_embedded_json_matches_the_tables(data: Path, page: Path, name: str) -> 
 @pytest.mark.parametrize("name", NPLAYER)
 def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) -> None:
     """Every block's shares are the states table's columns, each mask's moves player 1's (the
-    same in every block), each stuck roll's value the policy's, and the tie rule picks every
-    policy move (no exceptions listed)."""
+    same in every block), each stuck roll's value the policy's, and the page's pick every
+    policy move (the library's picks listed where a near tie is not the plain best)."""
     found = {v["name"]: v for v in embedded_data(npage.read_text("utf-8"))["variants"]}[name]
-    assert found["kind"] == "nplayer" and found["players"] == get_variant(name).make().n
+    assert found["kind"] == "players" and found["players"] == get_variant(name).make().n
     states = tables.read_table(ndata, "states", name).sort("state_id")
     f = 1 << found["rules"]["tiles"]
     for part in states.partition_by("player", "best_score", "best_count"):
@@ -153,7 +154,20 @@ def test_nplayer_json_matches_the_tables(ndata: Path, npage: Path, name: str) ->
     for seat, best, count, score, value in stuck.iter_rows():
         at = found["possible"].index(score)
         assert found["blocks"][f"{seat}/{best or 0}/{count or 0}"]["end"][at] == value
-    assert found["picks"] == []
+    # the page's pick is the policy's everywhere: the first move worth exactly the best, or
+    # the library's where that is not its pick (the page decides no tie)
+    listed = {(key, mask, roll): move for key, mask, roll, move in found["picks"]}
+    keys = {
+        s: f"{p}/{b or 0}/{c or 0}"
+        for s, p, b, c in states.select("state_id", "player", "best_score", "best_count").rows()
+    }
+    for row in moves.filter(pl.col("is_best")).iter_rows(named=True):
+        key, mask = keys[row["state_id"]], row["state_id"] % f
+        entry = next(e for e in found["moves"][mask] if e[0] == row["roll"])
+        values = found["blocks"][key]["shares"]["value"]
+        worth = [values[(row["state_id"] % f) & ~m] for m in entry[1:]]
+        plain = entry[1 + worth.index(max(worth))]
+        assert listed.get((key, mask, row["roll"]), plain) == mask_of(row["move"])
 
 
 def test_a_variant_too_big_is_listed_not_dropped(
@@ -504,3 +518,29 @@ def test_browser_lists_a_variant_too_big(
     assert note.is_displayed() and "four-player" in note.text and "too big" in note.text
     options = browser.find_elements("css selector", "#variant option")
     assert [o.get_attribute("value") for o in options] == ["two-player"]
+
+
+def test_explore_says_why_it_leaves_a_variant_out_in_few_lines(tmp_path: Path) -> None:
+    """Issue 41: a built custom box was left off the page without a word, and each default
+    not built took a "skipped" line of its own (11 of them)."""
+    data = tmp_path / "data"
+    for args in (
+        ["--variant", "lever,knucklebones-2x2"],
+        ["--tiles", "5", "--name", "mybox"],
+        ["--tiles", "13", "--objective", "score", "--name", "big13"],
+    ):
+        assert invoke(["build", *args, "-d", data, "-q"]).code == 0
+    result = invoke(["explore", "-d", data, "-o", tmp_path / "page.html"])
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("wrote") and lines[0].endswith(": lever, mybox")
+    assert (
+        sum(line.startswith("not built") for line in lines) == 1 and "skipped" not in result.stdout
+    )
+    assert "left out big13: 13 tiles, the page takes at most 12" in result.stdout
+    assert (
+        "left out knucklebones-2x2: the page draws one row of Shut the Box tiles" in result.stdout
+    )
+    assert len(lines) == 4
+    named = invoke(["explore", "-d", data, "-v", "mybox", "-o", tmp_path / "mine.html"])
+    assert named.code == 0 and named.stdout.startswith(f"wrote {tmp_path / 'mine.html'}")

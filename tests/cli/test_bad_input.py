@@ -255,6 +255,13 @@ BAD_INPUT = [
     (["query", "top_states", "-p", "variant=classic", "-v", "classic", "-d", "{data}"], 2, "once"),
     (["query", "best_opening_roll", "-v", "classic' or ''='", "-d", "{data}"], 2, "is not built"),
     (["query", "best_opening_roll", "-v", "lever", "-d", "{data}"], 2, "is not built"),
+    # the strategies stage on what it cannot search, or on a variant not built (issue 41)
+    (["strategies", "--variant", "two-player", *DATA], 2, "no such rules to search"),
+    (["strategies", "--variant", "knucklebones-2x2", *DATA], 2, "the knucklebones family"),
+    (["strategies", "--variant", "lever", *DATA], 2, "lever is not built in"),
+    # an objective without rows: refused, not an empty card with exit 0 (issue 41)
+    (["query", "strategy_card", "-p", "objective=target", "-f", "csv", *DATA], 2, "'target'"),
+    (["query", "strategy_exceptions", "-p", "objective=target", *DATA], 2, "it has objective"),
     # outputs never land among the tables, nor replace a file unasked
     (["query", "top_states", "-o", "{data}/states.parquet", "--force", *DATA], 2, "inside"),
     (["query", "top_states", "-f", "csv", "-o", "{data}/new.csv", "-d", "{data}"], 2, "inside"),
@@ -263,6 +270,12 @@ BAD_INPUT = [
     (["export", "verifier", "-o", "{data}/manifest.json", "-d", "{data}"], 2, "data directory"),
     (["export", "verifier", "-o", "{tmp}/existing.csv", "-d", "{data}"], 2, "add --force"),
     (["report", "--out", "{data}", "-d", "{data}"], 2, "would mix the report with the tables"),
+    # a folder or file named like a table (or the catalog) would be read as one (issue 41)
+    (["export", "dataset", "-o", "{data}/x.parquet", *DATA], 2, "'x.parquet' in it"),
+    (["export", "dataset", "-o", "{data}/stb.duckdb", *DATA], 2, "'stb.duckdb' in it"),
+    (["explore", "-o", "{data}/page.parquet", *DATA], 2, "'page.parquet' in it"),
+    (["report", "--out", "{data}/r.parquet", *DATA], 2, "'r.parquet' in it"),
+    (["play", "--rule", "max-high,,min-count", *DATA], 2, "with none empty"),
     # empty or malformed lists are mistakes, not "everything"
     (["verify", "--variant", "", "-d", "{data}"], 2, "--variant ''"),
     (["verify", "--variant", ",", "-d", "{data}"], 2, "--variant ','"),
@@ -936,3 +949,20 @@ def test_readers_take_quiet_like_build(small: Path, tmp_path: Path, args: list[s
     result = invoke([*(a.format(tmp=tmp_path) for a in args), "--data-dir", small])
     assert result.code == 0, result.stderr
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "echoed"),
+    [
+        (["expect", "--variant", ":x:", "123", *DATA], "unknown variant ':x:'"),
+        (["query", ":smile:", *DATA], "query ':smile:' is not a query name"),
+        (["export", "dataset", "-o", "/proc/:fire:", *DATA], "/proc/:fire:"),
+        (["query", "[bold]x[/bold]", *DATA], "query '[bold]x[/bold]'"),
+    ],
+    ids=_id,
+)
+def test_error_lines_echo_the_input_as_given(small: Path, args: list[str], echoed: str) -> None:
+    """Issue 41: no emoji code (``:x:``) and no markup is read in what a user typed."""
+    result = invoke([a.format(data=small) for a in args])
+    assert_one_clean_line(result, result.code)
+    assert result.code in (1, 2) and echoed in result.stderr, result.stderr

@@ -162,3 +162,83 @@ def test_console_script_and_duckdb_cli_work_together(tmp_path: Path) -> None:
         [duckdb_cli, "-csv", "-c", query], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip().splitlines()[-1] == "4040"  # seed 000
+
+
+def test_from_another_directory_not_built_names_the_data_dir_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    """Issue 41: run from a directory without `data/`, `expect` said to build and never
+    named --data-dir or STB_DATA_DIR, and `query` showed DuckDB's raw "Catalog Error"."""
+    monkeypatch.chdir(tmp_path)
+    expect = cli(["expect", "--variant", "classic", "123456789"])
+    assert expect.code == 2 and expect.stderr.count("\n") == 1
+    assert "--data-dir DIR, or STB_DATA_DIR=DIR" in expect.stderr
+    query = cli(["query", "best_opening_roll"])
+    assert query.code == 2 and query.stderr.count("\n") == 1
+    assert "Catalog Error" not in query.stderr and "does not exist!" not in query.stderr
+    assert "query best_opening_roll reads policy, which is not built in data" in query.stderr
+    assert "--data-dir DIR" in query.stderr
+
+
+def test_a_data_dir_with_tables_gets_no_data_dir_hint(built: Path, cli) -> None:
+    missing = cli(["expect", "--variant", "classic-score", "123", "-d", built])
+    assert missing.code in (0, 2)
+    assert "STB_DATA_DIR" not in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["expect", "--variant", "clasic", "123"],
+            "unknown variant 'clasic'; did you mean classic?",
+        ),
+        (["build", "-v", "levr", "-q"], "did you mean lever?"),
+        (["build", "--variant", "classic", "lever"], "--variant classic,lever"),
+    ],
+)
+def test_a_misspelt_variant_gets_a_guess_and_a_space_gets_the_comma(
+    tmp_path: Path, cli, args: list[str], said: str
+) -> None:
+    """Issue 41: `--variant clasic` listed 25 names in one 560-character line; `--variant
+    classic lever` got no hint that several variants take commas."""
+    result = cli([*args, "-d", tmp_path / "data"])
+    assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert said in result.stderr and len(result.stderr) < 200, result.stderr
+
+
+def test_the_strategy_card_reads_as_a_card(built: Path, cli) -> None:
+    """Issue 41: `query strategy_card` printed 13 rows as 200 lines of key/value tables; the
+    card shows place, the line, the rule in words, P(shut) and the gap, every column with csv."""
+    result = cli(["query", "strategy_card", "--variant", "classic", "-d", built])
+    assert result.code == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if "place" in line)
+    assert [w for w in header.split() if w.isidentifier()] == [
+        "place",
+        "line",
+        "rule",
+        "p_shut",
+        "gap",
+    ]
+    assert "Shut as few tiles as you can" in result.stdout
+    assert "every column (spec, size, exceptions, value, expected_score too)" in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 160
+    assert len(result.stdout.splitlines()) < 40
+    full = cli(["query", "strategy_card", "--variant", "classic", "-f", "csv", "-d", built])
+    assert full.stdout.splitlines()[0] == (
+        "place,line,rule,spec,size,exceptions,value,gap,p_shut,expected_score"
+    )
+
+
+def test_strategies_prints_the_best_rule_and_the_command_for_the_card(
+    built: Path, tmp_path: Path, cli
+) -> None:
+    """Issue 41: `strategies --variant lever` printed a build summary, not what it found."""
+    data = tmp_path / "data"
+    assert cli(["build", "--variant", "lever", "-d", data, "-q"]).code == 0
+    result = cli(["strategies", "--variant", "lever", "-d", data, "-q"])
+    assert result.code == 0, result.stderr
+    first, second = result.stdout.splitlines()
+    assert first.startswith("lever: best rule of at most 3 keys: Shut as few tiles as you can")
+    assert "P(shut) 0.0965" in first and "less than optimal play" in first
+    assert second.strip() == f"the card: stb-pipeline query strategy_card --variant lever -d {data}"

@@ -80,3 +80,28 @@ def test_options_that_do_nothing_are_gone(cli) -> None:
     for stage in ("enumerate", "edges", "policy"):
         assert "--exact" not in cli([stage, "--help"]).stdout
     assert "--exact" in cli(["solve", "--help"]).stdout
+
+
+@pytest.mark.parametrize(
+    ("path", "cmd"), COMMANDS, ids=[" ".join(p) or "root" for p, _ in COMMANDS]
+)
+def test_the_example_comes_last(cli, path: list[str], cmd: Any) -> None:
+    """Issue 41: every help had its example above the options; a reader looks for it last."""
+    lines = cli([*path, "--help"]).stdout.rstrip().splitlines()
+    assert lines[-1].strip().startswith("Example: ") and "stb-pipeline" in lines[-1], lines[-3:]
+    assert any(line.startswith(("Options:", "Arguments:")) for line in lines[:-1])
+
+
+def test_version(cli) -> None:
+    from pipeline._version import __version__
+
+    result = cli(["--version"])
+    assert result.code == 0 and result.stdout == f"stb-pipeline {__version__}\n"
+
+
+def test_knucklebones_help_says_where_its_answers_come_from(cli) -> None:
+    """Issue 39: the group's help said "by expectimax search" after the exact tables, their
+    solve and their checks had joined it."""
+    text = " ".join(cli(["knucklebones", "--help"]).stdout.split())
+    assert "by expectimax search" not in text
+    assert "exact answers from the solved tables" in text and "expectimax search" in text

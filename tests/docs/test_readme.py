@@ -7,6 +7,7 @@ In the manner of sqlite-utils' docs tests: documentation that names something th
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import os
 import re
@@ -26,9 +27,9 @@ from pipeline.analysis.schema_docs import TABLES
 from pipeline.cli.app import app
 from pipeline.errors import PipelineError
 from pipeline.games.base import Game
-from pipeline.games.registry import REGISTRY
+from pipeline.games.registry import REGISTRY, Variant
 from pipeline.store import catalog, views
-from tests.conftest import REPO
+from tests.conftest import REPO, invoke
 
 README = (REPO / "README.md").read_text()
 #: Every page checked: the README and the reference pages under docs/.
@@ -120,6 +121,7 @@ def test_every_table_and_column_named_exists_in_a_build(built: Path, page: str) 
         | commands()
         | subcommands()
         | {name for name in dir(Game) if not name.startswith("_")}  # the hooks a game defines
+        | {f.name for f in dataclasses.fields(Variant)}  # what a family declares of a variant
         | api_names
         | params
         | {catalog.INFO_VIEW, views.ROOT_VARIABLE}  # the catalog's view and variable
@@ -224,3 +226,34 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
         if expected:  # a comment giving the exact answer is checked too
             assert expected.group(1) in done.stdout, f"{line}: {done.stdout}"
     assert {p.name for p in work.iterdir()} == {"data"}, "the tour writes only into data/"
+
+
+def test_the_readme_says_what_was_not_run_on_the_full_game() -> None:
+    """Issue 41: the README said the full game's queries were not run, not that the tables'
+    check, lookup and `verify` were not either (docs/knucklebones-full-game.md lists them)."""
+    text = " ".join((REPO / "README.md").read_text().split())
+    said = text[text.index("Not yet run on the full game") :][:400]
+    for step in ("these queries", "knucklebones check-tables", "knucklebones solve", "`verify`"):
+        assert step in said, step
+    page = " ".join((REPO / "docs" / "knucklebones-full-game.md").read_text().split())
+    listed = page[page.index("Not yet run on the full game") :][:600]
+    assert "`verify`" in listed and "check-tables" in listed
+
+
+def test_the_readme_says_how_to_read_the_knucklebones_example(built: Path) -> None:
+    """Issue 41: the README showed `44_/1__/___` and "win 0.7931 ... (estimate)" unexplained;
+    what it quotes is what the command prints."""
+    text = " ".join(README.split())
+    said = text[text.index("stb-pipeline knucklebones solve 44_/1__/___") :][:1200]
+    for words in ("separated by `/`", "`_` for an empty slot", "17 points", "(a draw counts 1/2)"):
+        assert words in said, words
+    quoted = re.search(
+        r"`(best column \d: win [\d.]+ +score difference [+\d.]+ +\(estimate\))`", said
+    )
+    assert quoted is not None
+    run = invoke(
+        ["knucklebones", "solve", "44_/1__/___", "2__/___/___", "4", "--depth", "4", "-d", built]
+    )
+    assert run.code == 0, run.stderr
+    assert " ".join(quoted.group(1).split()) in " ".join(run.stdout.split())
+    assert "scores 17 - 2" in run.stdout

@@ -195,3 +195,32 @@ def test_double_shutter_optimal_rows_reproduce_seed_001_by_the_forward_pass(buil
     zero = exact.filter(pl.col("variant") == "double-shutter-zero")["win_rate"][0]
     assert abs(score - 19.427) < 0.0005
     assert abs((1 - zero) - 0.923) < 0.0005
+
+
+def test_the_exact_benchmark_is_the_same_whatever_threads_blas_has() -> None:
+    """Issue 41: the kill-safety test once found benchmarks "neither the old nor the new
+    table": Double Shutter's expected scores, summed as a BLAS dot product, changed in the last
+    digit with the threads BLAS had free (one when another thread held them, as under load),
+    so a rebuild wrote another table. The sum is numpy's own now, the same every time."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = (
+        "from pipeline.games.registry import get_variant\n"
+        "from pipeline.games.solved import Solved\n"
+        "from pipeline.games.shutbox.benchmark import evaluate_strategies\n"
+        "v = get_variant('double-shutter'); g = v.make(); s = Solved(v, g, g.graph())\n"
+        "print([(e.win_rate.hex(), e.expected_score.hex()) for e in evaluate_strategies(s)])\n"
+    )
+    found = set()
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+        run = subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        found.add(run.stdout)
+    assert len(found) == 1, found

@@ -77,3 +77,19 @@ def test_strategies_in_blocks_or_mixed_keep_their_first_seen_order() -> None:
     assert start_first(blocks, 5)["state_id"].to_list() == [5, 9, 5, 1]
     mixed = pl.DataFrame({"strategy": ["b", "a", "b", "a"], "state_id": [9, 1, 5, 5]})
     assert start_first(mixed, 5).rows() == [("b", 5), ("b", 9), ("a", 5), ("a", 1)]
+
+
+def test_the_docs_say_where_an_nplayer_game_of_its_own_starts(built_more: Path) -> None:
+    """Issue 41: docs/tables.md said each variant's start state comes first, but an N-player
+    game in files of its own is written block by block, the last seat's first (its start
+    state is solved last). The docs now name it among the tables that keep the solver's order."""
+    from pipeline.games.registry import get_variant
+    from tests.conftest import REPO
+
+    start = get_variant("four-player").make().start_state()
+    states = pl.read_parquet(built_more / "variants" / "four-player" / "states.parquet")
+    assert states["state_id"][0] != start and states["state_id"][-512:].to_list().count(start) == 1
+    assert states["player"][0] == 4  # the last seat's block first
+    for doc in ("docs/tables.md", "data/README.md", "README.md"):
+        text = " ".join((REPO / doc).read_text().split())
+        assert "N-player games stored on their own" in text, doc

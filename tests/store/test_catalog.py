@@ -20,7 +20,7 @@ import pipeline
 from pipeline.analysis import sql
 from pipeline.errors import TablesMissingError
 from pipeline.games.tiles import TileCodec
-from pipeline.store import catalog, schema, sources
+from pipeline.store import catalog, layout, manifest, schema, sources
 from tests.analysis.test_query import duckdb_binary
 from tests.conftest import DOOR_VARIANTS, invoke
 
@@ -204,6 +204,8 @@ def test_a_commit_rewrites_the_catalog_under_readers_without_blocking_them(copy:
     """A reader holding the catalog open (read-only) keeps its views while a build renames a
     new catalog into place; other readers of the catalog and of the Parquet files run
     meanwhile; nothing temporary is left."""
+    with layout.data_lock(copy):  # the copy's own catalog (the copied one reads `built`)
+        catalog.refresh(copy)
     reader = duckdb.connect(str(copy / "stb.duckdb"), read_only=True)
     try:
         before = reader.execute("select count(*) from states").fetchone()
@@ -280,3 +282,118 @@ def test_the_python_doors_name_what_is_not_built(doors: Path) -> None:
         pipeline.scan("decisions", data_dir=doors)
     with pytest.raises(TablesMissingError, match="no policy rows of variant 'nope'"):
         pipeline.dataset("policy", "nope", data_dir=doors)
+
+
+def test_a_catalog_that_cannot_be_replaced_is_named_and_wedges_nothing(copy: Path, cli) -> None:
+    """Issue 41: a folder where the catalog goes made every build fail with "cannot finish the
+    interrupted commit ...: Is a directory", never naming stb.duckdb, the journal left for ever
+    and `verify` passing meanwhile."""
+    (copy / "stb.duckdb").unlink()
+    (copy / "stb.duckdb").mkdir()
+    first = cli(["build", "-v", "classic", "--force", "-d", copy, "-q"])
+    assert first.code == 1 and first.stderr.count("\n") == 1, first.stderr
+    assert f"{copy / 'stb.duckdb'}: Is a directory; move it away" in first.stderr
+    assert "the tables are written, but not the catalog" in first.stderr
+    assert not (copy / ".stb-commit.json").exists()  # the commit is finished
+    assert manifest.mismatches(copy) == []
+    again = cli(["build", "-v", "classic", "-d", copy, "-q"])  # unchanged: only the catalog
+    assert again.code == 1 and "stb.duckdb: Is a directory; move it away" in again.stderr
+    stale = cli(["verify", "-v", "classic", "-d", copy])
+    assert stale.code == 3 and "catalog stb.duckdb" in stale.stderr
+    (copy / "stb.duckdb").rmdir()
+    assert cli(["verify", "-v", "classic", "-d", copy, "--fix"]).code == 0
+
+
+def test_verify_fails_while_a_commit_is_left_unfinished(copy: Path, cli) -> None:
+    """A journal that cannot be finished means the tables are neither surely old nor new."""
+    (copy / "summary.parquet.blocked").mkdir()  # a folder where the commit renames a file
+    (copy / ".summary.1.tmp").write_bytes((copy / "summary.parquet").read_bytes())
+    journal = {"renames": [[".summary.1.tmp", "summary.parquet.blocked"]], "manifest": {}}
+    (copy / ".stb-commit.json").write_text(json.dumps(journal))
+    result = cli(["verify", "-v", "classic", "-d", copy])
+    assert result.code == 3, result.stdout
+    assert "FAIL no unfinished commit" in result.stdout and ".stb-commit.json" in result.stdout
+    assert (
+        "no unfinished commit" in result.stderr and "cannot finish the interrupted" in result.stdout
+    )
+    (copy / ".stb-commit.json").write_text("{not a journal")
+    unreadable = cli(["verify", "-v", "classic", "-d", copy])
+    assert unreadable.code == 3 and "FAIL no unfinished commit" in unreadable.stdout
+
+
+def duckdb_cli(database: Path, *sql: str, readonly: bool = True) -> subprocess.CompletedProcess:
+    """The duckdb command on ``database``, one -c per statement."""
+    commands = [arg for statement in sql for arg in ("-c", statement)]
+    flags = ["-readonly"] if readonly else []
+    return subprocess.run(
+        [duckdb_binary(), *flags, str(database), *commands],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_verify_checks_the_views_the_catalog_holds_and_fix_repairs_them(copy: Path, cli) -> None:
+    """Issue 41: a view replaced by hand kept its recorded fingerprint, and `verify` (--fix
+    too) passed while `from policy` read one variant's rows."""
+    with layout.data_lock(copy):
+        catalog.refresh(copy)
+    database = copy / "stb.duckdb"
+    whole = duckdb_cli(database, "select count(*) from policy")
+    assert whole.returncode == 0, whole.stderr
+    narrowed = (
+        "create or replace view policy as select * from "
+        f"read_parquet('{copy}/policy.parquet') where variant = 'classic'"
+    )
+    assert duckdb_cli(database, narrowed, readonly=False).returncode == 0
+    assert duckdb_cli(database, "select count(*) from policy").stdout != whole.stdout
+    assert catalog.state(copy) == "changed"
+    found = cli(["verify", "-v", "classic", "-d", copy])
+    assert found.code == 3 and "catalog stb.duckdb" in found.stderr
+    assert "holds views other than the ones it records" in found.stdout
+    assert cli(["verify", "-v", "classic", "-d", copy, "--fix"]).code == 0
+    assert duckdb_cli(database, "select count(*) from policy").stdout == whole.stdout
+    # anything else added by hand is seen too: a macro could stand in for a function
+    assert duckdb_cli(database, "create macro xor(a, b) as 0", readonly=False).returncode == 0
+    assert catalog.state(copy) == "changed"
+    # opened for writing and closed, untouched: still the catalog written
+    assert cli(["verify", "-v", "classic", "-d", copy, "--fix"]).code == 0
+    assert duckdb_cli(database, "select 1", readonly=False).returncode == 0
+    assert catalog.state(copy) == "current"
+
+
+def test_a_copied_catalog_never_answers_from_the_directory_it_was_copied_from(
+    copy: Path, tmp_path: Path, cli
+) -> None:
+    """Issue 41: `cp -r DATA COPY; duckdb COPY/stb.duckdb` read DATA's files, silently. DuckDB
+    has no path relative to the database file in a stored view (see pipeline/store/views.py):
+    the views read absolute paths and refuse to answer from a catalog opened elsewhere."""
+    database = copy / "stb.duckdb"  # a copy of `built`'s catalog
+    refused = duckdb_cli(database, "select count(*) from policy")
+    assert refused.returncode != 0
+    assert f"stb.duckdb holds the views of the tables in {built_of(copy)}" in refused.stderr
+    assert "not that directory's catalog (copied or moved)" in refused.stderr
+    assert duckdb_cli(database, "from rules limit 1").returncode != 0
+    pointed = duckdb_cli(database, f"set variable stb_data_dir = '{copy}'", "from rules limit 1")
+    assert pointed.returncode == 0, pointed.stderr
+    assert cli(["verify", "-v", "classic", "-d", copy, "--fix"]).code == 0
+    own = duckdb_cli(database, "select value from stb_catalog where key = 'data_dir'")
+    assert own.returncode == 0 and str(copy.resolve()) in own.stdout
+    # the directory reached through a symbolic link is the same directory
+    link = tmp_path / "link"
+    link.symlink_to(copy, target_is_directory=True)
+    assert duckdb_cli(link / "stb.duckdb", "select count(*) from states").returncode == 0
+
+
+def built_of(copy: Path) -> str:
+    """The directory a copy's catalog was written for (what its stb_catalog view records)."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"attach '{copy / 'stb.duckdb'}' as c (read_only)")
+        row = con.execute("select value from c.stb_catalog where key = 'data_dir'").fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return str(row[0])

@@ -25,6 +25,7 @@ import pytest
 from pipeline.games.registry import resolve
 from pipeline.stages import build as stages
 from pipeline.store import files, manifest, merging, tables
+from pipeline.store.footers import file_rules
 from tests.conftest import REPO, invoke
 
 TABLES = ("states", "edges", "policy", "moves")
@@ -45,7 +46,7 @@ def make_old(new: Path, old: Path) -> None:
             if not frame.height or not floats:
                 continue
             frame = frame.with_columns(pl.col(c) + 0.25 for c in floats)
-            rules = tables.table_rules(old, path.stem)
+            rules = file_rules(old / f"{path.stem}.parquet")
             frames = {
                 v: rows.drop("variant")
                 for (v,), rows in frame.group_by("variant", maintain_order=True)
@@ -96,13 +97,57 @@ def small_generations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
     return {"old": old, "new": new}
 
 
-def generation_of(data: Path, expected: dict[str, dict[str, str]]) -> dict[str, str]:
-    """Which generation each table on disk is (same bytes); fails if a table is neither."""
+def neither(data: Path, name: str, sources: dict[str, Path]) -> str:
+    """Why table ``name`` in ``data`` is neither generation's (issue 41: the message said only
+    that): the new rows in another order, a mix of old and new rows (which variants are which),
+    or rows of neither (which columns differ); ``sources``: each generation's directory."""
+    found = table_rows(data / f"{name}.parquet", name)
+    gens = {gen: table_rows(path / f"{name}.parquet", name) for gen, path in sources.items()}
+    for gen, rows in gens.items():
+        if found.shape == rows.shape and found.sort(found.columns).equals(rows.sort(rows.columns)):
+            return f"it holds the {gen} table's rows in another order"
+    by_variant: dict[str, str] = {}
+    for variant in sorted(set(found["variant"])):
+        mine = found.filter(pl.col("variant") == variant)
+        for gen, rows in gens.items():
+            theirs = rows.filter(pl.col("variant") == variant)
+            if mine.sort(mine.columns).equals(theirs.sort(theirs.columns)):
+                by_variant[variant] = gen
+                break
+        else:
+            by_variant[variant] = "neither"
+    odd = {v: g for v, g in by_variant.items() if g == "neither"}
+    if not odd:
+        return f"a mix of generations by variant: {by_variant}"
+    first = next(iter(odd))
+    mine = found.filter(pl.col("variant") == first)
+    new = gens.get("new", next(iter(gens.values())))
+    theirs = new.filter(pl.col("variant") == first)
+    differ = [
+        c for c in mine.columns
+        if mine.shape != theirs.shape or not mine[c].equals(theirs[c], null_equal=True)
+    ]  # fmt: skip
+    return f"rows of neither generation for {sorted(odd)}; {first} differs from new in {differ}"
+
+
+def table_rows(path: Path, name: str) -> pl.DataFrame:
+    """A table's rows without its timing columns (what :func:`hashes` compares)."""
+    frame = pl.read_parquet(path)
+    return frame.drop([c for c in manifest.TIMING_COLUMNS.get(name, ()) if c in frame.columns])
+
+
+def generation_of(
+    data: Path, expected: dict[str, dict[str, str]], sources: dict[str, Path]
+) -> dict[str, str]:
+    """Which generation each table on disk is (same bytes); fails if a table is neither,
+    saying how it differs from each generation (``sources``: their directories)."""
     out: dict[str, str] = {}
     found: set[str] = set()
     for name, digest in hashes(data).items():
         matches = [gen for gen, tabs in expected.items() if tabs.get(name) == digest]
-        assert matches, f"{name} is neither the old nor the new table"
+        assert matches, f"{name} is neither the old nor the new table: " + neither(
+            data, name, sources
+        )
         if len(matches) == 1:  # a table both generations share tells nothing
             out[name] = matches[0]
         found.add(name)
@@ -110,11 +155,13 @@ def generation_of(data: Path, expected: dict[str, dict[str, str]]) -> dict[str, 
     return out
 
 
-def assert_settled_and_whole(data: Path, expected: dict[str, dict[str, str]]) -> str:
+def assert_settled_and_whole(
+    data: Path, expected: dict[str, dict[str, str]], sources: dict[str, Path]
+) -> str:
     """After recovery: one generation across all tables, matching the manifest; no temp files."""
     with tables.data_lock(data):
         pass  # taking the lock finishes an interrupted commit
-    gens = set(generation_of(data, expected).values())
+    gens = set(generation_of(data, expected, sources).values())
     assert len(gens) == 1, f"a mix of generations: {gens}"
     assert manifest.mismatches(data) == []
     assert not list(data.glob(".*.tmp")) and not (data / tables.JOURNAL_NAME).exists()
@@ -141,7 +188,7 @@ def test_sigkill_at_random_moments_never_leaves_a_mix(
     done = subprocess.run([*argv, "--data-dir", work], cwd=REPO, capture_output=True, text=True)
     full = time.perf_counter() - t0
     assert done.returncode == 0, done.stderr
-    assert assert_settled_and_whole(work, expected) == "new"
+    assert assert_settled_and_whole(work, expected, generations) == "new"
     assert done.stdout.count("unchanged since the last build") == len(resolve(["all"])) - 3
 
     rng = random.Random(20261122)
@@ -171,8 +218,8 @@ def test_sigkill_at_random_moments_never_leaves_a_mix(
         if proc.returncode != -signal.SIGKILL:
             scale /= 2  # it finished first: the next kill comes earlier
         assert_no_partial_file(work)
-        generation_of(work, expected)  # each table alone is old or new
-        outcomes.append((proc.returncode, assert_settled_and_whole(work, expected)))
+        generation_of(work, expected, generations)  # each table alone is old or new
+        outcomes.append((proc.returncode, assert_settled_and_whole(work, expected, generations)))
 
 
 class Crash(BaseException):
@@ -218,9 +265,10 @@ def test_crash_at_each_step_of_a_commit(
         tables.commit(work, new_tables)
     monkeypatch.undo()
     assert_no_partial_file(work)
-    generation_of(work, expected)
+    sources = {"old": small_generations["old"], "new": reference}
+    generation_of(work, expected, sources)
     want = "old" if step <= 6 else "new"
-    assert assert_settled_and_whole(work, expected) == want
+    assert assert_settled_and_whole(work, expected, sources) == want
 
 
 def test_two_builds_at_once_both_finish(small_generations: dict[str, Path], tmp_path: Path) -> None:
@@ -274,3 +322,47 @@ def test_the_lock_covers_read_modify_write(tmp_path: Path, monkeypatch: pytest.M
         assert variants == {"classic", "six-tiles-one-die"}, name
     assert set(manifest.read(tmp_path)["variants"]) == {"classic", "six-tiles-one-die"}
     assert manifest.mismatches(tmp_path) == []
+
+
+def test_a_table_of_neither_generation_is_told_apart(tmp_path: Path) -> None:
+    """Issue 41: the sigkill test once failed under load with "benchmarks is neither the old
+    nor the new table" and no more. Every table is renamed into place whole, so a reader sees
+    one generation's file or the other's; what differed is the content a rebuild wrote: Double
+    Shutter's exact expected scores, summed by BLAS over however many threads it had free, in
+    the last digit (fixed: test_benchmark_tables); rows in another order could too (polars
+    joins promise no order unless asked; the keyed tables' merge now asks). The message now
+    says which it is."""
+    old, new, data = (tmp_path / n for n in ("old", "new", "data"))
+    for d in (old, new, data):
+        d.mkdir()
+    rows = pl.DataFrame({"variant": ["a", "a", "b"], "strategy": ["x", "y", "x"], "v": [1.0, 2, 3]})
+    rows.write_parquet(new / "benchmarks.parquet")
+    rows.with_columns(v=pl.col("v") + 0.25).write_parquet(old / "benchmarks.parquet")
+    sources = {"old": old, "new": new}
+    rows.reverse().write_parquet(data / "benchmarks.parquet")
+    assert neither(data, "benchmarks", sources) == "it holds the new table's rows in another order"
+    mixed = pl.concat([rows.head(2), rows.tail(1).with_columns(v=pl.col("v") + 0.25)])
+    mixed.write_parquet(data / "benchmarks.parquet")
+    assert "a mix of generations by variant: {'a': 'new', 'b': 'old'}" in neither(
+        data, "benchmarks", sources
+    )
+    rows.with_columns(v=pl.col("v") + 0.5).write_parquet(data / "benchmarks.parquet")
+    said = neither(data, "benchmarks", sources)
+    assert "rows of neither generation for ['a', 'b']" in said and "['v']" in said
+
+
+def test_a_keyed_merge_keeps_the_old_rows_in_their_order(tmp_path: Path) -> None:
+    """The kept rows of a keyed table (benchmarks) come in the order they were, whatever the
+    join's threads do: the same rows make the same bytes."""
+    order = ["greedy", "optimal", "random", "max-tiles", "fewest-tiles"] * 40
+    old = pl.DataFrame(
+        {
+            "variant": [f"v{i // 5:03d}" for i in range(200)],
+            "strategy": order,
+            "method": ["exact"] * 200,
+            "win_rate": [i / 200 for i in range(200)],
+        }
+    )
+    new = {"v003": old.filter(pl.col("variant") == "v003").drop("variant")}
+    kept = tables._kept_rows(tmp_path / "benchmarks.parquet", "benchmarks", old, new)
+    assert kept.equals(old.filter(pl.col("variant") != "v003"))

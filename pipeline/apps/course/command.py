@@ -18,16 +18,15 @@ Example: ShutTheBox --two --move 13456789 17 12
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
-from pipeline.errors import PipelineError, UsageError, exit_with
+from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError, exit_with
 from pipeline.games.nplayer.game import NPlayer as TwoPlayer
 from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
 from pipeline.games.nplayer.rules import course_rules
@@ -203,57 +202,54 @@ class SolvedSource(Source):
 
 
 class TableSource(Source):
-    """Answers from built tables of a variant with the same rules."""
+    """Answers from the built tables of a variant with the same rules: the library's one answer
+    (:mod:`pipeline.answer`), as `expect` and `move` give it."""
 
-    def __init__(self, data_dir: Path, variant: str, game: TwoPlayer) -> None:
-        self.data_dir, self.variant, self.game = data_dir, variant, game
+    def __init__(self, answers: Any, variant: Any, game: TwoPlayer) -> None:
+        self.answers, self.variant, self.game = answers, variant, game
 
     @classmethod
     def find(cls, data_dir: Path, game: TwoPlayer) -> TableSource | None:
-        """The tables of a variant built with ``game``'s rules, or None (also when unreadable)."""
-        import polars as pl
+        """The tables of a variant built with ``game``'s rules (the data directory's snapshot:
+        :mod:`pipeline.store.directory`), or None (also when unreadable)."""
+        from pipeline.answer.answers import one_shot
+        from pipeline.store import directory
 
-        paths = [data_dir / f"{name}.parquet" for name in ("states", "policy")]
-        if not all(p.is_file() for p in paths):
+        if not data_dir.is_dir():
             return None
         try:
-            found = [json.loads(pl.read_parquet_metadata(p).get("stb.rules", "{}")) for p in paths]
-        except (OSError, ValueError, pl.exceptions.PolarsError):
+            name = directory.of(data_dir).find(game.rules())
+            if name is None:
+                return None
+            answers = one_shot(data_dir)
+            return cls(answers, answers.variant(name), game)
+        except PipelineError:
             return None
-        wanted = game.rules()
-        names = [n for n, rules in found[0].items() if rules == wanted and found[1].get(n) == rules]
-        return cls(data_dir, names[0], game) if names else None
 
-    def _rows(self, table: str, state_id: int):  # -> pl.DataFrame
-        import polars as pl
-
+    def _answer(self, state_id: int, roll: int | None = None) -> Any:
+        """The library's answer for the state (and roll); TableUnreadable where its tables
+        cannot be read after all."""
         try:
-            return (
-                pl.scan_parquet(self.data_dir / f"{table}.parquet")
-                .filter((pl.col("variant") == self.variant) & (pl.col("state_id") == state_id))
-                .collect()
-            )
-        except (OSError, pl.exceptions.PolarsError) as exc:
+            return self.answers.position(self.variant, state_id=state_id, roll=roll)
+        except (TableError, TablesMissingError) as exc:
             raise TableUnreadable(str(exc)) from None
 
     def value(self, state_id: int) -> float:
         """The mover's expected wins."""
-        rows = self._rows("states", state_id)
-        if rows.height == 0:
-            raise TableUnreadable(f"state {state_id} is not in the tables")
-        return float(rows["value"][0])
+        return float(self._answer(state_id).state.value)
 
     def best_move(self, state_id: int, roll: int) -> list[int]:
         """The tiles of the best move for a roll."""
-        rows = self._rows("policy", state_id)
-        if rows.height == 0:
+        found = self._answer(state_id)
+        if found.state.terminal:
             raise UsageError(game_over(self.game, state_id))
-        hit = rows.filter(rows["roll"] == roll)
-        if hit.height == 0:
-            raise UsageError(impossible_roll(rows["roll"].to_numpy(), roll))
-        if hit["stuck"][0]:
+        rolls = [r.roll for r in found.rolls]
+        if roll not in rolls:
+            raise UsageError(impossible_roll(np.array(rolls), roll))
+        best = self._answer(state_id, roll).best_move
+        if best is None:
             raise UsageError(f"no open tiles make {roll}: there is no move, the turn ends")
-        return [int(t) for t in hit["best_move"][0]]
+        return [int(t) for t in best]
 
 
 def game_over(game: TwoPlayer, state_id: int) -> str:

@@ -3,9 +3,9 @@ positions drawn uniformly, both objectives, for `knucklebones check-tables` and 
 full game's 4.8 billion rows per objective cannot all be read).
 
 The values are read as every answer reads them, through the answer layer's index
-(:meth:`pipeline.answer.index.Index.sorted_states`: the full game's lean tables a row group at a
+(:meth:`pipeline.store.states.Index.sorted_states`: the full game's lean tables a row group at a
 time, with pyarrow), and the tables of a board are found by the rules their ``states`` files
-record (:class:`pipeline.answer.boards.BoardTables`), so custom builds of the same board and die
+record (:mod:`pipeline.store.directory`), so custom builds of the same board and die
 serve too. Nothing here needs polars or DuckDB but `verify`'s report (a GPU machine has
 neither).
 """
@@ -17,29 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from pipeline.answer.answers import Answers, for_dir
 from pipeline.errors import TableError, UsageError
 from pipeline.games.knucklebones.game import KnuckleRules
-from pipeline.store import tables
+from pipeline.store import directory, tables
+from pipeline.store.footers import open_file
 
 if TYPE_CHECKING:
     from pipeline.analysis.contracts import ContractResult
-
-
-def _states_rules(data_dir: Path) -> dict[str, tuple[dict, Path]]:
-    """Every built variant's rule set and the file holding its states: the shared
-    ``states.parquet`` or a variant's own file (the big boards live in their own)."""
-    tables.settle(data_dir)  # a commit in progress or interrupted: finish it before reading
-    by_variant: dict[str, tuple[dict, Path]] = {}
-    for path in tables.table_files(data_dir, "states"):
-        try:
-            file_rules = tables.file_rules(path)
-        except (pa.ArrowException, OSError, ValueError):
-            raise TableError(f"{path} is not a readable table; move it away and rebuild") from None
-        by_variant.update({v: (r, path) for v, r in file_rules.items()})
-    return by_variant
 
 
 def built_pair(data_dir: Path, rules: KnuckleRules) -> tuple[Answers, str, str] | None:
@@ -140,8 +126,6 @@ def check_sample(data_dir: Path, rules: KnuckleRules, samples: int, seed: int) -
 def _residual(path: Path) -> float:
     """The ``residual`` of a states file (the first row's: the lean tables write one constant;
     0 when null)."""
-    from pipeline.answer.lean import open_file
-
     found = open_file(path)
     if "residual" not in found.columns or found.rows.size == 0:
         return 0.0
@@ -164,7 +148,8 @@ def verify_lean_boards(data_dir: Path, variant: str | None = None) -> list[Contr
     from pipeline.analysis.contracts import ContractResult
 
     boards: dict[tuple[int, int, int], set[str]] = {}
-    for name, (rule, path) in _states_rules(data_dir).items():
+    for name, rule in directory.of(data_dir).snapshot().recorded.items():
+        path = tables.variant_file(data_dir, "states", name)
         if rule.get("game") == "knucklebones" and tables.declared_columns(path) is not None:
             boards.setdefault((rule["columns"], rule["rows"], rule["faces"]), set()).add(name)
     out = []

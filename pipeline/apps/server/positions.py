@@ -16,10 +16,10 @@ from typing import Any
 from urllib.parse import quote_plus, urlencode
 
 from pipeline.answer.answers import MAX_DEPTH, Answers
-from pipeline.answer.catalog import Entry
 from pipeline.answer.describe import describe, listing
-from pipeline.answer.index import DEFAULT_CACHE_MB
-from pipeline.errors import TablesMissingError, UsageError
+from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.store.directory import Entry
+from pipeline.store.states import DEFAULT_CACHE_MB
 
 #: The largest text a state parameter may be (boards, tiles): far above any real one.
 MAX_TEXT = 200
@@ -73,7 +73,7 @@ class Positions:
         """Whether ``name``'s positions are answered by the Knucklebones search (a board
         without tables): compiled work of milliseconds to seconds that holds the GIL, which the
         server runs in its search processes (:mod:`pipeline.apps.server.searches`)."""
-        entry = self.answers.catalog.snapshot().entries.get(name)
+        entry = self.answers.directory.snapshot().entries.get(name)
         if entry is None or entry.view != "boards":
             return False
         # the one answer's tables are found by the board's rules (a build under another name)
@@ -85,11 +85,11 @@ class Positions:
 
     def describe(self, name: str) -> dict[str, Any]:
         """What the page needs to draw a variant's positions."""
-        return describe(self.answers, self.answers.catalog.entry(name))
+        return describe(self.answers, self.answers.directory.entry(name))
 
     def position(self, name: str, params: Mapping[str, str]) -> dict[str, Any]:
         """The answer for one position; ``params`` are the request's query parameters."""
-        entry = self.answers.catalog.entry(name)
+        entry = self.answers.directory.entry(name)
         if entry.view == "boards":
             return self._board(entry, params)
         if not entry.built:
@@ -105,7 +105,12 @@ class Positions:
                 f"(known: {', '.join(sorted(allowed))})"
             )
         roll = check_int("roll", params.get("roll"), -(2**31), 2**31 - 1)
-        found = self._answer(entry, params, fields, roll)
+        try:
+            found = self._answer(entry, params, fields, roll)
+        except TableError as exc:  # said as the catalog says it once it has looked again
+            raise TableError(
+                f"{entry.name} is built but its tables cannot be read: {exc}"
+            ) from None
         out = found.to_json()
         out["view"] = entry.view
         out["link"] = _link(entry, out["state"], roll)

@@ -19,8 +19,8 @@ and a link restores what it showed. Errors are one line, ``{"error": ..., "statu
 request (unknown variant or parameter, an empty one, malformed tiles or board, a number out of
 range, a path that is no page, a Host header that is not this machine's when it listens on
 loopback), 404 for a variant that is not built, 405 for a method other than GET or HEAD, 503
-for a table that cannot be read or a full search queue (with ``Retry-After``); never a
-traceback.
+for a table that cannot be read (a damaged variant is named as such, never "not built") or a
+full search queue (with ``Retry-After``); never a traceback.
 
 Where each answer is computed: from value arrays already read, on the event loop (no I/O); the
 other table lookups in the thread pool (DuckDB releases the GIL); a Knucklebones board without
@@ -229,6 +229,153 @@ class ServerApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
+class Handlers:
+    """The server's answers to requests over one data directory (its :class:`Positions` and
+    search processes), as the page or its ``.json`` twin; every error is one line."""
+
+    def __init__(
+        self, positions: Positions, searches: SearchPool, cors: bool, allowed: set[str] | None
+    ) -> None:
+        self.positions, self.searches, self.cors, self.allowed = positions, searches, cors, allowed
+        self.json_headers = [(k.lower().encode(), v.encode()) for k, v in self.headers().items()]
+        self.json_headers.append((b"content-type", b"application/json"))
+
+    def headers(self) -> dict[str, str]:
+        out = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+        if self.cors:
+            out["Access-Control-Allow-Origin"] = "*"
+        return out
+
+    def reply(
+        self, path: str, data: dict[str, Any], status: int = 200,
+        extra: Mapping[str, str] | None = None,
+    ) -> Response:  # fmt: skip
+        """``data`` as JSON on a ``.json`` path, else inside the page."""
+        sent = {**self.headers(), **(extra or {})}
+        if wants_json(path):
+            return Response(json_body(data), status, media_type="application/json", headers=sent)
+        return HTMLResponse(render({"page": path, "data": data}), status, headers=sent)
+
+    @staticmethod
+    def failed(path: str, exc: Exception) -> Outcome:
+        """The one-line answer to an error (never a traceback; an internal one is logged)."""
+        status = status_of(exc)
+        if status == 500:
+            log.error("internal error on %s", path, exc_info=exc)
+        extra = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
+        return {"error": one_line(exc), "status": status}, status, extra
+
+    def error_reply(self, path: str, status: int, message: str) -> Response:
+        return self.reply(path, {"error": message, "status": status}, status)
+
+    def answer(
+        self, request: Request, compute: Callable[[dict[str, str]], dict[str, Any]]
+    ) -> Response:
+        """Run ``compute(params)`` here and send what it returns (or its error)."""
+        try:
+            return self.reply(request.url.path, compute(parse(request.url.query)))
+        except Exception as exc:  # every error is one line, never a traceback
+            return self.reply(request.url.path, *self.failed(request.url.path, exc))
+
+    async def outcome(
+        self, path: str, query: str, name: str, fn: Callable[..., Any], *args: Any
+    ) -> Outcome:
+        """``fn(positions, name, params, *args)`` where it belongs: a search in the search
+        processes, a position from arrays already read on the event loop (no I/O), anything
+        else in the thread pool; its data, or its error's, with the status and any header."""
+        positions = self.positions
+        try:
+            params = parse(query)
+            if positions.searched(name):
+                data = await self.searches.run(fn, name, params, *args)
+            elif fn is position_data and positions.in_memory(name):
+                data = fn(positions, name, params, *args)
+            else:
+                data = await run_in_threadpool(fn, positions, name, params, *args)
+            return data, 200, None
+        except Exception as exc:  # every error is one line, never a traceback
+            return self.failed(path, exc)
+
+    async def answer_for(
+        self, request: Request, name: str, fn: Callable[..., Any], *args: Any
+    ) -> Response:
+        """:meth:`outcome` of a request, as the page or its JSON."""
+        path = request.url.path
+        return self.reply(path, *await self.outcome(path, request.url.query, name, fn, *args))
+
+    async def position_json(self, scope: Scope, send: Send) -> bool:
+        """A position's ``.json`` twin sent straight (what nearly every request is): the same
+        :meth:`outcome` and JSON as through starlette, without its routing, request and
+        response objects (about a third of a lookup's CPU in the server went there); False for
+        a request it leaves to starlette (another path or method, a Host to check and refuse)."""
+        path = scope["path"]
+        if scope["method"] != "GET" or not path.endswith(POSITION_JSON):
+            return False
+        name = path[1 : -len(POSITION_JSON)]
+        if not name or "/" in name:
+            return False
+        if self.allowed is not None:
+            host = next((v for k, v in scope["headers"] if k == b"host"), None)
+            if host is None or host_name(host.decode("latin-1")) not in self.allowed:
+                return False  # HostGuard answers it, with its one line
+        query = scope["query_string"].decode("latin-1")
+        data, status, extra = await self.outcome(path, query, name, position_data, False)
+        try:
+            body = json_body(data)
+        except ValueError as exc:  # a NaN: one line too, as starlette's handler would send
+            data, status, extra = self.failed(path, exc)
+            body = json_body(data)
+        sent = [(b"content-length", str(len(body)).encode()), *self.json_headers]
+        if extra:
+            sent += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
+        await send({"type": "http.response.start", "status": status, "headers": sent})
+        await send({"type": "http.response.body", "body": body})
+        return True
+
+    def index(self, request: Request) -> Response:
+        def compute(params: dict[str, str]) -> dict[str, Any]:
+            if params:
+                raise UsageError("the index takes no parameters")
+            return self.positions.index()
+
+        return self.answer(request, compute)
+
+    async def variant(self, request: Request) -> Response:
+        raw = request.path_params.get("variant", "")  # x.json: the JSON of variant x
+        return await self.answer_for(request, raw.removesuffix(".json"), variant_data)
+
+    async def position(self, request: Request) -> Response:
+        name = request.path_params["variant"]
+        return await self.answer_for(request, name, position_data, not wants_json(request.url.path))
+
+    def other(self, request: Request) -> Response:
+        def compute(params: dict[str, str]) -> dict[str, Any]:
+            shown = request.url.path[:60]
+            raise UsageError(f"{shown!r} is not a page of this server (see / for the variants)")
+
+        return self.answer(request, compute)
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """Starlette's own errors (405 for a method other than GET or HEAD) answered as ours."""
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            message = f"method {request.method[:20]} is not allowed: this server only reads (GET)"
+        else:
+            message = (str(exc.detail).splitlines() or ["error"])[0]
+        response = self.error_reply(request.url.path, exc.status_code, message)
+        response.headers.update(exc.headers or {})
+        return response
+
+    async def internal_error(self, request: Request, exc: Exception) -> Response:
+        """An error outside the answers (starlette logs its traceback): one line too."""
+        return self.error_reply(request.url.path, 500, one_line(exc))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(self.searches.close)  # a running search is finished first
+
+
 def create_app(
     data_dir: Path,
     cors: bool = False,
@@ -246,171 +393,25 @@ def create_app(
     searches = SearchPool(
         Path(data_dir), workers=search_workers, queue=search_queue, cache_mb=cache_mb
     )
-    page = template()
-    if page.count(DATA_MARK) != 1:
+    if template().count(DATA_MARK) != 1:
         raise PipelineError(f"the serve template lacks its data mark {DATA_MARK!r}")
-
-    def headers() -> dict[str, str]:
-        out = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
-        if cors:
-            out["Access-Control-Allow-Origin"] = "*"
-        return out
-
-    def reply(
-        path: str, data: dict[str, Any], status: int = 200, extra: Mapping[str, str] | None = None
-    ) -> Response:
-        """``data`` as JSON on a ``.json`` path, else inside the page."""
-        sent = {**headers(), **(extra or {})}
-        if wants_json(path):
-            return Response(json_body(data), status, media_type="application/json", headers=sent)
-        return HTMLResponse(render({"page": path, "data": data}), status, headers=sent)
-
-    def failed(path: str, exc: Exception) -> Outcome:
-        """The one-line answer to an error (never a traceback; an internal one is logged)."""
-        status = status_of(exc)
-        if status == 500:
-            log.error("internal error on %s", path, exc_info=exc)
-        extra = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
-        return {"error": one_line(exc), "status": status}, status, extra
-
-    def failure(path: str, exc: Exception) -> Response:
-        return reply(path, *failed(path, exc))
-
-    def error_reply(path: str, status: int, message: str) -> Response:
-        return reply(path, {"error": message, "status": status}, status)
-
-    def answer(request: Request, compute: Callable[[dict[str, str]], dict[str, Any]]) -> Response:
-        """Run ``compute(params)`` here and send what it returns (or its error)."""
-        try:
-            return reply(request.url.path, compute(parse(request.url.query)))
-        except Exception as exc:  # every error is one line, never a traceback
-            return failure(request.url.path, exc)
-
-    async def outcome(
-        path: str, query: str, name: str, fn: Callable[..., Any], *args: Any
-    ) -> Outcome:
-        """``fn(positions, name, params, *args)`` where it belongs: a search in the search
-        processes, a position from arrays already read on the event loop (no I/O), anything
-        else in the thread pool; its data, or its error's, with the status and any header."""
-        try:
-            params = parse(query)
-            if positions.searched(name):
-                data = await searches.run(fn, name, params, *args)
-            elif fn is position_data and positions.in_memory(name):
-                data = fn(positions, name, params, *args)
-            else:
-                data = await run_in_threadpool(fn, positions, name, params, *args)
-            return data, 200, None
-        except Exception as exc:  # every error is one line, never a traceback
-            return failed(path, exc)
-
-    async def answer_for(
-        request: Request, name: str, fn: Callable[..., Any], *args: Any
-    ) -> Response:
-        """:func:`outcome` of a request, as the page or its JSON."""
-        path = request.url.path
-        return reply(path, *await outcome(path, request.url.query, name, fn, *args))
-
-    json_headers = [(k.lower().encode(), v.encode()) for k, v in headers().items()]
-    json_headers.append((b"content-type", b"application/json"))
-
-    async def position_json(scope: Scope, send: Send) -> bool:
-        """A position's ``.json`` twin sent straight (what nearly every request is): the same
-        :func:`outcome` and JSON as through starlette, without its routing, request and
-        response objects (about a third of a lookup's CPU in the server went there); False for
-        a request it leaves to starlette (another path or method, a Host to check and refuse)."""
-        path = scope["path"]
-        if scope["method"] != "GET" or not path.endswith(POSITION_JSON):
-            return False
-        name = path[1 : -len(POSITION_JSON)]
-        if not name or "/" in name:
-            return False
-        if allowed is not None:
-            host = next((v for k, v in scope["headers"] if k == b"host"), None)
-            if host is None or host_name(host.decode("latin-1")) not in allowed:
-                return False  # HostGuard answers it, with its one line
-        query = scope["query_string"].decode("latin-1")
-        data, status, extra = await outcome(path, query, name, position_data, False)
-        try:
-            body = json_body(data)
-        except ValueError as exc:  # a NaN: one line too, as starlette's handler would send
-            data, status, extra = failed(path, exc)
-            body = json_body(data)
-        sent = [(b"content-length", str(len(body)).encode()), *json_headers]
-        if extra:
-            sent += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
-        await send({"type": "http.response.start", "status": status, "headers": sent})
-        await send({"type": "http.response.body", "body": body})
-        return True
-
-    def split(request: Request) -> tuple[str, str]:
-        """(name, kind) of a path part: ``x.json`` is (x, json), ``x`` is (x, html)."""
-        raw = request.path_params.get("variant", "")
-        if raw.endswith(".json"):
-            return raw[: -len(".json")], "json"
-        return raw, "html"
-
-    def index(request: Request) -> Response:
-        def compute(params: dict[str, str]) -> dict[str, Any]:
-            if params:
-                raise UsageError("the index takes no parameters")
-            return positions.index()
-
-        return answer(request, compute)
-
-    async def variant(request: Request) -> Response:
-        name, _ = split(request)
-        return await answer_for(request, name, variant_data)
-
-    async def position(request: Request) -> Response:
-        name = request.path_params["variant"]
-        return await answer_for(request, name, position_data, not wants_json(request.url.path))
-
-    def other(request: Request) -> Response:
-        def compute(params: dict[str, str]) -> dict[str, Any]:
-            shown = request.url.path[:60]
-            raise UsageError(f"{shown!r} is not a page of this server (see / for the variants)")
-
-        return answer(request, compute)
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        """Starlette's own errors (405 for a method other than GET or HEAD) answered as ours."""
-        assert isinstance(exc, HTTPException)
-        if exc.status_code == 405:
-            message = f"method {request.method[:20]} is not allowed: this server only reads (GET)"
-        else:
-            message = (str(exc.detail).splitlines() or ["error"])[0]
-        response = error_reply(request.url.path, exc.status_code, message)
-        response.headers.update(exc.headers or {})
-        return response
-
-    async def internal_error(request: Request, exc: Exception) -> Response:
-        """An error outside the answers (starlette logs its traceback): one line too."""
-        return error_reply(request.url.path, 500, one_line(exc))
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await run_in_threadpool(searches.close)  # a running search is finished first
-
-    routes = [
-        Route("/", index),
-        Route("/.json", index),
-        Route("/{variant}/position", position),
-        Route("/{variant}/position.json", position),
-        Route("/{variant}", variant),
-        Route("/{path:path}", other),
-    ]
-    middleware = (
-        [Middleware(HostGuard, allowed=allowed_hosts, respond=error_reply)] if allowed_hosts else []
-    )
     allowed = {h.lower() for h in allowed_hosts} if allowed_hosts else None
+    h = Handlers(positions, searches, cors, allowed)
+    routes = [
+        Route("/", h.index),
+        Route("/.json", h.index),
+        Route("/{variant}/position", h.position),
+        Route("/{variant}/position.json", h.position),
+        Route("/{variant}", h.variant),
+        Route("/{path:path}", h.other),
+    ]
+    guard = Middleware(HostGuard, allowed=allowed_hosts or [], respond=h.error_reply)
     app = ServerApp(
-        position_json,
+        h.position_json,
         routes=routes,
-        middleware=middleware,
-        exception_handlers={HTTPException: http_error, Exception: internal_error},
-        lifespan=lifespan,
+        middleware=[guard] if allowed_hosts else [],
+        exception_handlers={HTTPException: h.http_error, Exception: h.internal_error},
+        lifespan=h.lifespan,
     )
     app.state.positions = positions
     app.state.searches = searches
@@ -426,22 +427,44 @@ def app_from_environment() -> Starlette:
 
 def loopback_hosts(host: str) -> list[str] | None:
     """The Host names to accept when listening on ``host`` (None: any, off loopback)."""
-    return list(LOOPBACK_HOSTS) if host in LOOPBACK_HOSTS else None
+    return list(LOOPBACK_HOSTS) if address(host) in LOOPBACK_HOSTS else None
+
+
+def address(host: str) -> str:
+    """The address to listen on that ``--host`` names, without the brackets of an IPv6 address
+    (``[::1]`` -> ``::1``). UsageError for an empty one: the socket would take it for every
+    interface, opening the server to the network unasked."""
+    bare = host.strip()
+    if bare.startswith("[") and bare.endswith("]"):
+        bare = bare[1:-1].strip()
+    if not bare:
+        raise UsageError(
+            f"--host {host!r} names no address: give 127.0.0.1 (this machine only, the "
+            "default) or, to open the server to the network, 0.0.0.0"
+        )
+    return bare
+
+
+def url_of(host: str, port: int) -> str:
+    """The address a browser opens: ``http://127.0.0.1:8025/``, ``http://[::1]:8025/``."""
+    bare = address(host)
+    return f"http://{'[' + bare + ']' if ':' in bare else bare}:{port}/"
 
 
 def listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so that a port in use is one clear line (every server
     process of ``--workers N`` accepts from it)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    bare = address(host)
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host.strip("[]"), port))
+        sock.bind((bare, port))
         sock.listen(2048)
     except OSError as exc:
         sock.close()
         why = exc.strerror or str(exc)
-        raise PipelineError(f"cannot listen on {host}:{port} ({why})") from None
+        raise PipelineError(f"cannot listen on {url_of(host, port)} ({why})") from None
     sock.set_inheritable(True)
     return sock
 
@@ -466,8 +489,8 @@ def serve(
         str(Path(data_dir).resolve()), cors, loopback_hosts(host), cache_mb, search_workers,
         search_queue,
     )  # fmt: skip
+    url = url_of(host, port)  # an empty host is refused before any socket is opened
     sock = listen(host, port)
-    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     common = {"log_level": "warning", "access_log": False, "lifespan": "on"}
     try:
         if workers <= 1:

@@ -27,6 +27,7 @@ register(
         "Shutter article)",
         _score,
         family="double_shutter",
+        view="rows",
     )
 )
 register(
@@ -35,5 +36,6 @@ register(
         "as double-shutter, maximise P(final score = 0) (the Double Shutter article)",
         _zero,
         family="double_shutter",
+        view="rows",
     )
 )

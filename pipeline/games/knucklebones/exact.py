@@ -78,7 +78,7 @@ from pipeline.errors import UsageError
 from pipeline.games.knucklebones import rules as move_rules
 from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
 from pipeline.games.knucklebones.solution import Solution, midpoint
-from pipeline.solve.ties import tie_tolerance
+from pipeline.solve.ties import best_of, pick
 
 # The move rules, shared with the GPU kernels (pipeline/games/knucklebones/rules.py).
 _unrank = move_rules.unrank
@@ -392,25 +392,18 @@ def _pairs_of(ids, c, n_pairs, binom, nb, out):
 
 
 @njit(cache=True)
-def _best_move(ids, v, c, value, offset):
+def _best_move(ids, v, c, value, offset, vals, cols):
     """(best label, next id, node value, tied moves, moves) of face ``v + 1`` given the
-    successor ids: ties (the shared tie rule, :mod:`pipeline.solve.tolerance`) go to the
-    largest label, as in every solver."""
-    best = -np.inf
+    successor ids: the shared tie rule's pick (:mod:`pipeline.solve.tolerance`, the largest
+    label), as in every solver. ``vals``: room for the ``c`` values; ``cols``: ``0..c-1``."""
     n_moves = 0
     for j in range(c):
         r = ids[v * c + j]
-        if r >= 0:
-            best = max(best, offset - value[r])
-            n_moves += 1
-    tol = tie_tolerance(best)
-    label, nxt, tied = -1, -1, 0
-    for j in range(c):
-        r = ids[v * c + j]
-        if r >= 0 and abs(offset - value[r] - best) <= tol:
-            tied += 1
-            label, nxt = j, r  # labels ascend with j: the last tie is the largest
-    return label, nxt, best, tied, n_moves
+        vals[j] = offset - value[r] if r >= 0 else np.nan
+        n_moves += r >= 0
+    best = best_of(vals, 0, c, True)
+    label, tied = pick(vals, cols, 0, c, best)
+    return label, ids[v * c + label] if label >= 0 else -1, best, tied, n_moves
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -441,13 +434,15 @@ def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_s
             sw = np.empty(c, dtype=np.int64)
             q = np.empty(c, dtype=np.int64)
             ids = np.empty((1, f * c), dtype=np.int64)
+            vals = np.empty(c)
+            cols = np.arange(c)
             _unrank(a + i, c, n_pairs, binom, p[0])
             _successors(p, 0, c, f, moved, swap, binom, sw, q, ids, 0)
             for v in range(f):
                 k = row[i] * f + v
                 state[k], roll[k] = a + i, v + 1
                 label[k], nxt[k], val[k], tied[k], moves[k] = _best_move(
-                    ids[0], v, c, value, offset
+                    ids[0], v, c, value, offset, vals, cols
                 )
                 for j in range(c):
                     succ[k, j] = ids[0, v * c + j]

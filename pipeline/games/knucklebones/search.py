@@ -38,7 +38,7 @@ import numpy as np
 from pipeline.games.knucklebones import rules
 from pipeline.games.knucklebones.evaluator import Evaluator, empty_net, net_leaf
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.solve.ties import is_tie, tie_tolerance
+from pipeline.solve.ties import is_tie
 
 OURS = 0
 SEED = 1
@@ -263,8 +263,9 @@ def _tt_store(tt_key, tt_val, slot, key, w, d, exact):
 def _better(kind, w, d, bw, bd):
     """Whether (w, d) beats the best so far: ours by win probability, then difference; the
     Rust solver's by difference."""
+    tie = is_tie(w, bw)
     if kind in (OURS, NET):
-        return w > bw + tie_tolerance(bw) or (is_tie(w, bw) and d > bd)
+        return (w > bw and not tie) or (tie and d > bd)
     return d > bd
 
 

@@ -7,7 +7,9 @@ from typing import Any
 from pipeline.games.registry import Variant, register
 
 
-def knucklebones(name: str, description: str, in_all: bool = True, **rules: Any) -> Variant:
+def knucklebones(
+    name: str, description: str, in_all: bool = True, gpu: bool = False, **rules: Any
+) -> Variant:
     """Register a Knucklebones board with the given KnuckleRules fields."""
 
     def make() -> Any:
@@ -24,7 +26,15 @@ def knucklebones(name: str, description: str, in_all: bool = True, **rules: Any)
 
     # the boards left out of `all` hold tens of millions of rows: they get files of their own
     variant = Variant(
-        name, description, make, in_all, family="knucklebones", separate=not in_all, board=board
+        name,
+        description,
+        make,
+        in_all,
+        family="knucklebones",
+        separate=not in_all,
+        board=board,
+        view="boards",
+        builds_anywhere=not gpu,
     )
     return register(variant)
 
@@ -47,6 +57,7 @@ knucklebones(
     "Knucklebones as in Cult of the Lamb (3x3, six-sided die), maximise P(win); built only "
     "with `build --device cuda` on one GPU (else `knucklebones solve` searches)",
     in_all=False,
+    gpu=True,
 )
 for _cols, _rows, _faces in ((2, 3, 6), (3, 2, 6), (3, 3, 4)):
     _suffix = "" if _faces == 6 else f"-d{_faces}"
@@ -66,5 +77,6 @@ knucklebones(
     "Knucklebones as in Cult of the Lamb (3x3, six-sided die), maximise the expected score "
     "difference; built only with `build --device cuda` on one GPU",
     in_all=False,
+    gpu=True,
     objective="score",
 )

@@ -435,6 +435,7 @@ class NPlayer(Game):
         if record is None:
             record = self.new_record()
         scratch = np.zeros((self.n_masks, self.width(ext)))
+        room = kernels.room(csr["ch_choice"], csr["mv_start"], self.width(ext))
         starts: dict[tuple[int, int], np.ndarray] = {}
         fixed = fixed or {}
         free = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -467,6 +468,7 @@ class NPlayer(Game):
                     record["state_choices"],
                     pick,
                     choice,
+                    *room,
                 )
                 mine[(best, count)] = target[self.full].copy()
                 yield number, (seat, best, count), target

@@ -8,12 +8,29 @@ mask), each to a vector of payoffs (see :mod:`pipeline.games.nplayer.game` for i
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from pipeline.solve.ties import tie_tolerance
+from pipeline.solve.compiled import inline_kernel, kernel
+from pipeline.solve.ties import best_of, pick
 
 
-@njit(cache=True)
+def room(
+    ch_choice: np.ndarray, mv_start: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The scratch arrays of :func:`solve_block` for a one-player graph's chance rows and moves
+    (a kernel's own allocation would compile numpy's allocator for its type too, on a first
+    run): each choice's payoffs, value to the mover and label (distinct numbers: at most the
+    largest plus one), and one node's move values."""
+    most = int(np.max(ch_choice)) + 1 if ch_choice.shape[0] else 1
+    moves = int(np.max(np.diff(mv_start))) if mv_start.shape[0] > 1 else 1
+    return (
+        np.zeros((most, width)),
+        np.zeros(most),
+        np.zeros(most, dtype=np.int64),
+        np.zeros(max(moves, 1)),
+    )
+
+
+@kernel
 def solve_block(
     mover: int,
     alive: np.ndarray,
@@ -36,6 +53,10 @@ def solve_block(
     state_choices: np.ndarray,
     fixed_pick: np.ndarray,
     fixed_choice: np.ndarray,
+    acc: np.ndarray,
+    choice_val: np.ndarray,
+    choice_lab: np.ndarray,
+    scratch: np.ndarray,
 ) -> None:
     """Fill ``out[mask]`` (payoff vectors) for every mask of a block.
 
@@ -48,29 +69,30 @@ def solve_block(
     many moves tie for it; each mask's chosen number of dice and how many it may choose from
     (arrays of the one-player graph's nodes and masks, filled for the masks where it rolls).
 
-    Ties, for the mover, within the shared tolerance (1e-12 relative): between moves, the largest
-    label (the move holding the highest tile where two differ); between choices, the largest
-    (more dice). Others' payoffs follow the move so chosen.
+    Ties, for the mover, by the shared tie rule (:func:`pipeline.solve.tolerance.pick`):
+    between moves, the largest label (the move holding the highest tile where two differ);
+    between choices, the largest (more dice). Others' payoffs follow the move so chosen.
 
     A mover who follows a fixed policy (``fixed_pick``: a move row of every node of the
     one-player graph, ``fixed_choice``: the dice of every mask; both empty when the mover
     optimises) plays it instead: the block is then priced, not solved, for the mover.
+
+    ``acc``, ``choice_val``, ``choice_lab`` and ``scratch``: the caller's room (:func:`room`).
     """
     fixed = fixed_pick.shape[0] > 0
     n_masks = alive.shape[0]
     width = out.shape[1]
-    acc = np.zeros(width)
-    best_vec = np.zeros(width)
     for mask in range(n_masks):
         if not alive[mask]:
-            out[mask, :] = terminal[term_row[mask]]
+            # entry by entry: numba's slice assignment from an array brings in its
+            # shape-mismatch message, whose string formatting compiles for seconds
+            for j in range(width):
+                out[mask, j] = terminal[term_row[mask], j]
             continue
         row = ch_start[mask]
         end = ch_start[mask + 1]
-        have = False
-        best_val = 0.0
-        best_choice = -1
         n_choices = 0
+        seen = 0
         while row < end:
             choice = ch_choice[row]
             n_choices += 1
@@ -78,49 +100,46 @@ def solve_block(
                 while row < end and ch_choice[row] == choice:
                     row += 1
                 continue
-            acc[:] = 0.0
+            here = acc[seen]
+            for j in range(width):
+                here[j] = 0.0
             while row < end and ch_choice[row] == choice:
                 node = ch_node[row]
                 p = ch_prob[row]
                 if fixed:
-                    pick = fixed_pick[node]
+                    pick_row = fixed_pick[node]
                     ties = 1
-                    if mv_label[pick] < 0:
+                    if mv_label[pick_row] < 0:
                         top = pass_vec[pass_row[mask], mover]
                     else:
-                        top = out[mv_dst[pick], mover]
+                        top = out[mv_dst[pick_row], mover]
                 else:
-                    pick, top, ties = _best_move(
-                        node, mask, mover, out, mv_start, mv_dst, mv_label, pass_row, pass_vec
-                    )
-                node_pick[node] = pick
+                    pick_row, top, ties = _best_move(
+                        node, mask, mover, out, mv_start, mv_dst, mv_label, pass_row, pass_vec,
+                        scratch,
+                    )  # fmt: skip
+                node_pick[node] = pick_row
                 node_value[node] = top
                 node_optimal[node] = ties
-                if mv_label[pick] < 0:
+                if mv_label[pick_row] < 0:
                     for j in range(width):
-                        acc[j] += p * pass_vec[pass_row[mask], j]
+                        here[j] += p * pass_vec[pass_row[mask], j]
                 else:
-                    dst = mv_dst[pick]
+                    dst = mv_dst[pick_row]
                     for j in range(width):
-                        acc[j] += p * out[dst, j]
+                        here[j] += p * out[dst, j]
                 row += 1
-            value = acc[mover]
-            if not have:
-                take = True
-            else:
-                near = abs(value - best_val) <= tie_tolerance(max(value, best_val))
-                take = choice > best_choice if near else value > best_val
-            if take:
-                have = True
-                best_val = value
-                best_choice = choice
-                best_vec[:] = acc
-        out[mask, :] = best_vec
-        state_choice[mask] = best_choice
+            choice_val[seen] = here[mover]
+            choice_lab[seen] = choice
+            seen += 1
+        chosen, _ = pick(choice_val, choice_lab, 0, seen, best_of(choice_val, 0, seen, True))
+        for j in range(width):
+            out[mask, j] = acc[chosen, j]
+        state_choice[mask] = choice_lab[chosen]
         state_choices[mask] = n_choices
 
 
-@njit(cache=True)
+@inline_kernel  # once per node: compiled as part of the block solve, not on its own
 def _best_move(
     node: int,
     mask: int,
@@ -131,21 +150,14 @@ def _best_move(
     mv_label: np.ndarray,
     pass_row: np.ndarray,
     pass_vec: np.ndarray,
+    values: np.ndarray,
 ) -> tuple[int, float, int]:
-    """The mover's best move row at ``node`` (ties: the largest label), its value to the mover
-    and how many moves tie for it."""
-    top = -np.inf
-    for m in range(mv_start[node], mv_start[node + 1]):
-        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if v > top:
-            top = v
-    tol = tie_tolerance(top)
-    pick = -1
-    ties = 0
-    for m in range(mv_start[node], mv_start[node + 1]):
-        v = pass_vec[pass_row[mask], mover] if mv_label[m] < 0 else out[mv_dst[m], mover]
-        if abs(v - top) <= tol:
-            ties += 1
-            if pick < 0 or mv_label[m] > mv_label[pick]:
-                pick = m
-    return pick, top, ties
+    """The mover's best move row at ``node`` (the tie rule's pick: the largest label), its
+    value to the mover and how many moves tie for it; ``values``: room for the node's moves."""
+    lo, hi = mv_start[node], mv_start[node + 1]
+    passed = pass_vec[pass_row[mask], mover]
+    for m in range(lo, hi):
+        values[m - lo] = passed if mv_label[m] < 0 else out[mv_dst[m], mover]
+    top = best_of(values, 0, hi - lo, True)
+    chosen, ties = pick(values, mv_label[lo:hi], 0, hi - lo, top)
+    return lo + chosen, top, ties

@@ -131,7 +131,10 @@ def evaluate_strategies(s: SolvedView, names: Sequence[str] | None = None) -> li
             np.ascontiguousarray(values[:, k]),
             reached,
             float(reached.end[won].sum()),
-            float(reached.end @ view.score),
+            # numpy's own sum, not `@`: BLAS splits a dot product over however many threads
+            # it has free at the moment (one when another thread holds them), so the last
+            # digit varied from build to build, and the table with it
+            float((reached.end * view.score).sum()),
             seconds[k] + share,
         )
         for k, (strategy, policy, reached) in enumerate(zip(picked, policies, reaches, strict=True))

@@ -13,18 +13,22 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from pipeline.errors import UsageError
 from pipeline.games.base import Game, LegalMoves, SolvedView, Streamed, Stuck
-from pipeline.games.dice import chances, dice_choices, roll_distribution
+from pipeline.games.dice import chances, roll_distribution
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
     MAX_DICE,
     MAX_SIDES,
     MAX_TILES,
     OBJECTIVES,
+    ONE,
     ONE_DIE_MODES,
     SCORINGS,
+    USUAL,
     RuleSet,
+    dice_pattern,
+    final_score,
+    objective_value,
     subsets_by_sum,
 )
 from pipeline.games.tiles import parse_open_tiles, parse_tiles  # noqa: F401  (re-exported)
@@ -53,10 +57,16 @@ class ShutTheBox(TileStrategyHooks, Game):
         self.rank_order = rank_order
         self.objective = rules.objective
         self.skip_edges = rules.tiles > 16
+        self.vector = rules.vector()
 
     def rules(self) -> dict[str, Any]:
         """The rule set as plain data."""
         return self.r.to_dict()
+
+    @property
+    def rule_vector(self) -> np.ndarray:
+        """:attr:`vector` as the compiled kernels read it."""
+        return np.array(self.vector, dtype=np.int64)
 
     @property
     def full(self) -> int:
@@ -76,41 +86,28 @@ class ShutTheBox(TileStrategyHooks, Game):
             total += ((ids >> i) & 1) * (i + 1)
         return total
 
+    def state_rules(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each state's final score, the value of ending there and its dice pattern: the
+        rules' scalar functions (:mod:`pipeline.games.shutbox.rules`), compiled."""
+        from pipeline.games.shutbox import kernels  # numba: compiled when arrays are asked
+
+        return kernels.state_rules(np.ascontiguousarray(ids, dtype=np.int64), self.rule_vector)
+
     def scores(self, ids: np.ndarray) -> np.ndarray:
         """Final score of each state if the player is stuck there."""
-        if self.r.scoring == "sum":
-            return self.open_sums(ids)
-        score = np.zeros(ids.shape[0], dtype=np.int64)
-        for i in range(self.r.tiles):  # ascending digits: shift left for every open tile
-            bit = (ids >> i) & 1
-            score = np.where(bit == 1, score * 10 + (i + 1), score)
-        return score
+        return self.state_rules(ids)[0]
 
     def stuck_values(self, ids: np.ndarray) -> np.ndarray:
         """Value of ending the game in each state (the objective applied to its score)."""
-        score = self.scores(ids).astype(np.float64)
-        if self.r.objective == "shut":
-            return (score == 0).astype(np.float64)
-        if self.r.objective == "target":
-            if self.r.target is None:  # the rules refuse this (RuleSet's checks)
-                raise UsageError("objective 'target' needs a target score")
-            return (score <= self.r.target).astype(np.float64)
-        return score
+        return self.state_rules(ids)[1]
 
     def dice_available(self, ids: np.ndarray) -> dict[int, np.ndarray]:
         """For each number of dice, whether it may be rolled in each state (none when shut)."""
-        alive = ids != 0
-        cond = np.ones(ids.shape[0], dtype=bool)
-        if self.r.one_die_sum is not None:
-            cond &= self.open_sums(ids) <= self.r.one_die_sum
-        if self.r.one_die_shut:
-            need = sum(1 << (t - 1) for t in self.r.one_die_shut)
-            cond &= (ids & need) == 0
+        pattern = self.state_rules(ids)[2]
+        usual = (pattern & USUAL) != 0
         if self.r.one_die == "never":
-            return {self.r.dice: alive}
-        if self.r.one_die == "forced":
-            return {1: alive & cond, self.r.dice: alive & ~cond}
-        return {1: alive & cond, self.r.dice: alive}
+            return {self.r.dice: usual}
+        return {1: (pattern & ONE) != 0, self.r.dice: usual}
 
     def subsets_by_sum(self, max_sum: int) -> list[tuple[int, int]]:
         """Every set of tiles (as (mask, sum)) with sum <= max_sum and at most the per-move cap."""
@@ -287,17 +284,8 @@ class ShutTheBox(TileStrategyHooks, Game):
 
     def dice_allowed(self, state_id: int) -> list[int]:
         """:meth:`dice_available` of one state, fewest dice first (none when shut)."""
-        if state_id == 0:
-            return []
-        r = self.r
-        small = True
-        if r.one_die_sum is not None:
-            small = sum(t for t in range(1, r.tiles + 1) if state_id >> (t - 1) & 1) <= (
-                r.one_die_sum
-            )
-        if r.one_die_shut:
-            small = small and all(not state_id >> (t - 1) & 1 for t in r.one_die_shut)
-        return dice_choices(r.one_die, r.dice, small)
+        pattern = dice_pattern(state_id, self.vector)
+        return [d for d, bit in ((1, ONE), (self.r.dice, USUAL)) if pattern & bit]
 
     def roll_chances(self, state_id: int) -> list[tuple[int, list[tuple[int, int, int]]]]:
         """The dice the rules allow (fewest first) and the totals each can roll."""
@@ -343,27 +331,20 @@ class ShutTheBox(TileStrategyHooks, Game):
         return Stuck("end", None, self.stuck_value(state_id))
 
     def stuck_value(self, state_id: int) -> float:
-        """:meth:`stuck_values` of one state in plain Python (the numpy form loops over the
-        tiles with arrays of one element: a tenth of a millisecond)."""
-        r = self.r
-        tiles = mask_tiles(state_id)
-        if r.scoring == "sum":
-            score = sum(tiles)
-        else:  # digital: the open tiles read as a number, smallest first
-            score = 0
-            for t in tiles:
-                score = score * 10 + t
-        if r.objective == "shut":
-            return float(score == 0)
-        if r.objective == "target":
-            return float(r.target is not None and score <= r.target)
-        return float(score)
+        """:meth:`stuck_values` of one state in plain Python (the rules' own function)."""
+        return objective_value(final_score(state_id, self.vector), self.vector)
+
+    def final_score(self, state_id: int) -> int:
+        """:meth:`scores` of one state in plain Python."""
+        return final_score(state_id, self.vector)
 
     @property
     def search_in_build(self) -> bool:  # type: ignore[override]
         """`build` searches the rule family for boxes of at most 9 tiles where the rules leave
         no choice of dice (a choice multiplies the rules by its one-die thresholds)."""
         return self.r.tiles <= 9 and self.r.one_die != "optional"
+
+    searches_rules = True
 
     def rule_search(self, solved: SolvedView) -> dict[str, pl.DataFrame]:
         """The rule family searched on this box (:mod:`pipeline.games.shutbox.rule_tables`)."""

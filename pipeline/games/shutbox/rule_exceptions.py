@@ -30,7 +30,7 @@ import numpy as np
 from pipeline.games.shutbox.rule_search import Objective, optimal_rows
 from pipeline.graph import Graph
 from pipeline.solve import policy_eval
-from pipeline.solve.tolerance import tolerance
+from pipeline.solve.tolerance import ties
 
 #: Exceptions computed per rule by the build (the curve's length).
 MAX_EXCEPTIONS = 50
@@ -150,13 +150,16 @@ class _Priced:
         legal = g.mv_label >= 0
         node_of = g.mv_node
         move_adv = sign * (v.move_value - v.node_value[node_of])
-        move_ok = legal & (move_adv > tolerance(v.node_value[node_of]))
+        # a gain: better, and not a tie (the tie rule's array form)
+        move_ok = legal & (move_adv > 0) & ~ties(v.move_value, v.node_value[node_of])
         groups = np.bincount(
             dice.group, weights=dice.prob * v.node_value[g.ch_node], minlength=dice.state.shape[0]
         )
         dice_adv = sign * (groups - v.value[dice.state])
-        dice_ok = (dice.dice != self.choice[dice.state]) & (
-            dice_adv > tolerance(v.value[dice.state])
+        dice_ok = (
+            (dice.dice != self.choice[dice.state])
+            & (dice_adv > 0)
+            & ~ties(groups, v.value[dice.state])
         )
         move_gain = np.where(move_ok, self.reach.node[node_of] * move_adv, 0.0)
         dice_gain = np.where(dice_ok, self.reach.state[dice.state] * dice_adv, 0.0)

@@ -210,9 +210,11 @@ NAMED_RULES = {
 def parse_spec(spec: str) -> Rule:
     """The rule a spec names (``max-high,min-count,one-die-le6``); UsageError with what is
     wrong and what is allowed otherwise."""
-    tokens = [t.strip() for t in spec.split(",") if t.strip()]
-    if not tokens:
+    tokens = [t.strip() for t in spec.split(",")]
+    if not any(tokens):
         raise UsageError(f"rule {spec!r} names no key; {_spec_help()}")
+    if not all(tokens):  # "max-high,,min-count": a slip, not a rule of two keys
+        raise UsageError(f"rule {spec!r}: keys separated by commas, with none empty")
     threshold: int | None = None
     keys: list[tuple[str, int]] = []
     for token in tokens:

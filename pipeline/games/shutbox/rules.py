@@ -1,7 +1,11 @@
 """The rules of one-player Shut the Box as data: a rule set, its checks, and the moves it allows.
 
 Kept apart from the graph builder (game.py), so that the streamed solver and the graph builder
-both use it without importing each other.
+both use it without importing each other. The dice rule (:func:`dice_pattern`) and the final
+value (:func:`final_score`, :func:`objective_value`) are each written once, in numba's subset
+over the integer rule vector (:meth:`RuleSet.vector`): the answers call them as plain Python,
+the kernels compiled (:mod:`pipeline.games.shutbox.kernels`, which also derives their array
+forms).
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ MAX_SIDES = 20
 OBJECTIVES = ("shut", "score", "target")
 ONE_DIE_MODES = ("never", "forced", "optional")
 SCORINGS = ("sum", "digital")
+
+#: Slots of the integer rule vector (:meth:`RuleSet.vector`) the scalar rules below read.
+R_TILES, R_MODE, R_SUM, R_NEED, R_OBJECTIVE, R_TARGET, R_SCORING = range(7)
+#: Bits of a state's dice pattern: which numbers of dice it may roll (one die, the usual dice).
+ONE, USUAL = 1, 2
+#: The rule vector's codes of the one-die modes and the objectives.
+MODES = {"never": 0, "forced": 1, "optional": 2}
+OBJECTIVE_CODES = {"shut": 0, "score": 1, "target": 2}
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,20 @@ class RuleSet:
             return int("".join(str(t) for t in range(1, self.tiles + 1)))
         return self.tiles * (self.tiles + 1) // 2
 
+    def vector(self) -> tuple[int, ...]:
+        """The rules as the scalar rules read them (slots ``R_*``): tiles, one-die mode, one-die
+        sum (-1: none), mask of the tiles that must be shut for one die, objective code, target
+        (-1: none), scoring (0 sum, 1 digital)."""
+        return (
+            self.tiles,
+            MODES[self.one_die],
+            -1 if self.one_die_sum is None else self.one_die_sum,
+            sum(1 << (t - 1) for t in self.one_die_shut),
+            OBJECTIVE_CODES[self.objective],
+            -1 if self.target is None else self.target,
+            int(self.scoring == "digital"),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data, for metadata and manifests."""
         d = asdict(self)
@@ -149,3 +175,41 @@ def subsets_by_sum(rules: RuleSet, max_sum: int) -> list[tuple[int, int]]:
 
     extend(1, 0, 0, 0)
     return out
+
+
+# -- the rules of one state, in numba's subset (plain Python here; compiled in kernels.py) -----
+
+
+def final_score(s: int, rule: Any) -> int:
+    """The final score of the open tiles ``s``: their sum, or read as digits (1, 3, 4 -> 134)."""
+    score = 0
+    for i in range(rule[R_TILES]):
+        if (s >> i) & 1:
+            score = score * 10 + i + 1 if rule[R_SCORING] == 1 else score + i + 1
+    return score
+
+
+def objective_value(score: int, rule: Any) -> float:
+    """The objective applied to a final score: 1 or 0 for shut or a target reached, else the
+    score itself."""
+    if rule[R_OBJECTIVE] == 0:
+        return 1.0 if score == 0 else 0.0
+    if rule[R_OBJECTIVE] == 2:
+        return 1.0 if score <= rule[R_TARGET] else 0.0
+    return float(score)
+
+
+def dice_pattern(s: int, rule: Any) -> int:
+    """Which numbers of dice the open tiles ``s`` may roll (bits ONE, USUAL; none when shut):
+    one die where the one-die rule's condition holds (the open tiles sum to at most its sum,
+    and its tiles are shut), forced or optional, else the usual dice."""
+    if s == 0:
+        return 0
+    total = 0
+    for i in range(rule[R_TILES]):
+        if (s >> i) & 1:
+            total += i + 1
+    cond = (rule[R_SUM] < 0 or total <= rule[R_SUM]) and (s & rule[R_NEED]) == 0
+    if rule[R_MODE] == 0 or not cond:
+        return USUAL
+    return ONE if rule[R_MODE] == 1 else ONE | USUAL

@@ -1,103 +1,99 @@
-"""Compiled passes over a graph's move rows for the tile strategies (one pass each, where numpy
-would make a pass per tile or per key)."""
+"""Passes over a graph's move rows for the tile strategies: numpy, a pass per tile, for the
+features of each move; compiled (numba) where a pass per key and node would not do (the node
+patterns, the rules' picks)."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+
+from pipeline.solve import threads
+from pipeline.solve.compiled import kernel
 
 
-@njit(cache=True, nogil=True)
-def tile_counts(label, tile_value):  # type: ignore[no-untyped-def]
+def tile_counts(label: np.ndarray, tile_value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per move row: how many tiles its label (a bitmask) shuts, and the face value of the
     highest of them (0 and -1 for a pass row, label < 0)."""
+    label = np.asarray(label, dtype=np.int64)
     n_shut = np.zeros(label.shape[0], dtype=np.int64)
     high = np.full(label.shape[0], -1, dtype=np.int64)
-    for m in range(label.shape[0]):
-        bits = label[m]
-        if bits < 0:
-            continue
-        b = 0
-        while bits:
-            if bits & 1:
-                n_shut[m] += 1
-                if tile_value[b] > high[m]:
-                    high[m] = tile_value[b]
-            bits >>= 1
-            b += 1
+    for b, face in enumerate(np.asarray(tile_value, dtype=np.int64).tolist()):
+        has = (label >= 0) & ((label >> b) & 1 == 1)
+        n_shut += has
+        np.maximum(high, np.where(has, face, -1), out=high)
     return n_shut, high
 
 
-@njit(cache=True, nogil=True)
-def first_max_rows(packed, starts):  # type: ignore[no-untyped-def]
-    """For each node (its move rows ``starts[n]:starts[n + 1]``), the first row holding the
-    node's largest ``packed`` key."""
-    rows = np.empty(starts.shape[0] - 1, dtype=np.int64)
-    for n in range(rows.shape[0]):
-        best = starts[n]
-        for m in range(starts[n] + 1, starts[n + 1]):
-            if packed[m] > packed[best]:
-                best = m
-        rows[n] = best
-    return rows
+def first_max_rows(packed: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """For each node (its move rows ``starts[n]:starts[n + 1]``, at least one), the first row
+    holding the node's largest ``packed`` key."""
+    sizes = np.diff(starts)
+    if sizes.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    node = np.repeat(np.arange(sizes.shape[0]), sizes)
+    top = np.maximum.reduceat(packed, starts[:-1])
+    rows = np.flatnonzero(packed == top[node])
+    return rows[_first_of_runs(node[rows])].astype(np.int64)
 
 
-@njit(cache=True, nogil=True)
-def played_rows(move_prob, mv_node, n_nodes):  # type: ignore[no-untyped-def]
-    """Per node: how many of its move rows a policy plays (probability > 0), and the last of
-    them."""
-    count = np.zeros(n_nodes, dtype=np.int64)
+def played_rows(
+    move_prob: np.ndarray, mv_node: np.ndarray, n_nodes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per node (move rows sorted by node): how many of its move rows a policy plays
+    (probability > 0), and the last of them (0 where none is)."""
+    rows = np.flatnonzero(move_prob > 0)
+    nodes = mv_node[rows]
+    count = np.bincount(nodes, minlength=n_nodes).astype(np.int64)
     row = np.zeros(n_nodes, dtype=np.int64)
-    for m in range(move_prob.shape[0]):
-        if move_prob[m] > 0:
-            count[mv_node[m]] += 1
-            row[mv_node[m]] = m
+    last = np.append(nodes[1:] != nodes[:-1], True) if nodes.shape[0] else nodes.astype(bool)
+    row[nodes[last]] = rows[last]
     return count, row
 
 
-@njit(cache=True, nogil=True)
-def tile_extremes(label, next_mask, tile_value, small_mask):  # type: ignore[no-untyped-def]
+def tile_extremes(
+    label: np.ndarray, next_mask: np.ndarray, tile_value: np.ndarray, small_mask: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per move row (``next_mask``: the open tiles after it as a bitmask, -1 when the game
     ends): the face value of the lowest tile it shuts, of the highest tile left open (0 when
     none is), and how many of the ``small_mask`` tiles stay open; -1 each for a pass row."""
-    m_all = label.shape[0]
-    low = np.full(m_all, -1, dtype=np.int64)
-    top = np.full(m_all, -1, dtype=np.int64)
-    smalls = np.full(m_all, -1, dtype=np.int64)
-    for m in range(m_all):
-        bits = label[m]
-        if bits < 0:
-            continue
-        b = 0
-        while not (bits >> b) & 1:
-            b += 1
-        low[m] = tile_value[b]
-        rest = next_mask[m]
-        if rest < 0:
-            continue
-        top[m] = 0
-        b = 0
-        while rest >> b:
-            if (rest >> b) & 1 and tile_value[b] > top[m]:
-                top[m] = tile_value[b]
-            b += 1
-        left = rest & small_mask
-        count = 0
-        while left:
-            count += left & 1
-            left >>= 1
-        smalls[m] = count
+    label = np.asarray(label, dtype=np.int64)
+    rest = np.asarray(next_mask, dtype=np.int64)
+    moved = label >= 0
+    going = moved & (rest >= 0)
+    low = np.full(label.shape[0], -1, dtype=np.int64)
+    top = np.where(going, 0, -1).astype(np.int64)
+    smalls = np.where(going, 0, -1).astype(np.int64)
+    faces = np.asarray(tile_value, dtype=np.int64).tolist()
+    for b, face in reversed(list(enumerate(faces))):  # the lowest tile shut is the last met
+        low = np.where(moved & ((label >> b) & 1 == 1), face, low)
+        left = going & ((rest >> b) & 1 == 1)
+        np.maximum(top, np.where(left, face, -1), out=top)
+        if (small_mask >> b) & 1:
+            smalls += left
     return low, top, smalls
 
 
-@njit(cache=True, nogil=True)
-def node_patterns(ranks, label, starts, nodes, width):  # type: ignore[no-untyped-def]
+def _first_of_runs(keys: np.ndarray) -> np.ndarray:
+    """Whether each entry is the first of its run of equal consecutive ``keys``."""
+    return np.append(True, keys[1:] != keys[:-1]) if keys.shape[0] else keys.astype(bool)
+
+
+def node_patterns(
+    ranks: np.ndarray, label: np.ndarray, starts: np.ndarray, nodes: np.ndarray, width: int
+) -> np.ndarray:
     """Each node of ``nodes`` as the order of its moves under every key: int8 [node, width,
     keys + 1], entry (j, i, k) the number of the node's moves with a smaller key k than its
     i-th move (the last k: the label), -1 past its last move. Two nodes with equal patterns
     get the same pick from every rule."""
+    out = np.full((nodes.shape[0], width, ranks.shape[0] + 1), -1, dtype=np.int8)
+    _node_patterns(ranks, label, starts, nodes, out)
+    return out
+
+
+@kernel
+def _node_patterns(ranks, label, starts, nodes, out):  # type: ignore[no-untyped-def]
+    """:func:`node_patterns` into ``out`` (allocated by the caller: an allocation inside a
+    kernel compiles numpy's allocator for its type as well, on a first run)."""
     n_keys = ranks.shape[0]
-    out = np.full((nodes.shape[0], width, n_keys + 1), -1, dtype=np.int8)
     for j in range(nodes.shape[0]):
         first = starts[nodes[j]]
         size = starts[nodes[j] + 1] - first
@@ -112,27 +108,33 @@ def node_patterns(ranks, label, starts, nodes, width):  # type: ignore[no-untype
                     if smaller:
                         below += 1
                 out[j, i, k] = below
-    return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def rule_picks(patterns, sizes, rules):  # type: ignore[no-untyped-def]
+def rule_picks(
+    patterns: np.ndarray, sizes: np.ndarray, rules: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The move each rule picks in each node pattern (see :func:`node_patterns`), as its place
     among the node's moves (0 = the first row), with a 64-bit FNV-1a hash of each rule's picks.
 
     ``rules[r]``: up to three signed key numbers, ``+(k + 1)`` for larger first, ``-(k + 1)``
     for smaller first, 0 for none. A tie left by a rule's keys goes to the larger label (the
-    pattern's last column). Rules run in parallel.
+    pattern's last column). Rules run in parallel (blocks of them on threads).
     """
     n_rules = rules.shape[0]
     picks = np.zeros((n_rules, patterns.shape[0]), dtype=np.uint8)
     hashes = np.zeros(n_rules, dtype=np.uint64)
-    for r in prange(n_rules):
-        hashes[r] = pick_rule(patterns, sizes, rules[r], picks[r])
+    threads.run_blocks(_pick_rules, n_rules, patterns, sizes, rules, picks, hashes)
     return picks, hashes
 
 
-@njit(cache=True, nogil=True)
+@kernel
+def _pick_rules(lo, hi, patterns, sizes, rules, picks, hashes):  # type: ignore[no-untyped-def]
+    """Rules ``lo`` to ``hi - 1`` of :func:`rule_picks`."""
+    for r in range(lo, hi):
+        hashes[r] = pick_rule(patterns, sizes, rules[r], picks[r])
+
+
+@kernel
 def pick_rule(patterns, sizes, rule, out):  # type: ignore[no-untyped-def]
     """One rule's picks (see :func:`rule_picks`) into ``out``; their hash."""
     label = patterns.shape[2] - 1

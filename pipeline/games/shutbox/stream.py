@@ -44,10 +44,6 @@ from pipeline.games.shutbox.stream_kernels import (
 #: Policy rows per batch (one Parquet row group each): pyarrow's default row group size.
 BATCH_ROWS = 1 << 20
 
-# Codes the kernels read in the rule vector (slots R_* of shutbox_stream_kernels).
-MODES = {"never": 0, "forced": 1, "optional": 2}
-OBJECTIVE_CODES = {"shut": 0, "score": 1, "target": 2}
-
 
 @dataclass(frozen=True)
 class Compiled:
@@ -55,8 +51,7 @@ class Compiled:
 
     rules: RuleSet
     rule: np.ndarray
-    """int64 [7]: tiles, one-die mode, one-die sum (-1: none), mask of the tiles that must be
-    shut for one die, objective code, target (-1: none), scoring (0 sum, 1 digital)."""
+    """int64 [7]: :meth:`RuleSet.vector` (tiles, one-die mode, one-die sum, ...)."""
     count: np.ndarray
     """int64 [2, width]: ways to roll each total with one die (row 0) and the usual dice (row 1);
     row 0 is all zero when one die is never rolled."""
@@ -93,22 +88,9 @@ def compile_rules(rules: RuleSet) -> Compiled:
     # Largest mask first, so the first tie met in a node is the one the graph solve prefers.
     sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
     sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
-    need = sum(1 << (t - 1) for t in rules.one_die_shut)
-    rule = np.array(
-        [
-            rules.tiles,
-            MODES[rules.one_die],
-            -1 if rules.one_die_sum is None else rules.one_die_sum,
-            need,
-            OBJECTIVE_CODES[rules.objective],
-            -1 if rules.target is None else rules.target,
-            int(rules.scoring == "digital"),
-        ],
-        dtype=np.int64,
-    )
     return Compiled(
         rules,
-        rule,
+        np.array(rules.vector(), dtype=np.int64),
         count,
         denom,
         np.array([1, rules.dice], dtype=np.int64),

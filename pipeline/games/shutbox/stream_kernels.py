@@ -2,28 +2,21 @@
 
 The rules reach the kernels as small arrays (a rule vector, dice counts, the candidate moves of
 each roll, largest mask first). Each kernel handles one chunk of one layer (states with the same
-number of open tiles), in parallel over its states: a layer reads only lower layers' values.
+number of open tiles), in parallel over its states (blocks of them on threads:
+:mod:`pipeline.solve.threads`): a layer reads only lower layers' values.
 """
 
 from __future__ import annotations
 
-import os
+import math
 
 import numpy as np
-from numba import njit, prange
 
-from pipeline.solve.ties import is_tie, tie_tolerance
-
-# OpenMP workers spin while they wait by default: on a busy machine an idle worker then holds
-# a core the last worker of a layer needs (a 4,096-state box took 0.57 s instead of 2 ms).
-# Waiting workers sleep instead; read when numba starts its threads, at the first kernel.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-
-# Slots of the integer rule vector the kernels read (one array keeps their signatures short).
-R_TILES, R_MODE, R_SUM, R_NEED, R_OBJECTIVE, R_TARGET, R_SCORING = range(7)
-#: Bits of a state's availability pattern: which choices (one die, the usual dice) it may roll.
-ONE, USUAL = 1, 2
-
+from pipeline.games.shutbox.kernels import dice_pattern, final_score, stuck_value
+from pipeline.games.shutbox.rules import ONE, R_TILES, USUAL
+from pipeline.solve import threads
+from pipeline.solve.compiled import inline_kernel, kernel
+from pipeline.solve.ties import is_tie, pick, regret
 
 #: The policy columns the kernel fills: state_id (int64), roll (int16), best_move_mask (int32,
 #: -1 when stuck), next_state_id (int64, -1 when stuck), value (float64), n_optimal (int16),
@@ -43,7 +36,7 @@ def new_nodes(n: int) -> NodeColumns:
 # -- per-state rules, compiled ---------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def _open_sum(s: int, tiles: int) -> int:
     total = 0
     for i in range(tiles):
@@ -52,48 +45,7 @@ def _open_sum(s: int, tiles: int) -> int:
     return total
 
 
-@njit(cache=True)
-def _score(s: int, rule: np.ndarray) -> int:
-    """Final score when stuck in ``s``: the open sum, or the open tiles read as digits."""
-    if rule[R_SCORING] == 0:
-        return _open_sum(s, rule[R_TILES])
-    score = 0
-    for i in range(rule[R_TILES]):
-        if (s >> i) & 1:
-            score = score * 10 + i + 1
-    return score
-
-
-@njit(cache=True)
-def stuck_value(s: int, rule: np.ndarray) -> float:
-    """The objective applied to the final score of ``s`` (as ShutTheBox.stuck_values)."""
-    score = _score(s, rule)
-    if rule[R_OBJECTIVE] == 0:
-        return 1.0 if score == 0 else 0.0
-    if rule[R_OBJECTIVE] == 2:
-        return 1.0 if score <= rule[R_TARGET] else 0.0
-    return float(score)
-
-
-@njit(cache=True)
-def _pattern(s: int, rule: np.ndarray) -> int:
-    """Which choices state ``s`` may roll (bits ONE, USUAL), as ShutTheBox.dice_available."""
-    if s == 0:
-        return 0
-    cond = True
-    if rule[R_SUM] >= 0:
-        cond = _open_sum(s, rule[R_TILES]) <= rule[R_SUM]
-    if rule[R_NEED] != 0 and (s & rule[R_NEED]) != 0:
-        cond = False
-    mode = rule[R_MODE]
-    if mode == 0:
-        return USUAL
-    if mode == 1:
-        return ONE if cond else USUAL
-    return (ONE | USUAL) if cond else USUAL
-
-
-@njit(cache=True)
+@kernel
 def layer_ids(tiles: int, k: int, out: np.ndarray) -> None:
     """Every id with ``k`` of ``tiles`` bits set, increasing (Gosper's hack)."""
     if k == 0:
@@ -110,8 +62,8 @@ def layer_ids(tiles: int, k: int, out: np.ndarray) -> None:
 # -- summation in NumPy's order --------------------------------------------------------------
 
 
-@njit(cache=True)
-def _pairwise_block(a: np.ndarray, lo: int, n: int) -> float:
+@kernel
+def _pairwise_block(a: np.ndarray, lo: int | np.int64, n: int | np.int64) -> float:
     """NumPy's pairwise_sum for n <= 128 (eight running sums, then a fixed tree)."""
     if n < 8:
         res = 0.0
@@ -138,24 +90,25 @@ def _pairwise_block(a: np.ndarray, lo: int, n: int) -> float:
     return res
 
 
-@njit(cache=True)
-def _reduceat_sum(a: np.ndarray, n: int) -> float:
+@kernel
+def _reduceat_sum(a: np.ndarray, n: int | np.int64) -> float:
     """``np.add.reduceat`` of one run ``a[:n]``: the first term plus a pairwise sum of the rest.
 
     At most 8 dice of 20 sides give 153 totals, so one split of the pairwise sum suffices.
     """
     m = n - 1
+    lo = np.int64(1)  # not the literal 1: numba would compile _pairwise_block for it as well
     if m <= 128:
-        return a[0] + _pairwise_block(a, 1, m)
+        return a[0] + _pairwise_block(a, lo, m)
     half = m // 2
     half -= half % 8
-    return a[0] + (_pairwise_block(a, 1, half) + _pairwise_block(a, 1 + half, m - half))
+    return a[0] + (_pairwise_block(a, lo, half) + _pairwise_block(a, lo + half, m - half))
 
 
 # -- the layer kernel ------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def _node(
     s: int, r: int, value: np.ndarray, sub_masks: np.ndarray, sub_start: np.ndarray, maxi: bool
 ) -> tuple[float, int]:
@@ -172,7 +125,7 @@ def _node(
     return best, found
 
 
-@njit(cache=True)
+@kernel
 def _node_ties(
     s: int,
     r: int,
@@ -197,18 +150,12 @@ def _node_ties(
             found += 1
         else:
             cand[k - lo] = np.nan  # never within the tolerance: not a legal move
-    tol = tie_tolerance(best)
-    pick = -1
-    n_opt = 0
-    for k in range(lo, sub_start[r + 1]):
-        if abs(cand[k - lo] - best) <= tol:
-            n_opt += 1
-            if pick < 0:  # masks come largest first
-                pick = sub_masks[k]
-    return best, found, pick, n_opt
+    hi = sub_start[r + 1]
+    chosen, n_opt = pick(cand, sub_masks[lo:hi], 0, hi - lo, best)  # the tie rule's
+    return best, found, sub_masks[lo + chosen] if chosen >= 0 else -1, n_opt
 
 
-@njit(cache=True)
+@kernel
 def _choose(
     g_one: float, g_usual: float, dice: np.ndarray, pattern: int, maxi: bool
 ) -> tuple[float, int]:
@@ -223,7 +170,6 @@ def _choose(
     return best, dice[0]
 
 
-@njit(cache=True, parallel=True, nogil=True)
 def solve_chunk(
     ids: np.ndarray,
     value: np.ndarray,
@@ -247,16 +193,48 @@ def solve_chunk(
     """
     n = ids.shape[0]
     width = count.shape[1]
+    blocks = min(n, 64)  # a few blocks per thread
+    # per block: each roll's node value and legal moves, and room for a node's candidates;
+    # allocated here, as a kernel's own allocation compiles numpy's allocator too
+    nv, nm = np.empty((blocks, width)), np.zeros((blocks, width), dtype=np.int64)
+    scratch = np.empty((blocks, max(int(np.diff(sub_start).max()), width)))
+    threads.run_blocks(
+        _solve_blocks, blocks,
+        n, blocks, ids, value, rule, count, denom, dice, sub_masks, sub_start, maxi,
+        st_out, node_start, nodes, nv, nm, scratch,
+    )  # fmt: skip
+
+
+@kernel
+def _solve_blocks(
+    b_lo: int,
+    b_hi: int,
+    n: int,
+    blocks: int,
+    ids: np.ndarray,
+    value: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    st_out: np.ndarray,
+    node_start: np.ndarray,
+    nodes: NodeColumns,
+    nv_all: np.ndarray,
+    nm_all: np.ndarray,
+    scratch_all: np.ndarray,
+) -> None:
+    """Blocks ``b_lo`` to ``b_hi - 1`` of the ``blocks`` of :func:`solve_chunk`'s states
+    (block b's scratch: row b of ``nv_all``, ``nm_all`` and ``scratch_all``)."""
     want_nodes = node_start.shape[0] > 0
-    most = int(np.max(np.diff(sub_start)))
-    blocks = min(n, 64)  # a few blocks per thread: scratch arrays allocated once per block
-    for b in prange(blocks):
-        nv = np.empty(width)  # per roll: node value, number of legal moves
-        nm = np.zeros(width, dtype=np.int64)
-        scratch = np.empty(max(most, width))
+    for b in range(b_lo, b_hi):
+        nv, nm, scratch = nv_all[b], nm_all[b], scratch_all[b]
         for i in range(b * n // blocks, (b + 1) * n // blocks):
             s = ids[i]
-            pattern = _pattern(s, rule)
+            pattern = dice_pattern(s, rule)
             j = node_start[i] if want_nodes else -1
             moves = _state_nodes(
                 s, pattern, value, rule, count, sub_masks, sub_start, maxi, nv, nm, scratch,
@@ -270,7 +248,7 @@ def solve_chunk(
             st_out[i, 3] = edges
 
 
-@njit(cache=True)
+@inline_kernel  # per state: compiled as part of its caller
 def _state_nodes(
     s: int,
     pattern: int,
@@ -294,8 +272,8 @@ def _state_nodes(
         if not _rolls(pattern, count, r):
             continue
         if j >= 0:
-            best, found, pick, n_opt = _node_ties(s, r, value, sub_masks, sub_start, maxi, scratch)
-            _put_node(nodes, j, s, r, best if found else stuck, pick, n_opt, found)
+            best, found, pick_, n_opt = _node_ties(s, r, value, sub_masks, sub_start, maxi, scratch)
+            _put_node(nodes, j, s, r, best if found else stuck, pick_, n_opt, found)
             j += 1
         else:
             best, found = _node(s, r, value, sub_masks, sub_start, maxi)
@@ -305,7 +283,7 @@ def _state_nodes(
     return moves
 
 
-@njit(cache=True)
+@inline_kernel  # per state: compiled as part of its caller
 def _state_value(
     pattern: int,
     count: np.ndarray,
@@ -323,7 +301,7 @@ def _state_value(
     edges = 0
     for c in range(2):
         if pattern & (ONE if c == 0 else USUAL):
-            t = 0
+            t = np.int64(0)  # not the literal 0, which numba would compile _reduceat_sum for
             for r in range(count.shape[1]):
                 if count[c, r] > 0:
                     terms[t] = (count[c, r] / denom[c]) * nv[r]
@@ -337,7 +315,7 @@ def _state_value(
     return v, chosen, edges
 
 
-@njit(cache=True)
+@kernel
 def _rolls(pattern: int, count: np.ndarray, r: int) -> bool:
     """Whether a state with availability ``pattern`` can roll the total ``r``."""
     return ((pattern & ONE) != 0 and count[0, r] > 0) or (
@@ -345,7 +323,7 @@ def _rolls(pattern: int, count: np.ndarray, r: int) -> bool:
     )
 
 
-@njit(cache=True)
+@kernel
 def _put_node(
     nodes: NodeColumns, j: int, s: int, r: int, v: float, pick: int, n_opt: int, found: int
 ) -> None:
@@ -361,25 +339,26 @@ def _put_node(
     stuck[j] = pick < 0
 
 
-@njit(cache=True, parallel=True)
 def node_counts(ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray) -> np.ndarray:
     """Number of (state, roll) nodes of each state: the rolls its choices can give."""
     out = np.empty(ids.shape[0], dtype=np.int64)
-    for i in prange(ids.shape[0]):
-        out[i] = per_pattern[_pattern(ids[i], rule)]
+    threads.run_blocks(_node_counts, ids.shape[0], ids, rule, per_pattern, out)
     return out
 
 
-@njit(cache=True)
+@kernel
+def _node_counts(
+    lo: int, hi: int, ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray, out: np.ndarray
+) -> None:
+    for i in range(lo, hi):
+        out[i] = per_pattern[dice_pattern(ids[i], rule)]
+
+
 def layer_sizes(tiles: int) -> np.ndarray:
     """Number of states with k open tiles, k = 0..tiles (binomial coefficients)."""
-    out = np.ones(tiles + 1, dtype=np.int64)
-    for k in range(1, tiles + 1):
-        out[k] = out[k - 1] * (tiles - k + 1) // k
-    return out
+    return np.array([math.comb(tiles, k) for k in range(tiles + 1)], dtype=np.int64)
 
 
-@njit(cache=True, parallel=True, nogil=True)
 def fill_moves(
     ids: np.ndarray,
     value: np.ndarray,
@@ -396,7 +375,32 @@ def fill_moves(
 ) -> None:
     """Every legal move of the chunk's nodes from ``row_start[i]`` on, largest mask first:
     ``mv_int = (state, roll, mask, next state, is best)``, ``mv_float = (value, regret)``."""
-    for i in prange(ids.shape[0]):
+    threads.run_blocks(
+        _fill_moves, ids.shape[0],
+        ids, value, sub_masks, sub_start, maxi, node_start, nd_roll, nd_label, nd_value,
+        row_start, mv_int, mv_float,
+    )  # fmt: skip
+
+
+@kernel
+def _fill_moves(
+    lo: int,
+    hi: int,
+    ids: np.ndarray,
+    value: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    maxi: bool,
+    node_start: np.ndarray,
+    nd_roll: np.ndarray,
+    nd_label: np.ndarray,
+    nd_value: np.ndarray,
+    row_start: np.ndarray,
+    mv_int: np.ndarray,
+    mv_float: np.ndarray,
+) -> None:
+    """States ``lo`` to ``hi - 1`` of :func:`fill_moves`."""
+    for i in range(lo, hi):
         s = ids[i]
         row = row_start[i]
         for j in range(node_start[i], node_start[i + 1]):
@@ -412,11 +416,10 @@ def fill_moves(
                     mv_int[row, 3] = s ^ m
                     mv_int[row, 4] = m == nd_label[j]
                     mv_float[row, 0] = v
-                    mv_float[row, 1] = max((best - v) if maxi else (v - best), 0.0)
+                    mv_float[row, 1] = regret(best, v, maxi)
                     row += 1
 
 
-@njit(cache=True, parallel=True, nogil=True)
 def fill_edges(
     ids: np.ndarray,
     rule: np.ndarray,
@@ -433,10 +436,32 @@ def fill_edges(
     (dice, then roll, then largest mask first; a roll with no move has one pass row):
     ``ed_int = (state, dice, roll, mask or -1, next state or -1, sign)``,
     ``ed_float = (probability, reward)``."""
+    threads.run_blocks(
+        _fill_edges, ids.shape[0],
+        ids, rule, count, denom, dice, sub_masks, sub_start, row_start, ed_int, ed_float,
+    )  # fmt: skip
+
+
+@kernel
+def _fill_edges(
+    lo: int,
+    hi: int,
+    ids: np.ndarray,
+    rule: np.ndarray,
+    count: np.ndarray,
+    denom: np.ndarray,
+    dice: np.ndarray,
+    sub_masks: np.ndarray,
+    sub_start: np.ndarray,
+    row_start: np.ndarray,
+    ed_int: np.ndarray,
+    ed_float: np.ndarray,
+) -> None:
+    """States ``lo`` to ``hi - 1`` of :func:`fill_edges`."""
     width = count.shape[1]
-    for i in prange(ids.shape[0]):
+    for i in range(lo, hi):
         s = ids[i]
-        pattern = _pattern(s, rule)
+        pattern = dice_pattern(s, rule)
         row = row_start[i]
         for c in range(2):
             if not pattern & (ONE if c == 0 else USUAL):
@@ -457,7 +482,7 @@ def fill_edges(
                     row += 1
 
 
-@njit(cache=True)
+@kernel
 def _edge(
     ed_int: np.ndarray,
     ed_float: np.ndarray,
@@ -481,12 +506,18 @@ def _edge(
     ed_float[row, 1] = reward
 
 
-@njit(cache=True, parallel=True)
 def state_numbers(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Open sum and final score of each state."""
     open_sum = np.empty(ids.shape[0], dtype=np.int32)
     score = np.empty(ids.shape[0], dtype=np.int64)
-    for i in prange(ids.shape[0]):
-        open_sum[i] = _open_sum(ids[i], rule[R_TILES])
-        score[i] = _score(ids[i], rule)
+    threads.run_blocks(_state_numbers, ids.shape[0], ids, rule, open_sum, score)
     return open_sum, score
+
+
+@kernel
+def _state_numbers(
+    lo: int, hi: int, ids: np.ndarray, rule: np.ndarray, open_sum: np.ndarray, score: np.ndarray
+) -> None:
+    for i in range(lo, hi):
+        open_sum[i] = _open_sum(ids[i], rule[R_TILES])
+        score[i] = final_score(ids[i], rule)

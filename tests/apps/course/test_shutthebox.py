@@ -124,7 +124,7 @@ def test_damaged_tables_fall_back_to_solving(built: Path, tmp_path: Path, monkey
     def unreadable(*_args):
         raise shutthebox.TableUnreadable("damaged")
 
-    monkeypatch.setattr(shutthebox.TableSource, "_rows", unreadable)
+    monkeypatch.setattr(shutthebox.TableSource, "_answer", unreadable)
     code, out, _ = call(["--two", "--expect", "123456789", "8"], built)
     assert code == 0 and float(out) == pytest.approx(0.381212, abs=5e-7)
 

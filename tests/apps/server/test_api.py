@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from pipeline.apps.knucklebones.position import solve
 from pipeline.games.registry import get_variant
 from tests.conftest import REPO, invoke
 from tests.support import tables
+from tests.support.wait import wait_until
 
 pytest.importorskip("starlette", reason="serve needs the [serve] extra")
 pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
@@ -385,15 +385,12 @@ def test_damaged_and_missing_tables(built: Path, tmp_path: Path) -> None:
     before = get(client, "/classic/position.json?tiles=12345&roll=7")
     assert before["moves"]
     (data / "moves.parquet").write_bytes(b"PAR1 not really")
-    time.sleep(1.1)  # the catalog looks at the files at most once a second
-    index = get(client, "/.json")  # still serving, the damage named
-    assert any("moves.parquet" in p for p in index["problems"])
+    # the snapshot looks at the files at most once a second: still serving, the damage named
+    wait_until(lambda: any("moves.parquet" in p for p in get(client, "/.json")["problems"]))
     # an answer reads the values alone (the rules list the moves): the same answer
     assert get(client, "/classic/position.json?tiles=12345&roll=7") == before
     (data / "states.parquet").write_bytes(b"garbage")
-    time.sleep(1.1)  # the catalog looks at the files at most once a second
-    index = get(client, "/.json")
-    assert any("states.parquet" in p for p in index["problems"])
+    wait_until(lambda: any("states.parquet" in p for p in get(client, "/.json")["problems"]))
     gone = get(client, "/classic/position.json?tiles=12345", 404)  # no states: not built
     assert "stb-pipeline build --variant classic" in gone["error"]
     missing = get(client, "/classic-score/position.json?tiles=1", 404)
@@ -442,7 +439,6 @@ def free_port() -> int:
 
 
 def test_command_serves_and_stops_cleanly_on_ctrl_c(built: Path) -> None:
-    import httpx
 
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -457,12 +453,7 @@ def test_command_serves_and_stops_cleanly_on_ctrl_c(built: Path) -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert f"http://127.0.0.1:{port}/" in line
-        for _ in range(100):
-            try:
-                response = httpx.get(f"http://127.0.0.1:{port}/.json", timeout=5)
-                break
-            except httpx.ConnectError:
-                time.sleep(0.1)
+        response = wait_until(lambda: _get_or_none(f"http://127.0.0.1:{port}/.json"), 10.0)
         assert response.status_code == 200
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
@@ -528,3 +519,65 @@ def test_the_lean_json_path_answers_as_starlette_would(built: Path, url: str) ->
 
 async def _not_taken() -> bool:
     return False
+
+
+@pytest.mark.parametrize("host", ["", " ", "[]", "[ ]"])
+def test_an_empty_host_is_refused_not_every_interface(built: Path, host: str) -> None:
+    """Issue 41: ``--host ''`` bound every interface with the Host check off."""
+    result = invoke(["serve", "--data-dir", built, "--host", host, "--port", str(free_port())])
+    assert result.code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "names no address" in result.stderr and "127.0.0.1" in result.stderr
+
+
+def test_the_address_printed_is_one_a_browser_opens() -> None:
+    from pipeline.apps.server.web import address, loopback_hosts, url_of
+
+    assert url_of("[::1]", 8025) == "http://[::1]:8025/"  # it printed http://[[::1]]:8025/
+    assert url_of("::1", 8025) == "http://[::1]:8025/"
+    assert url_of("127.0.0.1", 80) == "http://127.0.0.1:80/"
+    assert address("[::1]") == "::1" and address(" localhost ") == "localhost"
+    assert loopback_hosts("[::1]") == loopback_hosts("::1") is not None
+
+
+def test_a_damaged_variant_is_called_damaged_not_unbuilt(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: four-player's states cut in half under a running server answered one 503
+    (whose hint read a literal `--variant NAME`), then 404 "not built" for ever, and the index
+    listed it as unbuilt. Damaged is not unbuilt: a 503 naming the variant, every time."""
+    from pipeline.store import directory
+
+    monkeypatch.setattr(directory, "RESCAN_S", 0.0)  # look at the files on every request
+    data = tmp_path / "data"
+    shutil.copytree(built, data)
+    small = ["--players", "3", "--tiles", "5", "--sides", "4", "--one-die", "forced"]
+    small += ["--one-die-sum", "4", "--name", "three-small"]
+    assert invoke(["build", *small, "-d", data, "-q"]).code == 0
+    client = TestClient(create_app(data))
+    url = "/three-small/position.json?tiles=12345&player=1&roll=5"
+    assert get(client, url)["moves"]
+    own = data / "variants" / "three-small" / "states.parquet"
+    own.write_bytes(own.read_bytes()[: own.stat().st_size // 2])
+    for _ in range(3):  # the first answer (reading the file) and the catalog's after it agree
+        error = get(client, url, 503)["error"]
+        assert error.startswith("three-small is built but its tables cannot be read: "), error
+        assert "--variant three-small" in error and "NAME" not in error
+    index = get(client, "/.json")
+    assert [v["name"] for v in index["damaged"]] == ["three-small"]
+    assert "three-small" not in {v["name"] for v in index["unbuilt"] + index["built"]}
+    assert get(client, "/three-small.json", 503)["error"].startswith("three-small is built")
+    # a shared file: manifest.json says which variants it held
+    (data / "states.parquet").write_bytes(b"garbage")
+    error = get(client, "/classic/position.json?tiles=12345", 503)["error"]
+    assert error.startswith("classic is built but its tables cannot be read: "), error
+    assert "classic" in {v["name"] for v in get(client, "/.json")["damaged"]}
+
+
+def _get_or_none(url: str) -> Any:
+    """The response to GET ``url``, None while the server does not listen yet."""
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=5)
+    except httpx.ConnectError:
+        return None

@@ -262,7 +262,7 @@ def test_command_refuses_a_port_in_use_and_bad_options(built: Path) -> None:
         port = taken.getsockname()[1]
         result = invoke(["serve", "-d", built, "--port", port])
     assert result.code == 1 and result.stderr.count("\n") == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert f"cannot listen on http://127.0.0.1:{port}/" in result.stderr
     small = invoke(["serve", "-d", built, "--search-workers", "4", "--search-queue", "2"])
     assert small.code == 2 and "--search-queue 2 is smaller" in small.stderr
     zero = invoke(["serve", "-d", built, "--workers", "0"])

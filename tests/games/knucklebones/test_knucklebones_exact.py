@@ -19,6 +19,7 @@ from pipeline.apps.knucklebones.position import solve
 from pipeline.games.knucklebones.columns import BoardRules
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.search import Searcher
+from pipeline.store.footers import file_rules
 from tests.conftest import invoke
 
 Board = list[list[int]]
@@ -170,9 +171,7 @@ def test_lookup_reads_boards_stored_on_their_own(built_2x2: Path, tmp_path: Path
 
     import pyarrow.parquet as pq
 
-    from pipeline.store import tables
-
-    rules = tables.table_rules(built_2x2, "states")
+    rules = file_rules(built_2x2 / "states.parquet")
     names = ("knucklebones-2x2", "knucklebones-2x2-score")
     for name in names:
         own = tmp_path / "variants" / f"my-{name}" / "states.parquet"

@@ -202,12 +202,12 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
 
 def test_lookups_in_the_lean_tables_are_the_solvers_values(tmp_path: Path) -> None:
     from pipeline.answer.answers import Answers, for_dir
-    from pipeline.answer.index import PagedStates
     from pipeline.apps.knucklebones import position
     from pipeline.games.knucklebones import exact
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
     from pipeline.games.registry import get_variant
     from pipeline.solve.tolerance import is_tie
+    from pipeline.store.states import PagedStates
 
     data = tmp_path / "data"
     for objective in ("wins", "score"):

@@ -131,6 +131,10 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
     assert [r["player"] for r in record["ratings"]] == ["net-d1", "ours-d4"]
     assert isinstance(record["beats_search"], bool)
     assert json.loads(json.dumps(record)) == record  # plain data
+    book = tmp_path / "b.npz"
+    booked = invoke(["knucklebones", "book", "-v", VARIANT, "--plies", "2", "-o", book, "--solve"])
+    assert booked.code == 0, booked.stderr
+    assert book_module.load(book).values(book_module.reachable(Knucklebones(BOARD), 2))
     rated = invoke([
         "knucklebones", "rate", "-v", VARIANT, "--players", "greedy,ours-d1", "--games", "100",
         "--decisions", "40", "--solve", "--no-write", "-q",
@@ -152,6 +156,8 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
         (["rate", "--players", "greedy,wizard"], "unknown player 'wizard'"),
         (["rate", "--players", "net-d2", "-v", "knucklebones-2x3"], "no evaluator"),
         (["rate", "--decisions", "5"], "--decisions must be between"),
+        (["book", "-o", "{tmp}/b.npz", "--plies", "13"], "--plies must be between"),
+        (["book", "-o", "{tmp}"], "is a directory"),
     ],
 )
 def test_bad_input_gets_one_line(args: list[str], message: str, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.registry import REGISTRY
 from pipeline.stages import build as stages
 from pipeline.store import stream_writer, tables
+from pipeline.store.footers import file_rules
 
 TABLES = ("states", "policy", "moves", "edges")
 
@@ -85,7 +86,7 @@ def test_cli_build_streams_states_and_policy_and_verifies(
     own = tmp_path / "variants" / separate_2x2
     assert sorted(p.name for p in own.iterdir()) == ["policy.parquet", "states.parquet"]
     assert "0.571747648" in result.stdout  # docs/variants.md: 2x2 starts at 0.5717476480
-    rules = tables.table_rules(tmp_path / "variants" / separate_2x2, "states")
+    rules = file_rules(tmp_path / "variants" / separate_2x2 / "states.parquet")
     assert rules == {separate_2x2: KnuckleRules(2, 2).to_dict()}
     assert cli(["verify", "-d", tmp_path]).code == 0
     again = cli(

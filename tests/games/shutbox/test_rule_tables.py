@@ -148,7 +148,7 @@ def test_exceptions_read_as_a_player_says_them() -> None:
 
 def test_strategies_command_searches_what_build_does_not(cli, tmp_path: Path) -> None:
     """`strategies` runs the stage where build does not (a box with one die by choice: every
-    one-die threshold is searched), and says so for a variant without rules to search."""
+    one-die threshold is searched), and refuses a variant without rules to search."""
     from pipeline.analysis.sql import run_query
 
     data = tmp_path / "data"
@@ -160,7 +160,7 @@ def test_strategies_command_searches_what_build_does_not(cli, tmp_path: Path) ->
     assert missing.code == 2 and f"stb-pipeline strategies --variant {name}" in missing.stderr
     assert cli(["strategies", *box_options, "-d", data]).code == 0
     other = cli(["strategies", "--variant", "two-player", "-d", data])
-    assert other.code == 0 and "two-player: no rules to search" in other.stdout
+    assert other.code == 2 and "two-player is a game of the nplayer family" in other.stderr
     rules = tables.read_table(data, "strategy_search", name).filter(pl.col("kind") == "rule")
     assert rules["searched"].max() == 4032 * 5  # never, and one die at open sums 1..4
     assert rules["one_die_at_most"].is_not_null().all()

@@ -9,36 +9,34 @@ turn passed to the next player the mover's payoff there, so no ``policy`` or ``m
 read to answer: the rules list the moves.
 
 DuckDB's compiled engine reads the files (only the columns needed, only the variant's row
-groups); no SQL runs per answer. What is held stays within ``cache_mb`` (least recently used
-variants dropped first). A variant too big for it is read a row group at a time, when its file
-is sorted by state id with statistics (the full Knucklebones game's lean tables: row groups of
-1,048,576 ids), each row group kept in the same budget; one that is not, and does not fit, is
-refused with the memory it needs. A table file that changes on disk is read again: each answer
-compares the file (inode, time, size) and the manifest's sha256 of it with those it was read
-with (two stats; the manifest is read again only when it changes).
+groups); no SQL runs per answer of a process that answers again (a one-shot lookup, `expect` or
+`move`, reads the rows it needs by state id instead: :class:`PointStates`). What is held stays
+within ``cache_mb`` (least recently used variants dropped first). A variant too big for it is
+read a row group at a time, when its file is sorted by state id with statistics (the full
+Knucklebones game's lean tables: row groups of 1,048,576 ids), each row group kept in the same
+budget; one that is not, and does not fit, is refused with the memory it needs. A table file
+that changes on disk is read again: each answer compares the file (inode, time, size) and the
+manifest's sha256 of it with those it was read with (two stats; the manifest is read again only
+when it changes).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
-from pipeline.store.engine import engine
-from pipeline.store.layout import OWN_DIR, settle, variant_file
-
-if TYPE_CHECKING:
-    from pipeline.answer.lean import SortedFile
+from pipeline.store.footers import Group, Layout, Reader, SortedFile, open_file, signature
+from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, variant_file
 
 #: Memory for the arrays of every variant held at once (MB), unless told otherwise.
 DEFAULT_CACHE_MB = 256
@@ -46,134 +44,6 @@ DEFAULT_CACHE_MB = 256
 DENSE_FACTOR = 2
 #: The columns of a state every answer reads (besides the game's own), and their bytes a row.
 BASE_COLUMNS = {"value": 8, "dice": 1, "choice_options": 1, "terminal": 1}
-#: Rows one read holds at most (row groups are joined up to it): the peak while reading.
-CHUNK_ROWS = 1 << 20
-#: How to rebuild a table that cannot be read.
-REBUILD = "rebuild it (stb-pipeline build --force --variant NAME)"
-
-
-class Reader:
-    """Reads Parquet files into numpy with one in-memory DuckDB (a cursor per read: safe from
-    several threads)."""
-
-    def __init__(self) -> None:
-        self._con: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def con(self) -> Any:
-        """The in-memory DuckDB, opened on first use (an index whose answers read only the
-        files :meth:`Index.sorted_states` reads with pyarrow needs no DuckDB: a GPU machine
-        has none)."""
-        if self._con is None:
-            with self._lock:
-                if self._con is None:
-                    self._con = engine().connect()
-        return self._con
-
-    def query(self, path: Path, sql: str, **params: Any) -> dict[str, np.ndarray]:
-        """The columns of ``sql`` (which reads ``read_parquet($path)``) as numpy arrays (masked
-        where null)."""
-        return dict(self._run(path, sql, params, lambda cur: cur.fetchnumpy()))
-
-    def rows(self, path: Path, sql: str, **params: Any) -> list[tuple[Any, ...]]:
-        """The rows of ``sql`` as tuples."""
-        return list(self._run(path, sql, params, lambda cur: cur.fetchall()))
-
-    def _run(
-        self, path: Path, sql: str, params: dict[str, Any], fetch: Callable[[Any], Any]
-    ) -> Any:
-        """``fetch`` of ``sql`` run with bound parameters; TableError naming the file when
-        DuckDB cannot read it."""
-        try:
-            with self.con.cursor() as cur:
-                return fetch(cur.execute(sql, {"path": str(path), **params}))
-        except engine().Error as exc:
-            first = (str(exc).splitlines() or ["unreadable"])[0]
-            raise TableError(f"{path} is not a readable table ({first}); {REBUILD}") from None
-
-    def file_rules(self, path: Path) -> dict[str, Any]:
-        """The rules a table file records (its ``stb.rules`` metadata), by variant."""
-        found = self.rows(
-            path,
-            "select decode(value) from parquet_kv_metadata($path) where decode(key) = 'stb.rules'",
-        )
-        return json.loads(found[0][0]) if found else {}
-
-    def layout(self, path: Path, name: str) -> Layout:
-        """Where ``name``'s rows lie in ``path``: its row groups (from the file's statistics,
-        no row read) and the file's columns."""
-        found = self.rows(
-            path,
-            "select row_group_id, any_value(row_group_num_rows), "
-            "any_value(stats_min_value) filter (where path_in_schema = 'variant'), "
-            "any_value(stats_max_value) filter (where path_in_schema = 'variant'), "
-            "any_value(stats_min_value) filter (where path_in_schema = 'state_id'), "
-            "any_value(stats_max_value) filter (where path_in_schema = 'state_id') "
-            "from parquet_metadata($path) group by row_group_id order by row_group_id",
-        )
-        columns = {r[0] for r in self.rows(path, "select name from parquet_schema($path)")}
-        groups, start, alone = [], 0, True
-        for _, n, vlo, vhi, lo, hi in found:
-            # a row group holds one variant (a file without the column: the lean tables)
-            if vlo is None or vlo <= name <= (vhi or vlo):
-                groups.append(Group(start, int(n), _int(lo), _int(hi)))
-            alone = alone and (vlo is None or vlo == vhi == name)
-            start += int(n)
-        return Layout(groups, columns, alone)
-
-
-def _int(text: str | None) -> int | None:
-    return None if text is None else int(text)
-
-
-class Group(NamedTuple):
-    """One row group of a variant: its first row in the file, its rows and state id range."""
-
-    start: int
-    rows: int
-    lo: int | None
-    hi: int | None
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A variant's row groups in one file and the file's columns."""
-
-    groups: list[Group]
-    columns: set[str]
-    alone: bool
-    """The file holds this variant only."""
-
-    @property
-    def rows(self) -> int:
-        return sum(g.rows for g in self.groups)
-
-    @property
-    def sorted_by_id(self) -> bool:
-        """Whether the row groups hold increasing, disjoint ranges of state ids (then one id is
-        in one known row group)."""
-        last = -1
-        for g in self.groups:
-            if g.lo is None or g.hi is None or g.lo <= last:
-                return False
-            last = g.hi
-        return bool(self.groups)
-
-    @property
-    def max_id(self) -> int:
-        return max((g.hi for g in self.groups if g.hi is not None), default=-1)
-
-    def chunks(self, most: int = CHUNK_ROWS) -> list[tuple[int, int]]:
-        """The variant's rows as (first, last) file row numbers, consecutive row groups joined
-        up to ``most`` rows: what one read holds."""
-        out: list[tuple[int, int]] = []
-        for g in self.groups:
-            if out and out[-1][1] + 1 == g.start and g.start + g.rows - out[-1][0] <= most:
-                out[-1] = (out[-1][0], g.start + g.rows - 1)
-            else:
-                out.append((g.start, g.start + g.rows - 1))
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,7 +298,7 @@ class _Held:
     """The file's inode, time and size when it was read."""
     where: str = ""
     """``path`` as a string, and its key in the manifest: what every answer checks again
-    (kept here so that the check is two ``os.stat`` calls and two dictionary lookups)."""
+    (kept here so that the check is two stats and two dictionary lookups)."""
     key: str = ""
 
 
@@ -513,20 +383,14 @@ class Index:
         """The file holding ``name``'s rows of ``table`` (its own, or the shared one)."""
         return variant_file(self.data_dir, table, name)
 
-    @staticmethod
-    def _signature(path: Path | str) -> tuple[int, int, int]:
-        st = os.stat(path)
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
-
     def _sha(self, key: str) -> str | None:
         """The sha256 the manifest records for the file of manifest key ``key`` (None where
         it lists none); the manifest is read again only when it changes."""
         manifest = self._manifest_path
         try:
-            st = os.stat(manifest)
+            msig = signature(manifest)
         except OSError:
             return None
-        msig = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._manifest is None or self._manifest[0] != msig:
             try:
                 with open(manifest, encoding="utf-8") as f:
@@ -551,17 +415,10 @@ class Index:
                 return None
             self._held.move_to_end(key)
         try:  # (a variant moved to files of its own rewrites the shared file too)
-            st = os.stat(found.where)
+            now: tuple[int, int, int] | None = signature(found.where)
         except OSError:
-            st = None
-        ino, mtime, size = found.signature
-        if (
-            st is None
-            or st.st_ino != ino
-            or st.st_mtime_ns != mtime
-            or st.st_size != size
-            or self._sha(found.key) != found.version
-        ):
+            now = None
+        if now != found.signature or self._sha(found.key) != found.version:
             self._drop(key[0])
             return None
         return found
@@ -586,10 +443,10 @@ class Index:
                     "(or build with the same custom rule options) first"
                 )
             where, manifest_key = str(path), _manifest_key(self.data_dir, path)
-            signature, version = self._signature(where), self._sha(manifest_key)
+            stamp, version = signature(where), self._sha(manifest_key)
             value, nbytes = read(path)
             self.reads += 1
-            self._put(key, _Held(value, nbytes, path, version, signature, where, manifest_key))
+            self._put(key, _Held(value, nbytes, path, version, stamp, where, manifest_key))
             return value
 
     # -- states ---------------------------------------------------------------------------------
@@ -620,7 +477,7 @@ class Index:
         columns and the variant's objective now (its first row), no state yet."""
         have = {r[0] for r in self.reader.rows(path, "select name from parquet_schema($path)")}
         if "value" not in have or "state_id" not in have:
-            raise TableError(f"{path} lacks the state_id and value columns; {REBUILD}")
+            raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
         by_variant = "variant" in have
         first = self.reader.rows(
             path,
@@ -635,7 +492,7 @@ class Index:
                 f"{name}` (or build with the same custom rule options) first"
             )
         if first[0][0] is None:
-            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+            raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
         wanted = [c for c in (*BASE_COLUMNS, *columns) if c in have]
         found = PointStates(
             name, path, self.reader, wanted, by_variant, str(first[0][0]), bool(first[0][1])
@@ -651,7 +508,7 @@ class Index:
             )
         wanted = [c for c in (*BASE_COLUMNS, *columns) if c in layout.columns]
         if "value" not in wanted or "state_id" not in layout.columns:
-            raise TableError(f"{path} lacks the state_id and value columns; {REBUILD}")
+            raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
         objective, maximise = self._objective(path, name, layout)
         need = _bytes(layout.groups, wanted)
         if need > self.budget:
@@ -681,7 +538,7 @@ class Index:
     def sorted_states(self, name: str) -> States:
         """``name``'s values for answers that look up a few state ids (a Knucklebones board and
         its successors). A variant's own file sorted by state id (the full game's lean tables)
-        is read a row group at a time with pyarrow (:mod:`pipeline.answer.lean`), its footer
+        is read a row group at a time with pyarrow (:mod:`pipeline.store.footers`), its footer
         parsed once: DuckDB parses it again for every read, a tenth of a second with the full
         game's 4,590 row groups, and a GPU machine has no DuckDB. Each row group read is kept
         in the budget like any entry. Anything else is read as :meth:`states` reads it."""
@@ -690,20 +547,14 @@ class Index:
     def _read_sorted(self, path: Path, name: str) -> tuple[States, int]:
         if path.parent.name != name or path.parent.parent.name != OWN_DIR:
             return self._read(path, name, ())  # the shared file: small variants, held whole
-        from pipeline.answer.lean import open_file
-
         found = open_file(path)
         if not found.sorted_by_id or set(found.rules) - {name}:
             return self._read(path, name, ())
         first = found.first(["objective", "maximise"]) if "objective" in found.columns else {}
         if first.get("objective") is None:
-            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+            raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
         objective, maximise = str(first["objective"]), bool(first.get("maximise", True))
-        groups = [
-            Group(int(s), int(n), int(lo), int(hi))
-            for s, n, lo, hi in zip(found.starts, found.rows, found.lows, found.highs, strict=True)
-        ]
-        number = {g.start: k for k, g in enumerate(groups)}
+        number = {g.start: k for k, g in enumerate(found.layout.groups)}
 
         def block(group: Group) -> HeldStates:
             key = (name, "block", str(group.start))
@@ -712,8 +563,7 @@ class Index:
                 key, "states", lambda _: _group_states(found, k, name, objective, maximise)
             )
 
-        layout = Layout(groups, found.columns, True)
-        return PagedStates(name, layout, block, objective, maximise), 0
+        return PagedStates(name, found.layout, block, objective, maximise), 0
 
     def _objective(self, path: Path, name: str, layout: Layout) -> tuple[str, bool]:
         """The variant's objective and direction (its first row)."""
@@ -724,7 +574,7 @@ class Index:
             row=layout.groups[0].start,
         )
         if not first or first[0][0] is None:
-            raise TableError(f"{path}: {name} has no objective; {REBUILD}")
+            raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
         return str(first[0][0]), bool(first[0][1])
 
     def _read_held(
@@ -765,7 +615,7 @@ class Index:
                 )
             got = np.asarray(found["state_id"], dtype=np.int64)
             if got.size and (got.min() < low or got.max() > top):
-                raise TableError(f"{path}: state ids beyond its statistics; {REBUILD}")
+                raise TableError(f"{path}: state ids beyond its statistics; {rebuild_hint(path)}")
             if dense:
                 where: Any = got - low
             else:

@@ -18,10 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.answer.answers import Answers
-from pipeline.answer.index import HeldStates, PagedStates, PointStates
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.registry import get_variant
-from pipeline.store.manifest import built_variants
+from pipeline.store.states import HeldStates, PagedStates, PointStates
 from tests.conftest import BOX16, invoke
 from tests.support import tables
 
@@ -72,10 +71,11 @@ def test_a_changed_table_is_read_again(tmp_path: Path) -> None:
     build = ["build", "--tiles", "5", "--name", "five", "-d", tmp_path]
     assert invoke(build).code == 0
     answers = Answers(tmp_path)
-    variant = built_variants(tmp_path)["five"]
+    variant = answers.variant("five")  # built under its own name: the data directory says
     before = answers.position(variant, "12345", roll=5)
     assert invoke([*build, "--objective", "score", "--force"]).code == 0
-    variant = built_variants(tmp_path)["five"]
+    variant = answers.variant("five")
+    assert variant.make().rules()["objective"] == "score"
     after = answers.position(variant, "12345", roll=5)
     assert answers.index.reads == 2
     assert before.state.objective == "shut" and after.state.objective == "score"
