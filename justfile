@@ -32,6 +32,10 @@ bench-sim *ARGS:
 bench-knucklebones:
     python benchmarks/bench_knucklebones.py
 
+# Knucklebones players against exact values on held-out positions (issue 42): share optimal, regret, ms a move
+bench-knucklebones-players *ARGS:
+    python benchmarks/bench_knucklebones_players.py {{ARGS}}
+
 # Knucklebones exact solver (solve-exact): compact sweeps against full sweeps and the graph solver
 bench-knucklebones-vi *ARGS:
     python benchmarks/bench_knucklebones_vi.py {{ARGS}}

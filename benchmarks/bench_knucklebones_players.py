@@ -2,7 +2,8 @@
 held-out positions of every board whose exact values a CPU has, in one run.
 
 For each board (3x3 with a d4, 3x2 with a d6: solved here in a minute or two each, or read from
-their tables in --data-dir; the full game once its labelled set is in the repository) the run
+their tables in --data-dir; the full game, 3x3-d6, once its GPU-made labelled set is in the
+package: its held-out positions) the run
 draws held-out decisions from games between the project's players (`knucklebones rate`'s
 positions: a fixed tenth of the state ids no evaluator is trained on) and rates greedy, the
 Rust solver's heuristic at depth 4, our search at depths 1 to 6, the distilled evaluator's
@@ -30,8 +31,9 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from pipeline import progress
-from pipeline.apps.knucklebones.distill import board_game, label
+from pipeline.apps.knucklebones.distill import board_game, held_out_positions
 from pipeline.apps.knucklebones.rating import Rating, decisions, rate
+from pipeline.games.knucklebones.artefacts import labelled_path
 from pipeline.games.knucklebones.evaluator import packaged
 from pipeline.games.knucklebones.game import KnuckleRules
 from pipeline.games.knucklebones.players import Player, named_player
@@ -67,7 +69,7 @@ def rate_board(
     rules: KnuckleRules, data_dir: Path | None, games: int, n: int, seed: int
 ) -> list[Rating]:
     game = board_game(rules)
-    held = label(rules, data_dir, games, 0, seed, held_out=True)
+    held = held_out_positions(rules, data_dir, games, seed)
     asked = decisions(game, held, n, seed + 1)
     made = {name: named_player(game, name) for name in players_of(rules)}
     name, player = default_player(game, rules)
@@ -100,7 +102,8 @@ def table_of(title: str, ratings: list[Rating]) -> Table:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boards", default="3x3-d4,3x2-d6")
+    full = labelled_path(3, 3, 6).exists()  # the full game's set, once its GPU call made it
+    ap.add_argument("--boards", default="3x3-d6,3x3-d4,3x2-d6" if full else "3x3-d4,3x2-d6")
     ap.add_argument("--decisions", type=int, default=3000)
     ap.add_argument("--games", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=7)

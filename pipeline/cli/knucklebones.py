@@ -469,8 +469,6 @@ def loss_cmd(
     out.print(f"sample: the decisions of {games} random-vs-random games, seed {seed}")
 
 
-
-
 def _ints(text: str, option: str) -> list[int]:
     """Comma-separated small whole numbers; UsageError for an empty or malformed list."""
     parts = [p.strip() for p in text.split(",")]

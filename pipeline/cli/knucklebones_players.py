@@ -3,6 +3,7 @@ none, measured against exact play (:mod:`pipeline.apps.knucklebones.distill`).""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -101,8 +102,16 @@ def train_cmd(
     uniform: Annotated[int, typer.Option(help="Positions drawn uniformly by state id.")] = 300000,
     seed: Seed = 0,
     epochs: Annotated[int, typer.Option(help="Passes over the examples.")] = 6,
-    depth: Annotated[int, typer.Option(help="The new player's search depth.")] = 3,
+    depth: Annotated[int, typer.Option(help="The new player's search depth.")] = 4,
     decisions: Annotated[int, typer.Option(help="Held-out decisions it is rated on.")] = 3000,
+    labelled: Annotated[
+        Path | None,
+        typer.Option(
+            help="Fit to this labelled set (`knucklebones label`) instead of labelling here: "
+            "its positions less the held-out tenth, rated on that tenth (the full game's "
+            "GPU-made set is read from the package where present).",
+        ),
+    ] = None,
     tables: Tables = True,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
@@ -114,7 +123,7 @@ def train_cmd(
     """
     from rich.table import Table
 
-    from pipeline.apps.knucklebones.distill import train
+    from pipeline.apps.knucklebones.distill import labelled_file, train
     from pipeline.apps.knucklebones.position import check_depth
     from pipeline.games.knucklebones.training import Settings
 
@@ -126,10 +135,13 @@ def train_cmd(
         raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory: name the file to write")
+    if labelled is not None and not labelled.is_file():
+        raise UsageError(f"--labelled {labelled}: no such file")
     rules = _rules(variant)
     found = train(
         rules, _data(data_dir, tables), games, uniform, seed,  # type: ignore[arg-type]
         Settings(epochs=epochs, seed=seed), depth, decisions,
+        labelled=labelled_file(rules, labelled),  # type: ignore[arg-type]
     )  # fmt: skip
     try:
         found.evaluator.save(output)
@@ -148,6 +160,14 @@ def book_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The book file to write (.npz).")],
     variant: BoardVariant = None,
     plies: Annotated[int, typer.Option(help="Placements from the start the book holds.")] = 6,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact",
+            help="Values as float32 (within 3e-8 of the exact win chance; a third of the "
+            "bytes): what the full game's book needs to fit a GPU call's file limit.",
+        ),
+    ] = False,
     tables: Tables = True,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
@@ -164,13 +184,15 @@ def book_cmd(
         raise UsageError(f"--plies must be between 0 and 12, not {plies}")
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory: name the file to write")
+    t0 = time.perf_counter()
     rules = _rules(variant)
     game = board_game(rules)  # type: ignore[arg-type]
     values = exact_values(rules, _data(data_dir, tables))  # type: ignore[arg-type]
     with progress.task(f"the positions within {plies} placements"):
-        found = make(game, values.lookups(), plies, {"values": values.source})
+        found = make(game, values.lookups(), plies, {})
+    found.meta.update(values.provenance(t0))
     try:
-        found.save(output, compact=True)
+        found.save(output, compact=compact)
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
     out.print(
@@ -188,6 +210,13 @@ def rate_cmd(
     decisions: Annotated[int, typer.Option(help="Held-out decisions drawn.")] = 2000,
     games: Games = 3000,
     seed: Seed = 7,
+    labelled: Annotated[
+        Path | None,
+        typer.Option(
+            help="Rate on this labelled set's held-out positions (`knucklebones label`; the "
+            "full game's GPU-made set is read from the package where present).",
+        ),
+    ] = None,
     tables: Tables = True,
     write: Annotated[
         bool,
@@ -207,7 +236,7 @@ def rate_cmd(
     """
     from rich.table import Table
 
-    from pipeline.apps.knucklebones.distill import board_game, label
+    from pipeline.apps.knucklebones.distill import board_game, held_out_positions
     from pipeline.apps.knucklebones.match import check_player
     from pipeline.apps.knucklebones.rating import METHOD, rate, write_rows
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
@@ -230,17 +259,18 @@ def rate_cmd(
         made = {name: named_player(game, name) for name in names}
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    held = label(rules, _data(data_dir, tables), games, 0, seed, held_out=True)  # type: ignore[arg-type]
+    if labelled is not None and not labelled.is_file():
+        raise UsageError(f"--labelled {labelled}: no such file")
+    held = held_out_positions(rules, _data(data_dir, tables), games, seed, labelled)  # type: ignore[arg-type]
     asked = held_decisions(game, held, decisions, seed + 1)
     ratings = []
     with progress.task("rating against exact play", total=len(made) * len(asked)) as job:
         for name, player in made.items():
             ratings.append(rate(name, player, asked, seed + 2, tick=lambda: job.advance(1)))
     out.print(_ratings_table(Table, ratings))
-    out.print(
-        f"{len(asked):,} held-out decisions from {games:,} games between the project's players "
-        f"(seed {seed}); values: {held.meta['values']}"
-    )
+    drawn = f"{labelled}" if labelled else f"{games:,} games between the project's players"
+    out.print(f"{len(asked):,} held-out decisions from {drawn} (seed {seed}); values: "
+              f"{held.meta['values']}")  # fmt: skip
     if write:
         name = variant or DEFAULT_BOARD
         path = write_rows(data_dir, name, game.rules(), ratings, {"games": games, "seed": seed})

@@ -32,6 +32,9 @@ MAX_STATES = 400_000_000
 #: The players a new evaluator must beat on every measure to become its board's default:
 #: the search the answer used before it.
 BASELINE = "ours-d4"
+#: How far from exact the values may be: the solver's bound here, and the bound a built
+#: table's value iteration stopped within (1e-13 or better on the boards held in memory).
+TOLERANCE = 1e-11
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,34 @@ class Values:
 
     values: dict[str, np.ndarray]
     source: str
-    """``tables: NAME, NAME`` or ``solved here: tolerance 1e-11``."""
+    """``tables: NAME, NAME`` or ``solved here: every value within 1e-11``."""
+    seconds: float = 0.0
+    """How long reading or solving them took."""
+
+    def provenance(self, since: float) -> dict[str, Any]:
+        """The record of an artefact made from these values (:func:`provenance`)."""
+        return provenance(self.source, TOLERANCE, since)
 
     def lookups(self) -> dict[str, Lookup]:
         """Each objective's values as a lookup of state ids."""
         return {k: _lookup(v) for k, v in self.values.items()}
+
+
+def provenance(source: str, tolerance: float, since: float) -> dict[str, Any]:
+    """The record an artefact made here keeps (the keys `check-artefacts` asks for): where it
+    was made, by which code, in how many seconds since ``since`` (a :func:`time.perf_counter`
+    reading), where its exact values came from and how far from exact they may be."""
+    import platform
+
+    from pipeline.store.manifest import code_hash
+
+    return {
+        "device": f"CPU ({platform.machine()}, {platform.system()})",
+        "code_hash": code_hash(),
+        "seconds": round(time.perf_counter() - since, 1),
+        "tolerance": tolerance,
+        "values": source,
+    }
 
 
 def _lookup(values: np.ndarray) -> Lookup:
@@ -69,17 +95,18 @@ def exact_values(rules: KnuckleRules, data_dir: Path | None) -> Values:
             f"{game.n_states:,} positions: its exact values exist only on a GPU (label it "
             "there: docs/knucklebones-full-game.md)"
         )
+    t0 = time.perf_counter()
     found = _built(game, data_dir) if data_dir is not None else None
     if found is not None:
-        return found
+        return Values(found.values, found.source, time.perf_counter() - t0)
     from pipeline.games.knucklebones.solver import solve
 
     out: dict[str, np.ndarray] = {}
     for objective in ("wins", "score"):
         board = KnuckleRules(rules.columns, rules.rows, rules.faces, objective)
         with progress.task(f"solving the board exactly ({objective})"):
-            out[objective] = solve(board, tol=1e-11).values()
-    return Values(out, "solved here: every value within 1e-11")
+            out[objective] = solve(board, tol=TOLERANCE).values()
+    return Values(out, f"solved here: every value within {TOLERANCE:g}", time.perf_counter() - t0)
 
 
 def _built(game: Knucklebones, data_dir: Path) -> Values | None:
@@ -113,12 +140,65 @@ def label(
     held_out: bool = False,
 ) -> Labelled:  # fmt: skip
     """A labelled set of ``rules``' board (see :func:`labels.labelled_set`)."""
+    t0 = time.perf_counter()
     game = board_game(rules)
     values = exact_values(rules, data_dir)
     with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
         out = labelled_set(game, values.lookups(), games, uniform, seed, only_held_out=held_out)
-    out.meta["values"] = values.source
+    out.meta.update(values.provenance(t0))
     return out
+
+
+def held_out_positions(
+    rules: KnuckleRules, data_dir: Path | None, games: int, seed: int, path: Path | None = None
+) -> Labelled:
+    """Held-out labelled positions of ``rules``' board to rate players on: the held-out ones of
+    the labelled set in ``path``; else, for a board too big to solve here (the full game), the
+    packaged set its GPU call made (`models/<board>-labelled.parquet`) where present; else
+    positions from ``games`` games (``seed``) labelled here. UsageError for a file that is not
+    a labelled set of this board, or holds no held-out position."""
+    from pipeline.games.knucklebones import labels
+
+    path = labelled_file(rules, path)
+    if path is None:
+        return label(rules, data_dir, games, 0, seed, held_out=True)
+    kept = read_labelled(rules, path)
+    kept = kept.subset(labels.held_out(kept.state_id))
+    if not len(kept):
+        raise UsageError(f"{path} holds no held-out position (a tenth of the ids, by hash)")
+    return kept
+
+
+def labelled_file(rules: KnuckleRules, path: Path | None) -> Path | None:
+    """``path``, else for a board too big to solve here (the full game) the packaged labelled
+    set its GPU call made (`models/<board>-labelled.parquet`) where present, else None."""
+    from pipeline.games.knucklebones.artefacts import labelled_path
+
+    if path is None and board_game(rules).n_states > MAX_STATES:
+        packaged = labelled_path(rules.columns, rules.rows, rules.faces)
+        return packaged if packaged.exists() else None
+    return path
+
+
+def read_labelled(rules: KnuckleRules, path: Path) -> Labelled:
+    """The labelled set in ``path`` (`knucklebones label`, or the full game's GPU call), its
+    ``values`` record naming the file; UsageError for a file that is not a labelled set of
+    ``rules``' board."""
+    from pipeline.games.knucklebones import labels
+
+    try:
+        found = labels.read(path)
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"cannot read labelled positions from {path}: {exc}") from None
+    board = (rules.columns, rules.rows, rules.faces)
+    if (found.columns, found.rows, found.faces) != board:
+        raise UsageError(
+            f"{path} labels the {found.columns}x{found.rows} board with a d{found.faces}, not "
+            f"the {board[0]}x{board[1]} board with a d{board[2]}"
+        )
+    made = found.meta.get("values") or found.meta.get("device", "")
+    found.meta["values"] = f"{Path(path).name}" + (f" ({made})" if made else "")
+    return found
 
 
 @dataclass(frozen=True)
@@ -140,6 +220,7 @@ def train(
     depth: int,
     decisions: int,
     report: Callable[[int, float], None] | None = None,
+    labelled: Path | None = None,
 ) -> Trained:
     """Fit an evaluator of ``rules``' board to a labelled set (``games`` games, ``uniform``
     uniform positions, ``seed``), then measure ``net-d{depth}`` and :data:`BASELINE` on
@@ -147,14 +228,22 @@ def train(
     settings and the measures, and says whether the model beat the baseline on every one."""
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
     from pipeline.apps.knucklebones.rating import rate
+    from pipeline.games.knucklebones.labels import held_out
     from pipeline.games.knucklebones.players import named_player
     from pipeline.games.knucklebones.search import NET, Searcher
 
     t0 = time.perf_counter()
     game = board_game(rules)
-    values = exact_values(rules, data_dir)
-    with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
-        found = labelled_set(game, values.lookups(), games, uniform, seed)
+    if labelled is None:
+        values = exact_values(rules, data_dir)
+        source, tolerance = values.source, TOLERANCE
+        with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
+            found = labelled_set(game, values.lookups(), games, uniform, seed)
+    else:
+        found = read_labelled(rules, labelled)
+        source = found.meta["values"]
+        tolerance = float(found.meta.get("tolerance", TOLERANCE))
+        games, uniform = int(found.meta.get("games", 0)), int(found.meta.get("uniform", 0))
     n_examples = len(examples(found)[0])
     with progress.task(f"fitting the evaluator to {n_examples:,} examples", total=settings.epochs,
                        unit="epochs") as job:  # fmt: skip
@@ -166,8 +255,13 @@ def train(
 
         model = fit(game, found, settings, report=epoch)
     with progress.task("held-out positions"):
-        held = labelled_set(game, values.lookups(), max(games // 10, 200), 0, seed + 1,
-                            only_held_out=True)  # fmt: skip
+        if labelled is None:
+            held = labelled_set(game, values.lookups(), max(games // 10, 200), 0, seed + 1,
+                                only_held_out=True)  # fmt: skip
+        else:
+            held = found.subset(held_out(found.state_id))
+        if not len(held):
+            raise UsageError("the labelled set holds no held-out position to rate the model on")
         asked = held_decisions(game, held, decisions, seed + 2)
     searcher = Searcher(game, evaluator=model)
 
@@ -187,11 +281,12 @@ def train(
     model.meta.update({
         "board": model.board, "depth": depth, "beats_search": bool(beats),
         "training": {
-            "values": values.source, "games": games, "uniform": uniform, "seed": seed,
-            "positions": len(found), "examples": n_examples, "players": found.meta["players"],
+            "values": source, "games": games, "uniform": uniform, "seed": seed,
+            "positions": len(found), "examples": n_examples,
+            "players": found.meta.get("players", []),
         },
         "held_out": {"decisions": len(asked), "seed": seed + 1, "every": 10},
         "ratings": [r.row() for r in ratings],
-        "seconds": round(time.perf_counter() - t0, 1),
+        **provenance(source, tolerance, t0),
     })  # fmt: skip
     return Trained(model, ratings, time.perf_counter() - t0)

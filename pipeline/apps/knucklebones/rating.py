@@ -24,7 +24,7 @@ import numpy as np
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.labels import Labelled
 from pipeline.games.knucklebones.players import Player
-from pipeline.solve.tolerance import tie_tolerance
+from pipeline.solve.tolerance import ties
 
 #: The players a rating measures when none are named.
 DEFAULT_PLAYERS = (
@@ -121,7 +121,7 @@ def rate(
         if tick is not None:
             tick()
     best = np.nanmax(found.win, axis=1)
-    optimal = regret <= np.array([tie_tolerance(b) for b in best])
+    optimal = ties(best - regret, best)  # the pick's value ties the best's (the one rule)
     mid = found.middle
     return Rating(
         name, n, float(optimal.mean()) if n else 0.0, int(mid.sum()),

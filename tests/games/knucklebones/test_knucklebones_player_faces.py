@@ -143,6 +143,34 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
     assert "greedy" in rated.stdout and "ours-d1" in rated.stdout
 
 
+def test_a_labelled_file_trains_and_rates_without_a_solve(tmp_path: Path) -> None:
+    """What the full game's GPU-made set is for: fit to a file's positions less its held-out
+    tenth, rate on that tenth; no solve, no tables."""
+    labelled = tmp_path / "l.parquet"
+    made = invoke(["knucklebones", "label", "-v", VARIANT, "--games", "300", "--uniform", "3000",
+                   "-o", labelled, "--solve", "-q"])  # fmt: skip
+    assert made.code == 0, made.stderr
+    found = labels.read(labelled)
+    held = int(labels.held_out(found.state_id).sum())
+    assert 0 < held < len(found)
+    weights = tmp_path / "m.npz"
+    trained = invoke(["knucklebones", "train", "-v", VARIANT, "--labelled", labelled, "--epochs",
+                      "1", "--depth", "1", "--decisions", "30", "-o", weights, "-q",
+                      "-d", tmp_path / "nowhere"])  # fmt: skip
+    assert trained.code == 0, trained.stderr
+    record = evaluator_module.load(weights).meta
+    assert record["training"]["values"].startswith("l.parquet (solved here")
+    assert record["training"]["positions"] == len(found)
+    assert record["ratings"][0]["decisions"] <= 30
+    rated = invoke(["knucklebones", "rate", "-v", VARIANT, "--labelled", labelled, "--players",
+                    "greedy", "--decisions", "20", "--no-write", "-q"])  # fmt: skip
+    assert rated.code == 0, rated.stderr
+    assert f"from {labelled}" in rated.stdout
+    other = invoke(["knucklebones", "rate", "-v", "knucklebones-2x3", "--labelled", labelled,
+                    "--players", "greedy", "--no-write", "-q"])  # fmt: skip
+    assert other.code == 2 and "labels the 2x2 board" in other.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -158,9 +186,13 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
         (["rate", "--decisions", "5"], "--decisions must be between"),
         (["book", "-o", "{tmp}/b.npz", "--plies", "13"], "--plies must be between"),
         (["book", "-o", "{tmp}"], "is a directory"),
+        (["rate", "--labelled", "{tmp}/none.parquet"], "no such file"),
+        (["train", "-o", "{tmp}/m.npz", "--labelled", "{tmp}"], "no such file"),
+        (["rate", "--labelled", "{tmp}/bad.parquet"], "cannot read labelled positions"),
     ],
 )
 def test_bad_input_gets_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    (tmp_path / "bad.parquet").write_text("not a Parquet file")
     found = invoke(["knucklebones", *[a.replace("{tmp}", str(tmp_path)) for a in args],
                     "-d", tmp_path, "--no-write" if args[0] == "rate" else "-q"])  # fmt: skip
     assert found.code == 2, (found.code, found.stdout, found.stderr)
