@@ -55,6 +55,32 @@ Tables = Annotated[
 ]
 
 
+LabelledFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--labelled",
+        help="A labelled set (`knucklebones label`) instead of positions labelled here: `train` "
+        "fits to it less its held-out tenth, and both rate on that tenth (the full game's "
+        "GPU-made set is read from the package where present).",
+    ),
+]
+Players = Annotated[
+    str | None,
+    typer.Option(
+        help="Players, comma-separated: greedy, seed-dN, ours-dN, net-dN (default: greedy, "
+        "seed-d4, ours-d2, ours-d4, and net-d2, net-d4 where the board has an evaluator).",
+    ),
+]
+Write = Annotated[
+    bool,
+    typer.Option(
+        "--write/--no-write",
+        help="Store the ratings as benchmarks rows of the variant in --data-dir "
+        "(`query knucklebones_players` reads them).",
+    ),
+]
+
+
 @players.command("label")
 def label_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The Parquet file to write.")],
@@ -104,14 +130,7 @@ def train_cmd(
     epochs: Annotated[int, typer.Option(help="Passes over the examples.")] = 6,
     depth: Annotated[int, typer.Option(help="The new player's search depth.")] = 4,
     decisions: Annotated[int, typer.Option(help="Held-out decisions it is rated on.")] = 3000,
-    labelled: Annotated[
-        Path | None,
-        typer.Option(
-            help="Fit to this labelled set (`knucklebones label`) instead of labelling here: "
-            "its positions less the held-out tenth, rated on that tenth (the full game's "
-            "GPU-made set is read from the package where present).",
-        ),
-    ] = None,
+    labelled: LabelledFile = None,
     tables: Tables = True,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
@@ -204,28 +223,13 @@ def book_cmd(
 @players.command("rate")
 def rate_cmd(
     variant: BoardVariant = None,
-    players: Annotated[
-        str, typer.Option(help="Players, comma-separated: greedy, seed-dN, ours-dN, net-dN.")
-    ] = "greedy,seed-d4,ours-d2,ours-d4,net-d2,net-d3",
+    players: Players = None,
     decisions: Annotated[int, typer.Option(help="Held-out decisions drawn.")] = 2000,
     games: Games = 3000,
     seed: Seed = 7,
-    labelled: Annotated[
-        Path | None,
-        typer.Option(
-            help="Rate on this labelled set's held-out positions (`knucklebones label`; the "
-            "full game's GPU-made set is read from the package where present).",
-        ),
-    ] = None,
+    labelled: LabelledFile = None,
     tables: Tables = True,
-    write: Annotated[
-        bool,
-        typer.Option(
-            "--write/--no-write",
-            help="Store the ratings as benchmarks rows of the variant in --data-dir "
-            "(`query knucklebones_players` reads them).",
-        ),
-    ] = True,
+    write: Write = True,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -237,36 +241,24 @@ def rate_cmd(
     from rich.table import Table
 
     from pipeline.apps.knucklebones.distill import board_game, held_out_positions
-    from pipeline.apps.knucklebones.match import check_player
-    from pipeline.apps.knucklebones.rating import METHOD, rate, write_rows
+    from pipeline.apps.knucklebones.rating import METHOD, rate_all, write_rows
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
-    from pipeline.games.knucklebones.players import named_player
-    from pipeline.games.registry import split_names
 
     _check(seed, games)
     if not 10 <= decisions <= 1_000_000:
         raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
+    if labelled is not None and not labelled.is_file():
+        raise UsageError(f"--labelled {labelled}: no such file")
     if write:
         from pipeline.store.tables import ensure_writable
 
         ensure_writable(data_dir)  # fail before the rating, not after
-    names = split_names([players], "--players")
-    for name in names:
-        check_player(name)
     rules = _rules(variant)
     game = board_game(rules)  # type: ignore[arg-type]
-    try:
-        made = {name: named_player(game, name) for name in names}
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if labelled is not None and not labelled.is_file():
-        raise UsageError(f"--labelled {labelled}: no such file")
+    made = _players(game, players or _usual_players(game))
     held = held_out_positions(rules, _data(data_dir, tables), games, seed, labelled)  # type: ignore[arg-type]
     asked = held_decisions(game, held, decisions, seed + 1)
-    ratings = []
-    with progress.task("rating against exact play", total=len(made) * len(asked)) as job:
-        for name, player in made.items():
-            ratings.append(rate(name, player, asked, seed + 2, tick=lambda: job.advance(1)))
+    ratings = rate_all(made, asked, seed + 2)
     out.print(_ratings_table(Table, ratings))
     drawn = f"{labelled}" if labelled else f"{games:,} games between the project's players"
     out.print(f"{len(asked):,} held-out decisions from {drawn} (seed {seed}); values: "
@@ -275,6 +267,31 @@ def rate_cmd(
         name = variant or DEFAULT_BOARD
         path = write_rows(data_dir, name, game.rules(), ratings, {"games": games, "seed": seed})
         out.print(f"rows written to {path} (variant {name}, method '{METHOD}')")
+
+
+def _usual_players(game: object) -> str:
+    """`rate`'s players when none are named: the distilled ones only where the board has an
+    evaluator."""
+    from pipeline.games.knucklebones.players import board_evaluator
+
+    usual = "greedy,seed-d4,ours-d2,ours-d4"
+    return usual + (",net-d2,net-d4" if board_evaluator(game) is not None else "")  # type: ignore[arg-type]
+
+
+def _players(game: object, names: str) -> dict:
+    """The players named in ``--players`` (comma-separated), made for ``game``'s board;
+    UsageError for an unknown name or a net player on a board without an evaluator."""
+    from pipeline.apps.knucklebones.match import check_player
+    from pipeline.games.knucklebones.players import named_player
+    from pipeline.games.registry import split_names
+
+    found = split_names([names], "--players")
+    for name in found:
+        check_player(name)
+    try:
+        return {name: named_player(game, name) for name in found}  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _ratings_table(table_type: type, ratings: list) -> object:

@@ -210,6 +210,46 @@ class Trained:
     seconds: float
 
 
+@dataclass(frozen=True)
+class TrainingSet:
+    """Positions to fit to and held-out positions to rate on, and where their values came from."""
+
+    fit: Labelled
+    held: Labelled
+    source: str
+    tolerance: float
+    games: int
+    uniform: int
+
+
+def training_set(
+    rules: KnuckleRules, data_dir: Path | None, games: int, uniform: int, seed: int,
+    labelled: Path | None = None,
+) -> TrainingSet:  # fmt: skip
+    """Labelled positions of ``rules``' board from ``games`` games and ``uniform`` uniform
+    positions (``seed``), and held-out ones from a tenth as many games (``seed + 1``); or, from
+    the file ``labelled``, its positions (the fit leaves the held-out tenth out) and its
+    held-out tenth. UsageError where there is no held-out position to rate on."""
+    from pipeline.games.knucklebones.labels import held_out
+
+    game = board_game(rules)
+    if labelled is None:
+        values = exact_values(rules, data_dir)
+        with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
+            found = labelled_set(game, values.lookups(), games, uniform, seed)
+            held = labelled_set(game, values.lookups(), max(games // 10, 200), 0, seed + 1,
+                                only_held_out=True)  # fmt: skip
+        return TrainingSet(found, held, values.source, TOLERANCE, games, uniform)
+    found = read_labelled(rules, labelled)
+    held = found.subset(held_out(found.state_id))
+    if not len(held):
+        raise UsageError(f"{labelled} holds no held-out position to rate the model on")
+    return TrainingSet(
+        found, held, found.meta["values"], float(found.meta.get("tolerance", TOLERANCE)),
+        int(found.meta.get("games", 0)), int(found.meta.get("uniform", 0)),
+    )  # fmt: skip
+
+
 def train(
     rules: KnuckleRules,
     data_dir: Path | None,
@@ -222,29 +262,19 @@ def train(
     report: Callable[[int, float], None] | None = None,
     labelled: Path | None = None,
 ) -> Trained:
-    """Fit an evaluator of ``rules``' board to a labelled set (``games`` games, ``uniform``
-    uniform positions, ``seed``), then measure ``net-d{depth}`` and :data:`BASELINE` on
-    ``decisions`` held-out decisions; the record (``meta``) names the training data, the
-    settings and the measures, and says whether the model beat the baseline on every one."""
+    """Fit an evaluator of ``rules``' board to a labelled set (:func:`training_set`), then
+    measure ``net-d{depth}`` and :data:`BASELINE` on ``decisions`` held-out decisions; the
+    record (``meta``) names the training data, the settings and the measures, and says whether
+    the model beat the baseline on every one."""
+    from pipeline.apps.knucklebones.rating import beats, rate_all
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
-    from pipeline.apps.knucklebones.rating import rate
-    from pipeline.games.knucklebones.labels import held_out
     from pipeline.games.knucklebones.players import named_player
     from pipeline.games.knucklebones.search import NET, Searcher
 
     t0 = time.perf_counter()
     game = board_game(rules)
-    if labelled is None:
-        values = exact_values(rules, data_dir)
-        source, tolerance = values.source, TOLERANCE
-        with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
-            found = labelled_set(game, values.lookups(), games, uniform, seed)
-    else:
-        found = read_labelled(rules, labelled)
-        source = found.meta["values"]
-        tolerance = float(found.meta.get("tolerance", TOLERANCE))
-        games, uniform = int(found.meta.get("games", 0)), int(found.meta.get("uniform", 0))
-    n_examples = len(examples(found)[0])
+    data = training_set(rules, data_dir, games, uniform, seed, labelled)
+    n_examples = len(examples(data.fit)[0])
     with progress.task(f"fitting the evaluator to {n_examples:,} examples", total=settings.epochs,
                        unit="epochs") as job:  # fmt: skip
 
@@ -253,40 +283,24 @@ def train(
             if report is not None:
                 report(k, err)
 
-        model = fit(game, found, settings, report=epoch)
-    with progress.task("held-out positions"):
-        if labelled is None:
-            held = labelled_set(game, values.lookups(), max(games // 10, 200), 0, seed + 1,
-                                only_held_out=True)  # fmt: skip
-        else:
-            held = found.subset(held_out(found.state_id))
-        if not len(held):
-            raise UsageError("the labelled set holds no held-out position to rate the model on")
-        asked = held_decisions(game, held, decisions, seed + 2)
+        model = fit(game, data.fit, settings, report=epoch)
+    asked = held_decisions(game, data.held, decisions, seed + 2)
     searcher = Searcher(game, evaluator=model)
 
     def net(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
         return searcher.best_move(pairs, face, depth, NET)[0]
 
-    players = {f"net-d{depth}": net, BASELINE: named_player(game, BASELINE)}
-    ratings = []
-    with progress.task("rating against exact play", total=len(players) * len(asked)) as job:
-        for name, player in players.items():
-            ratings.append(rate(name, player, asked, seed + 3, tick=lambda: job.advance(1)))
-    new, old = ratings
-    beats = (
-        new.optimal > old.optimal and new.optimal_middle > old.optimal_middle
-        and new.mean_regret < old.mean_regret and new.max_regret <= old.max_regret
-    )  # fmt: skip
+    ratings = rate_all({f"net-d{depth}": net, BASELINE: named_player(game, BASELINE)}, asked,
+                       seed + 3)  # fmt: skip
     model.meta.update({
-        "board": model.board, "depth": depth, "beats_search": bool(beats),
+        "board": model.board, "depth": depth, "beats_search": beats(*ratings),
         "training": {
-            "values": source, "games": games, "uniform": uniform, "seed": seed,
-            "positions": len(found), "examples": n_examples,
-            "players": found.meta.get("players", []),
+            "values": data.source, "games": data.games, "uniform": data.uniform, "seed": seed,
+            "positions": len(data.fit), "examples": n_examples,
+            "players": data.fit.meta.get("players", []),
         },
         "held_out": {"decisions": len(asked), "seed": seed + 1, "every": 10},
         "ratings": [r.row() for r in ratings],
-        **provenance(source, tolerance, t0),
+        **provenance(data.source, data.tolerance, t0),
     })  # fmt: skip
     return Trained(model, ratings, time.perf_counter() - t0)

@@ -131,6 +131,27 @@ def rate(
     )  # fmt: skip
 
 
+def rate_all(players: dict[str, Player], found: Decisions, seed: int) -> list[Rating]:
+    """Every player rated on ``found`` (:func:`rate`, each with the same tie-break ``seed``),
+    with a progress bar over all their picks."""
+    from pipeline import progress
+
+    out = []
+    with progress.task("rating against exact play", total=len(players) * len(found)) as job:
+        for name, player in players.items():
+            out.append(rate(name, player, found, seed, tick=lambda: job.advance(1)))
+    return out
+
+
+def beats(new: Rating, old: Rating) -> bool:
+    """Whether ``new`` is better than ``old`` on every measure of win chance: share optimal
+    overall and in the middle game, mean regret, and no worse at worst."""
+    return (
+        new.optimal > old.optimal and new.optimal_middle > old.optimal_middle
+        and new.mean_regret < old.mean_regret and new.max_regret <= old.max_regret
+    )  # fmt: skip
+
+
 #: The ``method`` of a rating's rows in the ``benchmarks`` table.
 METHOD = "exact choices"
 

@@ -149,33 +149,16 @@ def _rounding(meta: dict[str, Any]) -> float:
     return FLOAT32_ROUNDING if meta.get("compact") else 0.0
 
 
-def check_book(book: Book, name: str = "book") -> list[Finding]:
-    """The book's contract: its ids are every position within its placements, each once; its
-    values lie in range and obey the Bellman equation wherever a position's successors are all
-    in it; the first dice's chances average to the start value; the full game's start value
-    is :data:`PUBLISHED_START` within the tolerances; its provenance is recorded."""
-    from pipeline.games.knucklebones.book import reachable
+def _book_bellman(
+    book: Book, name: str, game: Knucklebones, tol: float, rounding: float, most: float
+) -> list[Finding]:
+    """The Bellman equation, both fields, wherever every successor of a position is in the
+    book (the positions before its last placement)."""
     from pipeline.games.knucklebones.exact import pairs_of, successor_ids
 
-    game = board_game(book.columns, book.rows, book.faces)
     r = game.r
-    tol = float(book.meta.get("tolerance", labels.DEFAULT_TOLERANCE))
-    most = float(r.columns * r.faces * r.rows**2)
-    rounding = _rounding(book.meta)
-    out = [_provenance(name, book.meta)]
     ids = book.state_id
-    out.append(Finding(
-        name, f"every position within {book.plies} placements, each once, sorted",
-        bool(np.array_equal(ids, reachable(game, book.plies))), f"{len(book):,} positions",
-    ))  # fmt: skip
-    finite = np.isfinite(book.win).all() and np.isfinite(book.diff).all()
-    in_range = (
-        finite
-        and book.win.min() >= -tol and book.win.max() <= 1 + tol
-        and np.abs(book.diff).max() <= most + tol
-    )  # fmt: skip
-    out.append(Finding(name, "win in [0, 1], diff within the largest score", bool(in_range)))
-    # Bellman wherever every successor is in the book: the positions before the last placement
+    out: list[Finding] = []
     pos = pairs_of(r, ids)
     live = ~game.terminal_mask(pos)
     succ = successor_ids(r, ids[live])
@@ -195,6 +178,35 @@ def check_book(book: Book, name: str = "book") -> list[Finding]:
             "successors are all in the book", worst <= allowed,
             f"largest residual {worst:.3g}, allowed {allowed:.3g}",
         ))  # fmt: skip
+    return out
+
+
+def check_book(book: Book, name: str = "book") -> list[Finding]:
+    """The book's contract: its ids are every position within its placements, each once; its
+    values lie in range and obey the Bellman equation wherever a position's successors are all
+    in it; the first dice's chances average to the start value; the full game's start value
+    is :data:`PUBLISHED_START` within the tolerances; its provenance is recorded."""
+    from pipeline.games.knucklebones.book import reachable
+
+    game = board_game(book.columns, book.rows, book.faces)
+    r = game.r
+    tol = float(book.meta.get("tolerance", labels.DEFAULT_TOLERANCE))
+    most = float(r.columns * r.faces * r.rows**2)
+    rounding = _rounding(book.meta)
+    out = [_provenance(name, book.meta)]
+    ids = book.state_id
+    out.append(Finding(
+        name, f"every position within {book.plies} placements, each once, sorted",
+        bool(np.array_equal(ids, reachable(game, book.plies))), f"{len(book):,} positions",
+    ))  # fmt: skip
+    finite = np.isfinite(book.win).all() and np.isfinite(book.diff).all()
+    in_range = (
+        finite
+        and book.win.min() >= -tol and book.win.max() <= 1 + tol
+        and np.abs(book.diff).max() <= most + tol
+    )  # fmt: skip
+    out.append(Finding(name, "win in [0, 1], diff within the largest score", bool(in_range)))
+    out += _book_bellman(book, name, game, tol, rounding, most)
     start = book.values(np.array([game.start_state()]))
     if start is None:
         out.append(Finding(name, "holds the start position", False))
