@@ -4,6 +4,7 @@ none, measured against exact play (:mod:`pipeline.apps.knucklebones.distill`).""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -39,6 +40,14 @@ def _check(seed: int, games: int, most: int = 1_000_000) -> None:
         raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
     if not 1 <= games <= most:
         raise UsageError(f"--games must be between 1 and {most:,}, not {games}")
+
+
+def _write(output: Path, save: Callable[[Path], None]) -> None:
+    """``save(output)`` (each writer writes atomically), a write error as one line."""
+    try:
+        save(output)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
 def _data(data_dir: Path, tables: bool) -> Path | None:
@@ -109,10 +118,7 @@ def label_cmd(
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory: name the file to write")
     found = label(_rules(variant), _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
-    try:
-        labels.write(found, output)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    _write(output, lambda path: labels.write(found, path))
     worst = max(float(labels.bellman_residual(found, n).max(initial=0.0)) for n in found.values)
     out.print(
         f"{len(found):,} positions written to {output} (values: {found.meta['values']}; "
@@ -162,10 +168,7 @@ def train_cmd(
         Settings(epochs=epochs, seed=seed), depth, decisions,
         labelled=labelled_file(rules, labelled),  # type: ignore[arg-type]
     )  # fmt: skip
-    try:
-        found.evaluator.save(output)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    _write(output, found.evaluator.save)
     out.print(_ratings_table(Table, found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     out.print(
@@ -210,10 +213,7 @@ def book_cmd(
     with progress.task(f"the positions within {plies} placements"):
         found = make(game, values.lookups(), plies, {})
     found.meta.update(values.provenance(t0))
-    try:
-        found.save(output, compact=compact)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    _write(output, lambda path: found.save(path, compact=compact))
     out.print(
         f"{len(found):,} positions within {plies} placements written to {output} "
         f"(values: {values.source}; start value {found.win[0]:.12f})"

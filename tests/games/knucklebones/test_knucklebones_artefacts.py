@@ -25,25 +25,12 @@ from pipeline.games.knucklebones import artefacts, labels
 from pipeline.games.knucklebones import book as book_module
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.greedy import solve_cpu, values_cpu
-from pipeline.games.knucklebones.solver import solve
 from tests.conftest import REPO, invoke
 from tests.support.ci import cannot_run
+from tests.support.knucklebones_exact import exact, lookups
 
 SMALL = KnuckleRules(2, 2, 3)
 PROVENANCE = {"device": "cpu (a test)", "code_hash": "x", "seconds": 1.0, "tolerance": 1e-11}
-
-
-@cache
-def exact(rules: KnuckleRules) -> dict[str, np.ndarray]:
-    out = {}
-    for objective in ("wins", "score"):
-        board = KnuckleRules(rules.columns, rules.rows, rules.faces, objective)
-        out[objective] = solve(board, tol=1e-12).values()
-    return out
-
-
-def lookups(rules: KnuckleRules) -> dict[str, labels.Lookup]:
-    return {k: (lambda ids, v=v: v[ids]) for k, v in exact(rules).items()}
 
 
 @cache

@@ -20,24 +20,10 @@ from pipeline.games.knucklebones.evaluator import net_leaf
 from pipeline.games.knucklebones.exact import pairs_of
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.search import NET, Searcher
-from pipeline.games.knucklebones.solver import solve
 from pipeline.games.knucklebones.training import Settings, examples, fit
+from tests.support.knucklebones_exact import exact, lookups
 
 SMALL = KnuckleRules(2, 2, 3)
-
-
-@cache
-def exact(rules: KnuckleRules) -> dict[str, np.ndarray]:
-    """Both objectives' exact values of a small board, by state id."""
-    out = {}
-    for objective in ("wins", "score"):
-        board = KnuckleRules(rules.columns, rules.rows, rules.faces, objective)
-        out[objective] = solve(board, tol=1e-12).values()
-    return out
-
-
-def lookups(rules: KnuckleRules) -> dict[str, labels.Lookup]:
-    return {k: (lambda ids, v=v: v[ids]) for k, v in exact(rules).items()}
 
 
 @cache
