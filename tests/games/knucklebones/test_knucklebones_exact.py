@@ -157,8 +157,9 @@ def _after(game: Knucklebones, pairs: np.ndarray, j: int, roll: int) -> np.ndarr
 
 
 def test_tables_are_found_by_their_board_only(built_2x2: Path) -> None:
-    """Another board, or a directory without tables: searched, no tables named."""
-    other = solve("4_/__/__", "1_/__/__", 3, 1, "knucklebones-3x2", built_2x2)
+    """Another board, or a directory without tables: searched, no tables named (a 3x2 position
+    past its packaged opening book, which would answer it exactly)."""
+    other = solve("41/2_/__", "5_/66/__", 3, 1, "knucklebones-3x2", built_2x2)
     assert not other.exact and other.tables == () and other.depth == 1
     nowhere = solve("4_/__", "1_/__", 3, 1, "knucklebones-2x2", built_2x2.parent / "nowhere")
     assert not nowhere.exact and nowhere.tables == ()
