@@ -94,6 +94,13 @@ has "best column"
 run stb-pipeline knucklebones tree 44/1/_ 2/_/_ 4 --depth 1
 run sh -c "printf '1\n2\n3\n1\n2\n3\n1\n2\n3\n' | stb-pipeline knucklebones play --seed 3 --depth 1"
 run stb-pipeline knucklebones benchmark --games 2 --depths 1 --opponents random --data-dir "$DATA"
+# the packaged Knucklebones book and evaluator (models/*.npz in the wheel) answer without tables
+run stb-pipeline knucklebones solve ___/___/___ 2__/___/___ 3 -v knucklebones-3x3-d4 -d "$WORK/none"
+has "exact: yes (book)"
+run stb-pipeline knucklebones solve 13_/2__/4__ 2__/33_/1__ 2 -v knucklebones-3x3-d4 -d "$WORK/none"
+has "estimate (net-d4"
+run stb-pipeline knucklebones check-artefacts
+has "3x3-d4-book.npz"
 run stb-pipeline verify --data-dir "$DATA"
 run env STB_DATA_DIR="$DATA" ShutTheBox --one --expect 123456789
 has 0.502810
