@@ -7,7 +7,8 @@ package: its held-out positions) the run
 draws held-out decisions from games between the project's players (`knucklebones rate`'s
 positions: a fixed tenth of the state ids no evaluator is trained on) and rates greedy, the
 Rust solver's heuristic at depth 4, our search at depths 1 to 6, the distilled evaluator's
-search at depths 1 to 4 where the board has one, and the board's default player (the one
+search at depths 1 to 4 where the board has one (and at depth 4 with its close calls 6 deep,
+``net-d4+6``), and the board's default player (the one
 answer's), choice by choice: share of exactly optimal choices (overall and in the middle
 game), mean and worst regret in win chance, points lost, milliseconds a move (one core). The
 baseline is `ours-d4`, the search the answer played before: each row's time beside it. The
@@ -45,7 +46,7 @@ def players_of(rules: KnuckleRules) -> list[str]:
     """Every player rated on a board: the evaluator's only where the board has one."""
     names = ["greedy", "seed-d4", *(f"ours-d{d}" for d in range(1, 7))]
     if packaged(rules.columns, rules.rows, rules.faces) is not None:
-        names += [f"net-d{d}" for d in range(1, 5)]
+        names += [f"net-d{d}" for d in range(1, 5)] + ["net-d4+6"]
     return names
 
 
@@ -55,7 +56,8 @@ def default_player(game: object, rules: KnuckleRules) -> tuple[str, Player]:
 
     board = BoardRules(game)  # type: ignore[arg-type]
     depth = board.default_depth or 3
-    return f"default ({board.player}-d{depth})", named_player(game, f"{board.player}-d{depth}")  # type: ignore[arg-type]
+    name = f"{board.player}-d{depth}" + (f"+{board.deeper}" if board.deeper else "")
+    return f"default ({name})", named_player(game, name)  # type: ignore[arg-type]
 
 
 def board_rules(text: str) -> KnuckleRules:

@@ -193,7 +193,9 @@ class Boards:
             )  # fmt: skip
         if exact:
             return self._exact(found, rules, here, die, head)
-        return self._searched(rules, here, die, depth or self.depth_of(rules), head)
+        # the board's own player when no depth is asked: close calls deeper where it does so
+        deeper = rules.deeper if depth is None else None
+        return self._searched(rules, here, die, depth or self.depth_of(rules), head, deeper)
 
     @staticmethod
     def depth_of(rules: Any) -> int:
@@ -239,11 +241,14 @@ class Boards:
         )  # fmt: skip
 
     def _searched(
-        self, rules: Any, here: Any, die: int | None, depth: int, head: dict[str, Any]
-    ) -> BoardAnswer:
+        self, rules: Any, here: Any, die: int | None, depth: int, head: dict[str, Any],
+        deeper: int | None = None,
+    ) -> BoardAnswer:  # fmt: skip
         """Every column's value from the board's opening book where the position and its
         successors are in it, else searched: ``depth`` placements deep, or to the end of every
-        line where that is no deeper than :data:`MAX_DEPTH` and the search gets there."""
+        line where that is no deeper than :data:`MAX_DEPTH` and the search gets there; a close
+        call (the board's ``close_call``) ``deeper`` deep."""
+
         booked = rules.book_values(here, die)
         if booked is not None:
             return self._booked(rules, here, booked, head)
@@ -256,6 +261,11 @@ class Boards:
                 found = rules.searched(here, die, d) if die is not None else []
                 if ev.exact and all(e.exact for _, e in found):
                     break
+            else:
+                if deeper and deeper > d and rules.close_call([e for _, e in found]):
+                    d = deeper
+                    ev = rules.evaluate(here, d)
+                    found = rules.searched(here, die, d) if die is not None else []
         succ = dict(rules.successors(here, die)) if die is not None else {}
         pairs = [(c, succ[c]) for c, _ in found]
         fields = rules.fields

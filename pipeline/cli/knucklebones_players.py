@@ -77,7 +77,8 @@ Players = Annotated[
     str | None,
     typer.Option(
         help="Players, comma-separated: greedy, seed-dN, ours-dN, net-dN (default: greedy, "
-        "seed-d4, ours-d2, ours-d4, and net-d2, net-d4 where the board has an evaluator).",
+        "seed-d4, ours-d2, ours-d4, and net-d2, net-d4, net-d4+6 where the board has an evaluator; "
+        "+M: close calls searched M deep).",
     ),
 ]
 Write = Annotated[
@@ -135,6 +136,13 @@ def train_cmd(
     seed: Seed = 0,
     epochs: Annotated[int, typer.Option(help="Passes over the examples.")] = 6,
     depth: Annotated[int, typer.Option(help="The new player's search depth.")] = 4,
+    deeper: Annotated[
+        int,
+        typer.Option(
+            help="How deep it searches a close call (its best two columns within 0.005 of "
+            "win chance); 0: never deeper than --depth.",
+        ),
+    ] = 6,
     decisions: Annotated[int, typer.Option(help="Held-out decisions it is rated on.")] = 3000,
     labelled: LabelledFile = None,
     tables: Tables = True,
@@ -149,11 +157,13 @@ def train_cmd(
     from rich.table import Table
 
     from pipeline.apps.knucklebones.distill import labelled_file, train
-    from pipeline.apps.knucklebones.position import check_depth
+    from pipeline.apps.knucklebones.position import MAX_DEPTH, check_depth
     from pipeline.games.knucklebones.training import Settings
 
     _check(seed, games)
     check_depth(depth)
+    if deeper and not depth < deeper <= MAX_DEPTH:
+        raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
     if not 1 <= epochs <= 100:
         raise UsageError(f"--epochs must be between 1 and 100, not {epochs}")
     if not 10 <= decisions <= 1_000_000:
@@ -167,12 +177,14 @@ def train_cmd(
         rules, _data(data_dir, tables), games, uniform, seed,  # type: ignore[arg-type]
         Settings(epochs=epochs, seed=seed), depth, decisions,
         labelled=labelled_file(rules, labelled),  # type: ignore[arg-type]
+        deeper=deeper,
     )  # fmt: skip
     _write(output, found.evaluator.save)
     out.print(_ratings_table(Table, found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     out.print(
-        f"weights written to {output}: net-d{depth} {verdict} the search on every measure "
+        f"weights written to {output}: {found.ratings[0].player} {verdict} the search on every "
+        "measure "
         f"({found.seconds:.0f} s)"
     )
 
@@ -275,7 +287,7 @@ def _usual_players(game: object) -> str:
     from pipeline.games.knucklebones.players import board_evaluator
 
     usual = "greedy,seed-d4,ours-d2,ours-d4"
-    return usual + (",net-d2,net-d4" if board_evaluator(game) is not None else "")  # type: ignore[arg-type]
+    return usual + (",net-d2,net-d4,net-d4+6" if board_evaluator(game) is not None else "")  # type: ignore[arg-type]
 
 
 def _players(game: object, names: str) -> dict:

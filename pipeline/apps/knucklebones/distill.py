@@ -261,11 +261,13 @@ def train(
     decisions: int,
     report: Callable[[int, float], None] | None = None,
     labelled: Path | None = None,
+    deeper: int = 0,
 ) -> Trained:
     """Fit an evaluator of ``rules``' board to a labelled set (:func:`training_set`), then
-    measure ``net-d{depth}`` and :data:`BASELINE` on ``decisions`` held-out decisions; the
-    record (``meta``) names the training data, the settings and the measures, and says whether
-    the model beat the baseline on every one."""
+    measure its player (``net-d{depth}``, or ``net-d{depth}+{deeper}``: close calls ``deeper``
+    deep) and :data:`BASELINE` on ``decisions`` held-out decisions; the record (``meta``)
+    names the training data, the settings and the measures, and says whether the model's
+    player beat the baseline on every one (it becomes the board's default player then)."""
     from pipeline.apps.knucklebones.rating import beats, rate_all
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
     from pipeline.games.knucklebones.players import named_player
@@ -288,12 +290,13 @@ def train(
     searcher = Searcher(game, evaluator=model)
 
     def net(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        return searcher.best_move(pairs, face, depth, NET)[0]
+        return searcher.best_move(pairs, face, depth, NET, deeper)[0]
 
-    ratings = rate_all({f"net-d{depth}": net, BASELINE: named_player(game, BASELINE)}, asked,
-                       seed + 3)  # fmt: skip
+    name = f"net-d{depth}" + (f"+{deeper}" if deeper > depth else "")
+    ratings = rate_all({name: net, BASELINE: named_player(game, BASELINE)}, asked, seed + 3)
     model.meta.update({
-        "board": model.board, "depth": depth, "beats_search": beats(*ratings),
+        "board": model.board, "depth": depth, "deeper": deeper if deeper > depth else None,
+        "beats_search": beats(*ratings),
         "training": {
             "values": data.source, "games": data.games, "uniform": data.uniform, "seed": seed,
             "positions": len(data.fit), "examples": n_examples,

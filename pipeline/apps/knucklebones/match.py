@@ -84,14 +84,19 @@ def check_player(name: str) -> int:
     if name in ("random", "greedy", "perfect"):
         return 0
     for prefix in ("seed-d", "ours-d", "net-d"):
-        digits = name[len(prefix) :]
-        if name.startswith(prefix) and digits.isascii() and digits.isdigit() and len(digits) < 4:
-            depth = int(digits)
-            if not 1 <= depth <= MAX_DEPTH:
+        depth, plus, deeper = name[len(prefix) :].partition("+")
+        parts = [depth, deeper] if plus else [depth]
+        if name.startswith(prefix) and all(
+            d.isascii() and d.isdigit() and len(d) < 4 for d in parts
+        ):
+            if not all(1 <= int(d) <= MAX_DEPTH for d in parts):
                 raise UsageError(f"player {name!r}: the depth must be 1 to {MAX_DEPTH}")
-            return depth
+            if plus and int(deeper) <= int(depth):
+                raise UsageError(f"player {name!r}: close calls go deeper than {depth}")
+            return max(int(d) for d in parts)
     raise UsageError(
-        f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN, net-dN or perfect"
+        f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN, net-dN (net-dN+M: "
+        "close calls M deep) or perfect"
     )
 
 

@@ -173,6 +173,21 @@ class BoardRules:
         found = self.evaluator
         return None if found is None else int(found.meta.get("depth", 3))
 
+    @property
+    def deeper(self) -> int | None:
+        """How deep the board's trusted evaluator searches its close calls (its record's
+        ``deeper``; None: no deeper than :attr:`default_depth`)."""
+        found = self.evaluator
+        deeper = None if found is None else found.meta.get("deeper")
+        return int(deeper) if deeper else None
+
+    def close_call(self, values: list[Eval]) -> bool:
+        """Whether a decision's searched columns are a close call in this board's objective
+        (:func:`pipeline.games.knucklebones.search.close_call`): worth searching deeper."""
+        from pipeline.games.knucklebones.search import close_call
+
+        return close_call(values, by_diff=self.objective != "wins")
+
     def searcher(self) -> Searcher:
         """The search over this board (its transposition table kept across answers)."""
         from pipeline.games.knucklebones.game import KnuckleRules

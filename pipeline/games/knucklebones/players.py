@@ -39,10 +39,10 @@ def greedy_player(game: Knucklebones) -> Player:
     return play
 
 
-def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
+def search_player(game: Knucklebones, depth: int, kind: int = OURS, deeper: int = 0) -> Player:
     """Expectimax to ``depth`` plies with our evaluation (``OURS``), the Rust solver's
     (``SEED``) or the board's distilled evaluator (``NET``; ValueError where the board has
-    none)."""
+    none); close calls ``deeper`` plies deep where that is deeper."""
     evaluator = None
     if kind in (NET, NET_SCORE):
         evaluator = board_evaluator(game)
@@ -51,23 +51,26 @@ def search_player(game: Knucklebones, depth: int, kind: int = OURS) -> Player:
     searcher = Searcher(game, evaluator=evaluator)
 
     def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        return searcher.best_move(pairs, face, depth, kind)[0]
+        return searcher.best_move(pairs, face, depth, kind, deeper)[0]
 
     return play
 
 
 def named_player(game: Knucklebones, name: str) -> Player:
     """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN or
-    net-dN (the distilled evaluator at the leaves); ValueError for any other name (the commands
+    net-dN (the distilled evaluator at the leaves), each searching N placements deep, and with
+    ``+M`` (``net-d4+6``) its close calls M deep; ValueError for any other name (the commands
     check names first, with their own words)."""
     if name == "random":
         return random_player(game)
     if name == "greedy":
         return greedy_player(game)
     for prefix, kind in (("seed-d", SEED), ("ours-d", OURS), ("net-d", NET)):
-        digits = name[len(prefix) :]
-        if name.startswith(prefix) and digits.isascii() and digits.isdigit():
-            return search_player(game, int(digits), kind)
+        depth, _, deeper = name[len(prefix) :].partition("+")
+        if name.startswith(prefix) and all(
+            d.isascii() and d.isdigit() for d in (depth, deeper or "0")
+        ):
+            return search_player(game, int(depth), kind, int(deeper or 0))
     raise ValueError(f"unknown player {name!r}")
 
 

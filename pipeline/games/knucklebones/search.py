@@ -46,6 +46,10 @@ SEED = 1
 #: the win chance then the difference (``NET``), or the difference (``NET_SCORE``).
 NET = 2
 NET_SCORE = 3
+#: A close call: the best two columns within this much win chance (or this much of the score
+#: difference over 30 points, for the difference's kinds), searched again deeper where a player
+#: deepens its close calls (``net-d4+6``): where a shallow search's error decides the pick.
+CLOSE = 0.005
 #: Average die value: what the Rust solver's heuristic counts per placement left.
 MEAN_DIE = 3.5
 #: Logistic slope of the win estimate (Phi(x) ~ logistic(1.7 x)), and the spread of the final
@@ -141,16 +145,32 @@ class Searcher:
         return [(int(out[i, 0]), _eval(out[i, 1], out[i, 2], out[i, 3])) for i in range(n)]
 
     def best_move(
-        self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS
+        self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS, deeper: int = 0
     ) -> tuple[int, Eval]:
-        """The best column for the die as an index into ``pairs`` (its own column order)."""
+        """The best column for the die as an index into ``pairs`` (its own column order);
+        where ``deeper`` exceeds ``depth``, a close call (:func:`close_call`) is searched again
+        ``deeper`` placements deep."""
         moves = self.move_values(pairs, face, depth, kind)
         if not moves:
             raise ValueError("no legal move: the board is full")
-        key = (lambda m: (m[1].win, m[1].diff)) if kind in (OURS, NET) else (lambda m: m[1].diff)
+        by_diff = kind not in (OURS, NET)
+        if deeper > depth and close_call([ev for _, ev in moves], by_diff):
+            moves = self.move_values(pairs, face, deeper, kind)
+        key = (lambda m: m[1].diff) if by_diff else (lambda m: (m[1].win, m[1].diff))
         j, ev = max(moves, key=key)
         target = np.sort(pairs)[j]
         return int(np.flatnonzero(pairs == target)[0]), ev
+
+
+def close_call(values: list[Eval], by_diff: bool = False) -> bool:
+    """Whether the best two of ``values`` (a decision's columns) are within :data:`CLOSE` of
+    each other (in win chance, or ``by_diff`` in the score difference over 30 points) and not
+    both exact: a pick a deeper search may change."""
+    if len(values) < 2:
+        return False
+    key = (lambda e: e.diff / 30.0) if by_diff else (lambda e: e.win)
+    first, second = sorted(values, key=key, reverse=True)[:2]
+    return key(first) - key(second) < CLOSE and not (first.exact and second.exact)
 
 
 def budget_depth(game: Knucklebones, pairs: np.ndarray, leaves: int, deepest: int = 8) -> int:

@@ -85,6 +85,61 @@ def test_past_the_book_the_trusted_evaluator_searches(with_models: Path, tmp_pat
     assert as_json["source"] == "search" and as_json["player"] == "net-d2"
 
 
+def test_close_calls_are_searched_deeper_by_the_boards_own_player(
+    with_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model whose record says ``deeper`` searches a close call that deep, only when no depth
+    is asked; here every call is close (CLOSE 1.0), then none is (CLOSE 0). The mover has two
+    open columns: a decision."""
+    from pipeline.games.knucklebones import search
+
+    model = evaluator_module.load(with_models / "2x2-d6.npz")
+    model.meta["deeper"] = 3
+    model.save(with_models / "2x2-d6.npz")
+    evaluator_module.packaged.cache_clear()
+    try:
+        monkeypatch.setattr(search, "CLOSE", 1.0)
+        a = solve("1/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path)
+        assert a.player == "net-d3" and a.depth == 3 and a.source == "search"
+        asked = solve("1/_", "3/4", 2, depth=2, variant=VARIANT, data_dir=tmp_path)
+        assert asked.player == "net-d2"  # a depth asked is the depth searched
+        monkeypatch.setattr(search, "CLOSE", 0.0)
+        assert solve("1/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path).player == "net-d2"
+    finally:
+        model.meta.pop("deeper")
+        model.save(with_models / "2x2-d6.npz")
+        evaluator_module.packaged.cache_clear()
+
+
+def test_a_close_call_is_two_columns_within_the_margin_not_both_exact() -> None:
+    from pipeline.games.knucklebones.search import CLOSE, Eval, close_call
+
+    def ev(win: float, diff: float = 0.0, exact: bool = False) -> Eval:
+        return Eval(win, diff, exact, False)
+
+    assert close_call([ev(0.5), ev(0.5 + CLOSE / 2), ev(0.1)])
+    assert not close_call([ev(0.5), ev(0.5 + 2 * CLOSE)])
+    assert not close_call([ev(0.5, exact=True), ev(0.5, exact=True)])
+    assert not close_call([ev(0.5)])
+    assert close_call([ev(0.1, 3.0), ev(0.9, 3.0 + 15 * CLOSE)], by_diff=True)
+
+
+def test_a_player_that_deepens_its_close_calls_by_name() -> None:
+    from pipeline.apps.knucklebones.match import check_player
+    from pipeline.errors import UsageError
+    from pipeline.games.knucklebones.players import named_player
+
+    assert check_player("net-d2+4") == 4 and check_player("ours-d1+3") == 3
+    for bad, words in (("net-d4+3", "deeper than 4"), ("net-d4+9", "1 to 8"),
+                       ("net-d4+", "unknown player"), ("net-d+4", "unknown player")):  # fmt: skip
+        with pytest.raises(UsageError, match=words):
+            check_player(bad)
+    game = Knucklebones(BOARD)
+    play = named_player(game, "ours-d1+3")
+    empty = np.zeros(2, dtype=np.int64)  # the start: both columns empty on both sides
+    assert play(empty, 3, np.random.default_rng(0)) in (0, 1)
+
+
 def test_without_a_trusted_model_the_search_plays(with_models: Path, tmp_path: Path) -> None:
     model = evaluator_module.load(with_models / "2x2-d6.npz")
     model.meta["beats_search"] = False
@@ -122,13 +177,15 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
     weights = tmp_path / "m.npz"
     trained = invoke([
         "knucklebones", "train", "-v", VARIANT, "--games", "200", "--uniform", "1000",
-        "--epochs", "1", "--depth", "1", "--decisions", "50", "-o", weights, "--solve", "-q",
+        "--epochs", "1", "--depth", "1", "--deeper", "2", "--decisions", "50", "-o", weights,
+        "--solve", "-q",
     ])  # fmt: skip
     assert trained.code == 0, trained.stderr
     model = evaluator_module.load(weights)
     record = model.meta
     assert record["training"]["games"] == 200 and record["depth"] == 1
-    assert [r["player"] for r in record["ratings"]] == ["net-d1", "ours-d4"]
+    assert [r["player"] for r in record["ratings"]] == ["net-d1+2", "ours-d4"]
+    assert record["deeper"] == 2
     assert isinstance(record["beats_search"], bool)
     assert json.loads(json.dumps(record)) == record  # plain data
     book = tmp_path / "b.npz"
@@ -181,6 +238,8 @@ def test_a_labelled_file_trains_and_rates_without_a_solve(tmp_path: Path) -> Non
         (["label", "-o", "{tmp}/x.parquet", "-v", "knucklebones"], "exist only on a GPU"),
         (["train", "-o", "{tmp}/m.npz", "--epochs", "0"], "--epochs must be between"),
         (["train", "-o", "{tmp}/m.npz", "--depth", "0"], "--depth must be between"),
+        (["train", "-o", "{tmp}/m.npz", "--depth", "4", "--deeper", "3"], "--deeper must be 0"),
+        (["rate", "--players", "net-d4+2"], "close calls go deeper than 4"),
         (["rate", "--players", "greedy,wizard"], "unknown player 'wizard'"),
         (["rate", "--players", "net-d2", "-v", "knucklebones-2x3"], "no evaluator"),
         (["rate", "--decisions", "5"], "--decisions must be between"),

@@ -81,15 +81,16 @@ def test_the_shipped_player_beats_the_depth_four_search_on_held_out_positions(bo
     game = Knucklebones(rules)
     model = load(MODELS / f"{board}.npz")
     asked = decisions(game, held(board), DECISIONS, 5)
-    depth = int(model.meta["depth"])
-    new = rate("net", named_player(game, f"net-d{depth}"), asked, 6)
+    depth, deeper = int(model.meta["depth"]), model.meta.get("deeper")
+    name = f"net-d{depth}" + (f"+{deeper}" if deeper else "")  # the board's default player
+    new = rate(name, named_player(game, name), asked, 6)
     old = rate("ours-d4", named_player(game, "ours-d4"), asked, 6)
     assert new.optimal > old.optimal
     assert new.mean_regret < old.mean_regret
     # the record's share, on its own 3,000 decisions, within sampling noise of this sample's
     recorded = model.meta["ratings"][0]["optimal"]
     assert abs(new.optimal - recorded) < 0.04, (new.optimal, recorded)
-    assert new.optimal > 0.93
+    assert new.optimal > 0.95 and new.max_regret < 0.05
 
 
 def test_each_shipped_book_holds_its_plies_and_agrees_with_the_labels(board: str) -> None:
@@ -126,5 +127,6 @@ def test_the_answer_on_a_shipped_board_says_book_then_evaluator(tmp_path: Path) 
     later = invoke(["knucklebones", "solve", "13_/2__/4__", "2__/33_/1__", "2",
                     "-v", "knucklebones-3x3-d4", "-d", str(tmp_path)])  # fmt: skip
     assert later.code == 0, later.stderr
-    depth = load(MODELS / "3x3-d4.npz").meta["depth"]
-    assert f"estimate (net-d{depth}: depth {depth})" in later.stdout
+    meta = load(MODELS / "3x3-d4.npz").meta
+    # its best two columns are 0.016 apart in win chance: no close call, the model's own depth
+    assert f"estimate (net-d{meta['depth']}: depth {meta['depth']})" in later.stdout
