@@ -8,7 +8,8 @@ with at least two distinct moves. At each, every player picks a column; its *reg
 best choice's exact win chance minus the picked one's, and the pick is *optimal* when that is
 within the tie tolerance (1e-12, relative). The middle game is the decisions with at most two
 thirds of both boards' slots filled (12 dice of the full game's 18). Each player's time is the
-mean wall time of its picks, on one core of this process.
+mean wall time of its picks, on one core of this process, after one untimed pick (the first
+compiles the search).
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ def rate(
     """``player``'s measures over ``found`` (tie-breaks from ``seed``)."""
     rng = np.random.default_rng(seed)
     n = len(found)
+    if n:  # one untimed pick first: a first call compiles the search (seconds on a cold cache)
+        player(found.pairs[0], int(found.die[0]), np.random.default_rng(seed))
     regret = np.empty(n)
     points = np.empty(n)
     seconds = 0.0
