@@ -32,7 +32,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -195,6 +196,22 @@ def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, in
     function a kernel calls (the rules' njit functions), which needs a driver: for this compile
     only, that question is answered with ``cc``.
     """
+    with _ptx_compiler(cc) as ptx:
+        tb = exact.tables(rules)
+        init, sweep = kernels(tb.columns, tb.faces, THREADS)
+        host = {k: getattr(tb, k) for k in TABLE_NAMES}
+        bounds: np.ndarray = np.zeros((1, 2), dtype=dtype)
+        out = np.zeros(2, dtype=np.float64)
+        init_ptx = ptx(init, init_args(tb, host, bounds))
+        sweep_ptx = ptx(sweep, sweep_args(tb, host, bounds, out))
+    return Ptx(init_ptx, sweep_ptx, cc)
+
+
+@contextmanager
+def _ptx_compiler(cc: tuple[int, int]) -> Iterator[Callable[[Any, tuple[Any, ...]], str]]:
+    """``ptx(kernel, args)``: the kernel compiled to PTX for compute capability ``cc`` with the
+    types of ``args``, without a GPU (the checks, and the stand-in device, of
+    :func:`compile_ptx`). UsageError under the simulator or without numba-cuda."""
     if simulated():
         raise UsageError("the CUDA simulator does not compile kernels: unset NUMBA_ENABLE_CUDASIM")
     if not _has_numba_cuda():
@@ -206,25 +223,16 @@ def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, in
     class _Device:
         compute_capability = cc
 
-    tb = exact.tables(rules)
-    init, sweep = kernels(tb.columns, tb.faces, THREADS)
-    host = {k: getattr(tb, k) for k in TABLE_NAMES}
-    bounds: np.ndarray = np.zeros((1, 2), dtype=dtype)
-    out = np.zeros(2, dtype=np.float64)
-
-    def sig(args: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(numba.typeof(a) for a in args)
+    def ptx(kernel: Any, args: tuple[Any, ...]) -> str:
+        text, _ = cuda.compile_ptx(kernel.py_func, tuple(numba.typeof(a) for a in args), cc=cc)
+        return str(text)
 
     asked = dispatcher.get_current_device
     dispatcher.get_current_device = lambda: _Device()
     try:
-        init_ptx, _ = cuda.compile_ptx(init.py_func, sig(init_args(tb, host, bounds)), cc=cc)
-        sweep_ptx, _ = cuda.compile_ptx(
-            sweep.py_func, sig(sweep_args(tb, host, bounds, out)), cc=cc
-        )
+        yield ptx
     finally:
         dispatcher.get_current_device = asked
-    return Ptx(init_ptx, sweep_ptx, cc)
 
 
 def launch_shape(cuda: Any, n: int, threads: int | None = None) -> tuple[int, int]:
@@ -413,35 +421,15 @@ def compile_artefact_ptx(
 ) -> ArtefactPtx:
     """:func:`compile_ptx` for the kernels of :func:`gather` and :func:`greedy_solve`, with the
     argument types of their launches: a kernel that would not compile on the GPU fails here."""
-    if simulated():
-        raise UsageError("the CUDA simulator does not compile kernels: unset NUMBA_ENABLE_CUDASIM")
-    if not _has_numba_cuda():
-        raise UsageError(f"compiling the GPU kernels needs numba-cuda: {INSTALL_HINT}")
-    import numba
-    import numba.cuda.dispatcher as dispatcher
-    from numba import cuda
-
-    class _Device:
-        compute_capability = cc
-
-    tb = exact.tables(rules)
-    bounds: np.ndarray = np.zeros((2, 2), dtype=dtype)
-    ids = np.zeros(1, dtype=np.int64)
-    out = np.zeros(2, dtype=np.float64)
-    greedy_args = (
-        tb.n_states, tb.n_pairs, tb.moved, tb.swap, tb.binom, tb.mover_score, tb.opp_score,
-        tb.offset, bounds, out,
-    )  # fmt: skip
-
-    def sig(args: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(numba.typeof(a) for a in args)
-
-    asked = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: _Device()
-    try:
-        gather_ptx, _ = cuda.compile_ptx(_gather_kernel().py_func, sig((bounds, ids, out)), cc=cc)
-        greedy = _greedy_kernel(tb.columns, tb.faces, THREADS)
-        greedy_ptx, _ = cuda.compile_ptx(greedy.py_func, sig(greedy_args), cc=cc)
-    finally:
-        dispatcher.get_current_device = asked
+    with _ptx_compiler(cc) as ptx:
+        tb = exact.tables(rules)
+        bounds: np.ndarray = np.zeros((2, 2), dtype=dtype)
+        ids = np.zeros(1, dtype=np.int64)
+        out = np.zeros(2, dtype=np.float64)
+        greedy_args = (
+            tb.n_states, tb.n_pairs, tb.moved, tb.swap, tb.binom, tb.mover_score, tb.opp_score,
+            tb.offset, bounds, out,
+        )  # fmt: skip
+        gather_ptx = ptx(_gather_kernel(), (bounds, ids, out))
+        greedy_ptx = ptx(_greedy_kernel(tb.columns, tb.faces, THREADS), greedy_args)
     return ArtefactPtx(gather_ptx, greedy_ptx, cc)
