@@ -22,6 +22,7 @@ players = typer.Typer()
 DEFAULT_BOARD = "knucklebones-3x3-d4"
 
 Seed = Annotated[int, typer.Option(help="Seed of the games, the sample and the fit.")]
+Uniform = Annotated[int, typer.Option(help="Positions drawn uniformly by state id.")]
 Games = Annotated[
     int, typer.Option(help="Games between the project's players whose positions are labelled.")
 ]
@@ -40,6 +41,12 @@ def _check(seed: int, games: int, most: int = 1_000_000) -> None:
         raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
     if not 1 <= games <= most:
         raise UsageError(f"--games must be between 1 and {most:,}, not {games}")
+
+
+def _check_output(output: Path) -> None:
+    """UsageError, before any work, where ``--output`` names a directory."""
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory: name the file to write")
 
 
 def _write(output: Path, save: Callable[[Path], None]) -> None:
@@ -96,7 +103,7 @@ def label_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The Parquet file to write.")],
     variant: BoardVariant = None,
     games: Games = 2000,
-    uniform: Annotated[int, typer.Option(help="Positions drawn uniformly by state id.")] = 10000,
+    uniform: Uniform = 10000,
     seed: Seed = 1,
     held_out: Annotated[
         bool, typer.Option("--held-out", help="Only the held-out positions (a tenth, by id).")
@@ -116,8 +123,7 @@ def label_cmd(
     _check(seed, games)
     if not 0 <= uniform <= 10_000_000:
         raise UsageError(f"--uniform must be between 0 and 10,000,000, not {uniform}")
-    if output.is_dir():
-        raise UsageError(f"--output {output} is a directory: name the file to write")
+    _check_output(output)
     found = label(_rules(variant), _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
     _write(output, lambda path: labels.write(found, path))
     worst = max(float(labels.bellman_residual(found, n).max(initial=0.0)) for n in found.values)
@@ -132,7 +138,7 @@ def train_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The weights file (.npz).")],
     variant: BoardVariant = None,
     games: Games = 40000,
-    uniform: Annotated[int, typer.Option(help="Positions drawn uniformly by state id.")] = 300000,
+    uniform: Uniform = 300000,
     seed: Seed = 0,
     epochs: Annotated[int, typer.Option(help="Passes over the examples.")] = 6,
     depth: Annotated[int, typer.Option(help="The new player's search depth.")] = 4,
@@ -168,8 +174,7 @@ def train_cmd(
         raise UsageError(f"--epochs must be between 1 and 100, not {epochs}")
     if not 10 <= decisions <= 1_000_000:
         raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
-    if output.is_dir():
-        raise UsageError(f"--output {output} is a directory: name the file to write")
+    _check_output(output)
     if labelled is not None and not labelled.is_file():
         raise UsageError(f"--labelled {labelled}: no such file")
     rules = _rules(variant)
@@ -216,8 +221,7 @@ def book_cmd(
 
     if not 0 <= plies <= 12:
         raise UsageError(f"--plies must be between 0 and 12, not {plies}")
-    if output.is_dir():
-        raise UsageError(f"--output {output} is a directory: name the file to write")
+    _check_output(output)
     t0 = time.perf_counter()
     rules = _rules(variant)
     game = board_game(rules)  # type: ignore[arg-type]
