@@ -72,6 +72,22 @@ LabelledFile = Annotated[
         "GPU-made set is read from the package where present).",
     ),
 ]
+DecisionsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--decisions-file",
+        help="Exact decisions to rate on, every one (a JSON file as the full game's packaged "
+        "3x3-d6-decisions.json; the full game's is read by default).",
+    ),
+]
+EvaluatorFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--evaluator",
+        help="The evaluator the net players read (a `train` or `self-play` weights file; "
+        "default: the board's packaged one).",
+    ),
+]
 Players = Annotated[
     str | None,
     typer.Option(
@@ -240,13 +256,16 @@ def rate_cmd(
     games: Games = 3000,
     seed: Seed = 7,
     labelled: LabelledFile = None,
+    decisions_file: DecisionsFile = None,
+    evaluator: EvaluatorFile = None,
     tables: Tables = True,
     write: Write = True,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
-    """Rate players against exact play, choice by choice, on held-out positions met in play:
-    share of exactly optimal choices (overall, middle game), regret, milliseconds a move.
+    """Rate players against exact play, choice by choice, on held-out positions met in play
+    (the full game: on its packaged file of exact decisions): share of exactly optimal choices
+    (overall, middle game), regret, milliseconds a move.
 
     Example: stb-pipeline knucklebones rate -v knucklebones-3x2 --players greedy,ours-d4,net-d3
     """
@@ -255,45 +274,59 @@ def rate_cmd(
     from pipeline.apps.knucklebones.distill import held_out_positions
     from pipeline.apps.knucklebones.rating import METHOD, rate_all, write_rows
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
+    from pipeline.apps.knucklebones.self_play import held_decisions as file_decisions
     from pipeline.games.knucklebones.game import board_game
 
     _check(seed, games)
     if not 10 <= decisions <= 1_000_000:
         raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
-    if labelled is not None and not labelled.is_file():
-        raise UsageError(f"--labelled {labelled}: no such file")
+    for option, given in (("--labelled", labelled), ("--decisions-file", decisions_file),
+                          ("--evaluator", evaluator)):  # fmt: skip
+        if given is not None and not given.is_file():
+            raise UsageError(f"{option} {given}: no such file")
+    if labelled is not None and decisions_file is not None:
+        raise UsageError("--labelled and --decisions-file: name one set of decisions")
     if write:
         from pipeline.store.tables import ensure_writable
 
         ensure_writable(data_dir)  # fail before the rating, not after
     rules = _rules(variant)
     game = board_game(rules)  # type: ignore[arg-type]
-    made = _players(game, players or _usual_players(game))
-    held = held_out_positions(rules, _data(data_dir, tables), games, seed, labelled)  # type: ignore[arg-type]
-    asked = held_decisions(game, held, decisions, seed + 1)
+    model = _evaluator(rules, evaluator)
+    made = _players(game, players or _usual_players(game, model), model)
+    if labelled is None and (decisions_file is not None or _has_file(rules)):
+        asked, drawn = file_decisions(rules, None, decisions_file, decisions, seed)  # type: ignore[arg-type]
+        values = "exact, from the file"
+    else:
+        held = held_out_positions(rules, _data(data_dir, tables), games, seed, labelled)  # type: ignore[arg-type]
+        asked = held_decisions(game, held, decisions, seed + 1)
+        drawn = f"{labelled}" if labelled else f"{games:,} games between the project's players"
+        values = held.meta["values"]
     ratings = rate_all(made, asked, seed + 2)
     out.print(_ratings_table(Table, ratings))
-    drawn = f"{labelled}" if labelled else f"{games:,} games between the project's players"
     out.print(f"{len(asked):,} held-out decisions from {drawn} (seed {seed}); values: "
-              f"{held.meta['values']}")  # fmt: skip
+              f"{values}")  # fmt: skip
     if write:
         name = variant or DEFAULT_BOARD
         path = write_rows(data_dir, name, game.rules(), ratings, {"games": games, "seed": seed})
         out.print(f"rows written to {path} (variant {name}, method '{METHOD}')")
 
 
-def _usual_players(game: object) -> str:
+def _usual_players(game: object, model: object = None) -> str:
     """`rate`'s players when none are named: the distilled ones only where the board has an
-    evaluator."""
+    evaluator (``model``, or its packaged one)."""
     from pipeline.games.knucklebones.players.engine import board_evaluator
 
     usual = "greedy,seed-d4,ours-d2,ours-d4"
-    return usual + (",net-d2,net-d4,net-d4+6" if board_evaluator(game) is not None else "")  # type: ignore[arg-type]
+    if model is None and board_evaluator(game) is None:  # type: ignore[arg-type]
+        return usual
+    return usual + ",net-d2,net-d4,net-d4+6"
 
 
-def _players(game: object, names: str) -> dict:
-    """The players named in ``--players`` (comma-separated), made for ``game``'s board;
-    UsageError for an unknown name or a net player on a board without an evaluator."""
+def _players(game: object, names: str, model: object = None) -> dict:
+    """The players named in ``--players`` (comma-separated), made for ``game``'s board, the
+    ``net`` ones reading ``model`` (None: the board's packaged evaluator); UsageError for an
+    unknown name or a net player on a board without an evaluator."""
     from pipeline.apps.knucklebones.match import check_player
     from pipeline.games.knucklebones.players.engine import named_player
     from pipeline.games.registry import split_names
@@ -301,7 +334,32 @@ def _players(game: object, names: str) -> dict:
     found = split_names([names], "--players")
     for name in found:
         check_player(name)
-    return {name: named_player(game, name) for name in found}  # type: ignore[arg-type]
+    return {name: named_player(game, name, model) for name in found}  # type: ignore[arg-type]
+
+
+def _has_file(rules: object) -> bool:
+    """Whether the package holds exact decisions of ``rules``' board (the full game's)."""
+    from pipeline.games.knucklebones.players import artefacts
+
+    return artefacts.decisions_path(rules).exists()  # type: ignore[arg-type]
+
+
+def _evaluator(rules: object, file: Path | None) -> object:
+    """The evaluator in ``file`` (`knucklebones train` or `self-play`), checked to be of
+    ``rules``' board; None without one."""
+    from pipeline.games.knucklebones.game import board_name
+    from pipeline.games.knucklebones.players import artefacts
+
+    if file is None:
+        return None
+    try:
+        found = artefacts.read_evaluator(file)
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"cannot read an evaluator from {file}: {exc}") from None
+    if found.board != board_name(rules):  # type: ignore[arg-type]
+        raise UsageError(f"{file} is the {found.board} board's evaluator, not the "
+                         f"{board_name(rules)} board's")  # type: ignore[arg-type]  # fmt: skip
+    return found
 
 
 def _ratings_table(table_type: type, ratings: list) -> object:

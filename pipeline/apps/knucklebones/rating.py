@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.games.knucklebones.players.artefacts import ExactDecisions
 from pipeline.games.knucklebones.players.engine import Play
 from pipeline.games.knucklebones.players.labels import Labelled
 from pipeline.solve.tolerance import ties
@@ -46,6 +47,10 @@ class Decisions:
     """[n, columns] each column's exact score-difference value (NaN: no move)."""
     middle: np.ndarray
     """Whether the decision is in the middle game."""
+    tolerance: float | None = None
+    """How far below the best column's win chance a pick is still optimal (None: the tie
+    rule's, 1e-12 relative; a decisions file's values are proven to within 1e-11, and its
+    README counts a pick within 1e-9 optimal)."""
 
     def __len__(self) -> int:
         return int(self.die.shape[0])
@@ -90,11 +95,34 @@ def decisions(game: Knucklebones, labelled: Labelled, limit: int, seed: int) -> 
     pos, die = where[:, 0], where[:, 1]
     win = labelled.choices["win"].reshape(-1, f, c)[pos, die]
     diff = labelled.choices["diff"].reshape(-1, f, c)[pos, die]
-    slots = 2 * game.r.slots
     return Decisions(
         pairs_of(game.r, labelled.state_id[pos]), die + 1, win, diff,
-        labelled.dice[pos] <= (2 * slots) // 3,
+        labelled.dice[pos] <= middle_dice(game),
     )  # fmt: skip
+
+
+#: A pick within this much of the best column's win chance is optimal on a decisions file
+#: (its README's rule).
+FILE_TOLERANCE = 1e-9
+
+
+def from_file(game: Knucklebones, found: ExactDecisions) -> Decisions:
+    """The decisions of a decisions file (:func:`~pipeline.games.knucklebones.players.
+    artefacts.read_decisions`), every one (a die with one open column counts, as the file's
+    own figures count it), in the user's column order."""
+    return Decisions(
+        found.pairs,
+        found.die,
+        found.win,
+        found.diff,
+        found.dice <= middle_dice(game),
+        FILE_TOLERANCE,
+    )
+
+
+def middle_dice(game: Knucklebones) -> int:
+    """The most dice on both boards of a middle-game decision: two thirds of the slots."""
+    return (2 * 2 * game.r.slots) // 3
 
 
 def rate(
@@ -123,7 +151,9 @@ def rate(
         if tick is not None:
             tick()
     best = np.nanmax(found.win, axis=1)
-    optimal = ties(best - regret, best)  # the pick's value ties the best's (the one rule)
+    # the pick's value ties the best's (the one rule), or is within the file's tolerance
+    tol = found.tolerance
+    optimal = ties(best - regret, best) if tol is None else regret <= tol
     mid = found.middle
     return Rating(
         name, n, float(optimal.mean()) if n else 0.0, int(mid.sum()),

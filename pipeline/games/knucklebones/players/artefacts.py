@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -225,4 +226,105 @@ def read_labelled(file: Path) -> Labelled:
         if name in table.column_names:
             out.values[name] = np.asarray(table[name].to_numpy(), dtype=np.float64)
             out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
+    return out
+
+
+# -- exact decisions (the full game's held-out set) ----------------------------------------------
+
+#: A decisions file larger than this is refused before it is parsed.
+MAX_DECISIONS_BYTES = 64 * 2**20
+#: The fields of each decision in a decisions file.
+DECISION_FIELDS = ("board", "opponent", "die", "dice_on_table", "win", "score")
+
+
+@dataclass(frozen=True)
+class ExactDecisions:
+    """Decisions with the exact value of every column (a decisions file's): the position in the
+    user's column order, the die, each column's win chance and score difference (NaN where the
+    column is full) and the dice on both boards."""
+
+    pairs: np.ndarray
+    die: np.ndarray
+    win: np.ndarray
+    diff: np.ndarray
+    dice: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.die.shape[0])
+
+
+def decisions_path(rules: KnuckleRules) -> Path:
+    """Where the package keeps a board's exact decisions (the full game's only)."""
+    return MODELS / f"{board_name(rules)}-decisions.json"
+
+
+def read_decisions(file: Path, rules: KnuckleRules) -> ExactDecisions:
+    """Exact decisions of ``rules``' board from a decisions file (JSON: a list of entries with
+    :data:`DECISION_FIELDS`, as the full game's in ``models/``); ValueError, naming the entry,
+    for anything else: not JSON, a field missing or of the wrong type, a board of another size
+    or die, a die off the die, a value that is not finite or a win chance outside [0, 1], a
+    full column with a value or an open one without, a dice count that is not the boards'."""
+    from pipeline.games.knucklebones.game import Knucklebones
+
+    if Path(file).stat().st_size > MAX_DECISIONS_BYTES:
+        raise ValueError(f"{file} is larger than {MAX_DECISIONS_BYTES // 2**20} MiB")
+    try:
+        entries = json.loads(Path(file).read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{file} is not a decisions file (not JSON: {exc})") from None
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{file} is not a decisions file (not a non-empty list of decisions)")
+    game = Knucklebones(rules)
+    rows = [_decision(game, entry, k) for k, entry in enumerate(entries)]
+    return ExactDecisions(*(np.array([r[i] for r in rows]) for i in range(5)))
+
+
+def _decision(game: Any, entry: Any, k: int) -> tuple[np.ndarray, int, list, list, int]:
+    """One entry of a decisions file, checked (see :func:`read_decisions`)."""
+    from pipeline.errors import UsageError
+    from pipeline.games.knucklebones.game import read_board
+
+    where = f"decision {k + 1}"
+    if not isinstance(entry, dict) or any(f not in entry for f in DECISION_FIELDS):
+        raise ValueError(f"{where}: an object with the fields {', '.join(DECISION_FIELDS)}")
+    r = game.r
+    if not all(isinstance(entry[f], str) for f in ("board", "opponent")):
+        raise ValueError(f"{where}: board and opponent are board texts")
+    try:
+        pairs = game.pairs_of_boards(
+            read_board(entry["board"], r, "board"), read_board(entry["opponent"], r, "opponent")
+        )
+    except UsageError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    die, dice = entry["die"], entry["dice_on_table"]
+    if type(die) is not int or not 1 <= die <= r.faces:
+        raise ValueError(f"{where}: the die must be a whole number from 1 to {r.faces}")
+    t = game.t
+    counted = int(t.mover_size[pairs].sum() + t.opp_size[pairs].sum())
+    if type(dice) is not int or dice != counted:
+        raise ValueError(f"{where}: dice_on_table is {dice!r}, the boards hold {counted}")
+    if game.finished(pairs):
+        raise ValueError(f"{where}: the game is over (a board is full)")
+    open_ = t.mover_size[pairs] < r.rows
+    win = _column_values(entry["win"], open_, where, "win", (0.0, 1.0))
+    diff = _column_values(entry["score"], open_, where, "score", (-1e9, 1e9))
+    return pairs, die, win, diff, dice
+
+
+def _column_values(
+    found: Any, open_: np.ndarray, where: str, name: str, bounds: tuple[float, float]
+) -> list[float]:
+    """A decision's column values: a number for each open column, null for each full one."""
+    if not isinstance(found, list) or len(found) != len(open_):
+        raise ValueError(f"{where}: {name} must list a value for each of {len(open_)} columns")
+    out = []
+    for j, (v, free) in enumerate(zip(found, open_, strict=True)):
+        if v is None and not free:
+            out.append(float("nan"))
+            continue
+        number = isinstance(v, int | float) and not isinstance(v, bool)
+        if not free or not number or not bounds[0] <= float(v) <= bounds[1]:
+            state = "a full column has no value" if not free else f"a number in {list(bounds)}"
+            raise ValueError(f"{where}: {name} of column {j + 1} is {v!r} ({state})")
+        out.append(float(v))
     return out

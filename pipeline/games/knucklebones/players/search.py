@@ -376,13 +376,22 @@ def search(level, depth, face, kind, board, state):
             # Solved exactly already: the table's value beats any search of any depth.
             r = rules.rank(pairs, c, board.binom)
             return state.known[r, 0], state.known[r, 1], TABLES
-        if depth <= 0:
-            w, d = _leaf(level, kind, board, state)
+        if depth <= 0 and kind < NET:
+            w, d = _leaf(level, kind, board, state)  # cheaper than a table lookup
             return w, d, ESTIMATE
-        key = (rules.rank(pairs, c, board.binom) * 64 + depth) * 4 + kind
+        key = (rules.rank(pairs, c, board.binom) * 64 + max(depth, 0)) * 4 + kind
         slot = _tt_slot(key, state.tt_key)
         if state.tt_key[slot] == key:
             return state.tt_val[slot, 0], state.tt_val[slot, 1], state.tt_val[slot, 2]
+        if depth <= 0:
+            # an evaluator's leaf costs thousands of multiply-adds: the table keeps it too,
+            # for the leaves that several move orders reach (half of them, four deep)
+            w, d = _leaf(level, kind, board, state)
+            state.tt_key[slot] = key
+            state.tt_val[slot, 0] = w
+            state.tt_val[slot, 1] = d
+            state.tt_val[slot, 2] = ESTIMATE
+            return w, d, ESTIMATE
     sw = state.turned[level]
     for k in range(c):
         sw[k] = board.swap[pairs[k]]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -225,9 +226,7 @@ def fit(
 ) -> Evaluator:
     """An evaluator of ``game``'s board fitted to ``labelled``'s examples (:func:`examples`);
     ``report(epoch, mean absolute error of the win chance)`` after each epoch."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_thread():
         return _fit(game, labelled, settings, meta, report)
 
 
@@ -240,39 +239,90 @@ def _fit(
 ) -> Evaluator:
     from pipeline.games.knucklebones.exact.cpu import pairs_of
 
-    rng = np.random.default_rng(settings.seed)
     ids, win, diff = examples(labelled)
-    pairs = pairs_of(game.r, ids)
-    cnt = game.t.mover_size[pairs].sum(1) * (game.r.slots + 1) + game.t.opp_size[pairs].sum(1)
-    win32 = win.astype(np.float32)
-    diff32 = (diff / DIFF_SCALE).astype(np.float32)
-    net = Network(game, settings, rng)
-    opt = Adam(net.p)
-    n, bs = len(ids), settings.batch
+    fitter = Fitter(game, settings)
     siblings = sibling_choices(labelled) if settings.rank_weight > 0 else np.zeros((0, 1), int)
     # each sibling's row among the examples (every one is an example: a choice's successor)
     rows = np.where(siblings >= 0, np.searchsorted(ids, np.maximum(siblings, 0)), -1)
-    nd = min(len(rows), bs // 4)
-    steps = max(1, settings.epochs * (n // bs))
-    step = 0
-    for epoch in range(settings.epochs):
-        order = rng.permutation(n)
-        err = 0.0
-        for b in range(n // bs):
-            idx = order[b * bs : (b + 1) * bs]
-            sib = rows[rng.integers(0, len(rows), nd)] if nd else rows[:0]
-            both = np.concatenate([idx, np.maximum(sib, 0).ravel()])
-            out, cache = net.forward(pairs[both], cnt[both])
-            w = 1 / (1 + np.exp(-np.clip(out[:, 0], -40, 40)))
-            gout = np.zeros_like(out)
-            gout[:bs, 0] = (w[:bs] - win32[idx]) / bs
-            gout[:bs, 1] = settings.diff_weight * 2 * (out[:bs, 1] - diff32[idx]) / bs
-            if nd:
-                gout[bs:, 0] = _rank_gradient(w[bs:], win32, sib, settings.rank_weight)
-            rate = settings.rate * 0.5 * (1 + np.cos(np.pi * step / steps))
-            opt.step(net.p, net.backward(gout, cache), rate)
-            err += float(np.abs(w[:bs] - win32[idx]).mean())
-            step += 1
-        if report is not None:
-            report(epoch, err / max(1, n // bs))
-    return net.evaluator({**(meta or {}), "examples": int(n), "settings": settings.__dict__ | {}})
+    fitter.fit(pairs_of(game.r, ids), win, diff, settings.epochs, rows, report)
+    return fitter.evaluator(
+        {**(meta or {}), "examples": len(ids), "settings": settings.__dict__ | {}}
+    )
+
+
+class Fitter:
+    """A network and its optimiser, fitted once (:func:`fit`) or again and again to new
+    examples, warm (:mod:`pipeline.games.knucklebones.players.fitted`): every random number
+    from one generator seeded by ``settings.seed``. Call it under one BLAS thread
+    (:func:`one_thread`) for weights that do not depend on the machine's thread count."""
+
+    def __init__(self, game: Knucklebones, settings: Settings) -> None:
+        self.game = game
+        self.settings = settings
+        self.rng = np.random.default_rng(settings.seed)
+        self.net = Network(game, settings, self.rng)
+        self.opt = Adam(self.net.p)
+
+    def counts(self, pairs: np.ndarray) -> np.ndarray:
+        """Each position's row of the count table (mover's dice, opponent's dice)."""
+        t = self.game.t
+        return t.mover_size[pairs].sum(1) * (self.game.r.slots + 1) + t.opp_size[pairs].sum(1)
+
+    def fit(
+        self,
+        pairs: np.ndarray,
+        win: np.ndarray,
+        diff: np.ndarray,
+        epochs: int,
+        rows: np.ndarray | None = None,
+        report: Callable[[int, float], None] | None = None,
+    ) -> float:
+        """Fit to the examples (rows of facing pairs, their win chance and score difference)
+        for ``epochs`` passes, the learning rate decaying from the settings' to zero;
+        ``rows``: [decisions, columns] example rows of sibling choices for the ranking loss
+        (-1: no move); ``report(epoch, mean absolute error of the win chance)``. Returns the
+        last epoch's error."""
+        s, net, rng = self.settings, self.net, self.rng
+        cnt = self.counts(pairs)
+        win32 = win.astype(np.float32)
+        diff32 = (diff / DIFF_SCALE).astype(np.float32)
+        if rows is None:
+            rows = np.zeros((0, 1), dtype=np.int64)
+        n, bs = len(pairs), s.batch
+        nd = min(len(rows), bs // 4)
+        steps = max(1, epochs * (n // bs))
+        step, err = 0, 0.0
+        for epoch in range(epochs):
+            order = rng.permutation(n)
+            err = 0.0
+            for b in range(n // bs):
+                idx = order[b * bs : (b + 1) * bs]
+                sib = rows[rng.integers(0, len(rows), nd)] if nd else rows[:0]
+                both = np.concatenate([idx, np.maximum(sib, 0).ravel()])
+                out, cache = net.forward(pairs[both], cnt[both])
+                w = 1 / (1 + np.exp(-np.clip(out[:, 0], -40, 40)))
+                gout = np.zeros_like(out)
+                gout[:bs, 0] = (w[:bs] - win32[idx]) / bs
+                gout[:bs, 1] = s.diff_weight * 2 * (out[:bs, 1] - diff32[idx]) / bs
+                if nd:
+                    gout[bs:, 0] = _rank_gradient(w[bs:], win32, sib, s.rank_weight)
+                rate = s.rate * 0.5 * (1 + np.cos(np.pi * step / steps))
+                self.opt.step(net.p, net.backward(gout, cache), rate)
+                err += float(np.abs(w[:bs] - win32[idx]).mean())
+                step += 1
+            err /= max(1, n // bs)
+            if report is not None:
+                report(epoch, err)
+        return err
+
+    def evaluator(self, meta: dict) -> Evaluator:
+        """The network as it stands, as an evaluator with the record ``meta``."""
+        return self.net.evaluator(meta)
+
+
+def one_thread() -> Any:
+    """A context in which numpy's matrix products run on one BLAS thread (see the module's
+    docstring)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
