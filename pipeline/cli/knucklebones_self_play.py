@@ -63,7 +63,7 @@ def self_play_cmd(
     from play and a uniform draw, targets searched with the evaluator so far, a refit, round
     after round), then rate its player against exact play; write its weights and record.
 
-    Example: stb-pipeline knucklebones self-play -v knucklebones --seed 0 -o 3x3-d6.npz
+    Example: stb-pipeline knucklebones self-play -v knucklebones -o 3x3-d6.npz
     """
     from rich.table import Table
 
