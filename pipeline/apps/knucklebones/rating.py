@@ -7,8 +7,9 @@ on (:func:`pipeline.games.knucklebones.players.labels.held_out`). A decision is 
 with at least two distinct moves. At each, every player picks a column; its *regret* is the best
 choice's exact win chance minus the picked one's, and the pick is *optimal* when that is within the
 tie tolerance (1e-12, relative). The middle game is the decisions with at most two thirds of both
-boards' slots filled (12 dice of the full game's 18). Each player's time is the mean wall time of
-its picks, on one core of this process, after one untimed pick (the first compiles the search).
+boards' slots filled (12 dice of the full game's 18). Each player's time is the mean CPU time of
+its picks (the picking thread's: one core, and on a busy machine the time the pick itself took,
+not the time it waited for a core), after one untimed pick (the first compiles the search).
 """
 
 from __future__ import annotations
@@ -142,9 +143,9 @@ def rate(
     seconds = 0.0
     for i in range(n):
         pairs = found.pairs[i]
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         col = player(pairs, int(found.die[i]), rng)
-        seconds += time.perf_counter() - t0
+        seconds += time.thread_time() - t0
         col = int(np.flatnonzero(pairs == pairs[col])[0])  # equal pairs: one move, the first
         regret[i] = np.nanmax(found.win[i]) - found.win[i, col]
         points[i] = np.nanmax(found.diff[i]) - found.diff[i, col]
