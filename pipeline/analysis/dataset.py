@@ -39,6 +39,7 @@ from pipeline.games.published import Published, published
 from pipeline.games.registry import REGISTRY, variant_from_rules
 from pipeline.store import manifest, sources, views
 from pipeline.store.files import _fsync_dir, _pid_alive, why
+from pipeline.store.footers import encode_rules
 from pipeline.store.layout import settle
 from pipeline.store.outputs import refuse_among_tables
 from pipeline.store.schema import RULES_KEY, VERSION_KEY
@@ -226,7 +227,7 @@ def _write_tables(
             path = tmp / relative
             path.parent.mkdir(exist_ok=True)
             meta = {
-                RULES_KEY.decode(): json.dumps({variant: rules.get(variant, {})}, sort_keys=True),
+                RULES_KEY.decode(): encode_rules({variant: rules.get(variant, {})}).decode(),
                 VERSION_KEY.decode(): __version__,
             }
             kv = ", ".join(f"{views.literal(k)}: {views.literal(v)}" for k, v in meta.items())
