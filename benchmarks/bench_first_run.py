@@ -22,18 +22,17 @@ table. Each in a process of its own; wall and CPU seconds, peak memory, and the 
 over each solve's (issue 40's target: ``--tiles 24 --dice 3`` within 2 times the solve alone,
 writing included).
 
-``--baseline-repo DIR`` (e.g. ``git worktree add --detach /tmp/base main``) runs every command
-of that checkout too, in the same run (``python -m pipeline`` with ``PYTHONPATH=DIR``), each
-row beside this checkout's.
+``--base REF_OR_DIR`` (``benchmarks/baseline.py``: main unless told otherwise; ``--no-base``
+for none) runs every command of that version too, in the same run (``python -m pipeline`` with
+``PYTHONPATH`` its files), each row beside this checkout's.
 
-Usage: python benchmarks/bench_first_run.py [--part first|write|both] [--baseline-repo DIR]
+Usage: python benchmarks/bench_first_run.py [--part first|write|both] [--base REF_OR_DIR]
        [--rounds N] [--sizes 20:3,24:3]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -51,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import baseline  # noqa: E402
 from bench_build import run_measured  # noqa: E402
 from bench_serve import free_port, peak_mb, tree_cpu  # noqa: E402
 
@@ -125,7 +125,7 @@ def first_answers(co: Checkout, data: Path, cache: Path) -> tuple[Figures, Figur
     start = time.perf_counter()
     server = subprocess.Popen(
         pipeline_argv("serve", "--data-dir", str(data), "--port", str(port)),
-        env={**os.environ, **co.env(cache)}, cwd=co.tmp,
+        env=baseline.env(co.root, **co.env(cache)), cwd=co.tmp,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -277,7 +277,7 @@ def median(runs: list[Figures]) -> Figures:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("first", "write", "both"), default="both")
-    parser.add_argument("--baseline-repo", type=Path, help="another checkout, run beside")
+    baseline.add_options(parser)
     parser.add_argument("--rounds", type=int, default=1, help="runs of each (medians)")
     parser.add_argument("--sizes", default="20:3,24:3", help="tiles:dice of --part write")
     args = parser.parse_args()
@@ -286,8 +286,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="stb-first-run-") as name:
         tmp = Path(name)
         checkouts = [Checkout("this", REPO, tmp)]
-        if args.baseline_repo is not None:
-            checkouts.append(Checkout("baseline", args.baseline_repo.resolve(), tmp))
+        base = baseline.checkout(args)
+        if base is not None:
+            checkouts.append(Checkout(baseline.label(base), base, tmp))
         if args.part in ("first", "both"):
             first_part(checkouts, tmp, args.rounds, console)
         if args.part in ("write", "both"):
