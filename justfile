@@ -123,3 +123,7 @@ bench-answer *ARGS:
 # A Knucklebones answer from the full game's lean tables (files of its layout written here: a few dozen row groups of 1,048,576 ids, its 4,590 in the footer): the cold first answer, the warm one and `knucklebones solve`, beside another checkout (--base DIR, e.g. `git archive main | tar -x -C DIR`)
 bench-answer-lean *ARGS:
     python benchmarks/bench_answer.py --lean {{ARGS}}
+
+# A big box's build in stages on one core: the solve alone, its rows made, the rows encoded by the build's writer (the floor), the build (issue 49; --tiles 24 --dice 3 by default: tens of minutes here)
+bench-write-floor *ARGS:
+    python benchmarks/bench_write_floor.py {{ARGS}}

@@ -161,14 +161,17 @@ def _get_when_up(url: str, server: subprocess.Popen) -> None:
     raise SystemExit(f"error: no answer from {url}")
 
 
-def first_part(checkouts: list[Checkout], tmp: Path, rounds: int, console: Console) -> None:
-    """First run against second run of each command, each checkout."""
+def first_part(
+    checkouts: list[Checkout], tmp: Path, rounds: int, console: Console, only: str = ""
+) -> None:
+    """First run against second run of each command (those whose label holds ``only``), each
+    checkout."""
     rows: dict[tuple[str, str], list[tuple[Figures, Figures]]] = {}
     for co in checkouts:
         co.run(pipeline_argv("build", "--variant", "classic", "-d", str(co.data)),
                tmp / f"setup-cache-{co.name}")  # fmt: skip
     for r in range(rounds):
-        for label in COMMANDS:
+        for label in (c for c in COMMANDS if only in c):
             for co in checkouts:
                 cache = tmp / f"cache-{co.name}"
                 shutil.rmtree(cache, ignore_errors=True)  # empty: the first run compiles
@@ -280,6 +283,7 @@ def main() -> None:
     baseline.add_options(parser)
     parser.add_argument("--rounds", type=int, default=1, help="runs of each (medians)")
     parser.add_argument("--sizes", default="20:3,24:3", help="tiles:dice of --part write")
+    parser.add_argument("--only", default="", help="--part first: the commands whose name holds it")
     args = parser.parse_args()
     sizes = [(int(a), int(b)) for a, b in (x.split(":") for x in args.sizes.split(","))]
     console = Console(width=max(Console().width, 160))  # whole headers in a log too
@@ -290,7 +294,7 @@ def main() -> None:
         if base is not None:
             checkouts.append(Checkout(baseline.label(base), base, tmp))
         if args.part in ("first", "both"):
-            first_part(checkouts, tmp, args.rounds, console)
+            first_part(checkouts, tmp, args.rounds, console, args.only)
         if args.part in ("write", "both"):
             write_part(checkouts, tmp, args.rounds, sizes, console)
 
