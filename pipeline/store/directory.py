@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -161,6 +161,7 @@ class Directory:
         """The look the snapshot was taken at."""
         self._watchers = 0
         self._stop = threading.Event()
+        self._shas: tuple[tuple[int, int, int] | None, dict[str, str]] | None = None
 
     # -- freshness ------------------------------------------------------------------------------
 
@@ -176,15 +177,35 @@ class Directory:
         """Look at the files now (a listing and a stat each; the manifest read again only when
         it changed); the look kept is the old one where nothing changed."""
         with self._lock:
-            now = _look(self.data_dir, self._look)
+            now = _look(self.data_dir, self._manifest_shas)
             if self._look is None or not self._look.same(now):
                 self._look = now
             self._checked = time.monotonic()
             return self._look
 
     def version(self, path: str) -> Version | None:
-        """The version of the table file at ``path`` in the current look."""
-        return self.look().version(path)
+        """The version of the table file at ``path``: the watcher's latest look's where one
+        runs (nothing on disk is looked at), else the file's signature now and the manifest's
+        sha256 of it (two stats: a process without a watcher sees a file changed at once)."""
+        if self._watchers:
+            return self.look().version(path)
+        try:
+            now = signature(path)
+        except OSError:
+            return None
+        return (now, self._manifest_shas().get(path))
+
+    def _manifest_shas(self) -> dict[str, str]:
+        """The manifest's sha256 of each table file (read again only when it changed)."""
+        try:
+            stamp: tuple[int, int, int] | None = signature(manifest_path(self.data_dir))
+        except OSError:
+            stamp = None
+        found = self._shas
+        if found is None or found[0] != stamp:
+            shas = {str(self.data_dir / f"{k}.parquet"): v for k, v in _shas(self.data_dir).items()}
+            found = self._shas = (stamp, shas)
+        return found[1]
 
     def watch(self) -> None:
         """Start looking at the files every :data:`WATCH_S` seconds on a thread of its own (the
@@ -325,9 +346,9 @@ def changed(data_dir: Path) -> None:
         _of(key).refresh()
 
 
-def _look(data_dir: Path, previous: Look | None) -> Look:
-    """A look at every table file of ``data_dir`` (the shas of ``previous`` kept while the
-    manifest is the same file)."""
+def _look(data_dir: Path, shas: Callable[[], dict[str, str]]) -> Look:
+    """A look at every table file of ``data_dir``, with the manifest's shas (``shas()``: read
+    again only when the manifest changed)."""
     files: dict[str, tuple[int, int, int]] = {}
     for table in TABLES:
         for path in table_files(data_dir, table):
@@ -337,11 +358,7 @@ def _look(data_dir: Path, previous: Look | None) -> Look:
         stamp: tuple[int, int, int] | None = signature(manifest_path(data_dir))
     except OSError:
         stamp = None
-    if previous is not None and previous.manifest == stamp:
-        shas = previous.shas
-    else:
-        shas = {str(data_dir / f"{key}.parquet"): sha for key, sha in _shas(data_dir).items()}
-    return Look(files, stamp, shas)
+    return Look(files, stamp, shas())
 
 
 def _shas(data_dir: Path) -> dict[str, str]:
