@@ -5,11 +5,12 @@ still the one on disk; and the one way a variant's name resolves.
 (inode, time and size: a commit renames new files in, a file cut or replaced in place changes
 too) and the sha256 ``manifest.json`` records for each. Whatever was read from a file (the
 snapshot's rules, the index's value arrays of :mod:`pipeline.store.states`) is kept while the
-current look gives the file the version it was read at. The look is taken again at most once a
-second (:data:`RESCAN_S`), off the request path where a watcher runs (:meth:`Directory.watch`:
-`serve` starts one, a thread that looks every half second), else by the first caller after the
-second is up; a commit made by this process is seen at once (:func:`changed`). So an answer
-compares nothing on disk: a build that finishes while the server runs is seen within a second.
+current look gives the file the version it was read at. Where a watcher runs
+(:meth:`Directory.watch`: `serve` starts one, a thread that looks every half second) the look
+is taken off the request path, so an answer compares nothing on disk and a build that finishes
+while the server runs is seen within a second; elsewhere a file's version is looked at when it
+is asked (its signature and the manifest's sha256: two stats), and the whole look at most once
+a second (:data:`RESCAN_S`). A commit made by this process is seen at once (:func:`changed`).
 
 **What is built.** A :class:`Snapshot` says it: every built variant (the rules its tables
 record, the file holding each of its tables), those whose tables are damaged (why), and every
