@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pipeline
 from pipeline.answer.answers import for_dir
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
@@ -102,6 +103,9 @@ def test_the_rated_player_is_the_answer_shown(tmp_path: Path) -> None:
             continue
         assert found.best is not None
         assert player.pick(position.pairs, die) == found.best.column - 1, (pairs, die)
+        if shown < 3:  # the API asks the same answer
+            api = pipeline.board(variant.name, rules.text(position), die, data_dir=tmp_path)
+            assert api.best is not None and api.best.column == found.best.column
         shown += 1
     assert shown >= 20
 
