@@ -31,6 +31,9 @@ before the first statement:
 - optionally ``-- shows: COLUMN, ... (COLUMN folds)``: the columns `stb-pipeline query` draws
   as its table (a card a person reads; ``-f csv`` and ``-o`` give every column), the one named
   last folding onto more lines to fit the terminal.
+- optionally ``-- uses: _HELPER, ...``: helper files of the library (their names start with
+  ``_``; they are no queries) that create views the query reads, run first: a chain of CTEs
+  two queries share is written once (in the duckdb command, ``.read`` the helper first).
 - optionally ``-- families:`` the game families the query is about (names of
   :data:`pipeline.games.registry.FAMILIES`, commas), and ``-- players: N`` when it is about
   games of exactly N players: a variant given to it that is of another family (or another
@@ -178,6 +181,15 @@ def _header_lines(path: Traversable | Path) -> list[tuple[str, str]]:
     return out
 
 
+def helpers(path: Traversable | Path) -> list[Traversable]:
+    """The helper files a query's ``-- uses:`` line names (each creates a view it reads)."""
+    names = [n.strip() for n in header(path).get("uses", "").split(",") if n.strip()]
+    for name in names:
+        if not (name.startswith("_") and NAME_PATTERN.fullmatch(name[1:])):
+            raise UsageError(f"{path}: '-- uses: {name}' is not a helper's name (_name)")
+    return [QUERIES_DIR.joinpath(f"{name}.sql") for name in names]
+
+
 def list_queries() -> list[tuple[str, str]]:
     """Every library query (files starting with ``_`` are helpers) with its description."""
     try:
@@ -303,6 +315,8 @@ def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
             check_built(con, data_dir, variant)
             check_game(con, path, name, variant)
             check_rows(con, path, variant, values)
+        for helper in helpers(path):
+            con.execute(read_sql(helper))
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         # DuckDB's "Catalog Error: Table with name policy does not exist!" said in our words

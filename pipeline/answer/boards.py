@@ -98,13 +98,16 @@ def pick(
     values: list[float], labels: list[int], columns: list[int], then: list[float] | None = None
 ) -> int:
     """The index of the tie rule's column among ``values`` (each column's value in the
-    variant's objective, higher better): the largest label among those within the tie
-    tolerance of the best (with ``then``, the other objective's values, among those that tie
-    with its best there: a search's pick, :func:`pipeline.solve.tolerance.pick_two`), then the
-    lowest column (equal facing pairs are one move)."""
-    ranks = [(label, -column) for label, column in zip(labels, columns, strict=True)]
+    variant's objective, higher better): the tables' pick, the largest label among those within
+    the tie tolerance of the best, then the lowest column (equal facing pairs are one move);
+    with ``then`` (the other objective's values: the search's pick, the player engine's,
+    :func:`pipeline.solve.tolerance.pick_two`), among those that tie with its best there too,
+    the first in canonical order (the smallest label), then the lowest column."""
     if then is not None:
-        return pick_two(values, then, ranks, 0, len(values))[0]
+        order = sorted(range(len(values)), key=lambda k: (labels[k], columns[k]))
+        found, _ = pick_two([values[k] for k in order], [then[k] for k in order], 0, len(order))
+        return order[found]
+    ranks = [(label, -column) for label, column in zip(labels, columns, strict=True)]
     return tie_pick(values, ranks, 0, len(values), max(values))[0]
 
 

@@ -10,7 +10,7 @@ import typer
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
-from pipeline.cli.knucklebones_args import MAX_GAMES, MAX_SEED, BoardVariant, out
+from pipeline.cli.knucklebones_args import MAX_GAMES, MAX_SEED, BoardVariant, out, within
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
@@ -261,10 +261,8 @@ def benchmark_cmd(
     opp_list = split_names([opponents], "--opponents")
     for o in opp_list:
         check_player(o)
-    if not 1 <= games <= MAX_GAMES:
-        raise UsageError(f"--games must be between 1 and {MAX_GAMES:,}, not {games}")
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    within("--games", games, 1, MAX_GAMES)
+    within("--seed", seed, 0, MAX_SEED)
     from rich.table import Table
 
     from pipeline.store.tables import ensure_writable
@@ -376,10 +374,8 @@ def check_tables_cmd(
     from pipeline.errors import ContractError
     from pipeline.games.knucklebones.game import KnuckleRules
 
-    if not 1 <= samples <= 100_000:
-        raise UsageError(f"--samples must be between 1 and 100,000, not {samples}")
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    within("--samples", samples, 1, 100_000)
+    within("--seed", seed, 0, MAX_SEED)
     rules = KnuckleRules(columns, rows, faces)
     with progress.task("knucklebones check-tables: looking up the sample and its successors"):
         found = check_sample(data_dir, rules, samples, seed)
@@ -453,10 +449,8 @@ def loss_cmd(
     names = split_names([players], "--players")
     for name in names:
         check_player(name)
-    if not 1 <= games <= 100_000:
-        raise UsageError(f"--games must be between 1 and 100,000, not {games}")
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    within("--games", games, 1, 100_000)
+    within("--seed", seed, 0, MAX_SEED)
     with progress.task("knucklebones loss: pricing the sampled decisions"):
         found = losses(data_dir, names, games, seed)
     table = Table("player", "decisions", "suboptimal", "mean win lost", "max win lost",

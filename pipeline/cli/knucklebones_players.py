@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from pipeline import progress
-from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out
+from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 from pipeline.store.files import write_file_atomic
@@ -37,10 +37,8 @@ def _rules(variant: str | None) -> object:
 
 
 def _check(seed: int, games: int, most: int = 1_000_000) -> None:
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
-    if not 1 <= games <= most:
-        raise UsageError(f"--games must be between 1 and {most:,}, not {games}")
+    within("--seed", seed, 0, MAX_SEED)
+    within("--games", games, 1, most)
 
 
 def _check_output(output: Path) -> None:
@@ -114,8 +112,7 @@ def label_cmd(
     from pipeline.games.knucklebones.players import artefacts
 
     _check(seed, games)
-    if not 0 <= uniform <= 10_000_000:
-        raise UsageError(f"--uniform must be between 0 and 10,000,000, not {uniform}")
+    within("--uniform", uniform, 0, 10_000_000)
     _check_output(output)
     found = label(_rules(variant), _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
     write_file_atomic(output, artefacts.labelled_writer(found))
@@ -164,10 +161,8 @@ def train_cmd(
     check_depth(depth)
     if deeper and not depth < deeper <= MAX_DEPTH:
         raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
-    if not 1 <= epochs <= 100:
-        raise UsageError(f"--epochs must be between 1 and 100, not {epochs}")
-    if not 10 <= decisions <= 1_000_000:
-        raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
+    within("--epochs", epochs, 1, 100)
+    within("--decisions", decisions, 10, 1_000_000)
     _check_output(output)
     if labelled is not None and not labelled.is_file():
         raise UsageError(f"--labelled {labelled}: no such file")
@@ -215,8 +210,7 @@ def book_cmd(
     from pipeline.games.knucklebones.players.artefacts import book_writer
     from pipeline.games.knucklebones.players.book import make
 
-    if not 0 <= plies <= 12:
-        raise UsageError(f"--plies must be between 0 and 12, not {plies}")
+    within("--plies", plies, 0, 12)
     _check_output(output)
     t0 = time.perf_counter()
     rules = _rules(variant)
@@ -258,8 +252,7 @@ def rate_cmd(
     from pipeline.games.knucklebones.game import board_game
 
     _check(seed, games)
-    if not 10 <= decisions <= 1_000_000:
-        raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
+    within("--decisions", decisions, 10, 1_000_000)
     if labelled is not None and not labelled.is_file():
         raise UsageError(f"--labelled {labelled}: no such file")
     if write:

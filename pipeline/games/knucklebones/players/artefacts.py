@@ -48,6 +48,13 @@ def path(kind: str, rules: KnuckleRules, models: Path | None = None) -> Path:
     return (models or MODELS) / f"{board_name(rules)}{SUFFIXES[kind]}"
 
 
+def _record(artefact: Any, **more: Any) -> np.ndarray:
+    """An artefact's record as its file keeps it: its own (provenance, settings), its board,
+    and ``more``, as JSON (a numpy string, as an .npz holds it)."""
+    board = {"columns": artefact.columns, "rows": artefact.rows, "faces": artefact.faces}
+    return np.array(json.dumps({**artefact.meta, **board, **more}, sort_keys=True))
+
+
 def board_of(columns: int, rows: int, faces: int) -> KnuckleRules:
     """The board and die an artefact names (the win chance its objective)."""
     return KnuckleRules(columns, rows, faces)
@@ -58,12 +65,8 @@ def board_of(columns: int, rows: int, faces: int) -> KnuckleRules:
 
 def evaluator_writer(evaluator: Evaluator) -> Writer:
     """The weights (float32) and the record of ``evaluator`` as an .npz file."""
-    meta = {
-        **evaluator.meta, "columns": evaluator.columns, "rows": evaluator.rows,
-        "faces": evaluator.faces, "diff_scale": evaluator.diff_scale,
-    }  # fmt: skip
     blob: dict[str, Any] = {k: evaluator.arrays[k].astype(np.float32) for k in ARRAYS}
-    blob["meta"] = np.array(json.dumps(meta, sort_keys=True))
+    blob["meta"] = _record(evaluator, diff_scale=evaluator.diff_scale)
     return lambda fh: np.savez_compressed(fh, **blob)
 
 
@@ -97,10 +100,7 @@ def book_writer(book: Book, compact: bool = False) -> Writer:
     first and the gaps after it (uint32 where every gap fits): 8 bytes a position before
     compression instead of 24, so that the full game's 900,000 positions within 7 placements
     fit a GPU call's 16 MiB file."""
-    meta = {
-        **book.meta, "columns": book.columns, "rows": book.rows, "faces": book.faces,
-        "plies": book.plies, "compact": compact,
-    }  # fmt: skip
+    record = _record(book, plies=book.plies, compact=compact)
     arrays: dict[str, Any] = {"win": book.win, "diff": book.diff, "state_id": book.state_id}
     if compact:
         gaps = np.diff(book.state_id)
@@ -110,7 +110,6 @@ def book_writer(book: Book, compact: bool = False) -> Writer:
             "state_id_gaps": gaps.astype(np.uint32 if small else np.int64),
             "win": book.win.astype(np.float32), "diff": book.diff.astype(np.float32),
         }  # fmt: skip
-    record = np.array(json.dumps(meta, sort_keys=True))
     return lambda fh: np.savez_compressed(fh, meta=record, **arrays)
 
 
@@ -172,12 +171,8 @@ def to_arrow(labelled: Labelled, compact: bool = False) -> Any:
             values, choices = values.astype(_COMPACT_DTYPE), choices.astype(_COMPACT_DTYPE)
         columns[name] = pa.array(values, kind)
         columns[f"choice_{name}"] = fixed(choices, kind)
-    record = {
-        **labelled.meta, "columns": labelled.columns, "rows": labelled.rows,
-        "faces": labelled.faces, "compact": compact,
-    }  # fmt: skip
     table = pa.table(columns)
-    return table.replace_schema_metadata({META_KEY: json.dumps(record, sort_keys=True)})
+    return table.replace_schema_metadata({META_KEY: str(_record(labelled, compact=compact))})
 
 
 def labelled_writer(labelled: Labelled, compact: bool = False) -> Writer:
