@@ -39,6 +39,13 @@ class ContractError(PipelineError):
     exit_code = 3
 
 
+class PluginError(PipelineError):
+    """An installed game family (a plugin) that failed: its variant's game could not be made,
+    or its code raised. Exit 1: the installation is at fault, not the input."""
+
+    exit_code = 1
+
+
 class OutputError(PipelineError):
     """Standard output cannot be written: closed (``>&-``), or its disk is full (``> /dev/full``).
     Exit 1, as for any file that cannot be written."""

@@ -505,6 +505,13 @@ def run(argv: list[str]) -> int:
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
+        from pipeline.games.registry import plugin_at_fault
+
+        plugin = plugin_at_fault(exc)
+        if plugin is not None:  # an installed family's code failed, not the pipeline's
+            first = (str(exc).splitlines() or [""])[0][:200]
+            err.print(f"error: {plugin} failed: {type(exc).__name__}: {first}", markup=False)
+            return 1
         # Every failure a user can cause is a PipelineError; reaching here is a bug (the bad-input
         # tests fail on it). Still one line, so that scripts reading stderr are not flooded.
         first = str(exc).splitlines()[0] if str(exc) else ""
