@@ -7,6 +7,7 @@ Every domain error becomes one line on stderr and its exit code (see ``pipeline.
 
 # No `from __future__ import annotations`: typer reads the Annotated options at run time.
 import copy
+import errno
 import os
 import signal
 import sys
@@ -443,18 +444,49 @@ def _tidy(cmd: Any) -> None:
 
 def _refuse_empty(param: Any) -> None:
     """An empty path (``-o ''``, ``--data-dir ''``) is a mistake, not the current directory
-    (which is what ``Path('')`` means): refuse it as bad input (exit 2), for every path option
-    and argument of every command."""
+    (which is what ``Path('')`` means), and a name longer than any file system takes can never
+    be read or written: refuse either as bad input (exit 2), for every path option and
+    argument of every command."""
     kind = copy.copy(param.type)  # click may share type objects between parameters
     inner = kind.convert
 
     def convert(value: Any, p: Any, ctx: Any) -> Any:
         if isinstance(value, str) and not value.strip():
             kind.fail(f"give a path, not {value!r}", p, ctx)
+        if isinstance(value, str) and (problem := path_too_long(value)):
+            kind.fail(problem, p, ctx)
         return inner(value, p, ctx)
 
     kind.convert = convert
     param.type = kind
+
+
+#: The longest name of one file or folder (bytes) that Linux's file systems (ext4, XFS, btrfs),
+#: APFS and NTFS take, and the longest path the kernel takes.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+def path_too_long(value: str) -> str:
+    """Why ``value`` can be no path on this machine (a name over :data:`NAME_MAX` bytes, the
+    whole over :data:`PATH_MAX`, or links that loop), shortened for a one-line error; empty
+    when it can be."""
+    encoded = os.fsencode(value)
+    if len(encoded) > PATH_MAX:
+        return f"a path of at most {PATH_MAX} bytes, not {len(encoded):,}"
+    for part in Path(value).parts:
+        size = len(os.fsencode(part))
+        if size > NAME_MAX:
+            shown = part if len(part) <= 20 else f"{part[:20]}..."
+            return f"the name {shown!r} is {size:,} bytes long; a file system takes {NAME_MAX}"
+    try:
+        os.stat(value)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "its links point back at themselves (a loop)"
+    except ValueError:  # a NUL byte: said by whatever reads it
+        pass
+    return ""
 
 
 def _kind(param: Any) -> Any:
