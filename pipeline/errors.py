@@ -21,6 +21,11 @@ class UsageError(PipelineError, ValueError):
     exit_code = 2
 
 
+class UnknownVariantError(UsageError):
+    """A variant name no family knows and no data directory holds: bad input (exit 2); the
+    server answers it 404 (no such page), not 400."""
+
+
 class TablesMissingError(PipelineError):
     """The tables a command reads have not been built (or lack the variant asked for)."""
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import PipelineError, PluginError, UsageError
+from pipeline.errors import PipelineError, PluginError, UnknownVariantError, UsageError
 
 if TYPE_CHECKING:
     from pipeline.games.base import Game
@@ -323,11 +323,11 @@ def lookup(name: str, built: Mapping[str, Variant]) -> Variant:
     close = difflib.get_close_matches(name, [*REGISTRY, *built, "all"], n=3, cutoff=0.75)
     if close:
         guess = " or ".join(close)
-        raise UsageError(
+        raise UnknownVariantError(
             f"unknown variant {name!r}; did you mean {guess}? (stb-pipeline variants lists them)"
         )
     known = ", ".join(sorted(REGISTRY))
-    raise UsageError(
+    raise UnknownVariantError(
         f"unknown variant {name!r}; known variants: {known}, all, and custom rule sets "
         "(stb-pipeline rules)"
     )
