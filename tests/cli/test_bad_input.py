@@ -238,8 +238,16 @@ BAD_INPUT = [
     (["query", "{tmp}/existing.csv", "-d", "{data}"], 2, "is not a query name"),
     (["query", "contracts/bellman", "-d", "{data}"], 2, "is not a query name"),
     (["query", "_views", "-d", "{data}"], 2, "is not a query name"),
-    (["query", "Best_Opening_Roll", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "Best_Opening_Roll", "-d", "{data}"], 2, "did you mean best_opening_roll?"),
     (["query", "nosuch", "-d", "{data}"], 2, "unknown query 'nosuch'"),
+    # issue 48: a query's name almost right is guessed, as a variant's is
+    (["query", "best_opening", *DATA], 2, "did you mean best_opening_roll?"),
+    (["query", "strategy_crad", *DATA], 2, "did you mean strategy_card"),
+    (
+        ["query", "Strategy_Card", *DATA],
+        2,
+        "unknown query 'Strategy_Card'; did you mean strategy_c",
+    ),
     (["query", "-d", "{data}"], 2, "name a query"),
     # parameters: declared, typed, in range, bound
     (["query", "best_opening_roll", "-p", "strategy=nonsense", "-d", "{data}"], 2, "no parameter"),
