@@ -559,7 +559,8 @@ def test_a_build_interrupted_while_writing_leaves_no_temporary_file(
         return real(self)
 
     monkeypatch.setattr(merging.TableMerge, "finish", finish_then_interrupt)
-    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--variant", "classic", "--force", "-q", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
     assert not list(data.glob(".*.tmp"))
@@ -826,7 +827,8 @@ def test_interrupt_is_one_line_and_exit_130(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(tables, "commit", interrupted)
-    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--variant", "classic", "--force", "-q", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
 
@@ -1026,7 +1028,8 @@ def test_a_changed_shared_table_is_refused_or_rebuilt_whole(
         assert f"{table}.parquet" in result.stderr
         assert "two-player" in result.stderr and "stb-pipeline build --force" in result.stderr
         assert snapshot(data) == before
-    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--variant", "classic", "--force", "-q", "--data-dir", data])
     assert result.code == 0, result.stderr
     held = pl.read_parquet(data / f"{table}.parquet")["variant"].unique().sort().to_list()
     assert held == ["classic", "six-tiles-one-die", "two-player"]
