@@ -88,8 +88,11 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
         quiet: Quiet = False,
         custom: Variant | None = None,
     ) -> None:
+        searching = stage_list == ("strategies",)
+        if searching and not variant and custom is None:
+            variant = searchable_built(data_dir)  # `all` names games it cannot search
         reports = _run_stages(variant, custom, stage_list, data_dir, exact=False)
-        if stage_list == ("strategies",):
+        if searching:
             print_best_rules([r.variant for r in reports], data_dir)
 
     @with_rules
@@ -140,6 +143,22 @@ def _run_stages(
         return reports  # the command prints what was found (print_best_rules), not the build
     print_reports(reports, data_dir)
     return reports
+
+
+def searchable_built(data_dir: Path) -> list[str]:
+    """What `strategies` searches when no variant is named: every variant built in
+    ``data_dir`` whose game has rules to search (the one-player boxes); TablesMissingError
+    when there is none."""
+    from pipeline.store import directory
+
+    entries = directory.of(data_dir).snapshot().entries if data_dir.is_dir() else {}
+    found = [n for n, e in sorted(entries.items()) if e.built and e.variant.make().searches_rules]
+    if not found:
+        raise TablesMissingError(
+            f"no one-player box is built in {data_dir}: build one first (stb-pipeline build "
+            f"--variant classic --data-dir {data_dir}), or name one with --variant"
+        )
+    return [",".join(found)]
 
 
 def print_best_rules(names: list[str], data_dir: Path) -> None:
@@ -208,7 +227,8 @@ _stage_command(
     ("strategies",),
     "Search the rules a person can remember (up to three move keys and a one-die threshold) on "
     "one-player boxes, each priced exactly, and the exceptions worth learning, into "
-    "strategy_search.parquet and strategy_exceptions.parquet.",
+    "strategy_search.parquet and strategy_exceptions.parquet. Without --variant: every "
+    "one-player box built in the data directory.",
     "stb-pipeline strategies --variant lever,twelve-tiles",
 )
 
@@ -415,7 +435,9 @@ METAVARS: dict[Any, str] = {
     Path: "PATH",
     "int": "N",
     "integer": "N",
+    "int range": "N",  # an int option with min or max (`serve --port`)
     "float": "X",
+    "float range": "X",
     "path": "PATH",
 }
 
@@ -509,8 +531,8 @@ def run(argv: list[str]) -> int:
         result = root.main(args=argv, prog_name="stb-pipeline", standalone_mode=False)
     except PipelineError as exc:
         missing = isinstance(exc, TablesMissingError)
-        where = _where_tables_are(argv, str(exc)) if missing else ""
-        err.print(f"error: {exc}{where}", markup=False)
+        where = _where_tables_are(argv) if missing else ""
+        err.print(f"error: {where}{exc}", markup=False)
         return exc.exit_code
     except typer.TyperException as exc:
         ctx = getattr(exc, "ctx", None)
@@ -568,23 +590,20 @@ def _extra_hint(argv: list[str]) -> str:
     return ""
 
 
-def _where_tables_are(argv: list[str], message: str) -> str:
-    """What to add to "not built" when the data directory a command read holds no table at
-    all: most likely the command ran from another directory than the one it built in."""
+def _where_tables_are(argv: list[str]) -> str:
+    """What "not built" leads with when the data directory a command read holds no table at
+    all (most likely it ran from another folder than the one built into): which folder, and
+    the option that names the right one, first, where a person reads."""
     data_dir = DEFAULT_DATA_DIR
     for i, word in enumerate(argv):
         if word in ("--data-dir", "-d") and i + 1 < len(argv):
             data_dir = Path(argv[i + 1])
         elif word.startswith("--data-dir="):
             data_dir = Path(word.split("=", 1)[1])
-    held = [*data_dir.glob("*.parquet"), *data_dir.glob("*/*.parquet")]
-    if held:
-        return ""
-    where = "" if "no tables in" in message else f"{data_dir.resolve()} holds no tables: "
-    return (
-        f" ({where}--data-dir DIR, or STB_DATA_DIR=DIR, names the directory built into, when "
-        "run from elsewhere)"
-    )
+    from pipeline.store.layout import built_elsewhere
+
+    hint = built_elsewhere(data_dir, "--data-dir DIR, or STB_DATA_DIR=DIR,")
+    return f"{hint}: " if hint else ""
 
 
 INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
