@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -28,6 +29,7 @@ from pipeline.cli.app import app
 from pipeline.errors import PipelineError
 from pipeline.games.base import Game
 from pipeline.games.registry import REGISTRY, Variant
+from pipeline.games.rule_options import CUSTOM_RULE_OPTIONS, variant_from_options
 from pipeline.store import catalog, views
 from tests.conftest import REPO, invoke
 
@@ -257,3 +259,40 @@ def test_the_readme_says_how_to_read_the_knucklebones_example(built: Path) -> No
     assert run.code == 0, run.stderr
     assert " ".join(quoted.group(1).split()) in " ".join(run.stdout.split())
     assert "scores 17 - 2" in run.stdout
+
+
+def _rule_options(words: list[str]) -> dict[str, Any] | None:
+    """The custom rule options of a command's words (None: a placeholder such as ``--tiles N``,
+    not a command to run)."""
+    found: dict[str, Any] = dict.fromkeys(CUSTOM_RULE_OPTIONS)
+    for flag, value in zip(words, [*words[1:], ""], strict=True):
+        name = flag.removeprefix("--").replace("-", "_")
+        if flag.startswith("--") and name in CUSTOM_RULE_OPTIONS:
+            try:
+                found[name] = CUSTOM_RULE_OPTIONS[name].kind(value)
+            except ValueError:
+                return None
+    return found
+
+
+def test_every_custom_rule_set_the_pages_name_is_one_that_builds() -> None:
+    """Issue 48: the README's `build --tiles 20 --dice 3` (and docs/benchmarks.md's 24 x 3) failed
+    as written, P(shut) being 0 there: every `--tiles ...` the pages show, in a code block or
+    inline (across a line break too), is a rule set `build` accepts."""
+    checked = 0
+    for name, text in PAGES.items():
+        blocks = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S)
+        lines = [line for block in blocks for line in block.splitlines()]
+        inline = re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+        for span in [*lines, *inline]:
+            if not re.search(r"--tiles\s", span):
+                continue
+            options = _rule_options(span.split())
+            if options is None:
+                continue
+            try:
+                variant_from_options(options)
+            except PipelineError as exc:
+                raise AssertionError(f"{name}: `{' '.join(span.split())}`: {exc}") from None
+            checked += 1
+    assert checked > 20
