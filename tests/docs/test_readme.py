@@ -87,6 +87,8 @@ def test_the_readme_opens_with_install_and_test_and_stays_short() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert OPENING[1] in ci, "the README's test command is the one .ci/run runs"
     assert len(README.splitlines()) <= 250
+    opening = " ".join(README.split("## What it is")[0].split())
+    assert re.search(r"test suite.*: about \d+ minutes", opening), "say what the suite costs"
     assert "seed 0" not in README.lower(), "say what a source is, not its seed number"
     for page in ("commands", "variants", "tables", "benchmarks", "architecture"):
         assert f"(docs/{page}.md)" in README, f"the README links docs/{page}.md"
@@ -246,7 +248,7 @@ def test_the_readme_says_how_to_read_the_knucklebones_example(built: Path) -> No
     """Issue 41: the README showed `44_/1__/___` and "win 0.7931 ... (estimate)" unexplained;
     what it quotes is what the command prints."""
     text = " ".join(README.split())
-    said = text[text.index("stb-pipeline knucklebones solve 44_/1__/___") :][:1200]
+    said = text[text.index("stb-pipeline knucklebones solve 44_/1__/___") :][:1600]
     for words in ("separated by `/`", "`_` for an empty slot", "17 points", "(a draw counts 1/2)"):
         assert words in said, words
     quoted = re.search(
@@ -259,6 +261,12 @@ def test_the_readme_says_how_to_read_the_knucklebones_example(built: Path) -> No
     assert run.code == 0, run.stderr
     assert " ".join(quoted.group(1).split()) in " ".join(run.stdout.split())
     assert "scores 17 - 2" in run.stdout
+    # issue 48: the default answer (serve's) differs, and the README says which and why
+    default = re.search(r"Without `--depth`.*?`(best column \d: win [\d.]+ .*?\(estimate\))`", said)
+    assert default is not None and "only the tables settle it" in said
+    run = invoke(["knucklebones", "solve", "44_/1__/___", "2__/___/___", "4", "-d", built])
+    assert run.code == 0, run.stderr
+    assert " ".join(default.group(1).split()) in " ".join(run.stdout.split())
 
 
 def _rule_options(words: list[str]) -> dict[str, Any] | None:
