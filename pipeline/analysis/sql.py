@@ -343,13 +343,15 @@ def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) ->
         )
 
 
-def shown(name: str) -> tuple[list[str], str | None]:
-    """The columns a query's table shows and the one that folds (its ``-- shows:`` header
-    line; none: every column)."""
+def shown(name: str) -> tuple[list[str], tuple[str, ...]]:
+    """The columns a query's table shows and those that fold onto more lines on a narrow
+    terminal (its ``-- shows:`` header line, e.g. ``(line and rule fold)``; none: every
+    column)."""
     text = header(query_file(name)).get("shows", "")
-    fold = re.search(r"\((\w+) folds\)", text)
+    fold = re.search(r"\(([\w ,]+?) folds?\)", text)
+    folding = tuple(re.split(r"\s*,\s*|\s+and\s+", fold.group(1))) if fold else ()
     columns = [c.strip() for c in re.sub(r"\(.*?\)", "", text).split(",") if c.strip()]
-    return columns, fold.group(1) if fold else None
+    return columns, folding
 
 
 def applies_to(path: Traversable | Path) -> tuple[tuple[str, ...], int | None]:

@@ -31,6 +31,7 @@ from pipeline.cli.options import (
     Player,
     Quiet,
     fitted_table,
+    listing_options,
     out,
     pick_one,
     pick_variants,
@@ -374,7 +375,9 @@ def variants_cmd(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
 
     Example: stb-pipeline variants --data-dir data
     """
-    table = fitted_table("variant", "in all", "description", fold="description")
+    table = fitted_table(
+        "variant", "in all", "description", fold="description", **listing_options()
+    )
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
     if data_dir.is_dir():
