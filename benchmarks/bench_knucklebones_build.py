@@ -2,7 +2,7 @@
 
 Each variant is built twice, each time by a fresh process into its own temporary data directory:
 ``streamed`` is today's build (the board is stored on its own, so `build` takes the game's
-stream hook: the exact solver of games/knucklebones/exact.py and the tables written a block of
+stream hook: the exact solver of games/knucklebones/exact/cpu.py and the tables written a block of
 states at a time), ``graph`` the same command with the stream hook disabled (the whole game
 graph, solved by the graph value iteration: the build before issue 17's stream hook). Peak is
 each process's own maximum resident memory (``os.wait4``). On this machine (2 shared cores) the
@@ -32,7 +32,7 @@ from pipeline import progress  # noqa: E402  (after the path: the scripts run fr
 DEFAULT = ["knucklebones-2x3", "knucklebones-3x2"]
 #: The graph path: the CLI with the Knucklebones stream hook returning None.
 GRAPH_PATH = (
-    "import sys; from pipeline.games.knucklebones.stream import StreamedKnucklebones as K; "
+    "import sys; from pipeline.games.knucklebones.exact.stream import StreamedKnucklebones as K; "
     "K.stream = lambda self, *a: None; "
     "from pipeline.cli.app import main; sys.argv[0] = 'stb-pipeline'; main()"
 )

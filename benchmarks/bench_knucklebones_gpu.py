@@ -1,18 +1,18 @@
 """The GPU exact Knucklebones solver against the CPU solver, in the same run (issue 23).
 
 On a machine with a CUDA GPU and numba-cuda (``pip install '.[gpu]'``) it times
-:func:`pipeline.games.knucklebones.gpu.solve` on 3x2, 3x3 with a five-sided die and the full
-game, and :func:`pipeline.games.knucklebones.exact.solve` (the CPU baseline, every core) on the
+:func:`pipeline.games.knucklebones.exact.gpu.solve` on 3x2, 3x3 with a five-sided die and the full
+game, and :func:`pipeline.games.knucklebones.exact.cpu.solve` (the CPU baseline, every core) on the
 boards the CPU can hold (3x2; the others need 5.6 and 77 GB of bounds and hours). Each
 measurement runs in a fresh child process that prints one JSON line (its peak host memory is its
 own ``resource.getrusage`` maximum), and the GPU's values are compared with the CPU's on every
 state where both ran. Without a GPU it says so, runs the smallest board (2x2 with a three-sided
 die) on numba's CUDA simulator beside the CPU (a check, not a speed), and exits 0.
 
-It first prints what the kernels cost before any run, GPU or not: each board's sweep kernel
-compiled to PTX for an H100 (sm_90, :func:`pipeline.games.knucklebones.gpu.compile_ptx`, no GPU
-needed) and assembled by ptxas (from the nvidia-cuda-nvcc-cu12 wheel) for its registers a thread,
-spills and resident warps an SM at the chosen threads a block.
+It first prints what the kernels cost before any run, GPU or not: each board's sweep kernel compiled
+to PTX for an H100 (sm_90, :func:`pipeline.games.knucklebones.exact.gpu.compile_ptx`, no GPU needed)
+and assembled by ptxas (from the nvidia-cuda-nvcc-cu12 wheel) for its registers a thread, spills and
+resident warps an SM at the chosen threads a block.
 
 Usage: python benchmarks/bench_knucklebones_gpu.py [BOARD ...] [--tolerance T] [--objective O]
                                                    [--threads N] [--json PATH]
@@ -61,7 +61,7 @@ def kernel_cost(board: str, objective: str, dtype: str, threads: int) -> dict:
     """The sweep kernel of ``board`` compiled for sm_90: registers, spills, resident warps."""
     import numpy as np
 
-    from pipeline.games.knucklebones import gpu
+    from pipeline.games.knucklebones.exact import gpu
 
     ptx = gpu.compile_ptx(parse_board(board, objective), getattr(np, dtype), cc=(9, 0))
     tool = ptxas()
@@ -86,7 +86,8 @@ def child(board: str, objective: str, device: str, tol: float, save: str, thread
     """Solve once in this process; the measurements as a dict (values saved to ``save``)."""
     import numpy as np
 
-    from pipeline.games.knucklebones import exact, solver
+    from pipeline.games.knucklebones.exact import cpu as exact
+    from pipeline.games.knucklebones.exact import solver
 
     rules = parse_board(board, objective)
     t0 = time.perf_counter()
@@ -161,7 +162,7 @@ def main() -> None:
                         help="skip the ptxas table (compiled here without a GPU; on a lent GPU "
                         "its compiles cost device time)")  # fmt: skip
     args = parser.parse_args()
-    from pipeline.games.knucklebones import gpu as gpu_solver
+    from pipeline.games.knucklebones.exact import gpu as gpu_solver
 
     threads = args.threads or gpu_solver.THREADS
     sim = not gpu_present()

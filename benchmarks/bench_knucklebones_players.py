@@ -32,12 +32,11 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from pipeline import progress
-from pipeline.apps.knucklebones.distill import board_game, held_out_positions
+from pipeline.apps.knucklebones.distill import held_out_positions
 from pipeline.apps.knucklebones.rating import Rating, decisions, rate
-from pipeline.games.knucklebones.artefacts import labelled_path
-from pipeline.games.knucklebones.evaluator import packaged
-from pipeline.games.knucklebones.game import KnuckleRules
-from pipeline.games.knucklebones.players import Player, named_player
+from pipeline.games.knucklebones.game import KnuckleRules, board_game
+from pipeline.games.knucklebones.players import artefacts
+from pipeline.games.knucklebones.players.engine import Play, named_player
 
 BASELINE = "ours-d4"
 
@@ -45,12 +44,12 @@ BASELINE = "ours-d4"
 def players_of(rules: KnuckleRules) -> list[str]:
     """Every player rated on a board: the evaluator's only where the board has one."""
     names = ["greedy", "seed-d4", *(f"ours-d{d}" for d in range(1, 7))]
-    if packaged(rules.columns, rules.rows, rules.faces) is not None:
+    if artefacts.packaged_evaluator(rules.columns, rules.rows, rules.faces) is not None:
         names += [f"net-d{d}" for d in range(1, 5)] + ["net-d4+6"]
     return names
 
 
-def default_player(game: object, rules: KnuckleRules) -> tuple[str, Player]:
+def default_player(game: object, rules: KnuckleRules) -> tuple[str, Play]:
     """The one answer's player of the board (its name and depth as the answer plays it)."""
     from pipeline.games.knucklebones.columns import BoardRules
 
@@ -104,7 +103,9 @@ def table_of(title: str, ratings: list[Rating]) -> Table:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    full = labelled_path(3, 3, 6).exists()  # the full game's set, once its GPU call made it
+    full = artefacts.path(
+        "labelled", KnuckleRules(3, 3, 6)
+    ).exists()  # the full game's set, once its GPU call made it
     ap.add_argument("--boards", default="3x3-d6,3x3-d4,3x2-d6" if full else "3x3-d4,3x2-d6")
     ap.add_argument("--decisions", type=int, default=3000)
     ap.add_argument("--games", type=int, default=3000)

@@ -3,7 +3,7 @@
 Each measurement runs in a fresh child process (``python benchmarks/bench_knucklebones_vi.py
 --child ...``) that prints one JSON line; its peak memory is its own ``resource.getrusage``
 maximum resident size, so solvers and boards do not share a peak. ``vi`` is
-:func:`pipeline.games.knucklebones.exact.solve` (values to 1e-11, both cores); ``full`` is the
+:func:`pipeline.games.knucklebones.exact.cpu.solve` (values to 1e-11, both cores); ``full`` is the
 same solver without its compact phase (``compact=False``: every sweep visits every live
 position, as before the compact phase existed), the baseline of the ratio; ``graph`` is
 ``Knucklebones(rules).graph()`` + ``solve_value_iteration`` (small boards only: 3x2 takes
@@ -46,7 +46,7 @@ def child(board: str, objective: str, solver: str, sweeps: int) -> dict:
     import numpy as np
 
     from pipeline.errors import UsageError
-    from pipeline.games.knucklebones import exact as vi
+    from pipeline.games.knucklebones.exact import cpu as vi
 
     rules = parse_board(board, objective)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -127,7 +127,7 @@ def main() -> None:
 
 
 def _states(rules: object) -> int:
-    from pipeline.games.knucklebones import exact as vi
+    from pipeline.games.knucklebones.exact import cpu as vi
 
     return vi.tables(rules).n_states
 

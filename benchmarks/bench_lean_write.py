@@ -7,7 +7,7 @@ lean table's options and constants) on ROWS random float32 values in [0, 1) (the
 compression: the real tables repeat 0, 1/2 and 1 often) in two layouts, each in a fresh process:
 
 - ``lean``: today's table, the columns of
-  :data:`pipeline.games.knucklebones.stream.LEAN_COLUMNS` only, written as required columns;
+  :data:`pipeline.games.knucklebones.exact.stream.LEAN_COLUMNS` only, written as required columns;
 - ``shared``: the same rows in every column of the shared ``states`` schema, nullable, the 29
   others null (the table before this layout: the baseline, in the same run).
 
@@ -37,7 +37,11 @@ def child(layout: str, rows: int) -> dict:
     """Write ``rows`` lean rows in ``layout`` to a temporary file; the measurements."""
     import numpy as np
 
-    from pipeline.games.knucklebones.stream import LEAN_COLUMNS, LEAN_ROWS, lean_states_options
+    from pipeline.games.knucklebones.exact.stream import (
+        LEAN_COLUMNS,
+        LEAN_ROWS,
+        lean_states_options,
+    )
     from pipeline.stages.streamed import written_schema
     from pipeline.store import stream_writer
 

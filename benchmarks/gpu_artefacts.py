@@ -124,14 +124,14 @@ def inputs_step(args: argparse.Namespace) -> int:
     (0 play, 1 uniform), plies, and the record of how they were drawn."""
     import numpy as np
 
-    from pipeline.games.knucklebones import labels
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.knucklebones.players.positions import positions
     from pipeline.store.manifest import code_hash
 
     c, r, f = parse_board(args.board)
     game = Knucklebones(KnuckleRules(c, r, f))
     t0 = time.perf_counter()
-    state_id, source, ply, meta = labels.positions(game, args.games, args.uniform, args.seed)
+    state_id, source, ply, meta = positions(game, args.games, args.uniform, args.seed)
     meta.update(board=f"{c}x{r}-d{f}", columns=c, rows=r, faces=f, code_hash=code_hash())
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -162,9 +162,9 @@ def prepare_step(args: argparse.Namespace) -> int:
     and their successors."""
     import numpy as np
 
-    from pipeline.games.knucklebones import book, labels
-    from pipeline.games.knucklebones.exact import pairs_of, successor_ids
+    from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.knucklebones.players import book, labels
 
     plan = plan_of(args)
     t0 = time.perf_counter()
@@ -173,7 +173,7 @@ def prepare_step(args: argparse.Namespace) -> int:
     if (meta["columns"], meta["rows"], meta["faces"]) != (plan.columns, plan.rows, plan.faces):
         print(f"{plan.inputs} holds positions of the {meta['board']} board, not {plan.board}")
         return 2
-    nxt = labels.choice_ids(game, state_id)
+    nxt = labels.choice_ids(game.r, state_id)
     booked = book.reachable(game, plan.plies)
     sample = sample_ids(game.n_states, plan.samples, plan.seed)
     live = ~game.terminal_mask(pairs_of(game.r, sample))
@@ -209,7 +209,7 @@ def device_record() -> dict[str, Any]:
     import numba
     import numpy as np
 
-    from pipeline.games.knucklebones import gpu
+    from pipeline.games.knucklebones.exact import gpu
 
     cuda = gpu.cuda_module()
     dev = cuda.get_current_device()
@@ -232,7 +232,7 @@ def solve_step(args: argparse.Namespace) -> int:
     """Solve one objective on the GPU, keep the bounds there, gather the wanted values."""
     import numpy as np
 
-    from pipeline.games.knucklebones import solver
+    from pipeline.games.knucklebones.exact import solver
     from pipeline.games.knucklebones.game import KnuckleRules
 
     plan = plan_of(args)
@@ -277,7 +277,7 @@ def solve_step(args: argparse.Namespace) -> int:
 def greedy_step(args: argparse.Namespace) -> int:
     """Greedy against its best response on the GPU (wins), stopped after ``--seconds``;
     with ``--reference``, beside the plain CPU solve."""
-    from pipeline.games.knucklebones import gpu
+    from pipeline.games.knucklebones.exact import gpu
     from pipeline.games.knucklebones.game import KnuckleRules
 
     plan = plan_of(args)
@@ -292,7 +292,7 @@ def greedy_step(args: argparse.Namespace) -> int:
     record = found.record()
     record.update(device_record())
     if args.reference:
-        from pipeline.games.knucklebones.greedy import solve_cpu
+        from pipeline.games.knucklebones.exact.greedy import solve_cpu
 
         cpu = solve_cpu(rules)
         worst = max(
@@ -318,9 +318,11 @@ def assemble_step(args: argparse.Namespace) -> int:
     fails."""
     import numpy as np
 
-    from pipeline.games.knucklebones import artefacts, book, labels
-    from pipeline.games.knucklebones.exact import pairs_of, successor_ids
+    from pipeline.analysis import knucklebones_artefacts as contract
+    from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.knucklebones.players import artefacts, book, labels
+    from pipeline.store.files import write_file_atomic
     from pipeline.store.manifest import code_hash
 
     plan = plan_of(args)
@@ -373,14 +375,14 @@ def assemble_step(args: argparse.Namespace) -> int:
     labelled = labels.label(game, state_id, source, ply, lookups, meta)
     name = f"{plan.board}-labelled.parquet"
     kept = write_labelled(labelled, out / name)
-    labelled_back = labels.read(out / name)
+    labelled_back = artefacts.read_labelled(out / name)
     summary["labelled"] = {
         "file": name, "bytes": (out / name).stat().st_size, "positions": len(labelled_back),
         "play": int((labelled_back.source == "play").sum()),
         "uniform": int((labelled_back.source == "uniform").sum()),
         "cut to fit": len(labelled) - kept, "objectives": sorted(labelled_back.values),
     }  # fmt: skip
-    findings = artefacts.check_labelled(labelled_back, name)
+    findings = contract.check_labelled(labelled_back, name)
 
     # the book (both objectives), the first dice, the replies
     if "score" in solves:
@@ -388,16 +390,16 @@ def assemble_step(args: argparse.Namespace) -> int:
         plies, bname = plan.plies, f"{plan.board}-book.npz"
         while True:
             made = book.make(game, lookups, plies, {**provenance, "start": start})
-            made.save(out / bname, compact=True)
+            write_file_atomic(out / bname, artefacts.book_writer(made, compact=True))
             if (out / bname).stat().st_size <= MAX_BYTES or plies <= 1:
                 break
             plies -= 1  # too big to come back: one placement fewer
-        back = book.load(out / bname)
+        back = artefacts.read_book(out / bname)
         summary["book"] = {"file": bname, "bytes": (out / bname).stat().st_size,
                            "plies": back.plies, "positions": len(back)}  # fmt: skip
-        findings += artefacts.check_book(back, bname)
-        summary["first_die"] = artefacts.first_die(back)
-        summary["replies"] = artefacts.replies(back) if back.plies >= 2 else []
+        findings += contract.check_book(back, bname)
+        summary["first_die"] = contract.first_die(back)
+        summary["replies"] = contract.replies(back) if back.plies >= 2 else []
     else:
         checks.append(("the book: no score solve (the budget): not written", False))
 
@@ -427,7 +429,7 @@ def assemble_step(args: argparse.Namespace) -> int:
                        f"{allowed:.3g}", bool(residual.max() <= allowed)))  # fmt: skip
 
     if args.reference:  # the dry run: every gathered value against the CPU solver's
-        from pipeline.games.knucklebones import solver
+        from pipeline.games.knucklebones.exact import solver
 
         for objective, (ids, vals) in values.items():
             rules = KnuckleRules(plan.columns, plan.rows, plan.faces, objective)
@@ -440,7 +442,7 @@ def assemble_step(args: argparse.Namespace) -> int:
                 field = labels.FIELDS[objective]
                 got = getattr(back, field)
                 worst = float(np.abs(got - cpu[back.state_id]).max())
-                allowed = 2 * plan.tolerance + artefacts.FLOAT32_ROUNDING * float(np.abs(cpu).max())
+                allowed = 2 * plan.tolerance + contract.FLOAT32_ROUNDING * float(np.abs(cpu).max())
                 checks.append(
                     (
                         f"the book's {field} values equal the CPU solver's (largest "
@@ -460,15 +462,16 @@ def assemble_step(args: argparse.Namespace) -> int:
 def write_labelled(labelled: Any, path: Path) -> int:
     """Write the labelled set compact; if the file is too big to come back, keep fewer
     positions (the last first: the uniform sample's) until it fits. Returns how many."""
-    from pipeline.games.knucklebones import labels
+    from pipeline.games.knucklebones.players.artefacts import labelled_writer
+    from pipeline.store.files import write_file_atomic
 
     n = len(labelled)
-    labels.write(labelled, path, compact=True)
+    write_file_atomic(path, labelled_writer(labelled, compact=True))
     while path.stat().st_size > MAX_BYTES:
         n = int(n * MAX_BYTES / path.stat().st_size * 0.97)
         cut = labelled.subset(slice(0, n))
         cut.meta["cut_to_fit"] = len(labelled) - n
-        labels.write(cut, path, compact=True)
+        write_file_atomic(path, labelled_writer(cut, compact=True))
     return n
 
 

@@ -218,7 +218,7 @@ def preflight(s: Session) -> bool:
         "        print(name, getattr(m, '__version__', '?'))\n"
         "    except Exception as e:\n"
         "        print(name, 'missing:', type(e).__name__)\n"
-        "from pipeline.games.knucklebones import gpu\n"
+        "from pipeline.games.knucklebones.exact import gpu\n"
         "cuda = gpu.cuda_module()\n"
         "dev = cuda.get_current_device()\n"
         "name = getattr(dev, 'name', b'the CUDA simulator')\n"

@@ -61,8 +61,17 @@ def _on_terminal() -> bool:
 class Task:
     """One job in progress: ``done`` of ``total`` ``unit`` so far (total None: unknown)."""
 
-    def __init__(self, what: str, total: float | None, unit: str, parent: Task | None) -> None:
+    def __init__(
+        self,
+        what: str,
+        total: float | None,
+        unit: str,
+        parent: Task | None,
+        show_after: float | None = None,
+    ) -> None:
         self.what = what
+        self.show_after = SHOW_AFTER if show_after is None else show_after
+        """Seconds before the job shows (:data:`SHOW_AFTER` unless the job says)."""
         self.total = total
         self.unit = unit
         self.parent = parent
@@ -141,10 +150,13 @@ def _num(x: float) -> str:
 
 
 @contextmanager
-def task(what: str, total: float | None = None, unit: str = "steps") -> Iterator[Task]:
-    """Report the progress of the job run inside the ``with`` block (see the module docstring)."""
+def task(
+    what: str, total: float | None = None, unit: str = "steps", show_after: float | None = None
+) -> Iterator[Task]:
+    """Report the progress of the job run inside the ``with`` block (see the module docstring);
+    ``show_after``: seconds before it shows, for a job worth a word sooner than most."""
     with _lock:
-        job = Task(what, total, unit, _active[-1] if _active else None)
+        job = Task(what, total, unit, _active[-1] if _active else None, show_after)
         _active.append(job)
         if not is_quiet():
             _start_ticker()
@@ -201,7 +213,7 @@ def _finish(job: Task, ended: str) -> None:
     bar = _ticker["rich"]
     if bar is not None and job.rich_id is not None:
         bar.remove_task(job.rich_id)
-    if job.elapsed() >= SHOW_AFTER:
+    if job.elapsed() >= job.show_after:
         log(job.line(ended))
 
 
@@ -239,7 +251,7 @@ def _tick(stop: threading.Event, terminal: bool) -> None:
             if stop.is_set() or is_quiet():
                 continue
             now = time.monotonic()
-            due = [j for j in _active if now - j.started >= SHOW_AFTER]
+            due = [j for j in _active if now - j.started >= j.show_after]
             if terminal:
                 _show_bars(due)
             elif due:

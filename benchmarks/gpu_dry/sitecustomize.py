@@ -28,8 +28,8 @@ if str(ROOT) not in sys.path:
 
 
 def _stand_ins() -> None:
-    from pipeline.games.knucklebones import stream
     from pipeline.games.knucklebones.columns import BoardRules
+    from pipeline.games.knucklebones.exact import stream
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
     from pipeline.games.registry import REGISTRY
     from pipeline.store import stream_writer

@@ -16,8 +16,8 @@ With only the variant's own objective built, the other's values are None; with o
 one built, the answer is searched (the values of the objective asked are not in any table).
 
 **Searched.** Where the board's tables are not built (the full game until a GPU builds it), the
-depth-limited expectimax (:mod:`pipeline.games.knucklebones.search`) estimates both values of
-every column, ``depth`` placements deep, each marked exact where every line searched ends the
+depth-limited expectimax (:mod:`pipeline.games.knucklebones.players.search`) estimates both values
+of every column, ``depth`` placements deep, each marked exact where every line searched ends the
 game. The search maximises the win chance, then the difference, whatever the objective: a score
 variant's searched values are that play's expected differences.
 
@@ -43,7 +43,7 @@ import numpy as np
 from pipeline.answer.model import BoardAnswer, ColumnValue
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.registry import REGISTRY, Variant
-from pipeline.solve.tolerance import is_tie, regret
+from pipeline.solve.tolerance import is_tie, pick_two, regret
 from pipeline.solve.tolerance import pick as tie_pick
 from pipeline.store import directory
 from pipeline.store.states import Index
@@ -94,11 +94,17 @@ class BoardTables:
         return Found(own, self.directory.find(rules.rules_of(rules.other_objective)))
 
 
-def pick(values: list[float], labels: list[int], columns: list[int]) -> int:
+def pick(
+    values: list[float], labels: list[int], columns: list[int], then: list[float] | None = None
+) -> int:
     """The index of the tie rule's column among ``values`` (each column's value in the
     variant's objective, higher better): the largest label among those within the tie
-    tolerance of the best, then the lowest column (equal facing pairs are one move)."""
+    tolerance of the best (with ``then``, the other objective's values, among those that tie
+    with its best there: a search's pick, :func:`pipeline.solve.tolerance.pick_two`), then the
+    lowest column (equal facing pairs are one move)."""
     ranks = [(label, -column) for label, column in zip(labels, columns, strict=True)]
+    if then is not None:
+        return pick_two(values, then, ranks, 0, len(values))[0]
     return tie_pick(values, ranks, 0, len(values), max(values))[0]
 
 
@@ -255,17 +261,18 @@ class Boards:
         end = rules.end_depth(here, END_LEAVES)
         with self._search_lock:  # one search at a time: the transposition table is shared
             # first to the end of every line where that is cheap: exact if no removal prolongs
-            # a line; else the estimate at the depth asked
-            for d in ([end] if end is not None and end > depth else []) + [depth]:
+            # a line; else the board's player (the engine's decision: the depth asked, deeper
+            # on a close call)
+            found: list[tuple[int, Any]] | None = None
+            if end is not None and end > depth:
+                d, ev = end, rules.evaluate(here, end)
+                found = rules.searched(here, die, end) if die is not None else []
+                if not (ev.exact and all(e.exact for _, e in found)):
+                    found = None
+            if found is None:
+                d, found = rules.decided(here, die, depth, deeper) if die is not None else (
+                    depth, [])  # fmt: skip
                 ev = rules.evaluate(here, d)
-                found = rules.searched(here, die, d) if die is not None else []
-                if ev.exact and all(e.exact for _, e in found):
-                    break
-            else:
-                if deeper and deeper > d and rules.close_call([e for _, e in found]):
-                    d = deeper
-                    ev = rules.evaluate(here, d)
-                    found = rules.searched(here, die, d) if die is not None else []
         succ = dict(rules.successors(here, die)) if die is not None else {}
         pairs = [(c, succ[c]) for c, _ in found]
         fields = rules.fields
@@ -273,7 +280,9 @@ class Boards:
             f: [float(getattr(e, f)) for _, e in found] for f in fields.values()
         }
         ended = bool(ev.exact) and all(e.exact for _, e in found)
-        cols, other_best = _ranked(rules, here, pairs, columns, [bool(e.exact) for _, e in found])
+        cols, other_best = _ranked(
+            rules, here, pairs, columns, [bool(e.exact) for _, e in found], searched=True
+        )
         head = {**head, "source": "end" if ended else "search"}
         return BoardAnswer(
             **head, depth=d, value=float(getattr(ev, fields[rules.objective])), columns=cols,
@@ -304,19 +313,23 @@ def _ranked(
     succ: list[tuple[int, Any]],
     columns: dict[str, list[float] | None],
     exact: list[bool],
+    searched: bool = False,
 ) -> tuple[list[ColumnValue], int | None]:
     """The columns (``succ``: column and successor, increasing; ``columns``: each field's
     values in that order, None where its objective is not known) ranked by the variant's
     objective: by what each loses against the pick, the pick first among equals, then by
     column; and the column the other objective would pick where the pick is not among its best
-    (None: they agree, or the other objective's values are unknown)."""
+    (None: they agree, or the other objective's values are unknown). ``searched``: the values
+    are a search's, which breaks its objective's ties by the other (the player engine's pick);
+    the tables' pick is their policy's (:func:`pick`)."""
     if not succ:
         return [], None
     own = columns[rules.fields[rules.objective]]
+    other = columns[rules.fields[rules.other_objective]]
     assert own is not None
     numbers = [c for c, _ in succ]
     labels = [rules.label(here, c) for c in numbers]
-    best = pick(own, labels, numbers)
+    best = pick(own, labels, numbers, other if searched else None)
     top = own[best]
     win, diff = columns.get("win"), columns.get("diff")
     out = [
@@ -328,7 +341,6 @@ def _ranked(
         for k, (c, p) in enumerate(succ)
     ]  # fmt: skip
     out.sort(key=lambda c: (c.loss, not c.best, c.column))
-    other = columns[rules.fields[rules.other_objective]]
     if other is None:
         return out, None
     theirs = pick(other, labels, numbers)

@@ -333,7 +333,7 @@ def solve_exact_cmd(
     """
     import numpy as np
 
-    from pipeline.games.knucklebones import solver
+    from pipeline.games.knucklebones.exact import solver
     from pipeline.games.knucklebones.game import KnuckleRules
 
     rules = KnuckleRules(columns, rows, faces, objective)
@@ -407,20 +407,21 @@ def check_artefacts_cmd(
 
     Example: stb-pipeline knucklebones check-artefacts
     """
-    from pipeline.errors import ContractError
-    from pipeline.games.knucklebones.artefacts import check_packaged
+    from pipeline.analysis.contracts import VariantCheck, failure
+    from pipeline.analysis.knucklebones_artefacts import check_packaged, contract_results
+    from pipeline.cli.verify import print_result
 
     if models is not None and not models.is_dir():
         raise UsageError(f"--models {models} is not a folder")
     with progress.task("knucklebones check-artefacts: reading the books and labelled sets"):
-        found = check_packaged(models)
-    for finding in found:
-        out.print(finding.line(), markup=False)
-    failed = [f for f in found if f.ok is False]
-    if failed:
-        raise ContractError(f"{len(failed)} of {len(found)} artefact checks failed")
-    checked = sum(f.ok is True for f in found)
-    out.print(f"all {checked} artefact checks hold ({len(found) - checked} skipped)")
+        found = contract_results(check_packaged(models))
+    for result in found:
+        print_result(result)
+    error = failure([VariantCheck(None, found)])
+    if error is not None:
+        raise error
+    skipped = sum(bool(r.skipped) for r in found)
+    out.print(f"all {len(found) - skipped} artefact checks hold ({skipped} skipped)")
 
 
 @kb.command("loss")

@@ -4,7 +4,6 @@ none, measured against exact play (:mod:`pipeline.apps.knucklebones.distill`).""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +13,7 @@ from pipeline import progress
 from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
+from pipeline.store.files import write_file_atomic
 
 #: The commands, which join the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
 players = typer.Typer()
@@ -47,14 +47,6 @@ def _check_output(output: Path) -> None:
     """UsageError, before any work, where ``--output`` names a directory."""
     if output.is_dir():
         raise UsageError(f"--output {output} is a directory: name the file to write")
-
-
-def _write(output: Path, save: Callable[[Path], None]) -> None:
-    """``save(output)`` (each writer writes atomically), a write error as one line."""
-    try:
-        save(output)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
 def _data(data_dir: Path, tables: bool) -> Path | None:
@@ -117,16 +109,17 @@ def label_cmd(
 
     Example: stb-pipeline knucklebones label -v knucklebones-3x2 --games 1000 -o labelled.parquet
     """
+    from pipeline.analysis.knucklebones_artefacts import bellman_residual
     from pipeline.apps.knucklebones.distill import label
-    from pipeline.games.knucklebones import labels
+    from pipeline.games.knucklebones.players import artefacts
 
     _check(seed, games)
     if not 0 <= uniform <= 10_000_000:
         raise UsageError(f"--uniform must be between 0 and 10,000,000, not {uniform}")
     _check_output(output)
     found = label(_rules(variant), _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
-    _write(output, lambda path: labels.write(found, path))
-    worst = max(float(labels.bellman_residual(found, n).max(initial=0.0)) for n in found.values)
+    write_file_atomic(output, artefacts.labelled_writer(found))
+    worst = max(float(bellman_residual(found, n).max(initial=0.0)) for n in found.values)
     out.print(
         f"{len(found):,} positions written to {output} (values: {found.meta['values']}; "
         f"largest Bellman residual among them {worst:.2g})"
@@ -164,7 +157,8 @@ def train_cmd(
 
     from pipeline.apps.knucklebones.distill import labelled_file, train
     from pipeline.apps.knucklebones.position import MAX_DEPTH, check_depth
-    from pipeline.games.knucklebones.training import Settings
+    from pipeline.games.knucklebones.players.artefacts import evaluator_writer
+    from pipeline.games.knucklebones.players.training import Settings
 
     _check(seed, games)
     check_depth(depth)
@@ -184,7 +178,7 @@ def train_cmd(
         labelled=labelled_file(rules, labelled),  # type: ignore[arg-type]
         deeper=deeper,
     )  # fmt: skip
-    _write(output, found.evaluator.save)
+    write_file_atomic(output, evaluator_writer(found.evaluator))
     out.print(_ratings_table(Table, found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     out.print(
@@ -216,8 +210,10 @@ def book_cmd(
 
     Example: stb-pipeline knucklebones book -v knucklebones-3x2 --plies 5 -o 3x2-d6-book.npz
     """
-    from pipeline.apps.knucklebones.distill import board_game, exact_values
-    from pipeline.games.knucklebones.book import make
+    from pipeline.apps.knucklebones.distill import exact_values
+    from pipeline.games.knucklebones.game import board_game
+    from pipeline.games.knucklebones.players.artefacts import book_writer
+    from pipeline.games.knucklebones.players.book import make
 
     if not 0 <= plies <= 12:
         raise UsageError(f"--plies must be between 0 and 12, not {plies}")
@@ -229,7 +225,7 @@ def book_cmd(
     with progress.task(f"the positions within {plies} placements"):
         found = make(game, values.lookups(), plies, {})
     found.meta.update(values.provenance(t0))
-    _write(output, lambda path: found.save(path, compact=compact))
+    write_file_atomic(output, book_writer(found, compact))
     out.print(
         f"{len(found):,} positions within {plies} placements written to {output} "
         f"(values: {values.source}; start value {found.win[0]:.12f})"
@@ -256,9 +252,10 @@ def rate_cmd(
     """
     from rich.table import Table
 
-    from pipeline.apps.knucklebones.distill import board_game, held_out_positions
+    from pipeline.apps.knucklebones.distill import held_out_positions
     from pipeline.apps.knucklebones.rating import METHOD, rate_all, write_rows
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
+    from pipeline.games.knucklebones.game import board_game
 
     _check(seed, games)
     if not 10 <= decisions <= 1_000_000:
@@ -288,7 +285,7 @@ def rate_cmd(
 def _usual_players(game: object) -> str:
     """`rate`'s players when none are named: the distilled ones only where the board has an
     evaluator."""
-    from pipeline.games.knucklebones.players import board_evaluator
+    from pipeline.games.knucklebones.players.engine import board_evaluator
 
     usual = "greedy,seed-d4,ours-d2,ours-d4"
     return usual + (",net-d2,net-d4,net-d4+6" if board_evaluator(game) is not None else "")  # type: ignore[arg-type]
@@ -298,16 +295,13 @@ def _players(game: object, names: str) -> dict:
     """The players named in ``--players`` (comma-separated), made for ``game``'s board;
     UsageError for an unknown name or a net player on a board without an evaluator."""
     from pipeline.apps.knucklebones.match import check_player
-    from pipeline.games.knucklebones.players import named_player
+    from pipeline.games.knucklebones.players.engine import named_player
     from pipeline.games.registry import split_names
 
     found = split_names([names], "--players")
     for name in found:
         check_player(name)
-    try:
-        return {name: named_player(game, name) for name in found}  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    return {name: named_player(game, name) for name in found}  # type: ignore[arg-type]
 
 
 def _ratings_table(table_type: type, ratings: list) -> object:

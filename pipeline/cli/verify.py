@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
             if len(checks) > 1:
                 _print(f"{check.variant}:")
             for result in check.results:
-                _print_result(result)
+                print_result(result)
         error = contracts.failure(checks)
         if error is not None:
             raise error
@@ -78,6 +78,7 @@ UNITS = {
     "checksums": "files",
     "index": "files",
     "published": "figures",
+    "artefact": "values",
 }
 
 
@@ -99,8 +100,9 @@ def _print(text: str) -> None:
     out.print(text, markup=False)
 
 
-def _print_result(r: "ContractResult") -> None:
-    """One line per contract (ok, FAIL or skip, rows checked, violations), then bad rows."""
+def print_result(r: "ContractResult") -> None:
+    """One line per contract (ok, FAIL or skip, rows checked, violations), then bad rows: how
+    `verify` and `knucklebones check-artefacts` say their contracts' results."""
     import polars as pl
 
     from pipeline.analysis import contracts

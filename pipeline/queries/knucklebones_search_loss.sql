@@ -21,7 +21,7 @@
 -- stacking and removals). seed-d2 is the Rust Knucklebones solver's search to depth 2 (our placement, then each reply
 -- roll and the reply best for the opponent), estimating a position by the score difference plus
 -- 3.5 per placement the mover has left over the opponent before a board fills, as in the
--- `seed-d2` benchmark player (pipeline/games/knucklebones/search.py, evaluator SEED). Our own
+-- `seed-d2` benchmark player (pipeline/games/knucklebones/players/search.py, evaluator SEED). Our own
 -- evaluator's leaf (a logistic win estimate) is not repeated in SQL.
 with params as (
     select coalesce(getvariable('variant'), 'knucklebones-2x2') as variant

@@ -14,6 +14,7 @@ from pipeline.solve.compiled import inline_kernel, kernel
 is_tie = inline_kernel(tolerance.is_tie)
 best_of = inline_kernel(tolerance.best_of)
 pick = inline_kernel(tolerance.pick)
+pick_two = inline_kernel(tolerance.pick_two)
 regret = inline_kernel(tolerance.regret)
 
 

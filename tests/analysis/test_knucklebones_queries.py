@@ -16,7 +16,8 @@ import pytest
 from pipeline.analysis import sql
 from pipeline.errors import TablesMissingError
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.search import SEED, Searcher, greedy_gain
+from pipeline.games.knucklebones.players.evaluator import gain_table
+from pipeline.games.knucklebones.players.search import SEED, Searcher
 from pipeline.solve.value_iteration import solve_value_iteration
 from pipeline.store import outputs
 from tests.analysis.test_query import EXPECTED, assert_same_rows, csv_rows
@@ -80,7 +81,7 @@ def test_search_loss_choices_match_the_python_players(built_2x2: Path) -> None:
             .iter_rows()
         )
         d2 = {j: ev.diff for j, ev in searcher.move_values(pairs, roll, 2, SEED)}
-        gain = greedy_gain(pairs, roll, t.place, t.mover_score, t.opp_score)
+        gain = gain_table(t)[pairs, roll - 1]
         greedy = {j: float(gain[j]) for j in d2}
         for strategy, measure in (("seed-d2", d2), ("greedy", greedy)):
             best = max(measure.values())

@@ -14,9 +14,9 @@ import numpy as np
 
 
 def main() -> dict:
-    from pipeline.games.knucklebones import gpu, solver
+    from pipeline.games.knucklebones.exact import gpu, solver
+    from pipeline.games.knucklebones.exact.greedy import solve_cpu
     from pipeline.games.knucklebones.game import KnuckleRules
-    from pipeline.games.knucklebones.greedy import solve_cpu
 
     found: dict = {"simulated": gpu.simulated()}
     rng = np.random.default_rng(5)

@@ -7,9 +7,9 @@ from functools import cache
 
 import numpy as np
 
-from pipeline.games.knucklebones import labels
+from pipeline.games.knucklebones.exact.solver import solve
 from pipeline.games.knucklebones.game import KnuckleRules
-from pipeline.games.knucklebones.solver import solve
+from pipeline.games.knucklebones.players import labels
 
 
 @cache

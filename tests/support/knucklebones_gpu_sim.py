@@ -50,7 +50,8 @@ def let_in(*names: str) -> None:
 def main(out_dir: Path) -> dict:
     import pyarrow.parquet as pq
 
-    from pipeline.games.knucklebones import exact, gpu, stream
+    from pipeline.games.knucklebones.exact import cpu as exact
+    from pipeline.games.knucklebones.exact import gpu, stream
     from pipeline.games.knucklebones.game import KnuckleRules
     from tests.conftest import invoke
 

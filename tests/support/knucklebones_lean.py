@@ -16,7 +16,7 @@ from pipeline.games.knucklebones.game import KnuckleRules
 def write_lean(data: Path, name: str, rules: KnuckleRules) -> None:
     """The lean states table of ``rules`` (the full game's layout), from the CPU solver, and
     its decisions table, as ``build --device cuda`` commits them: variants/<name>/*.parquet."""
-    from pipeline.games.knucklebones.stream import StreamedKnucklebones, lean_stream
+    from pipeline.games.knucklebones.exact.stream import StreamedKnucklebones, lean_stream
     from pipeline.games.registry import Variant
     from pipeline.stages import streamed as streamed_build
     from pipeline.store import catalog, layout

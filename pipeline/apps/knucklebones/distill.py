@@ -4,7 +4,7 @@ evaluator fitted to them, and players measured against exact play on held-out po
 
 The exact values of a board come from its tables where both objectives are built in the data
 directory (found by the rules they record, whatever their names), else from a solve here
-(:func:`pipeline.games.knucklebones.solver.solve`, every value within 1e-11): the small boards
+(:func:`pipeline.games.knucklebones.exact.solver.solve`, every value within 1e-11): the small boards
 (3x2, 3x3 with a d4) solve in a minute or two on a laptop. The full game's values exist only on
 a GPU; its labelled set and book come from there (docs/knucklebones-full-game.md).
 """
@@ -21,10 +21,11 @@ import numpy as np
 
 from pipeline import progress
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.evaluator import Evaluator
-from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.labels import Labelled, Lookup, labelled_set
-from pipeline.games.knucklebones.training import Settings, examples, fit
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules, board_game
+from pipeline.games.knucklebones.players.evaluator import Evaluator
+from pipeline.games.knucklebones.players.labels import Labelled, Lookup
+from pipeline.games.knucklebones.players.positions import labelled_set
+from pipeline.games.knucklebones.players.training import Settings, examples, fit
 
 #: The largest board whose values are held in memory (and solved here when not built): 3x3
 #: with a d5 has 351 million positions; the full game 4.8 billion.
@@ -80,11 +81,6 @@ def _lookup(values: np.ndarray) -> Lookup:
     return read
 
 
-def board_game(rules: KnuckleRules) -> Knucklebones:
-    """The board of ``rules`` (its objective set to wins: both are labelled)."""
-    return Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces))
-
-
 def exact_values(rules: KnuckleRules, data_dir: Path | None) -> Values:
     """Both objectives' exact values of ``rules``' board: from its tables in ``data_dir``
     where both are built, else solved here; UsageError for a board too big for memory."""
@@ -99,7 +95,7 @@ def exact_values(rules: KnuckleRules, data_dir: Path | None) -> Values:
     found = _built(game, data_dir) if data_dir is not None else None
     if found is not None:
         return Values(found.values, found.source, time.perf_counter() - t0)
-    from pipeline.games.knucklebones.solver import solve
+    from pipeline.games.knucklebones.exact.solver import solve
 
     out: dict[str, np.ndarray] = {}
     for objective in ("wins", "score"):
@@ -111,18 +107,17 @@ def exact_values(rules: KnuckleRules, data_dir: Path | None) -> Values:
 
 def _built(game: Knucklebones, data_dir: Path) -> Values | None:
     """Both objectives' values from the board's built tables (None unless both are built)."""
-    from pipeline.answer.answers import for_dir
-    from pipeline.games.knucklebones.columns import BoardRules
+    from pipeline.apps.knucklebones.known import built_pair
     from pipeline.store import readers
 
     if not (Path(data_dir) / "manifest.json").exists():
         return None
-    boards = for_dir(Path(data_dir)).boards
-    found = boards.tables.find("", BoardRules(game))
-    if found.own is None or found.twin is None:
+    found = built_pair(data_dir, game.r)
+    if found is None:
         return None
+    _, own, twin = found
     out: dict[str, np.ndarray] = {}
-    for objective, name in (("wins", found.own), ("score", found.twin)):
+    for objective, name in (("wins", own), ("score", twin)):
         with progress.task(f"reading {name}'s values"):
             table = readers.dataset(data_dir, "states", name).to_table(
                 columns=["state_id", "value"]
@@ -132,14 +127,14 @@ def _built(game: Knucklebones, data_dir: Path) -> Values | None:
         if np.isnan(values).any():
             raise UsageError(f"{name}'s states table lacks positions: rebuild it")
         out[objective] = values
-    return Values(out, f"tables: {found.own}, {found.twin}")
+    return Values(out, f"tables: {own}, {twin}")
 
 
 def label(
     rules: KnuckleRules, data_dir: Path | None, games: int, uniform: int, seed: int,
     held_out: bool = False,
 ) -> Labelled:  # fmt: skip
-    """A labelled set of ``rules``' board (see :func:`labels.labelled_set`)."""
+    """A labelled set of ``rules``' board (see :func:`positions.labelled_set`)."""
     t0 = time.perf_counter()
     game = board_game(rules)
     values = exact_values(rules, data_dir)
@@ -157,7 +152,7 @@ def held_out_positions(
     packaged set its GPU call made (`models/<board>-labelled.parquet`) where present; else
     positions from ``games`` games (``seed``) labelled here. UsageError for a file that is not
     a labelled set of this board, or holds no held-out position."""
-    from pipeline.games.knucklebones import labels
+    from pipeline.games.knucklebones.players import labels
 
     path = labelled_file(rules, path)
     if path is None:
@@ -172,10 +167,10 @@ def held_out_positions(
 def labelled_file(rules: KnuckleRules, path: Path | None) -> Path | None:
     """``path``, else for a board too big to solve here (the full game) the packaged labelled
     set its GPU call made (`models/<board>-labelled.parquet`) where present, else None."""
-    from pipeline.games.knucklebones.artefacts import labelled_path
+    from pipeline.games.knucklebones.players import artefacts
 
     if path is None and board_game(rules).n_states > MAX_STATES:
-        packaged = labelled_path(rules.columns, rules.rows, rules.faces)
+        packaged = artefacts.path("labelled", rules)
         return packaged if packaged.exists() else None
     return path
 
@@ -184,10 +179,10 @@ def read_labelled(rules: KnuckleRules, path: Path) -> Labelled:
     """The labelled set in ``path`` (`knucklebones label`, or the full game's GPU call), its
     ``values`` record naming the file; UsageError for a file that is not a labelled set of
     ``rules``' board."""
-    from pipeline.games.knucklebones import labels
+    from pipeline.games.knucklebones.players import artefacts
 
     try:
-        found = labels.read(path)
+        found = artefacts.read_labelled(path)
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"cannot read labelled positions from {path}: {exc}") from None
     board = (rules.columns, rules.rows, rules.faces)
@@ -230,7 +225,7 @@ def training_set(
     positions (``seed``), and held-out ones from a tenth as many games (``seed + 1``); or, from
     the file ``labelled``, its positions (the fit leaves the held-out tenth out) and its
     held-out tenth. UsageError where there is no held-out position to rate on."""
-    from pipeline.games.knucklebones.labels import held_out
+    from pipeline.games.knucklebones.players.labels import held_out
 
     game = board_game(rules)
     if labelled is None:
@@ -270,8 +265,7 @@ def train(
     player beat the baseline on every one (it becomes the board's default player then)."""
     from pipeline.apps.knucklebones.rating import beats, rate_all
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
-    from pipeline.games.knucklebones.players import named_player
-    from pipeline.games.knucklebones.search import NET, Searcher
+    from pipeline.games.knucklebones.players.engine import named_player
 
     t0 = time.perf_counter()
     game = board_game(rules)
@@ -287,13 +281,9 @@ def train(
 
         model = fit(game, data.fit, settings, report=epoch)
     asked = held_decisions(game, data.held, decisions, seed + 2)
-    searcher = Searcher(game, evaluator=model)
-
-    def net(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
-        return searcher.best_move(pairs, face, depth, NET, deeper)[0]
-
     name = f"net-d{depth}" + (f"+{deeper}" if deeper > depth else "")
-    ratings = rate_all({name: net, BASELINE: named_player(game, BASELINE)}, asked, seed + 3)
+    made = {name: named_player(game, name, model), BASELINE: named_player(game, BASELINE)}
+    ratings = rate_all(made, asked, seed + 3)
     model.meta.update({
         "board": model.board, "depth": depth, "deeper": deeper if deeper > depth else None,
         "beats_search": beats(*ratings),

@@ -72,7 +72,7 @@ def check_sample(data_dir: Path, rules: KnuckleRules, samples: int, seed: int) -
     final value once a board is full, within the table's residual. Reads one row group per
     position looked up (the sample and its successors): for the full game about a minute per
     hundred samples. UsageError when either objective is not built."""
-    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.exact import cpu as exact
     from pipeline.games.knucklebones.game import Knucklebones
 
     pair = built_pair(data_dir, rules)

@@ -1,8 +1,8 @@
 """What heuristic Knucklebones players lose against perfect play, priced by the exact tables.
 
-The positions are a fixed sample (:mod:`pipeline.games.knucklebones.sample`): the decisions met
-in ``games`` games between two random players (seeded, so the sample is the same every run),
-each a (position, die) with at least two columns whose exact values differ. At each one, every
+The positions are a fixed sample (:mod:`pipeline.games.knucklebones.players.decisions`): the
+decisions met in ``games`` games between two random players (seeded, so the sample is the same every
+run), each a (position, die) with at least two columns whose exact values differ. At each one, every
 player named picks its column; its *regret* is the best column's exact value minus the picked
 column's, from the tables of both objectives (the win probability of win-maximising play, the
 expected score difference of difference-maximising play): the one answer about the position
@@ -21,8 +21,8 @@ import numpy as np
 from pipeline.answer.answers import for_dir
 from pipeline.apps.knucklebones.match import make_player, perfect_variant
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import sample
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+from pipeline.games.knucklebones.players import decisions as sample
 
 #: A decision matters, and a pick is a mistake, past this much win probability (the tables are
 #: float32: their values are good to about 1e-7).

@@ -17,16 +17,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from pipeline.apps.knucklebones import MAX_DEPTH
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.players import (  # noqa: F401  (this module's interface too)
-    Player,
-    greedy_player,
-    named_player,
-    random_player,
-    search_player,
-)
+from pipeline.games.knucklebones.players.engine import Play, named_player, policy
 from pipeline.store import tables
 
 if TYPE_CHECKING:
@@ -50,7 +43,7 @@ def perfect_variant(game: Knucklebones, answers: Answers | None) -> Variant | No
     )
 
 
-def perfect_player(game: Knucklebones, answers: Answers, variant: Variant) -> Player:
+def perfect_player(game: Knucklebones, answers: Answers, variant: Variant) -> Play:
     """Perfect play: the one answer's pick (:mod:`pipeline.answer.boards`) from the exact win
     tables of ``variant``: the best win probability, ties to the tables' policy."""
     rules = answers.board_rules(variant)
@@ -63,7 +56,7 @@ def perfect_player(game: Knucklebones, answers: Answers, variant: Variant) -> Pl
     return play
 
 
-def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -> Player:
+def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -> Play:
     """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN, or perfect
     (the one answer from the exact tables in ``answers``' data directory)."""
     if name == "perfect":
@@ -79,25 +72,12 @@ def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -
 
 
 def check_player(name: str) -> int:
-    """The search depth of a player name (0 for random and greedy); UsageError when the name is
-    not a player or its depth is outside 1..MAX_DEPTH (depth 0 would search nothing)."""
-    if name in ("random", "greedy", "perfect"):
+    """The search depth of a player name (0 for random, greedy and perfect): the deeper of its
+    depths; UsageError when the name is not a player (:func:`engine.policy`'s words)."""
+    if name == "perfect":
         return 0
-    for prefix in ("seed-d", "ours-d", "net-d"):
-        depth, plus, deeper = name[len(prefix) :].partition("+")
-        parts = [depth, deeper] if plus else [depth]
-        if name.startswith(prefix) and all(
-            d.isascii() and d.isdigit() and len(d) < 4 for d in parts
-        ):
-            if not all(1 <= int(d) <= MAX_DEPTH for d in parts):
-                raise UsageError(f"player {name!r}: the depth must be 1 to {MAX_DEPTH}")
-            if plus and int(deeper) <= int(depth):
-                raise UsageError(f"player {name!r}: close calls go deeper than {depth}")
-            return max(int(d) for d in parts)
-    raise UsageError(
-        f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN, net-dN (net-dN+M: "
-        "close calls M deep) or perfect"
-    )
+    found = policy(name)
+    return max(found.depth, found.deeper)
 
 
 @dataclass
@@ -111,7 +91,7 @@ class GameRecord:
 
 
 def play_game(
-    game: Knucklebones, a: Player, b: Player, a_first: bool, rng: np.random.Generator
+    game: Knucklebones, a: Play, b: Play, a_first: bool, rng: np.random.Generator
 ) -> GameRecord:
     """Play one game of A against B; the die and the players' tie-breaks use ``rng``."""
     pairs = np.zeros(game.r.columns, dtype=np.int64)

@@ -1,21 +1,20 @@
 """Knucklebones players measured against exact values, choice by choice.
 
-The positions are a held-out labelled set (:mod:`pipeline.games.knucklebones.labels`): positions
-met in games between the project's players, labelled with the exact value of every choice in
-both objectives, and *held out*: their state ids fall in the tenth that no evaluator is trained
-on (:func:`pipeline.games.knucklebones.labels.held_out`). A decision is a position and a die
-with at least two distinct moves. At each, every player picks a column; its *regret* is the
-best choice's exact win chance minus the picked one's, and the pick is *optimal* when that is
-within the tie tolerance (1e-12, relative). The middle game is the decisions with at most two
-thirds of both boards' slots filled (12 dice of the full game's 18). Each player's time is the
-mean wall time of its picks, on one core of this process, after one untimed pick (the first
-compiles the search).
+The positions are a held-out labelled set (:mod:`pipeline.games.knucklebones.players.labels`):
+positions met in games between the project's players, labelled with the exact value of every choice
+in both objectives, and *held out*: their state ids fall in the tenth that no evaluator is trained
+on (:func:`pipeline.games.knucklebones.players.labels.held_out`). A decision is a position and a die
+with at least two distinct moves. At each, every player picks a column; its *regret* is the best
+choice's exact win chance minus the picked one's, and the pick is *optimal* when that is within the
+tie tolerance (1e-12, relative). The middle game is the decisions with at most two thirds of both
+boards' slots filled (12 dice of the full game's 18). Each player's time is the mean wall time of
+its picks, on one core of this process, after one untimed pick (the first compiles the search).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.labels import Labelled
-from pipeline.games.knucklebones.players import Player
+from pipeline.games.knucklebones.players.engine import Play
+from pipeline.games.knucklebones.players.labels import Labelled
 from pipeline.solve.tolerance import ties
 
 #: The players a rating measures when none are named.
@@ -75,7 +74,7 @@ class Rating:
 
 def decisions(game: Knucklebones, labelled: Labelled, limit: int, seed: int) -> Decisions:
     """The labelled set's decisions, at most ``limit`` of them drawn with ``seed``."""
-    from pipeline.games.knucklebones.exact import pairs_of
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
 
     f, c = labelled.faces, labelled.columns
     nxt = labelled.next_id.reshape(-1, f, c)
@@ -100,7 +99,7 @@ def decisions(game: Knucklebones, labelled: Labelled, limit: int, seed: int) -> 
 
 def rate(
     name: str,
-    player: Player,
+    player: Play,
     found: Decisions,
     seed: int,
     tick: Callable[[], None] | None = None,
@@ -134,7 +133,7 @@ def rate(
     )  # fmt: skip
 
 
-def rate_all(players: dict[str, Player], found: Decisions, seed: int) -> list[Rating]:
+def rate_all(players: Mapping[str, Play], found: Decisions, seed: int) -> list[Rating]:
     """Every player rated on ``found`` (:func:`rate`, each with the same tie-break ``seed``),
     with a progress bar over all their picks."""
     from pipeline import progress

@@ -20,12 +20,12 @@ from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, KnuckleRules, read_board
 
 if TYPE_CHECKING:
-    from pipeline.games.knucklebones.evaluator import Evaluator
-    from pipeline.games.knucklebones.search import Eval, Searcher
+    from pipeline.games.knucklebones.players.evaluator import Evaluator
+    from pipeline.games.knucklebones.players.search import Eval, Searcher
 
 #: Each objective a board is solved for, and the name of its value in an answer (and in the
-#: search's :class:`~pipeline.games.knucklebones.search.Eval`): the mover's win chance (a draw
-#: counting 1/2), the expected final score difference.
+#: search's :class:`~pipeline.games.knucklebones.players.search.Eval`): the mover's win chance
+#: (a draw counting 1/2), the expected final score difference.
 FIELDS = {"wins": "win", "score": "diff"}
 
 
@@ -155,10 +155,10 @@ class BoardRules:
     def evaluator(self) -> Evaluator | None:
         """The board's packaged evaluator where its record says it beat the search on the
         board's held-out exact positions (None: the search's own leaf estimate plays)."""
-        from pipeline.games.knucklebones.evaluator import packaged
+        from pipeline.games.knucklebones.players.artefacts import packaged_evaluator
 
         r = self.game.r
-        found = packaged(r.columns, r.rows, r.faces)
+        found = packaged_evaluator(r.columns, r.rows, r.faces)
         return found if found is not None and found.trusted else None
 
     @property
@@ -181,17 +181,10 @@ class BoardRules:
         deeper = None if found is None else found.meta.get("deeper")
         return int(deeper) if deeper else None
 
-    def close_call(self, values: list[Eval]) -> bool:
-        """Whether a decision's searched columns are a close call in this board's objective
-        (:func:`pipeline.games.knucklebones.search.close_call`): worth searching deeper."""
-        from pipeline.games.knucklebones.search import close_call
-
-        return close_call(values, by_diff=self.objective != "wins")
-
     def searcher(self) -> Searcher:
         """The search over this board (its transposition table kept across answers)."""
         from pipeline.games.knucklebones.game import KnuckleRules
-        from pipeline.games.knucklebones.search import Searcher
+        from pipeline.games.knucklebones.players.search import Searcher
 
         if self._searcher is None:
             r = self.game.r
@@ -202,7 +195,7 @@ class BoardRules:
         return self._searcher
 
     def _kind(self) -> int:
-        from pipeline.games.knucklebones.search import NET, OURS
+        from pipeline.games.knucklebones.players.search import NET, OURS
 
         return OURS if self.evaluator is None else NET
 
@@ -212,9 +205,26 @@ class BoardRules:
 
     def searched(self, position: Position, die: int, depth: int) -> list[tuple[int, Eval]]:
         """The search's value of every legal column for ``die`` (1-based, the user's order)."""
+        values = self.searcher().move_values(position.pairs, die, depth, self._kind())
+        return self._columns(position, values)
+
+    def decided(
+        self, position: Position, die: int, depth: int, deeper: int | None
+    ) -> tuple[int, list[tuple[int, Eval]]]:
+        """The board's search player's decision for ``die`` (the player engine's: ``depth``
+        deep, ``deeper`` on a close call in this board's objective): (the depth searched,
+        every legal column's value, 1-based in the user's order)."""
+        searched, values, _ = self.searcher().decide(
+            position.pairs, die, depth, self._kind(), deeper or 0, self.objective != "wins"
+        )
+        return searched, self._columns(position, values)
+
+    def _columns(
+        self, position: Position, values: list[tuple[int, Eval]]
+    ) -> list[tuple[int, Eval]]:
+        """A search's values (by place in the sorted position) by the user's columns."""
         pairs = position.pairs
         srt = np.sort(pairs)
-        values = self.searcher().move_values(pairs, die, depth, self._kind())
         by_pair = {int(srt[j]): ev for j, ev in values}
         return [(i + 1, by_pair[int(p)]) for i, p in enumerate(pairs) if int(p) in by_pair]
 
@@ -224,10 +234,10 @@ class BoardRules:
         """The position's values (``win``, ``diff``) and, with ``die``, every legal column's
         (column, successor, win, diff: the mover's, from the successor's values) from the
         board's opening book, or None unless the position and every successor are in it."""
-        from pipeline.games.knucklebones.book import packaged
+        from pipeline.games.knucklebones.players.artefacts import packaged_book
 
         r = self.game.r
-        book = packaged(r.columns, r.rows, r.faces)
+        book = packaged_book(r.columns, r.rows, r.faces)
         if book is None:
             return None
         succ = self.successors(position, die) if die is not None else []

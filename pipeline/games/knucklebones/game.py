@@ -78,6 +78,17 @@ class KnuckleRules:
         return {"game": "knucklebones", **asdict(self)}
 
 
+def board_name(rules: KnuckleRules) -> str:
+    """A board and die as the artefacts' files name them: ``3x3-d6``."""
+    return f"{rules.columns}x{rules.rows}-d{rules.faces}"
+
+
+def board_game(rules: KnuckleRules) -> Knucklebones:
+    """The game of ``rules``' board and die, its objective the win chance: the board the
+    players play, the search values and the artefacts label (both objectives)."""
+    return Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces))
+
+
 class PairTables:
     """Columns, facing pairs and the per-pair lookup tables of one board shape and die."""
 

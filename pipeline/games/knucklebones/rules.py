@@ -1,14 +1,17 @@
-"""The rules of a Knucklebones move on canonical state ids, written once for every target.
+"""The rule book of Knucklebones on canonical positions, written once for every engine.
 
-These are the scalar kernels of the exact solver and of the search: unranking a state id into
-its sorted facing pairs, a move (:func:`move_pair`, :func:`turned_after`) and the successor id
-of every (face, column) move, the dice on each board and the value of a finished game. They are
-plain ``numba.njit`` functions that use nothing but scalar arithmetic, loops and caller-provided
-arrays (no allocation, no NumPy calls), so the same definitions are compiled by numba for the
-CPU (:mod:`pipeline.games.knucklebones.exact`, :mod:`pipeline.games.knucklebones.search`) and,
-called from a ``numba.cuda.jit`` kernel, as device functions for the GPU
-(:mod:`pipeline.games.knucklebones.gpu`): numba-cuda compiles an ``njit`` function called from a
-kernel for the CUDA target. There is one copy of the rules, so the backends cannot drift apart;
+These are the scalar kernels of the exact solvers (CPU, Dask, GPU), the search and the players:
+unranking a state id into its sorted facing pairs, a move (:func:`move_pair`, :func:`turned_after`)
+and the successor id of every (face, column) move, the dice on each board (:func:`dice`,
+:func:`ended`), the score difference (:func:`score_diff`) and the value of a finished game, and the
+greedy player's gain (:func:`gain`); :class:`Board` holds the arrays they read, for the search and
+the players. They are plain ``numba.njit`` functions that use nothing but scalar arithmetic, loops
+and caller-provided arrays (no allocation, no NumPy calls), so the same definitions are compiled by
+numba for the CPU (:mod:`pipeline.games.knucklebones.exact.cpu`,
+:mod:`pipeline.games.knucklebones.players.search`, :mod:`~.players.engine`) and, called from a
+``numba.cuda.jit`` kernel, as device functions for the GPU
+(:mod:`pipeline.games.knucklebones.exact.gpu`): numba-cuda compiles an ``njit`` function called from
+a kernel for the CUDA target. There is one copy of the rules, so the backends cannot drift apart;
 the tests compare them state by state, and with
 :meth:`pipeline.games.knucklebones.game.Knucklebones.play`, the same move on boards in play.
 
@@ -19,7 +22,45 @@ kernel's local arrays.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
 from numba import njit
+
+if TYPE_CHECKING:
+    from pipeline.games.knucklebones.game import Knucklebones
+
+#: A full column's gain (:func:`gain`): below any real one.
+NO_GAIN = -(2**62)
+
+
+class Board(NamedTuple):
+    """The arrays the compiled rules read for one board and die (int64, contiguous), as the
+    search and the players pass them: one argument, always of the same types."""
+
+    columns: int
+    faces: int
+    slots: int
+    moved: np.ndarray
+    swap: np.ndarray
+    mover_size: np.ndarray
+    opp_size: np.ndarray
+    mover_score: np.ndarray
+    opp_score: np.ndarray
+    binom: np.ndarray
+
+
+def board(game: Knucklebones) -> Board:
+    """The rule book's arrays of ``game``'s board and die."""
+    t, r = game.t, game.r
+
+    def flat(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=np.int64)
+
+    return Board(
+        r.columns, r.faces, r.slots, flat(t.moved), flat(t.swap), flat(t.mover_size),
+        flat(t.opp_size), flat(t.mover_score), flat(t.opp_score), flat(game.binom),
+    )  # fmt: skip
 
 
 @njit(cache=True)
@@ -108,7 +149,7 @@ def successors(pairs, row, c, f, moved, swap, binom, sw, q, ids, out):
 
 @njit(cache=True)
 def dice(p, c, mover_size, opp_size):
-    """Dice on each board of sorted pairs ``p``."""
+    """Dice on each board of the pairs ``p[:c]``."""
     mine, theirs = 0, 0
     for k in range(c):
         mine += mover_size[p[k]]
@@ -117,14 +158,48 @@ def dice(p, c, mover_size, opp_size):
 
 
 @njit(cache=True)
-def final_value(p, c, mover_score, opp_score, wins):
-    """Value of a finished game for the player to move (a draw is 1/2 for wins)."""
+def ended(p, c, slots, mover_size, opp_size):
+    """Whether the game is over: a board of the pairs ``p[:c]`` is full."""
+    mine, theirs = dice(p, c, mover_size, opp_size)
+    return mine == slots or theirs == slots
+
+
+@njit(cache=True)
+def score_diff(p, c, mover_score, opp_score):
+    """The mover's total less the opponent's, of the pairs ``p[:c]``."""
     diff = 0
     for k in range(c):
         diff += mover_score[p[k]] - opp_score[p[k]]
+    return diff
+
+
+@njit(cache=True)
+def final_value(p, c, mover_score, opp_score, wins):
+    """Value of a finished game for the player to move (a draw is 1/2 for wins)."""
+    diff = score_diff(p, c, mover_score, opp_score)
     if not wins:
         return float(diff)
     return 1.0 if diff > 0 else (0.0 if diff < 0 else 0.5)
+
+
+@njit(cache=True)
+def gain(p, v, moved, mover_score, opp_score):
+    """The greedy player's measure of a move: the immediate change of the mover's score
+    difference when face ``v + 1`` goes in a column holding pair ``p`` (its own dice counted
+    again, the opponent's equal dice removed); :data:`NO_GAIN` where the column is full. The
+    moved pair is seen by the opponent, so its scores swap sides."""
+    m = moved[p, v]
+    if m < 0:
+        return NO_GAIN
+    return (opp_score[m] - mover_score[p]) + (opp_score[p] - mover_score[m])
+
+
+@njit(cache=True)
+def gains(moved, mover_score, opp_score, out):
+    """:func:`gain` of every pair and face into ``out`` ([pairs, faces])."""
+    for p in range(out.shape[0]):
+        for v in range(out.shape[1]):
+            out[p, v] = gain(p, v, moved, mover_score, opp_score)
 
 
 @njit(cache=True)

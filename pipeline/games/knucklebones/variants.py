@@ -13,8 +13,8 @@ def knucklebones(
     """Register a Knucklebones board with the given KnuckleRules fields."""
 
     def make() -> Any:
+        from pipeline.games.knucklebones.exact.stream import StreamedKnucklebones
         from pipeline.games.knucklebones.game import KnuckleRules
-        from pipeline.games.knucklebones.stream import StreamedKnucklebones
 
         return StreamedKnucklebones(KnuckleRules(**rules))
 

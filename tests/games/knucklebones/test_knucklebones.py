@@ -97,7 +97,7 @@ def test_the_move_is_the_compiled_rules_move_on_every_state() -> None:
     solvers and the search (rules.move_pair, rules.turned_after: sorted positions) make the same
     successor of every state, die and column of a small board; the move of many positions at
     once is the move of each."""
-    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.exact import cpu as exact
 
     g = game(2, 2, faces=3)
     pos = g.positions

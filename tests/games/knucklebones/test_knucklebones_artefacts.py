@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.games.knucklebones import artefacts, labels
-from pipeline.games.knucklebones import book as book_module
+from pipeline.analysis import knucklebones_artefacts as contract
+from pipeline.games.knucklebones.exact.greedy import solve_cpu, values_cpu
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.greedy import solve_cpu, values_cpu
+from pipeline.games.knucklebones.players import artefacts, labels, positions
+from pipeline.games.knucklebones.players import book as book_module
+from pipeline.store.files import write_file_atomic as save
 from tests.conftest import REPO, invoke
 from tests.support.ci import cannot_run
 from tests.support.knucklebones_exact import exact, lookups
@@ -35,7 +37,7 @@ PROVENANCE = {"device": "cpu (a test)", "code_hash": "x", "seconds": 1.0, "toler
 
 @cache
 def labelled() -> labels.Labelled:
-    found = labels.labelled_set(Knucklebones(SMALL), lookups(SMALL), 200, 150, 3)
+    found = positions.labelled_set(Knucklebones(SMALL), lookups(SMALL), 200, 150, 3)
     found.meta.update(PROVENANCE)
     return found
 
@@ -54,11 +56,11 @@ def test_a_compact_labelled_set_rounds_to_float32_and_recomputes_the_successors(
     import pyarrow.parquet as pq
 
     found = labelled()
-    labels.write(found, tmp_path / "full.parquet")
-    labels.write(found, tmp_path / "compact.parquet", compact=True)
+    save(tmp_path / "full.parquet", artefacts.labelled_writer(found))
+    save(tmp_path / "compact.parquet", artefacts.labelled_writer(found, compact=True))
     schema = pq.read_schema(tmp_path / "compact.parquet")
     assert "next_state_id" not in schema.names and str(schema.field("win").type) == "float"
-    back = labels.read(tmp_path / "compact.parquet")
+    back = artefacts.read_labelled(tmp_path / "compact.parquet")
     assert back.meta["compact"] and back.meta["seed"] == 3
     assert np.array_equal(back.state_id, found.state_id)
     assert np.array_equal(back.next_id, found.next_id)  # from the ids, not the file
@@ -71,11 +73,11 @@ def test_a_compact_labelled_set_rounds_to_float32_and_recomputes_the_successors(
         assert np.allclose(back.choices[name][legal], found.choices[name][legal], rtol=2**-24,
                            atol=0)  # fmt: skip
         # the rounding is allowed for, and nothing more: exact values meet the allowance
-        residual = labels.bellman_residual(back, name).max()
-        assert residual <= labels.bellman_allowance(back, name)
-        assert labels.bellman_allowance(found, name) < 1e-9  # float64: the tolerance alone
+        residual = contract.bellman_residual(back, name).max()
+        assert residual <= contract.bellman_allowance(back, name)
+        assert contract.bellman_allowance(found, name) < 1e-9  # float64: the tolerance alone
     # the full form still reads; the compact one is smaller
-    assert labels.read(tmp_path / "full.parquet").next_id.shape == found.next_id.shape
+    assert artefacts.read_labelled(tmp_path / "full.parquet").next_id.shape == found.next_id.shape
     assert (tmp_path / "compact.parquet").stat().st_size < (
         tmp_path / "full.parquet"
     ).stat().st_size
@@ -83,24 +85,24 @@ def test_a_compact_labelled_set_rounds_to_float32_and_recomputes_the_successors(
 
 def test_a_compact_book_keeps_its_ids_and_rounds_its_values(tmp_path: Path) -> None:
     made = small_book()
-    made.save(tmp_path / "full.npz")
-    made.save(tmp_path / "compact.npz", compact=True)
+    save(tmp_path / "full.npz", artefacts.book_writer(made))
+    save(tmp_path / "compact.npz", artefacts.book_writer(made, compact=True))
     for name in ("full.npz", "compact.npz"):
-        back = book_module.load(tmp_path / name)
+        back = artefacts.read_book(tmp_path / name)
         assert np.array_equal(back.state_id, made.state_id) and back.plies == 3
         assert back.win.dtype == np.float64 and back.meta["device"] == "cpu (a test)"
         assert np.allclose(back.win, made.win, rtol=2**-24, atol=0)
         assert np.allclose(back.diff, made.diff, rtol=2**-24, atol=0)
-    assert book_module.load(tmp_path / "compact.npz").meta["compact"]
-    assert np.array_equal(book_module.load(tmp_path / "full.npz").win, made.win)
+    assert artefacts.read_book(tmp_path / "compact.npz").meta["compact"]
+    assert np.array_equal(artefacts.read_book(tmp_path / "full.npz").win, made.win)
 
 
 def test_uniform_positions_of_a_board_with_fewer_live_positions_than_asked_ends() -> None:
     # a 2x1 board with a d2 has 28 positions, 11 in play: asking for 100 gives those 11 (this
     # drew forever before)
     g = Knucklebones(KnuckleRules(2, 1, 2))
-    found = labels.uniform_positions(g, 100, 3)
-    from pipeline.games.knucklebones.exact import pairs_of
+    found = positions.uniform_positions(g, 100, 3)
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
 
     live = np.flatnonzero(~g.terminal_mask(pairs_of(g.r, np.arange(g.n_states))))
     assert np.array_equal(found, live)
@@ -112,11 +114,11 @@ def test_uniform_positions_of_a_board_with_fewer_live_positions_than_asked_ends(
 def test_first_die_chances_average_to_the_start_value_and_replies_rank_both_columns() -> None:
     made = small_book()
     v = exact(SMALL)
-    rows = artefacts.first_die(made)
+    rows = contract.first_die(made)
     assert [r["die"] for r in rows] == [1, 2, 3]
     assert abs(np.mean([r["win"] for r in rows]) - v["wins"][0]) < 1e-12
     assert abs(np.mean([r["diff"] for r in rows]) - v["score"][0]) < 1e-12
-    replies = artefacts.replies(made)
+    replies = contract.replies(made)
     assert len(replies) == 9 and {r["best"] for r in replies} <= {"facing", "open"}
     for r in replies:
         assert r["other_win"] is None or r["win"] >= r["other_win"]
@@ -128,23 +130,23 @@ def test_first_die_chances_average_to_the_start_value_and_replies_rank_both_colu
 
 def test_the_contract_holds_on_exact_artefacts_and_fails_on_a_wrong_value() -> None:
     made = small_book()
-    found = artefacts.check_book(made, "book")
+    found = contract.check_book(made, "book")
     assert found and all(f.ok for f in found), [f.line() for f in found if not f.ok]
     wrong = book_module.Book(
         made.columns, made.rows, made.faces, made.plies, made.state_id, made.win.copy(),
         made.diff.copy(), dict(made.meta),
     )  # fmt: skip
     wrong.win[0] += 1e-6  # the start position: its Bellman equation and the first dice's mean
-    failed = {f.check for f in artefacts.check_book(wrong, "book") if f.ok is False}
+    failed = {f.check for f in contract.check_book(wrong, "book") if f.ok is False}
     assert any("Bellman equation (win)" in c for c in failed)
     assert any("first dice's win average" in c for c in failed)
 
-    found = artefacts.check_labelled(labelled(), "labelled")
+    found = contract.check_labelled(labelled(), "labelled")
     assert all(f.ok for f in found), [f.line() for f in found if not f.ok]
     bad = labelled().subset(np.arange(len(labelled())))
     bad.values["diff"][5] += 1e-6
     bad.meta.pop("code_hash")
-    failed = {f.check for f in artefacts.check_labelled(bad, "labelled") if f.ok is False}
+    failed = {f.check for f in contract.check_labelled(bad, "labelled") if f.ok is False}
     assert any("Bellman equation (diff)" in c for c in failed)
     assert any("provenance" in c for c in failed)
 
@@ -152,7 +154,7 @@ def test_the_contract_holds_on_exact_artefacts_and_fails_on_a_wrong_value() -> N
 def test_the_full_games_start_value_is_checked_against_the_published_one() -> None:
     # a stand-in book of the full game's board, only its start position's line of play is
     # needed: the published figure, and a solve's record of it, are compared
-    published = artefacts.PUBLISHED_START
+    published = contract.PUBLISHED_START
     assert published["win"] == pytest.approx(0.509030469096103, abs=1e-15)  # all.md, 2026-11-26
     made = book_module.Book(
         3,
@@ -164,11 +166,11 @@ def test_the_full_games_start_value_is_checked_against_the_published_one() -> No
         np.array([published["diff"]]),
         {**PROVENANCE, "start": published},
     )
-    found = {f.check: f.ok for f in artefacts.check_book(made, "b")}
+    found = {f.check: f.ok for f in contract.check_book(made, "b")}
     assert found["the start value (win) is the published 0.509030469096"]
     assert found["the solve's start value (diff) is the published one"]
     made.win[0] += 1e-9
-    found = {f.check: f.ok for f in artefacts.check_book(made, "b")}
+    found = {f.check: f.ok for f in contract.check_book(made, "b")}
     assert found["the start value (win) is the published 0.509030469096"] is False
 
 
@@ -178,30 +180,30 @@ def test_check_artefacts_says_what_is_absent_and_fails_on_a_broken_artefact(
     said = invoke(["knucklebones", "check-artefacts", "--models", str(tmp_path)])
     assert said.code == 0, said.stderr
     assert "3x3-d6-book.npz: not made yet" in said.stdout and "(2 skipped)" in said.stdout
-    small_book().save(tmp_path / "2x2-d3-book.npz", compact=True)
-    labels.write(labelled(), tmp_path / "2x2-d3-labelled.parquet", compact=True)
+    save(tmp_path / "2x2-d3-book.npz", artefacts.book_writer(small_book(), compact=True))
+    save(tmp_path / "2x2-d3-labelled.parquet", artefacts.labelled_writer(labelled(), compact=True))
     said = invoke(["knucklebones", "check-artefacts", "--models", str(tmp_path)])
     assert said.code == 0 and "FAIL" not in said.stdout, said.stdout
     broken = small_book()
     broken = book_module.Book(broken.columns, broken.rows, broken.faces, broken.plies,
                               broken.state_id, broken.win + 0.01, broken.diff, {})  # fmt: skip
-    broken.save(tmp_path / "2x2-d3-book.npz")
+    save(tmp_path / "2x2-d3-book.npz", artefacts.book_writer(broken))
     said = invoke(["knucklebones", "check-artefacts", "--models", str(tmp_path)])
     assert said.code == 3 and "FAIL 2x2-d3-book.npz: provenance" in said.stdout
-    assert "artefact checks failed" in said.stderr
+    assert "contracts failed" in said.stderr  # as verify says it
 
 
 def test_every_packaged_artefact_meets_its_contract() -> None:
-    # the books and labelled sets kept in pipeline/games/knucklebones/models/ (the full
+    # the books and labelled sets kept in pipeline/games/knucklebones/players/models/ (the full
     # game's once its GPU call has run: absent until then, and said so)
-    found = artefacts.check_packaged()
+    found = contract.check_packaged()
     assert not [f.line() for f in found if f.ok is False]
     full = [f for f in found if f.artefact.startswith("3x3-d6-")]
     assert full  # checked, or reported absent
 
 
 def test_the_committed_inputs_are_positions_in_play_drawn_as_recorded() -> None:
-    from pipeline.games.knucklebones.exact import pairs_of
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
 
     path = REPO / "benchmarks" / "gpu-inputs" / "3x3-d6-positions.npz"
     with np.load(path, allow_pickle=False) as found:
@@ -220,15 +222,15 @@ def test_the_committed_inputs_are_positions_in_play_drawn_as_recorded() -> None:
 
 
 def test_greedy_against_its_best_response_matches_play() -> None:
-    # the plain solve's values against games: greedy (ties drawn among columns, as the greedy
-    # player draws) moving first, the opponent moving to where greedy is worth least (G)
-    from pipeline.games.knucklebones.exact import pairs_of
-    from pipeline.games.knucklebones.players import greedy_player
+    # the plain solve's values against games: greedy (ties drawn among moves, as the player
+    # engine draws) moving first, the opponent moving to where greedy is worth least (G)
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
+    from pipeline.games.knucklebones.players.engine import named_player
 
     rules = KnuckleRules(2, 2, 2)
     g = Knucklebones(rules)
     _, gv, _ = values_cpu(rules)
-    greedy = greedy_player(g)
+    greedy = named_player(g, "greedy")
     pos = pairs_of(rules, np.arange(g.n_states))
     over, final = g.terminal_mask(pos), g.final_values(pos)
     moves: dict[tuple[int, int], dict[int, int]] = {}  # (state, die) -> column -> next state
@@ -286,7 +288,7 @@ def test_greedy_on_the_gpu_equals_the_plain_solve_and_a_cut_bound_holds(
 
 
 def test_the_artefact_kernels_compile_for_a_gpu_without_one() -> None:
-    from pipeline.games.knucklebones import gpu
+    from pipeline.games.knucklebones.exact import gpu
 
     try:
         import numba.cuda  # noqa: F401

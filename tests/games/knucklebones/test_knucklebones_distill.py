@@ -12,15 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.analysis import knucklebones_artefacts as contract
 from pipeline.apps.knucklebones.rating import decisions, rate
-from pipeline.games.knucklebones import book as book_module
-from pipeline.games.knucklebones import evaluator as evaluator_module
-from pipeline.games.knucklebones import labels
-from pipeline.games.knucklebones.evaluator import net_leaf
-from pipeline.games.knucklebones.exact import pairs_of
+from pipeline.games.knucklebones.exact.cpu import pairs_of
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.search import NET, Searcher
-from pipeline.games.knucklebones.training import Settings, examples, fit
+from pipeline.games.knucklebones.players import artefacts, labels, positions
+from pipeline.games.knucklebones.players import book as book_module
+from pipeline.games.knucklebones.players import evaluator as evaluator_module
+from pipeline.games.knucklebones.players.evaluator import net_leaf
+from pipeline.games.knucklebones.players.search import NET, Searcher
+from pipeline.games.knucklebones.players.training import Settings, examples, fit
+from pipeline.store.files import write_file_atomic as save
 from tests.support.knucklebones_exact import exact, lookups
 
 SMALL = KnuckleRules(2, 2, 3)
@@ -28,7 +30,7 @@ SMALL = KnuckleRules(2, 2, 3)
 
 @cache
 def labelled(games: int = 300, uniform: int = 200, seed: int = 3) -> labels.Labelled:
-    return labels.labelled_set(Knucklebones(SMALL), lookups(SMALL), games, uniform, seed)
+    return positions.labelled_set(Knucklebones(SMALL), lookups(SMALL), games, uniform, seed)
 
 
 def test_labelled_values_obey_the_bellman_equation_among_themselves() -> None:
@@ -36,7 +38,7 @@ def test_labelled_values_obey_the_bellman_equation_among_themselves() -> None:
     assert len(found) > 100 and {"play", "uniform"} <= set(found.source.tolist())
     for name in ("win", "diff"):
         # each position's value is the mean over dice of its best choice (values within 1e-12)
-        assert labels.bellman_residual(found, name).max() < 1e-9
+        assert contract.bellman_residual(found, name).max() < 1e-9
     # a choice that is no move has no value, and every position has a move for every die
     assert np.array_equal(np.isnan(found.choices["win"]), found.next_id < 0)
     assert (found.next_id.reshape(len(found), 3, 2) >= 0).any(axis=2).all()
@@ -53,9 +55,9 @@ def test_a_choice_is_worth_its_successor_seen_from_the_other_side() -> None:
 
 def test_positions_from_play_are_the_same_for_the_same_seed_and_differ_for_another() -> None:
     g = Knucklebones(SMALL)
-    a, plies = labels.play_positions(g, 50, 11)
-    b, _ = labels.play_positions(g, 50, 11)
-    c, _ = labels.play_positions(g, 50, 12)
+    a, plies = positions.play_positions(g, 50, 11)
+    b, _ = positions.play_positions(g, 50, 11)
+    c, _ = positions.play_positions(g, 50, 12)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
     assert plies[0] == 0 and a[0] == g.start_state()  # every game starts on empty boards
     assert not g.terminal_mask(pairs_of(SMALL, a)).any()  # positions before a roll: in play
@@ -68,14 +70,16 @@ def test_held_out_is_a_fixed_tenth_by_state_id_and_never_a_training_example() ->
     assert np.array_equal(labels.held_out(ids), labels.held_out(ids.copy()))
     train_ids, _, _ = examples(labelled())
     assert not labels.held_out(train_ids).any()
-    held = labels.labelled_set(Knucklebones(SMALL), lookups(SMALL), 300, 0, 4, only_held_out=True)
+    held = positions.labelled_set(
+        Knucklebones(SMALL), lookups(SMALL), 300, 0, 4, only_held_out=True
+    )
     assert len(held) > 0 and labels.held_out(held.state_id).all()
 
 
 def test_a_labelled_set_survives_its_file(tmp_path: Path) -> None:
     found = labelled()
-    labels.write(found, tmp_path / "l.parquet")
-    back = labels.read(tmp_path / "l.parquet")
+    save(tmp_path / "l.parquet", artefacts.labelled_writer(found))
+    back = artefacts.read_labelled(tmp_path / "l.parquet")
     assert np.array_equal(back.state_id, found.state_id)
     assert np.array_equal(back.next_id, found.next_id)
     for name in ("win", "diff"):
@@ -84,7 +88,7 @@ def test_a_labelled_set_survives_its_file(tmp_path: Path) -> None:
     assert back.meta["seed"] == 3 and back.meta["faces"] == 3
     (tmp_path / "other.parquet").write_bytes((tmp_path / "l.parquet").read_bytes()[:100])
     with pytest.raises(Exception):  # noqa: B017 (pyarrow's own error for a cut file)
-        labels.read(tmp_path / "other.parquet")
+        artefacts.read_labelled(tmp_path / "other.parquet")
 
 
 @cache
@@ -113,13 +117,13 @@ def test_the_compiled_leaf_is_the_numpy_evaluator(tmp_path: Path) -> None:
     for k in range(0, len(pairs), 13):
         w, d = net_leaf(pairs[k], g.t.mover_size, g.t.opp_size, packed)
         assert w == pytest.approx(win[k], abs=1e-12) and d == pytest.approx(diff[k], abs=1e-9)
-    ev.save(tmp_path / "m.npz")
-    back = evaluator_module.load(tmp_path / "m.npz")
+    save(tmp_path / "m.npz", artefacts.evaluator_writer(ev))
+    back = artefacts.read_evaluator(tmp_path / "m.npz")
     win2, _ = back.values(g.t, pairs)
     assert np.array_equal(win2, win)  # float32 weights, the same before and after saving
     (tmp_path / "x.npz").write_bytes(b"not a model")
     with pytest.raises(Exception):  # noqa: B017 (numpy's error for a file that is not npz)
-        evaluator_module.load(tmp_path / "x.npz")
+        artefacts.read_evaluator(tmp_path / "x.npz")
 
 
 def test_the_search_with_the_evaluator_is_exact_where_every_line_ends() -> None:
@@ -140,7 +144,7 @@ def test_the_search_with_the_evaluator_is_exact_where_every_line_ends() -> None:
 def test_ratings_price_a_perfect_player_at_zero_and_greedy_above() -> None:
     g = Knucklebones(SMALL)
     v = exact(SMALL)
-    held = labels.labelled_set(g, lookups(SMALL), 400, 0, 9, only_held_out=True)
+    held = positions.labelled_set(g, lookups(SMALL), 400, 0, 9, only_held_out=True)
     found = decisions(g, held, 0, 1)
     assert len(found) > 20
 

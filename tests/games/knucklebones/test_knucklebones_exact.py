@@ -18,7 +18,7 @@ import pytest
 from pipeline.apps.knucklebones.position import solve
 from pipeline.games.knucklebones.columns import BoardRules
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.search import Searcher
+from pipeline.games.knucklebones.players.search import Searcher
 from pipeline.store.footers import file_rules
 from tests.conftest import invoke
 

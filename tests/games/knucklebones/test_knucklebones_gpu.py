@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.games.knucklebones import gpu
+from pipeline.games.knucklebones.exact import gpu
 from tests.conftest import REPO, invoke
 from tests.support.ci import cannot_run
 from tests.support.knucklebones_lean import write_lean, write_lean_pair
@@ -79,8 +79,9 @@ def test_the_gpu_path_runs_without_polars_duckdb_or_matplotlib(sim: dict[str, An
     solve-exact` runs on each device, the full game's build path (lean states, decisions, the
     manifest), `check-tables` and a lookup too, and none of them is imported; the answers are
     this (normal) process's."""
-    from pipeline.games.knucklebones import exact, sample
+    from pipeline.games.knucklebones.exact import cpu as exact
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+    from pipeline.games.knucklebones.players import decisions as sample
 
     without = sim["without"]
     assert sim["refused_at_start"] and without["refused_at_end"] and without["loaded"] == []
@@ -190,7 +191,7 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
 
     if not gpu._gpu_available(cuda):
         pytest.skip("needs a CUDA GPU: none on this machine")
-    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.exact import cpu as exact
     from pipeline.games.knucklebones.game import KnuckleRules
 
     for objective in ("wins", "score"):
@@ -203,7 +204,7 @@ def test_real_gpu_equals_the_cpu_on_2x2() -> None:
 def test_lookups_in_the_lean_tables_are_the_solvers_values(tmp_path: Path) -> None:
     from pipeline.answer.answers import Answers, for_dir
     from pipeline.apps.knucklebones import position
-    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.exact import cpu as exact
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
     from pipeline.games.registry import get_variant
     from pipeline.solve.tolerance import is_tie
@@ -334,8 +335,8 @@ def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(tmp_path: Path) 
     # `knucklebones loss` (the same sample, the same picks)
     from pipeline.analysis.sql import run_query
     from pipeline.apps.knucklebones.loss import losses
-    from pipeline.games.knucklebones import sample
     from pipeline.games.knucklebones.game import KnuckleRules
+    from pipeline.games.knucklebones.players import decisions as sample
 
     data = tmp_path / "data"
     _built_2x2_d6(data)
@@ -440,10 +441,10 @@ def test_build_device_cuda_small_board_writes_the_full_tables(
     returns the CPU solver's bounds, so that the plumbing is checked without the simulator."""
     import pyarrow.parquet as pq
 
-    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.exact import cpu as exact
+    from pipeline.games.knucklebones.exact.solution import Solution
+    from pipeline.games.knucklebones.exact.stream import StreamedKnucklebones
     from pipeline.games.knucklebones.game import KnuckleRules
-    from pipeline.games.knucklebones.solution import Solution
-    from pipeline.games.knucklebones.stream import StreamedKnucklebones
     from pipeline.games.registry import REGISTRY, Variant
 
     rules = KnuckleRules(2, 2, 3)

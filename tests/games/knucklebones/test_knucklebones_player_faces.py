@@ -14,15 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.analysis import knucklebones_artefacts as contract
 from pipeline.answer.answers import for_dir
 from pipeline.apps.knucklebones.position import solve
-from pipeline.games.knucklebones import book as book_module
-from pipeline.games.knucklebones import evaluator as evaluator_module
-from pipeline.games.knucklebones import labels
+from pipeline.games.knucklebones.exact.solver import solve as solve_exact
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.solver import solve as solve_exact
-from pipeline.games.knucklebones.training import Settings, fit
+from pipeline.games.knucklebones.players import artefacts, labels, positions
+from pipeline.games.knucklebones.players import book as book_module
+from pipeline.games.knucklebones.players.training import Settings, fit
 from pipeline.games.registry import get_variant
+from pipeline.store.files import write_file_atomic as save
 from tests.conftest import invoke
 
 BOARD = KnuckleRules(2, 2, 6)
@@ -40,24 +41,26 @@ def packaged(tmp_path_factory: pytest.TempPathFactory, exact: dict[str, np.ndarr
     folder = tmp_path_factory.mktemp("models")
     game = Knucklebones(BOARD)
     lookups = {k: (lambda ids, v=v: v[ids]) for k, v in exact.items()}
-    found = labels.labelled_set(game, lookups, 400, 2000, 1)
+    found = positions.labelled_set(game, lookups, 400, 2000, 1)
     model = fit(game, found, Settings(embed=32, phi=32, hidden=(16, 8), epochs=3, seed=1))
     model.meta.update({"beats_search": True, "depth": 2})
-    model.save(folder / "2x2-d6.npz")
-    book_module.make(game, lookups, 2, {"source": "test"}).save(folder / "2x2-d6-book.npz")
+    save(folder / "2x2-d6.npz", artefacts.evaluator_writer(model))
+    save(
+        folder / "2x2-d6-book.npz",
+        artefacts.book_writer(book_module.make(game, lookups, 2, {"source": "test"})),
+    )
     return folder
 
 
 @pytest.fixture
 def with_models(packaged: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The packaged models folder pointed at ``packaged`` for one test."""
-    monkeypatch.setattr(evaluator_module, "MODELS", packaged)
-    monkeypatch.setattr(book_module, "MODELS", packaged)
-    evaluator_module.packaged.cache_clear()
-    book_module.packaged.cache_clear()
+    monkeypatch.setattr(artefacts, "MODELS", packaged)
+    artefacts.packaged_evaluator.cache_clear()
+    artefacts.packaged_book.cache_clear()
     yield packaged
-    evaluator_module.packaged.cache_clear()
-    book_module.packaged.cache_clear()
+    artefacts.packaged_evaluator.cache_clear()
+    artefacts.packaged_book.cache_clear()
 
 
 def test_the_book_answers_the_opening_exactly(
@@ -91,12 +94,12 @@ def test_close_calls_are_searched_deeper_by_the_boards_own_player(
     """A model whose record says ``deeper`` searches a close call that deep, only when no depth
     is asked; here every call is close (CLOSE 1.0), then none is (CLOSE 0). The mover has two
     open columns: a decision."""
-    from pipeline.games.knucklebones import search
+    from pipeline.games.knucklebones.players import search
 
-    model = evaluator_module.load(with_models / "2x2-d6.npz")
+    model = artefacts.read_evaluator(with_models / "2x2-d6.npz")
     model.meta["deeper"] = 3
-    model.save(with_models / "2x2-d6.npz")
-    evaluator_module.packaged.cache_clear()
+    save(with_models / "2x2-d6.npz", artefacts.evaluator_writer(model))
+    artefacts.packaged_evaluator.cache_clear()
     try:
         monkeypatch.setattr(search, "CLOSE", 1.0)
         a = solve("1/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path)
@@ -107,12 +110,12 @@ def test_close_calls_are_searched_deeper_by_the_boards_own_player(
         assert solve("1/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path).player == "net-d2"
     finally:
         model.meta.pop("deeper")
-        model.save(with_models / "2x2-d6.npz")
-        evaluator_module.packaged.cache_clear()
+        save(with_models / "2x2-d6.npz", artefacts.evaluator_writer(model))
+        artefacts.packaged_evaluator.cache_clear()
 
 
 def test_a_close_call_is_two_columns_within_the_margin_not_both_exact() -> None:
-    from pipeline.games.knucklebones.search import CLOSE, Eval, close_call
+    from pipeline.games.knucklebones.players.search import CLOSE, Eval, close_call
 
     def ev(win: float, diff: float = 0.0, exact: bool = False) -> Eval:
         return Eval(win, diff, exact, False)
@@ -127,7 +130,7 @@ def test_a_close_call_is_two_columns_within_the_margin_not_both_exact() -> None:
 def test_a_player_that_deepens_its_close_calls_by_name() -> None:
     from pipeline.apps.knucklebones.match import check_player
     from pipeline.errors import UsageError
-    from pipeline.games.knucklebones.players import named_player
+    from pipeline.games.knucklebones.players.engine import named_player
 
     assert check_player("net-d2+4") == 4 and check_player("ours-d1+3") == 3
     for bad, words in (("net-d4+3", "deeper than 4"), ("net-d4+9", "1 to 8"),
@@ -141,17 +144,17 @@ def test_a_player_that_deepens_its_close_calls_by_name() -> None:
 
 
 def test_without_a_trusted_model_the_search_plays(with_models: Path, tmp_path: Path) -> None:
-    model = evaluator_module.load(with_models / "2x2-d6.npz")
+    model = artefacts.read_evaluator(with_models / "2x2-d6.npz")
     model.meta["beats_search"] = False
-    model.save(with_models / "2x2-d6.npz")
-    evaluator_module.packaged.cache_clear()
+    save(with_models / "2x2-d6.npz", artefacts.evaluator_writer(model))
+    artefacts.packaged_evaluator.cache_clear()
     try:
         a = solve("12/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path)
         assert a.player == "ours-d3" and a.source == "search"
     finally:
         model.meta["beats_search"] = True
-        model.save(with_models / "2x2-d6.npz")
-        evaluator_module.packaged.cache_clear()
+        save(with_models / "2x2-d6.npz", artefacts.evaluator_writer(model))
+        artefacts.packaged_evaluator.cache_clear()
 
 
 def test_the_endgame_is_searched_to_the_end(tmp_path: Path, exact: dict[str, np.ndarray]) -> None:
@@ -171,9 +174,9 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
         "-o", labelled, "--solve", "-q",
     ])  # fmt: skip
     assert made.code == 0, made.stderr
-    found = labels.read(labelled)
+    found = artefacts.read_labelled(labelled)
     assert len(found) > 500 and found.meta["values"].startswith("solved here")
-    assert max(labels.bellman_residual(found, n).max() for n in ("win", "diff")) < 1e-9
+    assert max(contract.bellman_residual(found, n).max() for n in ("win", "diff")) < 1e-9
     weights = tmp_path / "m.npz"
     trained = invoke([
         "knucklebones", "train", "-v", VARIANT, "--games", "200", "--uniform", "1000",
@@ -181,7 +184,7 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
         "--solve", "-q",
     ])  # fmt: skip
     assert trained.code == 0, trained.stderr
-    model = evaluator_module.load(weights)
+    model = artefacts.read_evaluator(weights)
     record = model.meta
     assert record["training"]["games"] == 200 and record["depth"] == 1
     assert [r["player"] for r in record["ratings"]] == ["net-d1+2", "ours-d4"]
@@ -191,7 +194,7 @@ def test_label_train_and_rate_from_the_command_line(tmp_path: Path) -> None:
     book = tmp_path / "b.npz"
     booked = invoke(["knucklebones", "book", "-v", VARIANT, "--plies", "2", "-o", book, "--solve"])
     assert booked.code == 0, booked.stderr
-    assert book_module.load(book).values(book_module.reachable(Knucklebones(BOARD), 2))
+    assert artefacts.read_book(book).values(book_module.reachable(Knucklebones(BOARD), 2))
     rated = invoke([
         "knucklebones", "rate", "-v", VARIANT, "--players", "greedy,ours-d1", "--games", "100",
         "--decisions", "40", "--solve", "--no-write", "-q",
@@ -207,7 +210,7 @@ def test_a_labelled_file_trains_and_rates_without_a_solve(tmp_path: Path) -> Non
     made = invoke(["knucklebones", "label", "-v", VARIANT, "--games", "300", "--uniform", "3000",
                    "-o", labelled, "--solve", "-q"])  # fmt: skip
     assert made.code == 0, made.stderr
-    found = labels.read(labelled)
+    found = artefacts.read_labelled(labelled)
     held = int(labels.held_out(found.state_id).sum())
     assert 0 < held < len(found)
     weights = tmp_path / "m.npz"
@@ -215,7 +218,7 @@ def test_a_labelled_file_trains_and_rates_without_a_solve(tmp_path: Path) -> Non
                       "1", "--depth", "1", "--decisions", "30", "-o", weights, "-q",
                       "-d", tmp_path / "nowhere"])  # fmt: skip
     assert trained.code == 0, trained.stderr
-    record = evaluator_module.load(weights).meta
+    record = artefacts.read_evaluator(weights).meta
     assert record["training"]["values"].startswith("l.parquet (solved here")
     assert record["training"]["positions"] == len(found)
     assert record["ratings"][0]["decisions"] <= 30

@@ -21,8 +21,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.games.knucklebones.exact.stream import StreamedKnucklebones
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.stream import StreamedKnucklebones
 from pipeline.games.registry import Variant
 from pipeline.stages import build
 from pipeline.store.layout import variant_file

@@ -18,12 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.analysis import knucklebones_artefacts as contract
 from pipeline.apps.knucklebones.rating import decisions, rate
-from pipeline.games.knucklebones import artefacts, labels
-from pipeline.games.knucklebones import book as book_module
-from pipeline.games.knucklebones.evaluator import MODELS, load, packaged
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-from pipeline.games.knucklebones.players import named_player
+from pipeline.games.knucklebones.players import artefacts, labels
+from pipeline.games.knucklebones.players.engine import named_player
 from tests.conftest import invoke
 
 #: The boards with a shipped evaluator: the ones a CPU solves exactly in a minute or two.
@@ -39,15 +38,15 @@ def board(request: pytest.FixtureRequest) -> str:
 
 
 def held(board: str) -> labels.Labelled:
-    path = MODELS / f"{board}-labelled.parquet"
+    path = artefacts.MODELS / f"{board}-labelled.parquet"
     assert path.exists(), f"{path.name}: the held-out labelled positions are committed"
-    return labels.read(path)
+    return artefacts.read_labelled(path)
 
 
 def test_each_shipped_model_is_small_and_says_what_it_was_trained_on(board: str) -> None:
-    path = MODELS / f"{board}.npz"
+    path = artefacts.MODELS / f"{board}.npz"
     assert path.stat().st_size <= MAX_BYTES
-    model = load(path)
+    model = artefacts.read_evaluator(path)
     assert model.board == board
     meta = model.meta
     for key in ("device", "code_hash", "seconds", "tolerance", "settings", "training", "ratings"):
@@ -62,8 +61,8 @@ def test_each_shipped_model_is_small_and_says_what_it_was_trained_on(board: str)
     assert meta["beats_search"] is beats
     assert model.trusted is beats
     rules = BOARDS[board]
-    packaged.cache_clear()
-    assert packaged(rules.columns, rules.rows, rules.faces) is not None
+    artefacts.packaged_evaluator.cache_clear()
+    assert artefacts.packaged_evaluator(rules.columns, rules.rows, rules.faces) is not None
 
 
 def test_the_committed_positions_are_held_out_and_exact(board: str) -> None:
@@ -72,14 +71,14 @@ def test_the_committed_positions_are_held_out_and_exact(board: str) -> None:
     assert (found.columns, found.rows, found.faces) == (rules.columns, rules.rows, rules.faces)
     assert len(found) >= 1000
     assert labels.held_out(found.state_id).all(), "no position a model was trained on"
-    failed = [f.line() for f in artefacts.check_labelled(found, board) if f.ok is False]
+    failed = [f.line() for f in contract.check_labelled(found, board) if f.ok is False]
     assert not failed, failed
 
 
 def test_the_shipped_player_beats_the_depth_four_search_on_held_out_positions(board: str) -> None:
     rules = BOARDS[board]
     game = Knucklebones(rules)
-    model = load(MODELS / f"{board}.npz")
+    model = artefacts.read_evaluator(artefacts.MODELS / f"{board}.npz")
     asked = decisions(game, held(board), DECISIONS, 5)
     depth, deeper = int(model.meta["depth"]), model.meta.get("deeper")
     name = f"net-d{depth}" + (f"+{deeper}" if deeper else "")  # the board's default player
@@ -94,9 +93,9 @@ def test_the_shipped_player_beats_the_depth_four_search_on_held_out_positions(bo
 
 
 def test_each_shipped_book_holds_its_plies_and_agrees_with_the_labels(board: str) -> None:
-    path = MODELS / f"{board}-book.npz"
-    found = book_module.load(path)
-    failed = [f.line() for f in artefacts.check_book(found, path.name) if f.ok is False]
+    path = artefacts.MODELS / f"{board}-book.npz"
+    found = artefacts.read_book(path)
+    failed = [f.line() for f in contract.check_book(found, path.name) if f.ok is False]
     assert not failed, failed
     assert found.plies >= 4
     positions = held(board)
@@ -127,6 +126,6 @@ def test_the_answer_on_a_shipped_board_says_book_then_evaluator(tmp_path: Path) 
     later = invoke(["knucklebones", "solve", "13_/2__/4__", "2__/33_/1__", "2",
                     "-v", "knucklebones-3x3-d4", "-d", str(tmp_path)])  # fmt: skip
     assert later.code == 0, later.stderr
-    meta = load(MODELS / "3x3-d4.npz").meta
+    meta = artefacts.read_evaluator(artefacts.MODELS / "3x3-d4.npz").meta
     # its best two columns are 0.016 apart in win chance: no close call, the model's own depth
     assert f"estimate (net-d{meta['depth']}: depth {meta['depth']})" in later.stdout

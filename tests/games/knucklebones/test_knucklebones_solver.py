@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import exact, solver
+from pipeline.games.knucklebones.exact import cpu as exact
+from pipeline.games.knucklebones.exact import solver
+from pipeline.games.knucklebones.exact.solution import Solution, midpoint
 from pipeline.games.knucklebones.game import KnuckleRules
-from pipeline.games.knucklebones.solution import Solution, midpoint
 from tests.conftest import invoke
 
 

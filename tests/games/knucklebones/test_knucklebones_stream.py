@@ -1,5 +1,5 @@
 """Knucklebones built without a graph (issue 17): `build` of a board stored on its own runs the
-exact solver (games/knucklebones/stream.py) and must write the graph build's tables: the same
+exact solver (games/knucklebones/exact/stream.py) and must write the graph build's tables: the same
 columns and types, the same rows in the same order, the same integers and texts (ids, labels,
 tie counts), values within 1e-9 (the solver's bound is 1e-13).
 """
@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from pipeline.games.knucklebones import stream
+from pipeline.games.knucklebones.exact import stream
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.registry import REGISTRY
 from pipeline.stages import build as stages
@@ -59,7 +59,7 @@ def test_streamed_tables_equal_the_graph_build(tmp_path: Path, name: str) -> Non
 
 def test_streamed_values_are_the_exact_solvers(tmp_path: Path) -> None:
     # The graph build's values are within 1e-12 of the exact ones; the streamed within 1e-13.
-    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.exact import cpu as exact
 
     data = build(tmp_path, "knucklebones-2x2", True)
     value = tables.read_table(data, "states", "knucklebones-2x2").sort("state_id")["value"]

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import distributed as kd
-from pipeline.games.knucklebones import exact as vi
+from pipeline.games.knucklebones.exact import cpu as vi
+from pipeline.games.knucklebones.exact import distributed as kd
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.solve.rank_order import best_moves
 from pipeline.solve.value_iteration import solve_value_iteration

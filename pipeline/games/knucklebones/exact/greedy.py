@@ -1,12 +1,14 @@
-"""Greedy play against a perfect opponent, exactly: what the ``greedy`` player (the column with
-the largest immediate change of the score difference, ties drawn among columns) wins against
-the opponent who plays perfectly against it, its best response.
+"""Greedy play against a perfect opponent, exactly: what the ``greedy`` player (the move with
+the largest immediate change of the score difference, :func:`pipeline.games.knucklebones.rules.
+gain`, ties drawn among the moves: two columns holding the same pair are one move, as the
+player engine draws, :mod:`pipeline.games.knucklebones.players.engine`) wins against the
+opponent who plays perfectly against it, its best response.
 
 Greedy's policy is fixed and the opponent's best answer to it is a solve: the value of every
 position with the opponent to move (W, the best move) and with greedy to move (G, the mean
-over greedy's tied columns), each reading the other's values at the successors. On the full
+over greedy's tied moves), each reading the other's values at the successors. On the full
 game that is twice a solve's bounds, run on the GPU
-(:func:`pipeline.games.knucklebones.gpu.greedy_solve`); :func:`solve_cpu` is the same
+(:func:`pipeline.games.knucklebones.exact.gpu.greedy_solve`); :func:`solve_cpu` is the same
 definition written plainly with the game's own moves, for small boards: what the GPU's kernel is
 tested against.
 
@@ -71,7 +73,7 @@ class GreedyValue:
 
 def solve_cpu(rules: KnuckleRules, tol: float = 1e-12, max_sweeps: int = 100_000) -> GreedyValue:
     """Greedy against its best response on a small board, on the CPU, by the game's own moves
-    (:meth:`Knucklebones.successors`, the greedy player's gain: :func:`search.greedy_gain`):
+    (:meth:`Knucklebones.successors`, the greedy player's gain: :func:`rules.gain`):
     Jacobi sweeps until no value changes by more than ``tol / 100``. UsageError above
     :data:`MAX_CPU_STATES` positions."""
     import time
@@ -90,8 +92,8 @@ def values_cpu(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Every position's value with the perfect player to move against greedy (W) and with
     greedy to move (G), by state id, and the sweeps it took (see :func:`solve_cpu`)."""
-    from pipeline.games.knucklebones.exact import pairs_of
-    from pipeline.games.knucklebones.search import greedy_gain
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
+    from pipeline.games.knucklebones.players.evaluator import gain_table
 
     game = Knucklebones(rules)
     n = game.n_states
@@ -102,19 +104,21 @@ def values_cpu(
     over = game.terminal_mask(pos)
     final = game.final_values(pos)
     offset = 1.0 if rules.objective == "wins" else 0.0
-    # per live position and die: every column's successor, and greedy's tied columns'
+    gains = gain_table(t)
+    # per live position and die: every move's successor (a column holding the pair of one
+    # before it is that column's move), and greedy's tied moves'
     best: list[list[np.ndarray]] = []
     tied: list[list[np.ndarray]] = []
     for s in range(n):
         moves, ties = [], []
         if not over[s]:
             for die in range(1, rules.faces + 1):
-                after = game.successors(pos[s], die)
+                after = [(c, p) for c, p in game.successors(pos[s], die)
+                         if pos[s][c] not in pos[s][:c]]  # fmt: skip
                 ids = np.array([game.state_of(p) for _, p in after], dtype=np.int64)
-                gain = greedy_gain(pos[s], die, t.place, t.mover_score, t.opp_score)
-                cols = np.array([c for c, _ in after])
+                gain = gains[pos[s][[c for c, _ in after]], die - 1]
                 moves.append(ids)
-                ties.append(ids[gain[cols] == gain.max()])
+                ties.append(ids[gain == gain.max()])
         best.append(moves)
         tied.append(ties)
     w = np.where(over, final, 0.5 * offset)

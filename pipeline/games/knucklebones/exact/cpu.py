@@ -31,8 +31,8 @@ Gauss-Seidel, bitwise reproducible. (Jacobi within a dice count, the determinist
 alternative, took 34 sweeps instead of 20 on 2x2.) Positions are split into *shards* by id
 range; shards are Jacobi against each other (a shard reads the other shards' values of the
 previous sweep), Gauss-Seidel inside. One shard (the default) is the plain order above;
-:mod:`pipeline.games.knucklebones.distributed` runs the shards as Dask tasks and, with the same
-shards, gives bitwise the values of :func:`solve` ``(shards=n, threads=1)``.
+:mod:`pipeline.games.knucklebones.exact.distributed` runs the shards as Dask tasks and, with the
+same shards, gives bitwise the values of :func:`solve` ``(shards=n, threads=1)``.
 
 Memory: 16 bytes per position (8 with float32) plus, per live position, its 4-byte offset in
 the sweep order and its sorted pairs (2 bytes each): no move is stored. Positions whose two
@@ -76,8 +76,8 @@ from numba.typed import List as NumbaList
 
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones import rules as move_rules
+from pipeline.games.knucklebones.exact.solution import Solution, midpoint
 from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
-from pipeline.games.knucklebones.solution import Solution, midpoint
 from pipeline.solve.ties import best_of, pick
 
 # The move rules, shared with the GPU kernels (pipeline/games/knucklebones/rules.py).
@@ -535,7 +535,7 @@ def solve(
     Sweeps until every value is within ``tol`` of the exact one (see the module docstring);
     ``shards`` > 1 runs the distributed schedule (Jacobi between id ranges) in this process,
     and with ``threads=1`` it gives bitwise the values of
-    :func:`pipeline.games.knucklebones.distributed.solve_distributed` with as many shards.
+    :func:`pipeline.games.knucklebones.exact.distributed.solve_distributed` with as many shards.
     With one shard and ``compact`` (the default) the sweeps after the first run on the states
     still open (:class:`Compact`); ``compact=False`` keeps the full sweeps (the baseline of
     ``benchmarks/bench_knucklebones_vi.py``). Raises UsageError if ``max_sweeps`` pass first.

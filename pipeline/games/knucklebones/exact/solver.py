@@ -2,12 +2,12 @@
 process's cores, Dask workers, or one GPU) and returns one :class:`Solution` whatever ran.
 
 The three solvers prove the same thing (every value within ``tol`` of the exact one, by two-sided
-bounds; :mod:`pipeline.games.knucklebones.exact`) on the same state ids:
+bounds; :mod:`pipeline.games.knucklebones.exact.cpu`) on the same state ids:
 
-- ``cpu``: :func:`pipeline.games.knucklebones.exact.solve`, every core of this process;
-- ``dask``: :func:`pipeline.games.knucklebones.distributed.solve_distributed`, chosen by giving
-  ``workers`` (a local cluster) or ``address`` (a running scheduler), with checkpoints;
-- ``cuda``: :func:`pipeline.games.knucklebones.gpu.solve`, one NVIDIA GPU (numba-cuda).
+- ``cpu``: :func:`pipeline.games.knucklebones.exact.cpu.solve`, every core of this process;
+- ``dask``: :func:`pipeline.games.knucklebones.exact.distributed.solve_distributed`, chosen by
+  giving ``workers`` (a local cluster) or ``address`` (a running scheduler), with checkpoints;
+- ``cuda``: :func:`pipeline.games.knucklebones.exact.gpu.solve`, one NVIDIA GPU (numba-cuda).
 
 Each backend is imported only when chosen: the CPU solve needs neither Dask nor numba-cuda.
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.exact import DEFAULT_MAX_SWEEPS, DEFAULT_TOLERANCE, Progress
+from pipeline.games.knucklebones.exact.cpu import DEFAULT_MAX_SWEEPS, DEFAULT_TOLERANCE, Progress
+from pipeline.games.knucklebones.exact.solution import Solution
 from pipeline.games.knucklebones.game import KnuckleRules
-from pipeline.games.knucklebones.solution import Solution
 
 #: The devices a user names (``--device``): Dask runs on CPUs, named by its workers instead.
 DEVICES = ("cpu", "cuda")
@@ -81,20 +81,20 @@ def solve(
     """
     which = backend(device, workers, address, checkpoint_dir, resume)
     if which == "cuda":
-        from pipeline.games.knucklebones import gpu
+        from pipeline.games.knucklebones.exact import gpu
 
         return gpu.solve(
             rules, tol=tol, max_sweeps=max_sweeps, progress=progress, dtype=dtype, threads=threads
         )
     if which == "dask":
-        from pipeline.games.knucklebones import distributed
+        from pipeline.games.knucklebones.exact import distributed
 
         return distributed.solve_distributed(
             rules, workers=workers or 2, address=address, shards=shards,
             checkpoint_dir=checkpoint_dir, resume=resume, tol=tol, max_sweeps=max_sweeps,
             dtype=dtype or np.float64, progress=progress,
         )  # fmt: skip
-    from pipeline.games.knucklebones import exact
+    from pipeline.games.knucklebones.exact import cpu as exact
 
     return exact.solve(
         rules, tol=tol, max_sweeps=max_sweeps, dtype=dtype or np.float64, progress=progress,

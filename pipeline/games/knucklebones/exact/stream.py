@@ -1,8 +1,8 @@
 """Knucklebones boards built without a graph: the exact solver's tables, a batch at a time.
 
 The graph build of a board holds every move (the 3x2 board: 77 million moves, 6.8 GB) and runs
-the graph value iteration. Here :func:`pipeline.games.knucklebones.solver.solve` (on the CPU,
-:func:`pipeline.games.knucklebones.exact.solve`) solves the board from the state ids alone
+the graph value iteration. Here :func:`pipeline.games.knucklebones.exact.solver.solve` (on the CPU,
+:func:`pipeline.games.knucklebones.exact.cpu.solve`) solves the board from the state ids alone
 (bounds, no moves), then the tables are produced by blocks of state ids: ``states`` (every
 state), ``policy`` (every (live state, face)) and, when asked, ``moves`` and ``edges`` (every
 legal move), with the columns and rows of the graph build:
@@ -36,9 +36,11 @@ from numba import njit, prange
 from pipeline import progress
 from pipeline.errors import UsageError
 from pipeline.games.base import Streamed
-from pipeline.games.knucklebones import exact, sample, solver
+from pipeline.games.knucklebones.exact import cpu as exact
+from pipeline.games.knucklebones.exact import solver
+from pipeline.games.knucklebones.exact.solution import Solution
 from pipeline.games.knucklebones.game import Knucklebones, PairTables
-from pipeline.games.knucklebones.solution import Solution
+from pipeline.games.knucklebones.players import decisions as sample
 
 #: The build's bound on |value - exact value|: far below the tie rule's 1e-12, so that moves
 #: whose exact values tie stay tied (two values within 1e-13 of equal ones differ by 2e-13).
@@ -95,7 +97,7 @@ def stream(game: Knucklebones, tables: Sequence[str], device: str = "cpu") -> St
     """
     n_states = game.n_states
     if device == "cuda":
-        from pipeline.games.knucklebones import gpu
+        from pipeline.games.knucklebones.exact import gpu
 
         gpu.cuda_module()  # no numba-cuda or no GPU: say so before any work
         if n_states > MAX_STREAM_STATES:
@@ -176,7 +178,7 @@ def _batches(
 
 
 #: The lean table's bound on |value - exact value| before float32 rounding (float64 bounds on
-#: the GPU; :data:`pipeline.games.knucklebones.gpu.FLOAT32_TOLERANCE` when only float32 fit).
+#: the GPU; :data:`pipeline.games.knucklebones.exact.gpu.FLOAT32_TOLERANCE` when only float32 fit).
 LEAN_TOLERANCE = 1e-11
 #: States per batch of the lean table: one Parquet row group each (about 5 MB on disk).
 LEAN_ROWS = 1 << 20
@@ -214,11 +216,12 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     of its successor's value (:mod:`pipeline.answer.boards`). The values stream from
     the GPU in id ranges of ``rows``: host memory holds one range, not the table.
     ``device="cpu"`` writes the same table from the CPU solver (small boards: the lookups'
-    tests). ``decisions`` (a few thousand rows, :mod:`pipeline.games.knucklebones.sample`) holds
+    tests). ``decisions`` (a few thousand rows,
+    :mod:`pipeline.games.knucklebones.players.decisions`) holds
     the openings and a fixed sample of positions with each column's successor and each heuristic
     player's pick, which the SQL library prices against these values.
     """
-    from pipeline.games.knucklebones import gpu
+    from pipeline.games.knucklebones.exact import gpu
 
     tb = exact.tables(game.r)
     # float32 rounding: half an ulp of the largest |value|

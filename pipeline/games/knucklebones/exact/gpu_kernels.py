@@ -1,5 +1,5 @@
-"""The GPU kernels of :mod:`pipeline.games.knucklebones.gpu` (imported only once numba-cuda and a
-GPU, or the simulator, are known to be there).
+"""The GPU kernels of :mod:`~pipeline.games.knucklebones.exact.gpu` (imported only once numba-cuda
+and a GPU, or the simulator, are known to be there).
 
 ``cuda`` is a module global here, not a closure variable: numba's CUDA simulator swaps the
 globals of a kernel for its own fake module, and only globals. The rules of a move are the njit
@@ -39,10 +39,10 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
     # functions they call included).
     _source = interpreted(rules)
     unrank, successors, dice = _source["unrank"], _source["successors"], _source["dice"]
-    final_value, combine = _source["final_value"], _source["combine"]
+    final_value, combine, gain = _source["final_value"], _source["combine"], _source["gain"]
 else:  # numba-cuda compiles these njit functions (and those they call) for the GPU
     unrank, successors, dice = rules.unrank, rules.successors, rules.dice
-    final_value, combine = rules.final_value, rules.combine
+    final_value, combine, gain = rules.final_value, rules.combine, rules.gain
 
 
 def make(c: int, f: int, tpb: int) -> tuple[Any, Any]:
@@ -132,13 +132,13 @@ def make_gather() -> Any:
 
 def make_greedy(c: int, f: int, tpb: int) -> Any:
     """The sweep kernel of greedy play against its best response (a board of ``c`` columns and
-    an ``f``-faced die; see :func:`pipeline.games.knucklebones.gpu.greedy_solve`).
+    an ``f``-faced die; see :func:`pipeline.games.knucklebones.exact.gpu.greedy_solve`).
 
     ``bounds`` holds ``2 n`` rows: row ``i < n`` is position ``i`` with the perfect player to
     move (W: the best move against greedy), row ``n + i`` the same position with greedy to move
-    (G: the mean over greedy's tied columns of the largest immediate change of the score
-    difference, each column a choice: two columns holding the same pair are two choices of one
-    move, as the ``greedy`` player draws among columns). W reads G's rows of its successors and
+    (G: the mean over greedy's tied moves of the largest immediate change of the score
+    difference, :func:`rules.gain`; two columns holding the same pair are one move, as the
+    player engine draws). W reads G's rows of its successors and
     G reads W's. Both updates are antitone in the other's values, so the two-sided bounds of
     the exact solver apply unchanged: ``L <- T(U)``, ``U <- T(L)``, in place, any order."""
     n_moves = c * f
@@ -168,25 +168,20 @@ def make_greedy(c: int, f: int, tpb: int) -> Any:
                         lows[0, m] = bounds[n + r, 0]
                         highs[0, m] = bounds[n + r, 1]
                 new_lo, new_hi = combine(ids, lows, highs, 0, c, f, offset)
-            else:  # greedy moves: the mean over its tied columns, the perfect player there
+            else:  # greedy moves: the mean over its tied moves, the perfect player there
                 new_lo, new_hi = 0.0, 0.0
                 for v in range(f):
-                    best = -(2**62)
+                    best = rules.NO_GAIN
                     for j in range(c):
-                        p = pairs[0, j]
-                        m2 = moved[p, v]
-                        g = -(2**62)
-                        if m2 >= 0:  # the pair m2 is seen by the opponent: scores swap sides
-                            g = (opp_score[m2] - mover_score[p]) + (opp_score[p] - mover_score[m2])
+                        g = rules.NO_GAIN
+                        if ids[0, v * c + j] >= 0:  # a move (not a column holding the pair before)
+                            g = gain(pairs[0, j], v, moved, mover_score, opp_score)
                         gains[j] = g
                         best = max(best, g)
-                    lo_v, hi_v, tied, before = 0.0, 0.0, 0, -1
+                    lo_v, hi_v, tied = 0.0, 0.0, 0
                     for j in range(c):
                         r = ids[0, v * c + j]
-                        if r < 0:  # a column holding the pair before it: that column's move
-                            r = before  # (a full column: never tied for the best gain)
-                        before = r
-                        if gains[j] == best:
+                        if r >= 0 and gains[j] == best:
                             lo_v += offset - float(bounds[r, 1])
                             hi_v += offset - float(bounds[r, 0])
                             tied += 1

@@ -1,6 +1,6 @@
 """Exact Knucklebones values on one GPU: the exact solver's bounds, swept by numba-cuda kernels.
 
-The method is :mod:`pipeline.games.knucklebones.exact`'s, on the same state ids: every position
+The method is :mod:`pipeline.games.knucklebones.exact.cpu`'s, on the same state ids: every position
 holds a lower and an upper bound of its value, terminal positions are exact, live ones start at
 the objective's extremes, and a sweep sets ``L <- T(U)``, ``U <- T(L)`` in place. The Bellman
 operator is antitone, so every bound read -- old or new, whatever another thread is writing at
@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import exact
+from pipeline.games.knucklebones.exact import cpu as exact
+from pipeline.games.knucklebones.exact.solution import Solution
 from pipeline.games.knucklebones.game import KnuckleRules
-from pipeline.games.knucklebones.solution import Solution
 
 #: Threads per block (the simulator runs each thread as a Python thread: keep it small there).
 #: ptxas gives the full game's sweep kernel 156 registers a thread (sm_90, no spills): an SM's
@@ -152,8 +152,8 @@ def pick_dtype(n_states: int, tol: float, free: float) -> type:
 def kernels(c: int, f: int, tpb: int) -> tuple[Any, Any]:
     """The (init, sweep) kernels of a board of ``c`` columns and an ``f``-faced die, launched
     with ``tpb`` threads a block (compiled on first use; see
-    :mod:`pipeline.games.knucklebones.gpu_kernels`)."""
-    from pipeline.games.knucklebones import gpu_kernels
+    :mod:`pipeline.games.knucklebones.exact.gpu_kernels`)."""
+    from pipeline.games.knucklebones.exact import gpu_kernels
 
     return gpu_kernels.make(c, f, tpb)
 
@@ -308,7 +308,7 @@ GATHER_CHUNK = 1 << 22
 
 @lru_cache(maxsize=1)
 def _gather_kernel() -> Any:
-    from pipeline.games.knucklebones import gpu_kernels
+    from pipeline.games.knucklebones.exact import gpu_kernels
 
     return gpu_kernels.make_gather()
 
@@ -333,7 +333,7 @@ def gather(bounds: Any, ids: np.ndarray, chunk: int = GATHER_CHUNK) -> np.ndarra
 
 @lru_cache(maxsize=8)
 def _greedy_kernel(c: int, f: int, tpb: int) -> Any:
-    from pipeline.games.knucklebones import gpu_kernels
+    from pipeline.games.knucklebones.exact import gpu_kernels
 
     return gpu_kernels.make_greedy(c, f, tpb)
 
@@ -350,14 +350,14 @@ def greedy_solve(
     """Greedy play against its best response, on the GPU: the value of every position with
     each player to move (``2 n`` bounds: twice a solve's memory, so the full game's need
     float32 on an 80 GB GPU), proved within ``tol`` as the exact solver's (see
-    :func:`pipeline.games.knucklebones.gpu_kernels.make_greedy`).
+    :func:`pipeline.games.knucklebones.exact.gpu_kernels.make_greedy`).
 
     ``seconds``: stop after the sweep that passes this many seconds, the bounds then still
     valid but wider than ``tol`` (``converged`` False). Returns a
-    :class:`pipeline.games.knucklebones.greedy.GreedyValue` of the start position;
+    :class:`pipeline.games.knucklebones.exact.greedy.GreedyValue` of the start position;
     ``progress(sweep, change, bound, positions per second)`` after each sweep. UsageError as
     :func:`solve`'s."""
-    from pipeline.games.knucklebones.greedy import GreedyValue
+    from pipeline.games.knucklebones.exact.greedy import GreedyValue
 
     exact.check_tolerance(tol, max_sweeps)
     cuda = cuda_module()

@@ -1,5 +1,6 @@
 """The answer of an exact Knucklebones solve, whichever device ran it: every position's value
-within a proven bound, and how the solve went (:func:`pipeline.games.knucklebones.solver.solve`).
+within a proven bound, and how the solve went
+(:func:`pipeline.games.knucklebones.exact.solver.solve`).
 
 The CPU and Dask solvers hold the values in host memory; the GPU solver leaves the bounds on the
 GPU (the full game's are 77 GB) and copies a range of them to the host when asked. A

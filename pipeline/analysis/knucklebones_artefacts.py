@@ -1,10 +1,10 @@
-"""What an exact solve leaves in the repository, and its data contract: a board's opening book
-(:mod:`pipeline.games.knucklebones.book`) and labelled positions
-(:mod:`pipeline.games.knucklebones.labels`), kept in ``models/`` beside the evaluators.
+"""The Knucklebones artefacts (:mod:`pipeline.games.knucklebones.players.artefacts`: opening
+books and labelled sets, made by an exact solve) checked against their data contract, and what
+a book tells.
 
 The full game's (3x3, six-sided die) are made on a GPU in one call (issue 38:
 ``benchmarks/gpu_artefacts.py``, docs/knucklebones-full-game.md) and committed; every later
-run, test and user reads the exact game from them without a GPU. What they tell:
+run, test and user reads the exact game from them without a GPU. What a book tells:
 
 - :func:`first_die`: the first player's chance (and expected lead) for each first die: the
   first placement has no choice (every column of empty boards is the same position), so it is
@@ -12,25 +12,31 @@ run, test and user reads the exact game from them without a GPU. What they tell:
 - :func:`replies`: the second player's best first placement for each pair of first dice.
 
 :func:`check_book`, :func:`check_labelled` and :func:`check_packaged` are the contract every
-packaged artefact meets (`stb-pipeline knucklebones check-artefacts`, and a test): the values
-obey the Bellman equation among themselves (a position's value is the mean over the die of its
-best choice) within the solve's tolerance and the files' float32 rounding, they lie in their
-objective's range, the full game's start value is the one published
-(:data:`PUBLISHED_START`), and each file records its provenance (:data:`PROVENANCE`). An
-artefact not made yet is reported absent, not failed.
+packaged artefact meets: the values obey the Bellman equation among themselves (a position's
+value is the mean over the die of its best choice) within the solve's tolerance and the files'
+float32 rounding (:func:`bellman_residual`, :func:`bellman_allowance`), they lie in their
+objective's range, the full game's start value is the one published (:data:`PUBLISHED_START`),
+and each file records its provenance (:data:`PROVENANCE`). An artefact not made yet is reported
+absent, not failed. Each check is a :class:`Finding` (plain data: the GPU call records them with
+neither polars nor DuckDB at hand); `stb-pipeline knucklebones check-artefacts` runs them as data
+contracts beside `verify`'s (:func:`contract_results`: the same results, printed and failed the
+same way, exit 3 on a violation).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.games.knucklebones import labels
-from pipeline.games.knucklebones.book import Book
-from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+from pipeline.games.knucklebones.game import KnuckleRules, board_game
+from pipeline.games.knucklebones.players import artefacts, labels
+from pipeline.games.knucklebones.players.book import Book
+
+if TYPE_CHECKING:
+    from pipeline.analysis.contracts import ContractResult
 
 #: The full game's board: 3 columns of 3, a six-sided die.
 FULL_GAME = (3, 3, 6)
@@ -44,29 +50,11 @@ PROVENANCE = ("device", "code_hash", "seconds", "tolerance")
 FLOAT32_ROUNDING = 2.0**-24
 
 
-def book_path(columns: int, rows: int, faces: int, models: Path | None = None) -> Path:
-    """Where a board's packaged book lives."""
-    from pipeline.games.knucklebones.evaluator import MODELS
-
-    return (models or MODELS) / f"{columns}x{rows}-d{faces}-book.npz"
-
-
-def labelled_path(columns: int, rows: int, faces: int, models: Path | None = None) -> Path:
-    """Where a board's packaged labelled positions live."""
-    from pipeline.games.knucklebones.evaluator import MODELS
-
-    return (models or MODELS) / f"{columns}x{rows}-d{faces}-labelled.parquet"
-
-
-def board_game(columns: int, rows: int, faces: int) -> Knucklebones:
-    return Knucklebones(KnuckleRules(columns, rows, faces))
-
-
 # -- what the book tells ---------------------------------------------------------------------
 
 
-def _start(game: Knucklebones) -> np.ndarray:
-    from pipeline.games.knucklebones.exact import pairs_of
+def _start(game: Any) -> np.ndarray:
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
 
     return pairs_of(game.r, np.array([game.start_state()]))[0]
 
@@ -75,7 +63,7 @@ def first_die(book: Book) -> list[dict[str, Any]]:
     """For each first die: the first player's chance (``win``, a draw 1/2) and expected lead
     (``diff``), from the position the second player faces after it (in the book from 1
     placement on)."""
-    game = board_game(book.columns, book.rows, book.faces)
+    game = board_game(artefacts.board_of(book.columns, book.rows, book.faces))
     start = _start(game)
     rows = []
     for die in range(1, book.faces + 1):
@@ -93,7 +81,7 @@ def replies(book: Book) -> list[dict[str, Any]]:
     placement (``facing``: the column opposite the first die, ``open``: one of the others),
     its chance (``win``) and expected lead (``diff``), and the other placement's (best by the
     chance, then the lead). Needs a book of 2 placements or more."""
-    game = board_game(book.columns, book.rows, book.faces)
+    game = board_game(artefacts.board_of(book.columns, book.rows, book.faces))
     t = game.t
     start = _start(game)
     rows = []
@@ -131,6 +119,8 @@ class Finding:
     check: str
     ok: bool | None
     detail: str = ""
+    checked: int = 1
+    """How many values (positions, keys) the check read."""
 
     def line(self) -> str:
         word = {True: "ok", False: "FAIL", None: "skip"}[self.ok]
@@ -142,7 +132,7 @@ class Finding:
 def _provenance(name: str, meta: dict[str, Any]) -> Finding:
     lacking = [k for k in PROVENANCE if k not in meta]
     return Finding(name, "provenance recorded: " + ", ".join(PROVENANCE), not lacking,
-                   f"lacks {', '.join(lacking)}" if lacking else "")  # fmt: skip
+                   f"lacks {', '.join(lacking)}" if lacking else "", len(PROVENANCE))  # fmt: skip
 
 
 def _rounding(meta: dict[str, Any]) -> float:
@@ -150,11 +140,11 @@ def _rounding(meta: dict[str, Any]) -> float:
 
 
 def _book_bellman(
-    book: Book, name: str, game: Knucklebones, tol: float, rounding: float, most: float
+    book: Book, name: str, game: Any, tol: float, rounding: float, most: float
 ) -> list[Finding]:
     """The Bellman equation, both fields, wherever every successor of a position is in the
     book (the positions before its last placement)."""
-    from pipeline.games.knucklebones.exact import pairs_of, successor_ids
+    from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
 
     r = game.r
     ids = book.state_id
@@ -176,7 +166,7 @@ def _book_bellman(
         out.append(Finding(
             name, f"Bellman equation ({field}) of the {int(full.sum()):,} positions whose "
             "successors are all in the book", worst <= allowed,
-            f"largest residual {worst:.3g}, allowed {allowed:.3g}",
+            f"largest residual {worst:.3g}, allowed {allowed:.3g}", int(full.sum()),
         ))  # fmt: skip
     return out
 
@@ -186,11 +176,11 @@ def check_book(book: Book, name: str = "book") -> list[Finding]:
     values lie in range and obey the Bellman equation wherever a position's successors are all
     in it; the first dice's chances average to the start value; the full game's start value
     is :data:`PUBLISHED_START` within the tolerances; its provenance is recorded."""
-    from pipeline.games.knucklebones.book import reachable
+    from pipeline.games.knucklebones.players.book import reachable
 
-    game = board_game(book.columns, book.rows, book.faces)
+    game = board_game(artefacts.board_of(book.columns, book.rows, book.faces))
     r = game.r
-    tol = float(book.meta.get("tolerance", labels.DEFAULT_TOLERANCE))
+    tol = float(book.meta.get("tolerance", DEFAULT_TOLERANCE))
     most = float(r.columns * r.faces * r.rows**2)
     rounding = _rounding(book.meta)
     out = [_provenance(name, book.meta)]
@@ -240,20 +230,20 @@ def check_book(book: Book, name: str = "book") -> list[Finding]:
 
 def check_labelled(found: labels.Labelled, name: str = "labelled") -> list[Finding]:
     """The labelled set's contract: every position's value is the mean over the die of its best
-    choice (within :func:`labels.bellman_allowance`), values lie in range, a choice has a value
+    choice (within :func:`bellman_allowance`), values lie in range, a choice has a value
     exactly where it is a move, positions are in play and each once; the full game's set holds
     at least 100,000 positions; its provenance is recorded."""
-    from pipeline.games.knucklebones.exact import pairs_of
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
 
-    game = board_game(found.columns, found.rows, found.faces)
-    tol = float(found.meta.get("tolerance", labels.DEFAULT_TOLERANCE))
+    game = board_game(artefacts.board_of(found.columns, found.rows, found.faces))
+    tol = float(found.meta.get("tolerance", DEFAULT_TOLERANCE))
     most = float(found.columns * found.faces * found.rows**2)
     out = [_provenance(name, found.meta)]
     ids = found.state_id
     unique = len(np.unique(ids)) == len(ids)
     in_play = not game.terminal_mask(pairs_of(game.r, ids)).any() if len(ids) else True
     out.append(Finding(name, "positions in play, each once", bool(unique and in_play),
-                       f"{len(found):,} positions"))  # fmt: skip
+                       f"{len(found):,} positions", len(found)))  # fmt: skip
     if (found.columns, found.rows, found.faces) == FULL_GAME:
         out.append(Finding(name, "at least 100,000 positions", len(found) >= 100_000))
     legal = found.next_id >= 0
@@ -269,12 +259,12 @@ def check_labelled(found: labels.Labelled, name: str = "labelled") -> list[Findi
             and bool(np.array_equal(~np.isnan(choices), legal))
         )  # fmt: skip
         out.append(Finding(name, f"{field} in range; a choice has a value exactly where it is a "
-                           "move", bool(ok)))  # fmt: skip
-        worst = float(labels.bellman_residual(found, field).max(initial=0.0))
-        allowed = labels.bellman_allowance(found, field)
+                           "move", bool(ok), checked=int(values.size + choices.size)))  # fmt: skip
+        worst = float(bellman_residual(found, field).max(initial=0.0))
+        allowed = bellman_allowance(found, field)
         out.append(Finding(
             name, f"Bellman equation ({field}) among the positions' own values",
-            worst <= allowed, f"largest residual {worst:.3g}, allowed {allowed:.3g}",
+            worst <= allowed, f"largest residual {worst:.3g}, allowed {allowed:.3g}", len(found),
         ))  # fmt: skip
     return out
 
@@ -283,20 +273,68 @@ def check_packaged(models: Path | None = None) -> list[Finding]:
     """Every packaged book and labelled set checked (:func:`check_book`,
     :func:`check_labelled`); the full game's, until its GPU call has made them, reported
     absent."""
-    from pipeline.games.knucklebones import book as book_module
-    from pipeline.games.knucklebones.evaluator import MODELS
-
-    folder = models or MODELS
+    folder = models or artefacts.MODELS
     out: list[Finding] = []
     books = sorted(folder.glob("*-book.npz")) if folder.is_dir() else []
     sets = sorted(folder.glob("*-labelled.parquet")) if folder.is_dir() else []
     for path in books:
-        out += check_book(book_module.load(path), path.name)
+        out += check_book(artefacts.read_book(path), path.name)
     for path in sets:
-        out += check_labelled(labels.read(path), path.name)
-    for path in (book_path(*FULL_GAME, folder), labelled_path(*FULL_GAME, folder)):
+        out += check_labelled(artefacts.read_labelled(path), path.name)
+    full = KnuckleRules(*FULL_GAME)
+    for path in (artefacts.path("book", full, folder), artefacts.path("labelled", full, folder)):
         if not path.exists():
             out.append(Finding(path.name, "not made yet", None,
                                "absent: the full game's GPU call makes it, "
                                "docs/knucklebones-full-game.md"))  # fmt: skip
     return out
+
+
+def contract_results(found: list[Finding]) -> list[ContractResult]:
+    """The findings as data contracts' results (:mod:`pipeline.analysis.contracts`): what
+    `check-artefacts` prints and fails on as `verify` does."""
+    import polars as pl
+
+    from pipeline.analysis.contracts import ContractResult
+
+    out = []
+    for f in found:
+        problems = [f.detail or "violated"] if f.ok is False else []
+        out.append(ContractResult(
+            "artefact", f.check, pl.DataFrame({"problem": problems}, schema={"problem": pl.String}),
+            skipped=f.detail if f.ok is None else "", checked=f.checked,
+            title=f"{f.artefact}: {f.check}" + (f" ({f.detail})" if f.detail and f.ok else ""),
+        ))  # fmt: skip
+    return out
+
+
+#: The tolerance of a labelled set's values when its record names none (the exact solvers').
+DEFAULT_TOLERANCE = 1e-11
+
+
+def bellman_residual(labelled: labels.Labelled, name: str) -> np.ndarray:
+    """|value - mean over dice of the best choice| of every position, in objective ``name``
+    (``win`` or ``diff``): zero up to the values' tolerance for exact values."""
+    f, c = labelled.faces, labelled.columns
+    choice = labelled.choices[name].reshape(-1, f, c)
+    best = np.nanmax(np.where(np.isnan(choice), -np.inf, choice), axis=2)
+    return np.abs(labelled.values[name] - best.mean(axis=1))
+
+
+#: The tolerance of a labelled set's values when its record names none (the exact solvers').
+DEFAULT_TOLERANCE = 1e-11
+
+
+def bellman_allowance(labelled: labels.Labelled, name: str) -> float:
+    """How large :func:`bellman_residual` may be in objective ``name``: the value and the best
+    choices are each within the record's ``tolerance`` of the exact ones (twice that), plus,
+    in a compact file, half a float32 ulp of each (the largest magnitude's), plus float64
+    rounding."""
+    tol = float(labelled.meta.get("tolerance", DEFAULT_TOLERANCE))
+    scale = max(
+        1.0,
+        float(np.abs(labelled.values[name]).max(initial=0.0)),
+        float(np.nanmax(np.abs(labelled.choices[name]), initial=0.0)),
+    )
+    rounding = 2.0**-23 * scale if labelled.meta.get("compact") else 0.0
+    return 2 * tol + rounding + 1e-12 * scale

@@ -3,7 +3,7 @@ search at its leaves.
 
 A position is a multiset of facing column pairs, so the network sees it as one: each pair
 ``p`` has a learned vector ``E[p]`` (made from the pair's dice by a small network during
-training, :mod:`pipeline.games.knucklebones.training`, and kept as a table), the position's
+training, :mod:`pipeline.games.knucklebones.players.training`, and kept as a table), the position's
 vector is the sum over its columns plus a vector for its dice counts ``C[mover dice, opponent
 dice]``, and a small perceptron turns it into the win chance (a logistic of its first output)
 and the expected score difference (its second, times ``diff_scale``):
@@ -23,18 +23,15 @@ where that record says it beat the search there (:attr:`Evaluator.trusted`).
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 
-#: Where the packaged weights live.
-MODELS = Path(__file__).with_name("models")
+from pipeline.games.knucklebones import rules
+from pipeline.solve.compiled import OPTIONS, kernel
+
 #: The arrays of a model, in the order the compiled leaf takes them.
 ARRAYS = ("E", "C", "G", "W1", "b1", "W2", "b2", "W3", "b3")
 #: Points per unit of the gain features.
@@ -70,15 +67,17 @@ class Evaluator:
         its board (the answer's default player only then)."""
         return bool(self.meta.get("beats_search", False))
 
-    def packed(self, t: Any) -> tuple[np.ndarray, ...]:
-        """The arrays as the compiled leaf takes them (float64, contiguous), the board's gain
-        table and turn (``t``: its :class:`~pipeline.games.knucklebones.game.PairTables`) and
-        the scales."""
-        return (
-            *(np.ascontiguousarray(self.arrays[k], dtype=np.float64) for k in ARRAYS),
-            gain_table(t), np.ascontiguousarray(t.swap, dtype=np.int64),
-            np.array([self.diff_scale, float(self.counts), GAIN_SCALE]),
-        )  # fmt: skip
+    def packed(self, t: Any) -> Net:
+        """The network as the compiled leaf (:func:`net_leaf`) reads it: the arrays (float64,
+        contiguous), the board's gain table and turn (``t``: its
+        :class:`~pipeline.games.knucklebones.game.PairTables`), the scales, and room for the
+        layers' values (each packing its own: one search at a time reads it)."""
+        arrays = [np.ascontiguousarray(self.arrays[k], dtype=np.float64) for k in ARRAYS]
+        width = max(a.shape[-1] for a in arrays)
+        return Net._make([
+            *arrays, gain_table(t), np.ascontiguousarray(t.swap, dtype=np.int64),
+            np.array([self.diff_scale, float(self.counts), GAIN_SCALE]), np.zeros((3, width)),
+        ])  # fmt: skip
 
     def values(self, t: Any, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(win, diff) of each row of facing-pair indices (any order) of the board whose
@@ -93,57 +92,18 @@ class Evaluator:
         out = h @ a["W3"] + a["b3"]
         return 1 / (1 + np.exp(-out[:, 0].astype(np.float64))), out[:, 1] * self.diff_scale
 
-    def save(self, path: Path) -> None:
-        """Write the weights and the record to ``path`` (.npz), atomically."""
-        meta = {
-            **self.meta, "columns": self.columns, "rows": self.rows, "faces": self.faces,
-            "diff_scale": self.diff_scale,
-        }  # fmt: skip
-        blob: dict[str, Any] = {k: self.arrays[k].astype(np.float32) for k in ARRAYS}
-        blob["meta"] = np.array(json.dumps(meta, sort_keys=True))
-        # a temporary file beside it, then a rename: a reader never sees half a file
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, **blob)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-
-def board_name(game: Any) -> str:
-    """A board's name in model file names: ``3x3-d6`` (of a game or its rules)."""
-    r = getattr(game, "r", game)
-    return f"{r.columns}x{r.rows}-d{r.faces}"
-
-
-def load(path: Path) -> Evaluator:
-    """An evaluator from its .npz file (ValueError when it is not one)."""
-    with np.load(path, allow_pickle=False) as found:
-        try:
-            meta = json.loads(str(found["meta"]))
-            arrays = {k: np.asarray(found[k], dtype=np.float64) for k in ARRAYS}
-        except KeyError as exc:
-            raise ValueError(f"{path} is not an evaluator's weights (no {exc})") from None
-    return Evaluator(
-        int(meta["columns"]), int(meta["rows"]), int(meta["faces"]), arrays,
-        float(meta["diff_scale"]), meta,
-    )  # fmt: skip
-
-
-@lru_cache(maxsize=16)
-def packaged(columns: int, rows: int, faces: int) -> Evaluator | None:
-    """The packaged evaluator of a board, or None where there is none."""
-    path = MODELS / f"{columns}x{rows}-d{faces}.npz"
-    return load(path) if path.exists() else None
-
 
 def gain_table(t: Any) -> np.ndarray:
     """[pairs, faces]: the mover's immediate change of the score difference when a die of
-    each face goes in a column of each facing pair (:data:`NO_MOVE` where it is full)."""
-    new = t.place
-    gain = (t.mover_score[new] - t.mover_score[:, None]) + (t.opp_score[:, None] - t.opp_score[new])
-    return np.ascontiguousarray(np.where(new >= 0, gain, NO_MOVE), dtype=np.float64)
+    each face goes in a column of each facing pair (:func:`rules.gain`; :data:`NO_MOVE` where
+    it is full)."""
+    gain = np.empty(t.moved.shape, dtype=np.int64)
+    rules.gains(
+        np.ascontiguousarray(t.moved, dtype=np.int64),
+        np.ascontiguousarray(t.mover_score, dtype=np.int64),
+        np.ascontiguousarray(t.opp_score, dtype=np.int64), gain,
+    )  # fmt: skip
+    return np.where(gain == rules.NO_GAIN, NO_MOVE, gain).astype(np.float64)
 
 
 def gain_features(gain: np.ndarray, swap: np.ndarray, pairs: np.ndarray) -> np.ndarray:
@@ -157,57 +117,80 @@ def gain_features(gain: np.ndarray, swap: np.ndarray, pairs: np.ndarray) -> np.n
     return np.where(both > NO_MOVE / 2, both, 0.0) / GAIN_SCALE
 
 
-def empty_net() -> tuple[np.ndarray, ...]:
-    """Arrays of the compiled leaf's types holding no model (the search without one)."""
+class Net(NamedTuple):
+    """A packed evaluator (:meth:`Evaluator.packed`): what :func:`net_leaf` reads. The search
+    passes it through without looking inside, so the network's shape can change here alone."""
+
+    E: np.ndarray
+    C: np.ndarray
+    G: np.ndarray
+    W1: np.ndarray
+    b1: np.ndarray
+    W2: np.ndarray
+    b2: np.ndarray
+    W3: np.ndarray
+    b3: np.ndarray
+    gain: np.ndarray
+    swap: np.ndarray
+    scale: np.ndarray
+    """diff_scale, the count table's side, the gains' scale."""
+    work: np.ndarray
+    """[3, width]: the layers' values of one leaf."""
+
+
+def empty_net() -> Net:
+    """A packed evaluator of the leaf's types holding no model (the search without one)."""
     two = np.zeros((0, 0))
     one = np.zeros(0)
-    return (two, two, two, two, one, two, one, two, one, two, np.zeros(0, np.int64), np.zeros(3))
+    return Net(two, two, two, two, one, two, one, two, one, two, np.zeros(0, np.int64),
+               np.zeros(3), np.zeros((3, 0)))  # fmt: skip
 
 
-@numba.njit(cache=True)
+@kernel
 def net_leaf(pairs, mover_size, opp_size, net):
     """(win, diff) of sorted ``pairs`` for the player to move, from a packed evaluator."""
-    E, C, G, W1, b1, W2, b2, W3, b3, gain, swap, scale = net
-    h = E.shape[1]
-    faces = gain.shape[1]
-    m, o = 0, 0
-    for j in range(pairs.shape[0]):
-        m += mover_size[pairs[j]]
-        o += opp_size[pairs[j]]
-    x = C[m * int(scale[1]) + o].copy()
-    for j in range(pairs.shape[0]):
+    h = net.E.shape[1]
+    faces = net.gain.shape[1]
+    c = pairs.shape[0]
+    m, o = rules.dice(pairs, c, mover_size, opp_size)
+    x = net.work[0]
+    row = m * int(net.scale[1]) + o
+    for k in range(h):
+        x[k] = net.C[row, k]
+    for j in range(c):
         for k in range(h):
-            x[k] += E[pairs[j], k]
+            x[k] += net.E[pairs[j], k]
     for v in range(faces):
         best_m, best_o = NO_MOVE, NO_MOVE
-        for j in range(pairs.shape[0]):
-            best_m = max(best_m, gain[pairs[j], v])
-            best_o = max(best_o, gain[swap[pairs[j]], v])
-        fm = best_m / scale[2] if best_m > NO_MOVE / 2 else 0.0
-        fo = best_o / scale[2] if best_o > NO_MOVE / 2 else 0.0
+        for j in range(c):
+            best_m = max(best_m, net.gain[pairs[j], v])
+            best_o = max(best_o, net.gain[net.swap[pairs[j]], v])
+        fm = best_m / net.scale[2] if best_m > NO_MOVE / 2 else 0.0
+        fo = best_o / net.scale[2] if best_o > NO_MOVE / 2 else 0.0
         for k in range(h):
-            x[k] += fm * G[v, k] + fo * G[faces + v, k]
+            x[k] += fm * net.G[v, k] + fo * net.G[faces + v, k]
     for k in range(h):
         x[k] = max(x[k], 0.0)
-    h1 = _dense_relu(x, W1, b1)
-    h2 = _dense_relu(h1, W2, b2)
-    logit = b3[0]
-    d = b3[1]
-    for k in range(h2.shape[0]):
-        logit += h2[k] * W3[k, 0]
-        d += h2[k] * W3[k, 1]
-    return 1.0 / (1.0 + np.exp(-logit)), d * scale[0]
+    n1, n2 = net.b1.shape[0], net.b2.shape[0]
+    _dense_relu(x, h, net.W1, net.b1, net.work[1])
+    _dense_relu(net.work[1], n1, net.W2, net.b2, net.work[2])
+    logit = net.b3[0]
+    d = net.b3[1]
+    for k in range(n2):
+        logit += net.work[2, k] * net.W3[k, 0]
+        d += net.work[2, k] * net.W3[k, 1]
+    return 1.0 / (1.0 + np.exp(-logit)), d * net.scale[0]
 
 
-@numba.njit(cache=True, fastmath=True)
-def _dense_relu(x, W, b):
-    """relu(x W + b)."""
-    out = b.copy()
-    for i in range(x.shape[0]):
+@numba.njit(**OPTIONS, fastmath=True)
+def _dense_relu(x, n, W, b, out):
+    """out[:len(b)] = relu(x[:n] W + b)."""
+    for k in range(b.shape[0]):
+        out[k] = b[k]
+    for i in range(n):
         xi = x[i]
         if xi != 0.0:
-            for k in range(out.shape[0]):
+            for k in range(b.shape[0]):
                 out[k] += xi * W[i, k]
-    for k in range(out.shape[0]):
+    for k in range(b.shape[0]):
         out[k] = max(out[k], 0.0)
-    return out

@@ -1,7 +1,7 @@
-"""Fitting the distilled Knucklebones evaluator (:mod:`pipeline.games.knucklebones.evaluator`)
+"""Fitting the distilled Knucklebones evaluator (:mod:`~.players.evaluator`)
 to exact values, in numpy alone: reproducible from a seed, on any machine.
 
-The training examples are a labelled set's (:mod:`pipeline.games.knucklebones.labels`): each
+The training examples are a labelled set's (:mod:`pipeline.games.knucklebones.players.labels`): each
 labelled position with its exact values, and each of its choices' successors with theirs (a
 choice's value is its successor's seen from the other side), every state once. So a set of
 positions from play teaches the values of the positions play meets and of every position one
@@ -26,9 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.games.knucklebones.evaluator import ARRAYS, Evaluator, gain_features, gain_table
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.labels import Labelled, held_out
+from pipeline.games.knucklebones.players.evaluator import (
+    ARRAYS,
+    Evaluator,
+    gain_features,
+    gain_table,
+)
+from pipeline.games.knucklebones.players.labels import Labelled, held_out
 
 #: Scale of the score difference in the network's second output (points per unit).
 DIFF_SCALE = 30.0
@@ -61,7 +66,7 @@ class Settings:
 def examples(labelled: Labelled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(state ids, win, diff) of every labelled position and every choice's successor, each
     state once (a successor's value is its choice's seen from the other side), less the
-    held-out positions (:func:`pipeline.games.knucklebones.labels.held_out`)."""
+    held-out positions (:func:`pipeline.games.knucklebones.players.labels.held_out`)."""
     win_c, diff_c = labelled.choices["win"], labelled.choices["diff"]
     legal = labelled.next_id >= 0
     ids = np.concatenate([labelled.state_id, labelled.next_id[legal]])
@@ -233,7 +238,7 @@ def _fit(
     meta: dict | None,
     report: Callable[[int, float], None] | None,
 ) -> Evaluator:
-    from pipeline.games.knucklebones.exact import pairs_of
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
 
     rng = np.random.default_rng(settings.seed)
     ids, win, diff = examples(labelled)

@@ -1,4 +1,4 @@
-"""The Knucklebones value iteration of :mod:`pipeline.games.knucklebones.exact`, sharded on Dask.
+"""The Knucklebones value iteration of :mod:`~pipeline.games.knucklebones.exact.cpu`, on Dask.
 
 Why Dask.distributed (not Ray): it is pure Python and a small install (``pip install
 'stb-pipeline[distributed]'``), a ``LocalCluster`` of worker processes runs on this 2-core
@@ -14,7 +14,7 @@ thread per task, so the update is serial and bitwise reproducible) and writes it
 ``sweep-k/shard-i.npy`` (temp file, then ``os.replace``). The shards are Jacobi against each
 other. A task depends only on its arguments and on files no task rewrites with other bytes, so a
 task retried after a lost worker writes the same bytes: the run is exact under retries, and with
-the same shards it equals :func:`~pipeline.games.knucklebones.exact.solve` ``(shards=n,
+the same shards it equals :func:`~pipeline.games.knucklebones.exact.cpu.solve` ``(shards=n,
 threads=1)`` bit for bit. The engine moves only file names and two floats per task.
 
 Checkpoints. After every sweep the client writes ``state.json`` (rules, shard bounds, sweep,
@@ -42,7 +42,7 @@ import numba
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.exact import (
+from pipeline.games.knucklebones.exact.cpu import (
     DEFAULT_MAX_SWEEPS,
     DEFAULT_TOLERANCE,
     Progress,
@@ -53,8 +53,8 @@ from pipeline.games.knucklebones.exact import (
     sweep_shard,
     tables,
 )
+from pipeline.games.knucklebones.exact.solution import Solution, midpoint
 from pipeline.games.knucklebones.game import KnuckleRules
-from pipeline.games.knucklebones.solution import Solution, midpoint
 
 INSTALL_HINT = "Dask is not installed: pip install 'stb-pipeline[distributed]'"
 STATE_FILE = "state.json"
@@ -242,7 +242,8 @@ def solve_distributed(
     resumed run keeps the checkpoint's shards. Without ``checkpoint_dir`` a temporary directory is
     used and removed. ``resume`` continues from the checkpoint's last complete sweep.
     ``progress(sweep, residual, bound, positions/s)`` after each sweep. Stops as
-    :func:`pipeline.games.knucklebones.exact.solve` does; UsageError for bad input or without Dask.
+    :func:`pipeline.games.knucklebones.exact.cpu.solve` does; UsageError for bad input or without
+    Dask.
     """
     check_tolerance(tol, max_sweeps)
     if address and checkpoint_dir is None:

@@ -20,12 +20,13 @@ uses the same decisions and picks, so the SQL and the command agree.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.players import Player, named_player
+from pipeline.games.knucklebones.players.engine import Play, named_player
 
 #: Random-vs-random games of the sample, and their seed (recorded in every row).
 GAMES = 100
@@ -81,7 +82,7 @@ def player_rng(seed: int, name: str) -> np.random.Generator:
 
 
 def picks(
-    decisions: list[Decision], players: dict[str, Player], seed: int
+    decisions: list[Decision], players: Mapping[str, Play], seed: int
 ) -> dict[str, np.ndarray]:
     """Each player's column (0-based) at every decision, in order."""
     rngs = {name: player_rng(seed, name) for name in players}

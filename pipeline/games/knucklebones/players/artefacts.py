@@ -1,0 +1,228 @@
+"""The players' artefacts as files: evaluators, opening books and labelled sets, one format
+and one reader each.
+
+Where they live: the package keeps a board's artefacts in :data:`MODELS` beside this module,
+named by the board (:func:`~pipeline.games.knucklebones.game.board_name`, ``3x3-d4``):
+``<board>.npz`` (an evaluator's weights and record), ``<board>-book.npz`` (an opening book) and
+``<board>-labelled.parquet`` (held-out labelled positions; the repository's, not the wheel's).
+
+What a writer writes: each ``*_writer`` returns the function that writes an artefact's bytes
+into an open binary file; the command line hands it to the store's atomic writer
+(:func:`pipeline.store.files.write_file_atomic`: a temporary file, then a rename), so nothing
+in ``pipeline/games/`` writes a file. Each ``read_*`` is the one reader of its kind: every face
+(the answer's packaged lookups, `rate`, `train`, `check-artefacts`, the GPU call's summary)
+reads through it, so that what a file must hold is checked in one place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from pipeline.games.knucklebones.game import KnuckleRules, board_name
+from pipeline.games.knucklebones.players.book import Book
+from pipeline.games.knucklebones.players.evaluator import ARRAYS, Evaluator
+from pipeline.games.knucklebones.players.labels import FIELDS, Labelled, choice_ids
+
+#: Where the packaged artefacts live.
+MODELS = Path(__file__).with_name("models")
+#: Each kind's file name after the board's.
+SUFFIXES = {"evaluator": ".npz", "book": "-book.npz", "labelled": "-labelled.parquet"}
+#: The Parquet metadata key of a labelled set's record (board, seeds, where the values came from).
+META_KEY = b"stb.labelled"
+#: The float columns of a compact file are stored split into byte streams (Parquet's
+#: BYTE_STREAM_SPLIT): a float32's sign and exponent bytes then sit together and compress.
+_COMPACT_DTYPE = np.float32
+#: What writes an artefact's bytes into an open binary file.
+Writer = Callable[[BinaryIO], object]
+
+
+def path(kind: str, rules: KnuckleRules, models: Path | None = None) -> Path:
+    """Where the ``kind`` (:data:`SUFFIXES`) of ``rules``' board lives (in the package, or in
+    the folder ``models``)."""
+    return (models or MODELS) / f"{board_name(rules)}{SUFFIXES[kind]}"
+
+
+def board_of(columns: int, rows: int, faces: int) -> KnuckleRules:
+    """The board and die an artefact names (the win chance its objective)."""
+    return KnuckleRules(columns, rows, faces)
+
+
+# -- evaluators ----------------------------------------------------------------------------------
+
+
+def evaluator_writer(evaluator: Evaluator) -> Writer:
+    """The weights (float32) and the record of ``evaluator`` as an .npz file."""
+    meta = {
+        **evaluator.meta, "columns": evaluator.columns, "rows": evaluator.rows,
+        "faces": evaluator.faces, "diff_scale": evaluator.diff_scale,
+    }  # fmt: skip
+    blob: dict[str, Any] = {k: evaluator.arrays[k].astype(np.float32) for k in ARRAYS}
+    blob["meta"] = np.array(json.dumps(meta, sort_keys=True))
+    return lambda fh: np.savez_compressed(fh, **blob)
+
+
+def read_evaluator(file: Path) -> Evaluator:
+    """An evaluator from its .npz file (ValueError when it is not one)."""
+    with np.load(file, allow_pickle=False) as found:
+        try:
+            meta = json.loads(str(found["meta"]))
+            arrays = {k: np.asarray(found[k], dtype=np.float64) for k in ARRAYS}
+        except KeyError as exc:
+            raise ValueError(f"{file} is not an evaluator's weights (no {exc})") from None
+    return Evaluator(
+        int(meta["columns"]), int(meta["rows"]), int(meta["faces"]), arrays,
+        float(meta["diff_scale"]), meta,
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=16)
+def packaged_evaluator(columns: int, rows: int, faces: int) -> Evaluator | None:
+    """The packaged evaluator of a board, or None where there is none."""
+    file = path("evaluator", board_of(columns, rows, faces))
+    return read_evaluator(file) if file.exists() else None
+
+
+# -- opening books -------------------------------------------------------------------------------
+
+
+def book_writer(book: Book, compact: bool = False) -> Writer:
+    """The book as an .npz file. ``compact``: the values as float32 (within half a float32 ulp:
+    3e-8 for a win chance; the full game's tables store the same) and the sorted ids as their
+    first and the gaps after it (uint32 where every gap fits): 8 bytes a position before
+    compression instead of 24, so that the full game's 900,000 positions within 7 placements
+    fit a GPU call's 16 MiB file."""
+    meta = {
+        **book.meta, "columns": book.columns, "rows": book.rows, "faces": book.faces,
+        "plies": book.plies, "compact": compact,
+    }  # fmt: skip
+    arrays: dict[str, Any] = {"win": book.win, "diff": book.diff, "state_id": book.state_id}
+    if compact:
+        gaps = np.diff(book.state_id)
+        small = gaps.size == 0 or int(gaps.max()) < 2**32
+        arrays = {
+            "state_id_first": book.state_id[:1],
+            "state_id_gaps": gaps.astype(np.uint32 if small else np.int64),
+            "win": book.win.astype(np.float32), "diff": book.diff.astype(np.float32),
+        }  # fmt: skip
+    record = np.array(json.dumps(meta, sort_keys=True))
+    return lambda fh: np.savez_compressed(fh, meta=record, **arrays)
+
+
+def read_book(file: Path) -> Book:
+    """A book from its .npz file, compact or not (values as float64 either way)."""
+    with np.load(file, allow_pickle=False) as found:
+        meta = json.loads(str(found["meta"]))
+        if "state_id" in found:
+            ids = np.asarray(found["state_id"], dtype=np.int64)
+        else:  # compact: the first id and the gaps after it
+            gaps = np.asarray(found["state_id_gaps"], dtype=np.int64)
+            ids = np.concatenate([found["state_id_first"], gaps]).astype(np.int64).cumsum()
+        return Book(
+            int(meta["columns"]), int(meta["rows"]), int(meta["faces"]), int(meta["plies"]),
+            ids, np.asarray(found["win"], dtype=np.float64),
+            np.asarray(found["diff"], dtype=np.float64), meta,
+        )  # fmt: skip
+
+
+@lru_cache(maxsize=16)
+def packaged_book(columns: int, rows: int, faces: int) -> Book | None:
+    """The packaged book of a board, or None where there is none."""
+    file = path("book", board_of(columns, rows, faces))
+    return read_book(file) if file.exists() else None
+
+
+# -- labelled sets -------------------------------------------------------------------------------
+
+
+def to_arrow(labelled: Labelled, compact: bool = False) -> Any:
+    """The labelled set as an Arrow table: one row per position, its choices as fixed-size
+    lists (``faces * columns`` entries, choice ``die_index * columns + j``).
+
+    ``compact``: values and choices as float32 (each within half a float32 ulp of the float64
+    value: 3e-8 for a win chance, 4e-6 for a score difference of 100) and no
+    ``next_state_id`` column (it follows from the state id: :func:`choice_ids`). The full
+    game's 18 choices then cost about 110 bytes a position instead of 450, so that 100,000
+    positions fit in one file of a GPU call's 16 MiB."""
+    import pyarrow as pa
+
+    width = labelled.faces * labelled.columns
+    kind = pa.float32() if compact else pa.float64()
+
+    def fixed(values: np.ndarray, kind: Any) -> Any:
+        flat = pa.array(values.reshape(-1), type=kind, from_pandas=True)
+        return pa.FixedSizeListArray.from_arrays(flat, width)
+
+    columns = {
+        "state_id": pa.array(labelled.state_id, pa.int64()),
+        "source": pa.array(labelled.source.astype(str)),
+        "ply": pa.array(labelled.ply, pa.int16()),
+        "dice": pa.array(labelled.dice, pa.int16()),
+    }
+    if not compact:
+        columns["next_state_id"] = fixed(labelled.next_id, pa.int64())
+    for name in labelled.values:
+        values, choices = labelled.values[name], labelled.choices[name]
+        if compact:
+            values, choices = values.astype(_COMPACT_DTYPE), choices.astype(_COMPACT_DTYPE)
+        columns[name] = pa.array(values, kind)
+        columns[f"choice_{name}"] = fixed(choices, kind)
+    record = {
+        **labelled.meta, "columns": labelled.columns, "rows": labelled.rows,
+        "faces": labelled.faces, "compact": compact,
+    }  # fmt: skip
+    table = pa.table(columns)
+    return table.replace_schema_metadata({META_KEY: json.dumps(record, sort_keys=True)})
+
+
+def labelled_writer(labelled: Labelled, compact: bool = False) -> Writer:
+    """The labelled set as a Parquet file (zstd); ``compact``: see :func:`to_arrow`."""
+    import pyarrow.parquet as pq
+
+    table = to_arrow(labelled, compact)
+    options: dict[str, Any] = {"compression": "zstd"}
+    if compact:
+        floats = [n for n in labelled.values] + [
+            f"choice_{n}.list.element" for n in labelled.values
+        ]
+        options.update(compression_level=9, use_byte_stream_split=floats,
+                       use_dictionary=["source"])  # fmt: skip
+    return lambda fh: pq.write_table(table, fh, **options)
+
+
+def read_labelled(file: Path) -> Labelled:
+    """A labelled set from its Parquet file, compact or not (values as float64 either way;
+    a compact file's successor ids are recomputed from the state ids); ValueError when the
+    file is not one."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(file)
+    meta = table.schema.metadata or {}
+    if META_KEY not in meta:
+        raise ValueError(f"{file} is not a labelled set (no {META_KEY.decode()} record)")
+    record = json.loads(meta[META_KEY])
+    c, r, f = int(record["columns"]), int(record["rows"]), int(record["faces"])
+
+    def fixed(name: str) -> np.ndarray:
+        col = table[name].combine_chunks()
+        return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, f * c)
+
+    state_id = table["state_id"].to_numpy()
+    if "next_state_id" in table.column_names:
+        nxt = fixed("next_state_id")
+    else:  # a compact file: the successors follow from the ids
+        nxt = choice_ids(board_of(c, r, f), state_id)
+    out = Labelled(
+        c, r, f, state_id, np.asarray(table["source"].to_pylist()), table["ply"].to_numpy(),
+        table["dice"].to_numpy(), nxt, meta=record,
+    )  # fmt: skip
+    for name in FIELDS.values():
+        if name in table.column_names:
+            out.values[name] = np.asarray(table[name].to_numpy(), dtype=np.float64)
+            out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
+    return out
