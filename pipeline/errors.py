@@ -38,6 +38,14 @@ class TableError(PipelineError):
     exit_code = 1
 
 
+class ArtefactError(PipelineError):
+    """A file the package reads that is not what it must be: an evaluator, opening book or
+    labelled set that is damaged, of another board, or holds values out of range (one line
+    naming the file). Exit 1, as for a table that cannot be read."""
+
+    exit_code = 1
+
+
 class ContractError(PipelineError):
     """`verify` found tables that break a data contract (queries/contracts/)."""
 
