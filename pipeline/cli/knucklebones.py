@@ -52,11 +52,11 @@ kb = typer.Typer(
 
 def _kind(exact: bool, looked_up: str) -> str:
     """How exact a value is: from the tables, the opening book, searched to the end (exact)
-    or estimated."""
+    or estimated (said inside parentheses: never "(exact (book))")."""
     if looked_up == "tables":
-        return "exact (from tables)"
+        return "exact, from tables"
     if looked_up == "book":
-        return "exact (book)"
+        return "exact, from the book"
     return "exact" if exact else "estimate"
 
 
@@ -68,7 +68,7 @@ def _source(a: BoardAnswer) -> str:
         return "exact: yes (book)"
     if a.source == "end":
         return f"exact: yes (searched to the end, depth {a.depth})"
-    return f"estimate ({a.player}: depth {a.depth})"
+    return f"estimate ({a.player}, searched {a.depth} placements deep)"
 
 
 def _num(value: float | None, spec: str) -> str:

@@ -127,5 +127,8 @@ def test_the_answer_on_a_shipped_board_says_book_then_evaluator(tmp_path: Path) 
                     "-v", "knucklebones-3x3-d4", "-d", str(tmp_path)])  # fmt: skip
     assert later.code == 0, later.stderr
     meta = artefacts.read_evaluator(artefacts.MODELS / "3x3-d4.npz").meta
-    # its best two columns are 0.016 apart in win chance: no close call, the model's own depth
-    assert f"estimate (net-d{meta['depth']}: depth {meta['depth']})" in later.stdout
+    # its best two columns are 0.016 apart in win chance: no close call, the model's own depth;
+    # the player named as it is rated (net-d4+6), never "(exact (book))" (issue 48)
+    player = f"net-d{meta['depth']}+{meta['deeper']}"
+    assert f"estimate ({player}, searched {meta['depth']} placements deep)" in later.stdout
+    assert "(exact (book))" not in opening.stdout and "exact, from the book" in opening.stdout
