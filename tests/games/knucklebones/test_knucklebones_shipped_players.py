@@ -109,7 +109,9 @@ def test_each_shipped_book_holds_its_plies_and_agrees_with_the_labels(board: str
 
 
 def test_check_artefacts_passes_on_the_shipped_files() -> None:
-    result = invoke(["knucklebones", "check-artefacts"])
+    # their values against an exact solve: test_knucklebones_artefact_contract (3x2; 3x3-d4's
+    # solve takes minutes more, in `check-artefacts` itself)
+    result = invoke(["knucklebones", "check-artefacts", "--no-exact"])
     assert result.code == 0, result.stdout + result.stderr
     for board in BOARDS:
         assert f"{board}-book.npz" in result.stdout
