@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.errors import PipelineError
-from pipeline.games.knucklebones.game import KnuckleRules, board_game
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules, board_game
 from pipeline.games.knucklebones.players import artefacts, labels
 from pipeline.games.knucklebones.players.book import Book
 from pipeline.games.knucklebones.players.contents import KINDS
@@ -269,6 +269,53 @@ def check_labelled(found: labels.Labelled, name: str = "labelled") -> list[Findi
         out.append(Finding(
             name, f"Bellman equation ({field}) among the positions' own values",
             worst <= allowed, f"largest residual {worst:.3g}, allowed {allowed:.3g}", len(found),
+        ))  # fmt: skip
+    if set(labels.FIELDS.values()) <= set(found.values):
+        out += choices_meet_their_rows(found, name, game)
+    return out
+
+
+def choices_meet_their_rows(found: labels.Labelled, name: str, game: Any) -> list[Finding]:
+    """Each choice, best or not, against what it leads to where the set knows it without a
+    solve: a successor that ends the game is worth its final score, one that is itself a row
+    of the set is worth that row's value (1 - win, -diff). The Bellman residual reads a
+    position's best choices only; this reads the others. A set whose record says it holds the
+    successors of its first ``successors_of`` positions (the full game's GPU-made set: no CPU
+    solve to compare with) must let every choice of at least that many positions meet its
+    row."""
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
+
+    nxt, ids = found.next_id, found.state_id
+    moves = nxt >= 0
+    order = np.argsort(ids)
+    at = order[np.minimum(np.searchsorted(ids[order], np.where(moves, nxt, 0)), len(ids) - 1)]
+    row = moves & (ids[at] == nxt)
+    ended = np.zeros_like(moves)
+    rest = moves & ~row
+    if rest.any():
+        ended[rest] = game.terminal_mask(pairs_of(game.r, nxt[rest]))
+    out = []
+    for objective, field in labels.FIELDS.items():
+        offset = 1.0 if field == "win" else 0.0
+        want = np.full(nxt.shape, np.nan)
+        want[row] = offset - found.values[field][at[row]]
+        if ended.any():
+            finals = Knucklebones(KnuckleRules(found.columns, found.rows, found.faces, objective))
+            want[ended] = offset - finals.final_values(pairs_of(game.r, nxt[ended]))
+        met = row | ended
+        allowed = 2 * bellman_allowance(found, field)
+        worst = float(np.abs(found.choices[field][met] - want[met]).max(initial=0.0))
+        out.append(Finding(
+            name, f"each choice's {field} that ends the game or leads to a row of the set "
+            "equals its value there", worst <= allowed,
+            f"largest difference {worst:.3g}, allowed {allowed:.3g}", int(met.sum()),
+        ))  # fmt: skip
+    promised = int(found.meta.get("successors_of", 0))
+    if promised:
+        whole = int(((row | ended) == moves).all(axis=1).sum())
+        out.append(Finding(
+            name, f"every choice of {promised:,} positions meets its row or the game's end",
+            whole >= promised, f"{whole:,} positions", whole,
         ))  # fmt: skip
     return out
 

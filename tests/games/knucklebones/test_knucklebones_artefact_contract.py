@@ -175,3 +175,25 @@ def test_the_shipped_3x2_artefacts_equal_an_exact_solve() -> None:
     exacts = [f for f in found if "exact solve" in f.check and f.artefact.startswith("3x2")]
     assert len(exacts) == 4 and all(f.ok for f in exacts), [f.line() for f in exacts]
     assert not [f.line() for f in found if f.ok is False]
+
+
+def test_without_a_solve_each_choice_meets_its_own_row() -> None:
+    """The full game's GPU-made set has no CPU solve to be compared with: it holds the
+    successors of its first held-out positions, so each of their choices, best or not, meets
+    its own row (or the game's end), and a corrupted one fails with no solve at hand."""
+    game = Knucklebones(SMALL)
+    drawn = positions.positions(game, 100, 50, 3)
+    ids, source, ply, roots = positions.with_successors(game, *drawn[:3], 20)
+    found = labels.label(game, ids, source, ply, lookups(SMALL), {**PROVENANCE})
+    found.meta["successors_of"] = roots
+    names = {f.check: f.ok for f in contract.check_labelled(found, "l")}
+    assert names[f"every choice of {roots:,} positions meets its row or the game's end"]
+    assert all(ok for check, ok in names.items() if "each choice" in check)
+    # a root's choice that is not its best, lowered: only its own row tells
+    root = int(np.flatnonzero(labels.held_out(found.state_id) & (source != "successor"))[0])
+    choice = found.choices["win"][root]
+    legal = np.flatnonzero(~np.isnan(choice))
+    choice[legal[np.argmin(choice[legal])]] -= 0.01
+    failed = [f.check for f in contract.check_labelled(found, "l") if f.ok is False]
+    assert failed == ["each choice's win that ends the game or leads to a row of the set equals "
+                      "its value there"], failed  # fmt: skip
