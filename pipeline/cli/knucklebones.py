@@ -210,7 +210,8 @@ def play_cmd(
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
-    """Play a game against the solver in the terminal (type a column number for each die).
+    """Play a game against the solver in the terminal (type a column number for each die; q
+    quits).
 
     With the full game's tables in --data-dir (`build --variant knucklebones --variant
     knucklebones-score --device cuda`) the solver plays perfectly; otherwise it searches.
