@@ -14,6 +14,7 @@ rule options) when it loads.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -103,7 +104,13 @@ class _Registry(Mapping[str, Variant]):
         kept = (dict(self._items), list(NAME_READERS), dict(RULE_READERS), dict(OPTION_READERS))
         self._plugin = plugin_label(entry)
         try:
-            entry.load()
+            with _ctrl_c_told_apart() as pressed:
+                try:
+                    entry.load()
+                except KeyboardInterrupt:
+                    if pressed:  # a person pressed Ctrl-C: the command stops
+                        raise
+                    raise _Refused("it raised KeyboardInterrupt") from None
         except (Exception, SystemExit) as exc:
             self._items = kept[0]
             NAME_READERS[:] = kept[1]
@@ -189,6 +196,32 @@ def plugin_at_fault(exc: BaseException) -> str | None:
 
 #: Longest variant name a plugin may register (what a data directory's snapshot accepts).
 MAX_PLUGIN_NAME = 100
+
+
+@contextlib.contextmanager
+def _ctrl_c_told_apart() -> Iterator[list[bool]]:
+    """A list that holds True once Ctrl-C (SIGINT) arrives within the block: a plugin that
+    raises KeyboardInterrupt itself is then told apart from a person stopping the command
+    (only in the main thread, where signal handlers live; elsewhere it stays empty)."""
+    import signal
+    import threading
+
+    pressed: list[bool] = []
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is None  # a handler not set from Python: left alone
+    ):
+        yield pressed
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        pressed.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _reason(exc: BaseException) -> str:

@@ -26,6 +26,7 @@ BROKEN = {
     "raises": ('raise RuntimeError("boom")', None, "RuntimeError: boom"),
     "exits": ("import sys\nsys.exit(3)", None, "it called sys.exit(3)"),
     "absent": ("", "no_such_module_for_stb", "No module named 'no_such_module_for_stb'"),
+    "interrupts": ("raise KeyboardInterrupt", None, "it raised KeyboardInterrupt"),
     "noattr": ("", "{module}:nothing_here", "has no attribute 'nothing_here'"),
     "garbage": (
         "from pipeline.games.registry import register\nregister('not a variant')",
