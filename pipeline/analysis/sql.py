@@ -112,7 +112,11 @@ class Param:
 
 
 def query_file(name: str) -> Traversable:
-    """The file of a library query (``best_opening_roll``); UsageError for anything else."""
+    """The file of a library query (``best_opening_roll``); UsageError for anything else, with
+    the names it most likely meant."""
+    lower = name.lower() if isinstance(name, str) else ""
+    if lower != name and lower in [q for q, _ in list_queries()]:  # STRATEGY_CARD
+        raise UsageError(f"unknown query {name!r}; did you mean {lower}?")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise UsageError(
             f"query {name!r} is not a query name (names are words such as best_opening_roll; "
@@ -122,6 +126,16 @@ def query_file(name: str) -> Traversable:
     if not known:
         raise UsageError(f"no query files in {QUERIES_DIR}: the installation is incomplete")
     if name not in known:
+        import difflib
+
+        # a name that starts one, or is near one (a typo), is most likely that one
+        close = [q for q in known if q.startswith(name.lower())][:3]
+        close = close or difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6)
+        if close:
+            raise UsageError(
+                f"unknown query {name!r}; did you mean {' or '.join(close)}? "
+                "(stb-pipeline query --list shows them)"
+            )
         raise UsageError(f"unknown query {name!r}; known queries: {', '.join(known)}")
     return QUERIES_DIR.joinpath(f"{name}.sql")
 
@@ -343,13 +357,15 @@ def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) ->
         )
 
 
-def shown(name: str) -> tuple[list[str], str | None]:
-    """The columns a query's table shows and the one that folds (its ``-- shows:`` header
-    line; none: every column)."""
+def shown(name: str) -> tuple[list[str], tuple[str, ...]]:
+    """The columns a query's table shows and those that fold onto more lines on a narrow
+    terminal (its ``-- shows:`` header line, e.g. ``(line and rule fold)``; none: every
+    column)."""
     text = header(query_file(name)).get("shows", "")
-    fold = re.search(r"\((\w+) folds\)", text)
+    fold = re.search(r"\(([\w ,]+?) folds?\)", text)
+    folding = tuple(re.split(r"\s*,\s*|\s+and\s+", fold.group(1))) if fold else ()
     columns = [c.strip() for c in re.sub(r"\(.*?\)", "", text).split(",") if c.strip()]
-    return columns, fold.group(1) if fold else None
+    return columns, folding
 
 
 def applies_to(path: Traversable | Path) -> tuple[tuple[str, ...], int | None]:

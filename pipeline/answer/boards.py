@@ -202,9 +202,7 @@ class Boards:
             )  # fmt: skip
         if exact:
             return self._exact(found, rules, here, die, head)
-        # the board's own player when no depth is asked: close calls deeper where it does so
-        deeper = rules.deeper if depth is None else None
-        return self._searched(rules, here, die, depth or self.depth_of(rules), head, deeper)
+        return self._searched(rules, here, die, depth, head)
 
     @staticmethod
     def depth_of(rules: Any) -> int:
@@ -250,17 +248,19 @@ class Boards:
         )  # fmt: skip
 
     def _searched(
-        self, rules: Any, here: Any, die: int | None, depth: int, head: dict[str, Any],
-        deeper: int | None = None,
-    ) -> BoardAnswer:  # fmt: skip
+        self, rules: Any, here: Any, die: int | None, asked: int | None, head: dict[str, Any]
+    ) -> BoardAnswer:
         """Every column's value from the board's opening book where the position and its
-        successors are in it, else searched: ``depth`` placements deep, or to the end of every
-        line where that is no deeper than :data:`MAX_DEPTH` and the search gets there; a close
-        call (the board's ``close_call``) ``deeper`` deep."""
+        successors are in it, else searched: ``asked`` placements deep (None: the board's own
+        player's depth, close calls deeper where it does so), or to the end of every line
+        where that is no deeper than :data:`MAX_DEPTH` and the search gets there. The book is
+        read first: a damaged evaluator never breaks an answer the book holds."""
 
         booked = rules.book_values(here, die)
         if booked is not None:
             return self._booked(rules, here, booked, head)
+        depth = asked or self.depth_of(rules)
+        deeper = rules.deeper if asked is None else None
         end = rules.end_depth(here, END_LEAVES)
         with self._search_lock:  # one search at a time: the transposition table is shared
             # first to the end of every line where that is cheap: exact if no removal prolongs
@@ -290,7 +290,8 @@ class Boards:
         return BoardAnswer(
             **head, depth=d, value=float(getattr(ev, fields[rules.objective])), columns=cols,
             win=float(ev.win), diff=float(ev.diff), value_exact=bool(ev.exact),
-            other_best=other_best, player=f"{rules.player}-d{d}",
+            other_best=other_best, player=f"{rules.player}-d{depth}" + (
+                f"+{deeper}" if deeper else ""),  # the player's name: net-d4+6, as rated
         )  # fmt: skip
 
     def _booked(self, rules: Any, here: Any, booked: tuple, head: dict[str, Any]) -> BoardAnswer:

@@ -36,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError, TableError, UsageError
+from pipeline.errors import PipelineError, TableError, UnknownVariantError, UsageError
 from pipeline.games.registry import REGISTRY, Variant, lookup, variant_from_rules
 from pipeline.store import manifest
 from pipeline.store.footers import file_rules, signature
@@ -250,13 +250,13 @@ class Directory:
         return found
 
     def entry(self, name: str) -> Entry:
-        """The variant called ``name`` (built or not); UsageError (a 400) when no such variant,
+        """The variant called ``name`` (built or not); UnknownVariantError (a 404) when none,
         TableError (a 503) naming it when its tables are damaged."""
         if len(name) > MAX_NAME:
             raise UsageError(f"variant name longer than {MAX_NAME} characters")
         found = self.snapshot().entries.get(name)
         if found is None:
-            raise UsageError(f"unknown variant {name!r}: the index lists the variants")
+            raise UnknownVariantError(f"unknown variant {name!r}: the index lists the variants")
         if found.damaged:
             raise TableError(f"{name} is built but its tables cannot be read: {found.damaged}")
         return found

@@ -28,6 +28,17 @@ LOCK_TIMEOUT_S = 600
 JOURNAL_NAME = ".stb-commit.json"
 
 
+def built_elsewhere(data_dir: Path, how: str) -> str:
+    """What a "not built" error leads with when ``data_dir`` holds no table at all: most likely
+    the command ran from another folder than the one built into, which ``how`` names (the
+    option or argument that does); empty when it holds tables."""
+    folder = Path(data_dir)
+    with contextlib.suppress(OSError):
+        if any(any(folder.glob(p)) for p in ("*.parquet", "*/*.parquet", "*/*/*.parquet")):
+            return ""
+    return f"{os.path.abspath(folder)} holds no tables (built in another folder? {how} names it)"
+
+
 @contextlib.contextmanager
 def data_lock(data_dir: Path) -> Iterator[None]:
     """Hold the data directory's lock (waits for another build to finish)."""

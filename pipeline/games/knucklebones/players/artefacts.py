@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from pipeline.games.knucklebones.game import KnuckleRules, board_name
+from pipeline.games.knucklebones.players import contents
 from pipeline.games.knucklebones.players.book import Book
 from pipeline.games.knucklebones.players.evaluator import ARRAYS, Evaluator
 from pipeline.games.knucklebones.players.labels import FIELDS, Labelled, choice_ids
@@ -70,25 +71,25 @@ def evaluator_writer(evaluator: Evaluator) -> Writer:
     return lambda fh: np.savez_compressed(fh, **blob)
 
 
-def read_evaluator(file: Path) -> Evaluator:
-    """An evaluator from its .npz file (ValueError when it is not one)."""
-    with np.load(file, allow_pickle=False) as found:
-        try:
-            meta = json.loads(str(found["meta"]))
-            arrays = {k: np.asarray(found[k], dtype=np.float64) for k in ARRAYS}
-        except KeyError as exc:
-            raise ValueError(f"{file} is not an evaluator's weights (no {exc})") from None
+def read_evaluator(file: Path, board: KnuckleRules | None = None) -> Evaluator:
+    """An evaluator from its .npz file, every array checked against the board its record
+    names, and that against ``board`` where given (:mod:`.contents`: ArtefactError, one line
+    naming the file, for anything else)."""
+    found = contents.read_npz(file, "evaluator")
+    meta = contents.record(found, file, "evaluator")
+    rules = contents.board(meta, file, "evaluator", board)
+    arrays = contents.check_evaluator(found, ARRAYS, rules, file)
     return Evaluator(
-        int(meta["columns"]), int(meta["rows"]), int(meta["faces"]), arrays,
-        float(meta["diff_scale"]), meta,
-    )  # fmt: skip
+        rules.columns, rules.rows, rules.faces, arrays, contents.diff_scale(meta, file), meta
+    )
 
 
 @lru_cache(maxsize=16)
 def packaged_evaluator(columns: int, rows: int, faces: int) -> Evaluator | None:
     """The packaged evaluator of a board, or None where there is none."""
-    file = path("evaluator", board_of(columns, rows, faces))
-    return read_evaluator(file) if file.exists() else None
+    rules = board_of(columns, rows, faces)
+    file = path("evaluator", rules)
+    return read_evaluator(file, rules) if file.exists() or file.is_symlink() else None
 
 
 # -- opening books -------------------------------------------------------------------------------
@@ -113,27 +114,25 @@ def book_writer(book: Book, compact: bool = False) -> Writer:
     return lambda fh: np.savez_compressed(fh, meta=record, **arrays)
 
 
-def read_book(file: Path) -> Book:
-    """A book from its .npz file, compact or not (values as float64 either way)."""
-    with np.load(file, allow_pickle=False) as found:
-        meta = json.loads(str(found["meta"]))
-        if "state_id" in found:
-            ids = np.asarray(found["state_id"], dtype=np.int64)
-        else:  # compact: the first id and the gaps after it
-            gaps = np.asarray(found["state_id_gaps"], dtype=np.int64)
-            ids = np.concatenate([found["state_id_first"], gaps]).astype(np.int64).cumsum()
-        return Book(
-            int(meta["columns"]), int(meta["rows"]), int(meta["faces"]), int(meta["plies"]),
-            ids, np.asarray(found["win"], dtype=np.float64),
-            np.asarray(found["diff"], dtype=np.float64), meta,
-        )  # fmt: skip
+def read_book(file: Path, board: KnuckleRules | None = None) -> Book:
+    """A book from its .npz file, compact or not (values as float64 either way), its ids and
+    values checked against the board its record names, and that against ``board`` where given
+    (:mod:`.contents`: ArtefactError, one line naming the file, for anything else)."""
+    found = contents.read_npz(file, "book")
+    meta = contents.record(found, file, "book")
+    rules = contents.board(meta, file, "book", board)
+    ids = contents.book_ids(found, rules, file)
+    win, diff = contents.book_values(found, len(ids), rules, file)
+    plies = contents.book_plies(meta, rules, file)
+    return Book(rules.columns, rules.rows, rules.faces, plies, ids, win, diff, meta)
 
 
 @lru_cache(maxsize=16)
 def packaged_book(columns: int, rows: int, faces: int) -> Book | None:
     """The packaged book of a board, or None where there is none."""
-    file = path("book", board_of(columns, rows, faces))
-    return read_book(file) if file.exists() else None
+    rules = board_of(columns, rows, faces)
+    file = path("book", rules)
+    return read_book(file, rules) if file.exists() or file.is_symlink() else None
 
 
 # -- labelled sets -------------------------------------------------------------------------------
@@ -190,34 +189,53 @@ def labelled_writer(labelled: Labelled, compact: bool = False) -> Writer:
     return lambda fh: pq.write_table(table, fh, **options)
 
 
-def read_labelled(file: Path) -> Labelled:
+def read_labelled(file: Path, board: KnuckleRules | None = None) -> Labelled:
     """A labelled set from its Parquet file, compact or not (values as float64 either way;
-    a compact file's successor ids are recomputed from the state ids); ValueError when the
-    file is not one."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(file)
+    a compact file's successor ids are recomputed from the state ids), every column's type,
+    every id and value checked against the board its record names, and that against
+    ``board`` where given (:mod:`.contents`: ArtefactError, one line naming the file, for
+    anything else)."""
+    table = _labelled_table(file)
     meta = table.schema.metadata or {}
     if META_KEY not in meta:
-        raise ValueError(f"{file} is not a labelled set (no {META_KEY.decode()} record)")
-    record = json.loads(meta[META_KEY])
-    c, r, f = int(record["columns"]), int(record["rows"]), int(record["faces"])
+        raise contents.refuse(file, "labelled", f"it has no {META_KEY.decode()} record")
+    record = contents.parse_record(meta[META_KEY], file, "labelled")
+    rules = contents.board(record, file, "labelled", board)
+    c, f = rules.columns, rules.faces
+    compact = "next_state_id" not in table.column_names
+    contents.labelled_columns(table, f * c, file, compact)
 
     def fixed(name: str) -> np.ndarray:
         col = table[name].combine_chunks()
         return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, f * c)
 
-    state_id = table["state_id"].to_numpy()
-    if "next_state_id" in table.column_names:
-        nxt = fixed("next_state_id")
-    else:  # a compact file: the successors follow from the ids
-        nxt = choice_ids(board_of(c, r, f), state_id)
+    state_id = contents.ids(table["state_id"].to_numpy(), "state_id", rules, file, "labelled")
+    if compact:  # the successors follow from the ids
+        nxt = choice_ids(rules, state_id)
+    else:
+        nxt = np.asarray(fixed("next_state_id"), dtype=np.int64)
     out = Labelled(
-        c, r, f, state_id, np.asarray(table["source"].to_pylist()), table["ply"].to_numpy(),
-        table["dice"].to_numpy(), nxt, meta=record,
+        c, rules.rows, f, state_id, np.asarray(table["source"].to_pylist()),
+        table["ply"].to_numpy(), table["dice"].to_numpy(), nxt, meta=record,
     )  # fmt: skip
     for name in FIELDS.values():
-        if name in table.column_names:
-            out.values[name] = np.asarray(table[name].to_numpy(), dtype=np.float64)
-            out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
+        out.values[name] = np.asarray(table[name].to_numpy(zero_copy_only=False), np.float64)
+        out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
+    contents.labelled_values(out.values, out.choices, nxt, rules, file)
     return out
+
+
+def _labelled_table(file: Path) -> Any:
+    """A labelled set's Arrow table, read whole; ArtefactError for a file Parquet cannot read."""
+    import pyarrow.parquet as pq
+
+    file = Path(file)
+    if not file.is_file():
+        what = "a folder" if file.is_dir() else "no regular file"
+        raise contents.refuse(file, "labelled", f"it is {what}")
+    try:
+        return pq.read_table(file)
+    except Exception as exc:  # a damaged file raises whatever its bytes lead pyarrow to
+        raise contents.refuse(
+            file, "labelled", f"it cannot be read ({contents.reason(exc)})"
+        ) from None
