@@ -56,7 +56,7 @@ bench-knucklebones-build *ARGS:
 bench-build *ARGS:
     python benchmarks/bench_build.py {{ARGS}}
 
-# A first run (empty numba cache) against the second of build, benchmark, serve and knucklebones solve, and builds beside their solve alone (20x3, 24x3, --variant all), beside --baseline-repo (about 20 minutes)
+# A first run (empty numba cache) against the second of build, benchmark, serve and knucklebones solve, and builds beside their solve alone (20x3, 24x3, --variant all), beside --base (default main; about 20 minutes)
 bench-first-run *ARGS:
     python benchmarks/bench_first_run.py {{ARGS}}
 
@@ -64,7 +64,7 @@ bench-first-run *ARGS:
 bench-stream *ARGS:
     python benchmarks/bench_stream.py {{ARGS}}
 
-# Start-up cost of the command line (--help, expect and move of every family) beside another checkout (--baseline-repo) and a bare `python -c pass`
+# Start-up cost of the command line in CPU seconds (--help, expect and move of every family) beside --base (default main) and a bare `python -c pass`
 bench-startup *ARGS:
     python benchmarks/bench_startup.py {{ARGS}}
 
@@ -72,15 +72,19 @@ bench-startup *ARGS:
 bench-nplayer *ARGS:
     python benchmarks/bench_nplayer.py {{ARGS}}
 
-# The local server under load: 50 clients x 30 s per variant (build them first; see the script)
+# The server under issue 30's mix, one and two processes, beside --base (default main; a git ref or a checkout) in the same run, windows taking turns: medians, ratios, issue 49's targets (builds the mix for each; about 5 minutes)
 bench-serve *ARGS:
+    python benchmarks/bench_serve.py --compare {{ARGS}}
+
+# The local server under load on big variants: 50 clients x 30 s per variant (build them first; see the script)
+bench-serve-big *ARGS:
     python benchmarks/bench_serve.py {{ARGS}}
 
 # The local server under issue 30's mix of every family, with and without 5 % full-game searches, one and two server processes (build the mix first; see the script)
 bench-serve-mix *ARGS:
     python benchmarks/bench_serve.py --mix {{ARGS}}
 
-# Where a request's CPU goes without the network: the mix's lookups in one process, the answer alone and the whole application, beside --baseline-repo
+# Where a request's CPU goes without the network: the mix's lookups in one process, the answer alone and the whole application, beside --base (default main)
 bench-serve-cpu *ARGS:
     python benchmarks/bench_serve.py --in-process {{ARGS}}
 
@@ -119,3 +123,7 @@ bench-answer *ARGS:
 # A Knucklebones answer from the full game's lean tables (files of its layout written here: a few dozen row groups of 1,048,576 ids, its 4,590 in the footer): the cold first answer, the warm one and `knucklebones solve`, beside another checkout (--base DIR, e.g. `git archive main | tar -x -C DIR`)
 bench-answer-lean *ARGS:
     python benchmarks/bench_answer.py --lean {{ARGS}}
+
+# A big box's build in stages on one core: the solve alone, its rows made, the rows encoded by the build's writer (the floor), the build (issue 49; --tiles 24 --dice 3 by default: tens of minutes here)
+bench-write-floor *ARGS:
+    python benchmarks/bench_write_floor.py {{ARGS}}

@@ -53,8 +53,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from typing import Any
 
+import baseline  # benchmarks/baseline.py: the version run beside
 from rich.console import Console
 from rich.table import Table
 
@@ -368,7 +371,7 @@ def lean_main(args: argparse.Namespace) -> None:
     """The ``--lean`` benchmark: the table of both checkouts (see the module docstring)."""
     import tempfile
 
-    base = args.base.resolve()
+    base = baseline.resolve(args.base)
     console = Console(width=200)
     asked = lean_positions(args.positions, args.seed)
     data = Path(tempfile.mkdtemp(prefix="bench-lean-")) / "data"
@@ -437,7 +440,10 @@ def lean_main(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=False)
-    parser.add_argument("--base", type=Path, help="the old checkout (e.g. a worktree of main)")
+    parser.add_argument(
+        "--base",
+        help="the old version: a git ref or a checkout's directory (benchmarks/baseline.py)",
+    )
     parser.add_argument("--positions", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -472,7 +478,7 @@ def main() -> None:
         return
     if args.data_dir is None or args.base is None:
         raise SystemExit("give --data-dir and --base (an old checkout: git worktree add ...)")
-    data, base = args.data_dir.resolve(), args.base.resolve()
+    data, base = args.data_dir.resolve(), baseline.resolve(args.base)
     console = Console(width=200)
     table = Table(title=f"answers with a roll, {args.positions} positions a family (ms)")
     for col in ("family", "new first s", "new median", "new p99", "new server median",

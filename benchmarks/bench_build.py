@@ -52,7 +52,9 @@ def run_measured(
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        os.execvpe(argv[0], argv, {**os.environ, **(env or {})})
+        whole = {**os.environ, **(env or {})}
+        whole.pop("PYTHONDONTWRITEBYTECODE", None)  # pip compiles an install's bytecode once
+        os.execvpe(argv[0], argv, whole)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:

@@ -22,18 +22,17 @@ table. Each in a process of its own; wall and CPU seconds, peak memory, and the 
 over each solve's (issue 40's target: ``--tiles 24 --dice 3`` within 2 times the solve alone,
 writing included).
 
-``--baseline-repo DIR`` (e.g. ``git worktree add --detach /tmp/base main``) runs every command
-of that checkout too, in the same run (``python -m pipeline`` with ``PYTHONPATH=DIR``), each
-row beside this checkout's.
+``--base REF_OR_DIR`` (``benchmarks/baseline.py``: main unless told otherwise; ``--no-base``
+for none) runs every command of that version too, in the same run (``python -m pipeline`` with
+``PYTHONPATH`` its files), each row beside this checkout's.
 
-Usage: python benchmarks/bench_first_run.py [--part first|write|both] [--baseline-repo DIR]
+Usage: python benchmarks/bench_first_run.py [--part first|write|both] [--base REF_OR_DIR]
        [--rounds N] [--sizes 20:3,24:3]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -51,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import baseline  # noqa: E402
 from bench_build import run_measured  # noqa: E402
 from bench_serve import free_port, peak_mb, tree_cpu  # noqa: E402
 
@@ -125,7 +125,7 @@ def first_answers(co: Checkout, data: Path, cache: Path) -> tuple[Figures, Figur
     start = time.perf_counter()
     server = subprocess.Popen(
         pipeline_argv("serve", "--data-dir", str(data), "--port", str(port)),
-        env={**os.environ, **co.env(cache)}, cwd=co.tmp,
+        env=baseline.env(co.root, **co.env(cache)), cwd=co.tmp,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -161,14 +161,17 @@ def _get_when_up(url: str, server: subprocess.Popen) -> None:
     raise SystemExit(f"error: no answer from {url}")
 
 
-def first_part(checkouts: list[Checkout], tmp: Path, rounds: int, console: Console) -> None:
-    """First run against second run of each command, each checkout."""
+def first_part(
+    checkouts: list[Checkout], tmp: Path, rounds: int, console: Console, only: str = ""
+) -> None:
+    """First run against second run of each command (those whose label holds ``only``), each
+    checkout."""
     rows: dict[tuple[str, str], list[tuple[Figures, Figures]]] = {}
     for co in checkouts:
         co.run(pipeline_argv("build", "--variant", "classic", "-d", str(co.data)),
                tmp / f"setup-cache-{co.name}")  # fmt: skip
     for r in range(rounds):
-        for label in COMMANDS:
+        for label in (c for c in COMMANDS if only in c):
             for co in checkouts:
                 cache = tmp / f"cache-{co.name}"
                 shutil.rmtree(cache, ignore_errors=True)  # empty: the first run compiles
@@ -277,19 +280,21 @@ def median(runs: list[Figures]) -> Figures:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("first", "write", "both"), default="both")
-    parser.add_argument("--baseline-repo", type=Path, help="another checkout, run beside")
+    baseline.add_options(parser)
     parser.add_argument("--rounds", type=int, default=1, help="runs of each (medians)")
     parser.add_argument("--sizes", default="20:3,24:3", help="tiles:dice of --part write")
+    parser.add_argument("--only", default="", help="--part first: the commands whose name holds it")
     args = parser.parse_args()
     sizes = [(int(a), int(b)) for a, b in (x.split(":") for x in args.sizes.split(","))]
     console = Console(width=max(Console().width, 160))  # whole headers in a log too
     with tempfile.TemporaryDirectory(prefix="stb-first-run-") as name:
         tmp = Path(name)
         checkouts = [Checkout("this", REPO, tmp)]
-        if args.baseline_repo is not None:
-            checkouts.append(Checkout("baseline", args.baseline_repo.resolve(), tmp))
+        base = baseline.checkout(args)
+        if base is not None:
+            checkouts.append(Checkout(baseline.label(base), base, tmp))
         if args.part in ("first", "both"):
-            first_part(checkouts, tmp, args.rounds, console)
+            first_part(checkouts, tmp, args.rounds, console, args.only)
         if args.part in ("write", "both"):
             write_part(checkouts, tmp, args.rounds, sizes, console)
 

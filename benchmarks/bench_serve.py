@@ -57,12 +57,16 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import quote
 
 from rich.console import Console
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import baseline  # benchmarks/baseline.py: the version run beside
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -207,7 +211,7 @@ def first_paint(url: str) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--data-dir", type=Path, help="(--compare: built here when not given)")
     parser.add_argument("--variants", default="stb-24t-3d6-score,knucklebones-3x2")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--clients", type=int, default=50)
@@ -216,6 +220,11 @@ def main() -> None:
     args = parser.parse_args()
     if not 1 <= args.clients <= 500 or not 0 < args.seconds <= 600:
         raise SystemExit("--clients 1..500 and --seconds up to 600")
+    if args.compare:
+        run_compare(args)
+        return
+    if args.data_dir is None:
+        raise SystemExit("error: --data-dir DIR (or --compare, which builds the mix)")
     if args.in_process:
         run_in_process(args)
         return
@@ -224,7 +233,7 @@ def main() -> None:
         return
     rng = random.Random(args.seed)
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "STB_QUIET": "1"}
+    env = baseline.env(None, STB_QUIET="1")
     server = subprocess.Popen(
         [sys.executable, "-m", "pipeline", "serve", "--data-dir", str(args.data_dir),
          "--port", str(port)],
@@ -310,11 +319,17 @@ def add_mix_options(parser: argparse.ArgumentParser) -> None:
         help="windows per condition, taking turns (--seconds in all per condition)",
     )
     parser.add_argument(
-        "--baseline-repo",
-        type=Path,
-        help="also run the server of another checkout (e.g. `git worktree add /tmp/base main`) "
-        "under the same load, one process: the code before this change",
+        "--compare",
+        action="store_true",
+        help="the regression run (`just bench-serve`): the mix without searches, one and two "
+        "server processes, this checkout and --base interleaved, medians and ratios",
     )
+    parser.add_argument(
+        "--base-data-dir",
+        type=Path,
+        help="the data directory --base serves (default: built by --base itself)",
+    )
+    baseline.add_options(parser)
 
 
 def policy_paths(data_dir: Path, name: str, n: int, seed: int) -> list[str]:
@@ -533,12 +548,11 @@ def start_server(
     data_dir: Path, port: int, workers: int, repo: Path | None = None
 ) -> subprocess.Popen:
     """`stb-pipeline serve --workers N` as its own process, once it answers; with ``repo``,
-    that checkout's server (one process, as it may not know --workers)."""
-    env = {**os.environ, "PYTHONPATH": str(repo or REPO), "STB_QUIET": "1"}
-    more = [] if repo is not None else ["--workers", str(workers)]
+    that checkout's server."""
+    env = baseline.env(repo, STB_QUIET="1")
     server = subprocess.Popen(
         [sys.executable, "-m", "pipeline", "serve", "--data-dir", str(data_dir.resolve()),
-         "--port", str(port), *more],
+         "--port", str(port), "--workers", str(workers)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=repo or REPO,  # `python -m` puts the working directory first on the path
     )  # fmt: skip
@@ -567,8 +581,9 @@ def run_mix(args: argparse.Namespace) -> None:
     runs: list[tuple[str, int, Path | None]] = [
         (str(w), w, None) for w in (int(x) for x in args.compare_workers.split(","))
     ]
-    if args.baseline_repo is not None:
-        runs.insert(0, (f"1 ({args.baseline_repo.name})", 1, args.baseline_repo.resolve()))
+    base = baseline.checkout(args)
+    if base is not None:
+        runs.insert(0, (f"1 ({baseline.label(base)})", 1, base))
     table = Table(title=f"serve, issue 30's mix: {args.clients} lookup clients x "
                   f"{args.seconds:.0f} s ({args.rounds} turns), full-game searches at depth "
                   f"{args.search_depth}")  # fmt: skip
@@ -682,6 +697,135 @@ def run_mix(args: argparse.Namespace) -> None:
     )
 
 
+# -- the regression run: this checkout beside --base, interleaved (issue 49) -----------------
+
+#: Issue 49's targets for one server process under the mix (and --workers 2's median).
+TARGETS = {"cpu_ms": 0.20, "p50": 10.0, "p99": 50.0, "rss": 200.0, "p50_two": 6.0}
+
+
+def build_mix(repo: Path, data: Path) -> Path:
+    """The mix's variants built into ``data`` by ``repo``'s own code (each version serves
+    tables it wrote); kept when already there."""
+    if (data / "manifest.json").exists():
+        return data
+    env = baseline.env(repo, STB_QUIET="1")
+    for extra in (["--variant", MIX.replace(",stb-16t-3d6-shut", "")],
+                  ["--tiles", "16", "--dice", "3"]):  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "pipeline", "build", *extra, "-d", str(data), "--quiet"],
+            env=env, cwd=repo, check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    return data
+
+
+def window(port: int, pid: int, lookups: list[str], clients: int, seconds: float) -> dict:
+    """One window of the load on one server: its requests a second, median and p99 (ms),
+    failures and the server tree's CPU ms a request."""
+    cpu0 = tree_cpu(pid)
+    looked, _ = asyncio.run(mixed_load(port, lookups, clients, seconds))
+    cpu = tree_cpu(pid) - cpu0
+    ok = sorted(1000 * x for x in looked if not math.isnan(x))
+    return {
+        "rps": len(looked) / seconds, "p50": statistics.median(ok) if ok else math.nan,
+        "p99": percentile(ok, 0.99), "failed": len(looked) - len(ok),
+        "cpu_ms": 1000 * cpu / max(1, len(looked)),
+    }  # fmt: skip
+
+
+def run_compare(args: argparse.Namespace) -> None:
+    """`just bench-serve`: issue 30's mix without searches, one and two server processes,
+    this checkout and ``--base`` (each serving tables it built), windows taking turns
+    (``--rounds``, ``--seconds`` in all per configuration); medians over the windows, the
+    ratio this / base, memory after."""
+    base = baseline.checkout(args)
+    tmp = Path(tempfile.mkdtemp(prefix="stb-bench-serve-"))
+    try:
+        data = build_mix(REPO, (args.data_dir or tmp / "this").resolve())
+        configs = [("this", REPO, data, w) for w in (1, 2)]
+        if base is not None:
+            base_data = build_mix(base, (args.base_data_dir or tmp / "base").resolve())
+            shown = baseline.label(base)
+            configs = [
+                c for w in (1, 2) for c in ((shown, base, base_data, w), ("this", REPO, data, w))
+            ]
+        lookups = mix_paths(data, MIX.split(","), 3000, random.Random(args.seed))
+        results = _interleave(configs, lookups, args)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _print_compare(configs, results, args)
+
+
+def _interleave(configs: list, lookups: list[str], args: argparse.Namespace) -> list[dict]:
+    """Every configuration's server started, warmed, then loaded in turns: a list of windows
+    and the memory after, per configuration."""
+    servers = []
+    try:
+        for _, repo, data, w in configs:
+            port = free_port()
+            servers.append((port, start_server(data, port, w, repo)))
+            asyncio.run(mixed_load(port, lookups[:600], 4, 3.0))  # arrays read, code warm
+        out: list[dict] = [{"windows": []} for _ in configs]
+        span = args.seconds / args.rounds
+        for r in range(args.rounds):
+            order = range(len(configs)) if r % 2 == 0 else reversed(range(len(configs)))
+            for k in order:
+                port, server = servers[k]
+                out[k]["windows"].append(window(port, server.pid, lookups, args.clients, span))
+        for k, (_, server) in enumerate(servers):
+            mem = memory(server.pid, configs[k][3])
+            out[k]["rss"] = max((r[0] for r in mem.get("server", [])), default=math.nan)
+            out[k]["pss"] = sum(r[2] for kind, rows in mem.items() for r in rows)
+        return out
+    finally:
+        for _, server in servers:
+            server.terminate()
+            server.wait(timeout=60)
+
+
+def _print_compare(configs: list, results: list[dict], args: argparse.Namespace) -> None:
+    span = args.seconds / args.rounds
+    table = Table(
+        title=f"serve under the mix: {args.clients} clients, {args.rounds} windows of "
+        f"{span:.0f} s per configuration, taking turns (medians)"
+    )
+    for col in ("checkout", "server processes", "req/s", "p50 ms", "p99 ms", "failed",
+                "server CPU ms/req", "RSS MB (largest server)", "PSS MB (all)"):  # fmt: skip
+        table.add_column(col, justify="right")
+    med: dict[tuple[str, int], dict[str, float]] = {}
+    for (shown, _, _, w), found in zip(configs, results, strict=True):
+        m = {key: statistics.median(x[key] for x in found["windows"])
+             for key in ("rps", "p50", "p99", "cpu_ms")}  # fmt: skip
+        m["failed"] = sum(x["failed"] for x in found["windows"])
+        m["rss"], m["pss"] = found["rss"], found["pss"]
+        med[(shown, w)] = m
+        table.add_row(shown, str(w), f"{m['rps']:,.0f}", f"{m['p50']:.1f}", f"{m['p99']:.1f}",
+                      str(int(m["failed"])), f"{m['cpu_ms']:.3f}", f"{m['rss']:.0f}",
+                      f"{m['pss']:.0f}")  # fmt: skip
+    console = Console(width=160)
+    console.print(table)
+    base = next((c[0] for c in configs if c[0] != "this"), None)
+    if base is not None:
+        for w in (1, 2):
+            new, old = med[("this", w)], med[(base, w)]
+            ratios = ", ".join(
+                f"{what} {new[key] / old[key]:.2f}"
+                for what, key in (("req/s", "rps"), ("p50", "p50"), ("p99", "p99"),
+                                  ("CPU a request", "cpu_ms"), ("RSS", "rss"))
+            )  # fmt: skip
+            console.print(f"{w} server process{'es' if w > 1 else ''}, this / {base}: {ratios}")
+    one, two = med[("this", 1)], med[("this", 2)]
+    checks = [("CPU ms a request", one["cpu_ms"], TARGETS["cpu_ms"]),
+              ("p50 ms", one["p50"], TARGETS["p50"]), ("p99 ms", one["p99"], TARGETS["p99"]),
+              ("RSS MB", one["rss"], TARGETS["rss"]),
+              ("--workers 2 p50 ms", two["p50"], TARGETS["p50_two"])]  # fmt: skip
+    for what, got, want in checks:
+        console.print(
+            f"target {what} <= {want:g}: {got:.3f} ({'met' if got <= want else 'MISSED'})"
+        )
+    console.print(f"seed {args.seed}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} "
+                  "at the end (the machine is shared: read the ratios)")  # fmt: skip
+
+
 # -- where a request's CPU goes, without the network: the answer and the whole application ------
 
 IN_PROCESS = r"""
@@ -750,11 +894,12 @@ def run_in_process(args: argparse.Namespace) -> None:
     names = args.mix_variants.split(",")
     paths = {n: [p for p in mix_paths(args.data_dir, [n], 300, rng)] for n in names}
     repos = [("new", REPO)]
-    if args.baseline_repo is not None:
-        repos.insert(0, (args.baseline_repo.name, args.baseline_repo.resolve()))
+    base = baseline.checkout(args)
+    if base is not None:
+        repos.insert(0, (baseline.label(base), base))
     found = {}
     for shown, repo in repos:
-        env = {**os.environ, "PYTHONPATH": str(repo), "STB_QUIET": "1"}
+        env = baseline.env(repo, STB_QUIET="1")
         done = subprocess.run(
             [sys.executable, "-c", IN_PROCESS, str(args.data_dir.resolve()), json.dumps(paths),
              str(args.rounds)],

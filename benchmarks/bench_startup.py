@@ -2,16 +2,16 @@
 family on built tables, beside another checkout's (issues 13 and 30).
 
 Each command runs as a whole process (``python -m pipeline``, with ``PYTHONPATH`` the checkout),
-interleaved with the same command of the baseline checkout (``--baseline-repo``, e.g. ``git
-worktree add /tmp/base main``) and a bare ``python -c pass``, in the same loop so that a noisy
-machine slows them alike. It prints each command's median and fastest wall time, the ratio to
+interleaved with the same command of the baseline (``--base``: main unless told otherwise, see
+``benchmarks/baseline.py``) and a bare ``python -c pass``, in the same loop so that a noisy
+machine slows them alike. It prints each command's median and fastest CPU time, the ratio to
 the baseline checkout's and to ``python -c pass``, and the peak memory of each.
 
 The families: classic, double-shutter, four-player, a 16-tile box, two-player-stake and
 knucklebones-2x2 (its `expect`, and its move through `knucklebones solve --variant`).
 
-    python benchmarks/bench_startup.py --baseline-repo /tmp/base            # builds them (~1 min)
-    python benchmarks/bench_startup.py --data-dir DIR --baseline-repo /tmp/base --rounds 15
+    python benchmarks/bench_startup.py                      # builds them (~1 min), beside main
+    python benchmarks/bench_startup.py --data-dir DIR --base /tmp/base --rounds 15
 
 ``--data-dir`` reuses a directory where they are built:
 
@@ -27,8 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import baseline  # benchmarks/baseline.py: the version run beside
 
 REPO = Path(__file__).resolve().parent.parent
 BOX16 = "stb-16t-3d6-shut"
@@ -56,12 +58,12 @@ COMMANDS: list[tuple[str, list[str]]] = [
 
 
 def run_once(argv: list[str], repo: Path) -> tuple[float, float] | None:
-    """Wall seconds and peak RSS (MB) of one run of ``argv`` as a child process, with
-    ``repo``'s package first on the path; None when it fails."""
+    """CPU seconds (user and system: what a busy machine's waits do not inflate) and peak RSS
+    (MB) of one run of ``argv`` as a child process, with ``repo``'s package first on the path;
+    None when it fails."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     # (users run installed code whose bytecode pip compiled; the warm-up writes it here too)
     env.update(PYTHONPATH=str(repo), STB_QUIET="1")
-    start = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # the child: become the command
         try:
@@ -73,7 +75,7 @@ def run_once(argv: list[str], repo: Path) -> tuple[float, float] | None:
         finally:
             os._exit(127)
     _, status, usage = os.wait4(pid, 0)
-    seconds = time.perf_counter() - start
+    seconds = usage.ru_utime + usage.ru_stime
     if os.waitstatus_to_exitcode(status) != 0:
         return None
     return seconds, usage.ru_maxrss / 1024
@@ -81,7 +83,7 @@ def run_once(argv: list[str], repo: Path) -> tuple[float, float] | None:
 
 def build(data: Path) -> None:
     """The families' tables, built with this checkout."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "STB_QUIET": "1"}
+    env = baseline.env(None, STB_QUIET="1")
     for args in (["--variant", VARIANTS], ["--tiles", "16", "--dice", "3"]):
         subprocess.run(
             [sys.executable, "-m", "pipeline", "build", *args, "--data-dir", str(data)],
@@ -121,7 +123,7 @@ def measure(data: Path, baseline: Path | None, rounds: int) -> None:
         f"{'command':<44} {'new s':>7} {'min':>6} {'MB':>5} {'old s':>7} {'min':>6} {'MB':>5} "
         f"{'new/old':>8} {'x python':>9}"
     )
-    print(f"new: {REPO}; old: {baseline or '(none)'}; {rounds} rounds, median wall seconds")
+    print(f"new: {REPO}; old: {baseline or '(none)'}; {rounds} rounds, median CPU seconds")
     print(head)
     print(f"{'python -c pass (baseline)':<44} {base[0]:>7.3f} {base[1]:>6.3f} {base[2]:>5.0f}")
     for label, _ in COMMANDS:
@@ -142,19 +144,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--data-dir", type=Path, help="where the families are built")
-    parser.add_argument(
-        "--baseline-repo", type=Path, help="another checkout run beside this one (e.g. main)"
-    )
+    baseline.add_options(parser)
     args = parser.parse_args()
-    if args.baseline_repo is not None and not (args.baseline_repo / "pipeline").is_dir():
-        raise SystemExit(f"error: {args.baseline_repo} is not a checkout (no pipeline/ in it)")
+    base = baseline.checkout(args)
     if args.data_dir is not None:
-        measure(args.data_dir.resolve(), args.baseline_repo, args.rounds)
+        measure(args.data_dir.resolve(), base, args.rounds)
         return
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         build(data)
-        measure(data, args.baseline_repo, args.rounds)
+        measure(data, base, args.rounds)
 
 
 if __name__ == "__main__":

@@ -80,6 +80,10 @@ class Plan:
     seed: int
     tolerance: float = 1e-11
     greedy_tolerance: float = 1e-6  # float32 bounds on an 80 GB GPU
+    #: Held-out positions whose successors in play are labelled too, so that each of their
+    #: choices, best or not, meets its own row (issue 48: no CPU solve checks the full game's
+    #: set); about 12 rows each, within the labelled file's room.
+    successors_of: int = 3000
 
     @property
     def board(self) -> str:
@@ -90,6 +94,7 @@ class Plan:
             "--board", f"{self.columns}x{self.rows}d{self.faces}", "--inputs", str(self.inputs),
             "--plies", str(self.plies), "--samples", str(self.samples), "--seed", str(self.seed),
             "--tolerance", str(self.tolerance), "--greedy-tolerance", str(self.greedy_tolerance),
+            "--successors-of", str(self.successors_of),
         ]  # fmt: skip
 
 
@@ -113,7 +118,7 @@ def parse_board(text: str) -> tuple[int, int, int]:
 def plan_of(args: argparse.Namespace) -> Plan:
     c, r, f = parse_board(args.board)
     return Plan(c, r, f, Path(args.inputs), args.plies, args.samples, args.seed, args.tolerance,
-                args.greedy_tolerance)  # fmt: skip
+                args.greedy_tolerance, args.successors_of)  # fmt: skip
 
 
 # -- the steps in their own processes (they import the pipeline; the parent does not) --------
@@ -164,15 +169,16 @@ def prepare_step(args: argparse.Namespace) -> int:
 
     from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-    from pipeline.games.knucklebones.players import book, labels
+    from pipeline.games.knucklebones.players import book, labels, positions
 
     plan = plan_of(args)
     t0 = time.perf_counter()
     game = Knucklebones(KnuckleRules(plan.columns, plan.rows, plan.faces))
-    state_id, _, _, meta = read_inputs(plan.inputs)
+    state_id, source, ply, meta = read_inputs(plan.inputs)
     if (meta["columns"], meta["rows"], meta["faces"]) != (plan.columns, plan.rows, plan.faces):
         print(f"{plan.inputs} holds positions of the {meta['board']} board, not {plan.board}")
         return 2
+    state_id = positions.with_successors(game, state_id, source, ply, plan.successors_of)[0]
     nxt = labels.choice_ids(game.r, state_id)
     booked = book.reachable(game, plan.plies)
     sample = sample_ids(game.n_states, plan.samples, plan.seed)
@@ -321,7 +327,7 @@ def assemble_step(args: argparse.Namespace) -> int:
     from pipeline.analysis import knucklebones_artefacts as contract
     from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-    from pipeline.games.knucklebones.players import artefacts, book, labels
+    from pipeline.games.knucklebones.players import artefacts, book, labels, positions
     from pipeline.store.files import write_file_atomic
     from pipeline.store.manifest import code_hash
 
@@ -368,10 +374,15 @@ def assemble_step(args: argparse.Namespace) -> int:
     }  # fmt: skip
     checks: list[tuple[str, bool]] = summary["checks"]
 
-    # the labelled set
+    # the labelled set, the successors of its first held-out positions first (each of their
+    # choices meets its own row; the cut to fit takes the uniform sample's, last, first)
     state_id, source, ply, meta = read_inputs(plan.inputs)
+    state_id, source, ply, roots = positions.with_successors(
+        game, state_id, source, ply, plan.successors_of
+    )
     drawn_by = meta.pop("code_hash", None)  # the code that drew the positions, kept apart
-    meta = {**meta, **provenance, "inputs": plan.inputs.name, "inputs_code_hash": drawn_by}
+    meta = {**meta, **provenance, "inputs": plan.inputs.name, "inputs_code_hash": drawn_by,
+            "successors_of": roots}  # fmt: skip
     labelled = labels.label(game, state_id, source, ply, lookups, meta)
     name = f"{plan.board}-labelled.parquet"
     kept = write_labelled(labelled, out / name)
@@ -632,6 +643,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--tolerance", type=float, default=REAL.tolerance)
     parser.add_argument("--greedy-tolerance", type=float, default=REAL.greedy_tolerance)
+    parser.add_argument("--successors-of", type=int, default=REAL.successors_of)
     parser.add_argument("--objective", choices=("wins", "score"), default="wins")
     parser.add_argument("--prepare", action="store_true")
     parser.add_argument("--reference", action="store_true")

@@ -16,19 +16,22 @@ state or roll, :class:`~pipeline.errors.TablesMissingError` when the tables are 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import polars as pl
 
 from pipeline.analysis import sql
 from pipeline.answer.answers import for_dir
 from pipeline.answer.model import Answer, BoardAnswer
+from pipeline.errors import TablesMissingError
 from pipeline.games.registry import Variant
 from pipeline.games.tiles import position_extra
-from pipeline.store import readers, tables
+from pipeline.store import layout, readers, tables
 from pipeline.store.directory import resolve
 
 if TYPE_CHECKING:
@@ -64,6 +67,29 @@ def _variant(variant: str | Variant, data_dir: str | Path | None) -> Variant:
     return variant if isinstance(variant, Variant) else resolve(variant, _dir(data_dir))
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _hinted(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn``, whose "not built" error leads with the folder it read when that folder holds no
+    table at all: most likely the program runs from another folder than the one built into."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def hinted(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except TablesMissingError as exc:
+            given = signature.bind_partial(*args, **kwargs).arguments.get("data_dir")
+            hint = layout.built_elsewhere(_dir(given), "data_dir=DIR, or STB_DATA_DIR=DIR,")
+            if not hint:
+                raise
+            raise TablesMissingError(f"{hint}: {exc}") from None
+
+    return hinted
+
+
 def _tiles_text(tiles: str | Iterable[int]) -> str:
     """Tiles as the CLI writes them: ``"12345"``, ``"1,2,10"``, or a list of tile numbers."""
     if isinstance(tiles, str):
@@ -71,6 +97,7 @@ def _tiles_text(tiles: str | Iterable[int]) -> str:
     return ",".join(str(int(t)) for t in tiles)
 
 
+@_hinted
 def load_table(
     name: str, variant: str | None = None, data_dir: str | Path | None = None
 ) -> pl.DataFrame:
@@ -82,6 +109,7 @@ def load_table(
     return tables.read_table(_dir(data_dir), name, variant)
 
 
+@_hinted
 def scan(
     table: str, variant: str | None = None, data_dir: str | Path | None = None
 ) -> pl.LazyFrame:
@@ -96,6 +124,7 @@ def scan(
     return readers.scan(_dir(data_dir), table, variant)
 
 
+@_hinted
 def dataset(
     table: str, variant: str | None = None, data_dir: str | Path | None = None
 ) -> ds.Dataset:
@@ -111,6 +140,7 @@ def dataset(
     return readers.dataset(_dir(data_dir), table, variant)
 
 
+@_hinted
 def expect(
     variant: str | Variant,
     tiles: str | Iterable[int],
@@ -133,6 +163,7 @@ def expect(
     return float(found.value)
 
 
+@_hinted
 def best_move(
     variant: str | Variant,
     tiles: str | Iterable[int],
@@ -155,6 +186,7 @@ def best_move(
     return None if found.best_move is None else [int(t) for t in found.best_move]
 
 
+@_hinted
 def move_values(
     variant: str | Variant,
     tiles: str | Iterable[int],
@@ -182,6 +214,7 @@ def move_values(
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
+@_hinted
 def position(
     variant: str | Variant,
     tiles: str | Iterable[int],
@@ -202,6 +235,7 @@ def position(
     )
 
 
+@_hinted
 def board(
     variant: str | Variant,
     position: str | None = None,
@@ -217,6 +251,7 @@ def board(
     return for_dir(_dir(data_dir)).board(_variant(variant, data_dir), position, die, depth)
 
 
+@_hinted
 def knucklebones_column(
     board: str,
     opponent: str,
@@ -245,6 +280,7 @@ def knucklebones_column(
     return solve(board, opponent, die, depth, variant, _dir(data_dir))
 
 
+@_hinted
 def query(
     name: str, variant: str | None = None, data_dir: str | Path | None = None, **params: Any
 ) -> pl.DataFrame:

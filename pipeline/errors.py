@@ -21,6 +21,11 @@ class UsageError(PipelineError, ValueError):
     exit_code = 2
 
 
+class UnknownVariantError(UsageError):
+    """A variant name no family knows and no data directory holds: bad input (exit 2); the
+    server answers it 404 (no such page), not 400."""
+
+
 class TablesMissingError(PipelineError):
     """The tables a command reads have not been built (or lack the variant asked for)."""
 
@@ -33,10 +38,25 @@ class TableError(PipelineError):
     exit_code = 1
 
 
+class ArtefactError(PipelineError):
+    """A file the package reads that is not what it must be: an evaluator, opening book or
+    labelled set that is damaged, of another board, or holds values out of range (one line
+    naming the file). Exit 1, as for a table that cannot be read."""
+
+    exit_code = 1
+
+
 class ContractError(PipelineError):
     """`verify` found tables that break a data contract (queries/contracts/)."""
 
     exit_code = 3
+
+
+class PluginError(PipelineError):
+    """An installed game family (a plugin) that failed: its variant's game could not be made,
+    or its code raised. Exit 1: the installation is at fault, not the input."""
+
+    exit_code = 1
 
 
 class OutputError(PipelineError):

@@ -198,6 +198,16 @@ def log(line: str) -> None:
         _write(line)
 
 
+def warn(line: str) -> None:
+    """One ``warning:`` line on stderr, shown even with ``--quiet``: something was skipped that
+    the user should know about (a broken plugin), while the command goes on."""
+    bar = _ticker["rich"]
+    if bar is not None:
+        bar.console.print(f"warning: {line}", markup=False, highlight=False)
+    else:
+        _write(f"warning: {line}")
+
+
 def _finish(job: Task, ended: str) -> None:
     """The job's last word: its bar goes, and a long job leaves one line saying how it ended."""
     bar = _ticker["rich"]

@@ -585,6 +585,101 @@ def test_a_module_naming_a_family_is_seen() -> None:
     assert FAMILY_APPS["apps/knucklebones"] == "knucklebones"
 
 
+#: docs/architecture.md's table of the Knucklebones wing: each concern and the module holding it.
+KNUCKLEBONES = {row[0]: PACKAGE / row[1].strip("`") for row in doc_table("concern")}
+KNUCKLEBONES_CODE = sorted(
+    p for p in PACKAGE.rglob("*.py") if "knucklebones" in p.relative_to(PACKAGE).as_posix()
+)
+
+
+def _where(concern: str) -> Path:
+    """The module (or package) docs/architecture.md names for a Knucklebones concern."""
+    found = [path for what, path in KNUCKLEBONES.items() if what.startswith(concern)]
+    assert len(found) == 1, f"docs/architecture.md names no one module for {concern!r}"
+    return found[0]
+
+
+def gain_formulas(source: str) -> list[str]:
+    """Where ``source`` writes a score change of a move: a sum of two differences of scores read
+    from arrays (``(opp_score[m] - mover_score[p]) + (opp_score[p] - mover_score[m])``)."""
+
+    def scores(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Sub)
+            and all(
+                isinstance(side, ast.Subscript) and ast.unparse(side.value).endswith("score")
+                for side in (node.left, node.right)
+            )
+        )
+
+    return [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.BinOp) and scores(node.left) and scores(node.right)
+    ]
+
+
+def name_prefixes(source: str) -> list[str]:
+    """The players' name prefixes (``seed-d``, ``ours-d``, ``net-d``) ``source`` reads names by:
+    as plain strings (a name made by an f-string, ``f"net-d{depth}"``, is written, not read)."""
+    tree = ast.parse(source)
+    made = {
+        id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and node.value in ("seed-d", "ours-d", "net-d")
+        and id(node) not in made
+    ]
+
+
+def test_the_knucklebones_wing_is_where_the_docs_say() -> None:
+    """Each concern of the table lives where it says (the module or folder exists), and the
+    three rules under it hold: the greedy gain is written in the rule book alone, the players'
+    names are read in the engine alone, and nothing of games/knucklebones/ writes a file but
+    the Dask solver's shard exchange (the artefacts' bytes go through the store's writer)."""
+    for concern, path in KNUCKLEBONES.items():
+        assert path.exists(), f"{concern}: {path} does not exist"
+    rules, engine = _where("the rule book"), _where("every named player")
+    gains = [
+        f"{p.relative_to(PACKAGE)}: {g}"
+        for p in KNUCKLEBONES_CODE
+        if p != rules
+        for g in gain_formulas(p.read_text())
+    ]
+    assert not gains, gains
+    parsed = [
+        p.relative_to(PACKAGE).as_posix()
+        for p in KNUCKLEBONES_CODE
+        if p != engine and name_prefixes(p.read_text())
+    ]
+    assert not parsed, f"player names read outside {engine.name}: {parsed}"
+    writes = re.compile(r"os\.replace|open\([^)]*['\"]wb|savez|write_table|\.save\(")
+    writers = [
+        p.relative_to(PACKAGE).as_posix()
+        for p in KNUCKLEBONES_CODE
+        if p.is_relative_to(PACKAGE / "games")
+        and p.name not in ("artefacts.py", "distributed.py")
+        and writes.search(p.read_text())
+    ]
+    assert not writers, f"games/ writing files: {writers}"
+
+
+def test_a_gain_written_again_is_seen() -> None:
+    source = (
+        "def g(p, q, t):\n"
+        "    return (t.mover_score[q] - t.mover_score[p]) + (t.opp_score[p] - t.opp_score[q])\n"
+    )
+    assert gain_formulas(source) == [
+        "t.mover_score[q] - t.mover_score[p] + (t.opp_score[p] - t.opp_score[q])"
+    ]
+    assert gain_formulas("x = (a[1] - b[2]) + (c - d)\n") == []
+    assert name_prefixes('p = "ours-d"\nq = f"net-d{3}"\n') == ["ours-d"]
+
+
 if __name__ == "__main__":  # python -m tests.test_architecture: the floors the code has
     code = layer_imports()
     for layer, floor in floors(code).items():

@@ -39,8 +39,9 @@ from pipeline.games.published import Published, published
 from pipeline.games.registry import REGISTRY, variant_from_rules
 from pipeline.store import manifest, sources, views
 from pipeline.store.files import _fsync_dir, _pid_alive, why
+from pipeline.store.footers import encode_rules
 from pipeline.store.layout import settle
-from pipeline.store.outputs import refuse_among_tables
+from pipeline.store.outputs import check_output_folder, refuse_data_files, resolved
 from pipeline.store.schema import RULES_KEY, VERSION_KEY
 
 CARD, INDEX, SUMS = sources.DATASET_CARD, sources.DATASET_INDEX, sources.DATASET_SUMS
@@ -140,15 +141,14 @@ def check_target(data_dir: Path, out: Path, force: bool) -> None:
     (``force``) another folder; never a file, the data directory, a folder holding it or the
     folder of its variants' own files (a folder of its own inside it, like data/report, is
     fine: no reader of the tables looks there)."""
-    target, data = out.resolve(), data_dir.resolve()
+    target, data = resolved(out), resolved(data_dir, "--data-dir")
     if target == data or target in data.parents:
         raise UsageError(f"{out} holds the data directory {data_dir}: choose another folder")
     own = data / sources.OWN_DIR
     if target == own or own in target.parents:
         raise UsageError(f"{out} is where {data_dir} keeps its tables: choose another folder")
-    refuse_among_tables(out, data_dir, "-o")  # data/x.parquet would be read as a table
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out} is a file, not a folder")
+    refuse_data_files(out, data_dir, "-o")  # data/x.parquet would be read as a table
+    check_output_folder(out, "-o")
     if out.is_dir() and any(out.iterdir()) and not sources.is_dataset(out) and not force:
         raise UsageError(
             f"{out} is not empty and holds no dataset of ours: choose another folder, or "
@@ -226,7 +226,7 @@ def _write_tables(
             path = tmp / relative
             path.parent.mkdir(exist_ok=True)
             meta = {
-                RULES_KEY.decode(): json.dumps({variant: rules.get(variant, {})}, sort_keys=True),
+                RULES_KEY.decode(): encode_rules({variant: rules.get(variant, {})}).decode(),
                 VERSION_KEY.decode(): __version__,
             }
             kv = ", ".join(f"{views.literal(k)}: {views.literal(v)}" for k, v in meta.items())

@@ -25,15 +25,19 @@ same way, exit 3 on a violation).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.games.knucklebones.game import KnuckleRules, board_game
+from pipeline.errors import PipelineError
+from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules, board_game
 from pipeline.games.knucklebones.players import artefacts, labels
 from pipeline.games.knucklebones.players.book import Book
+from pipeline.games.knucklebones.players.contents import KINDS
 
 if TYPE_CHECKING:
     from pipeline.analysis.contracts import ContractResult
@@ -266,27 +270,155 @@ def check_labelled(found: labels.Labelled, name: str = "labelled") -> list[Findi
             name, f"Bellman equation ({field}) among the positions' own values",
             worst <= allowed, f"largest residual {worst:.3g}, allowed {allowed:.3g}", len(found),
         ))  # fmt: skip
+    if set(labels.FIELDS.values()) <= set(found.values):
+        out += choices_meet_their_rows(found, name, game)
     return out
 
 
-def check_packaged(models: Path | None = None) -> list[Finding]:
-    """Every packaged book and labelled set checked (:func:`check_book`,
-    :func:`check_labelled`); the full game's, until its GPU call has made them, reported
-    absent."""
+def choices_meet_their_rows(found: labels.Labelled, name: str, game: Any) -> list[Finding]:
+    """Each choice, best or not, against what it leads to where the set knows it without a
+    solve: a successor that ends the game is worth its final score, one that is itself a row
+    of the set is worth that row's value (1 - win, -diff). The Bellman residual reads a
+    position's best choices only; this reads the others. A set whose record says it holds the
+    successors of its first ``successors_of`` positions (the full game's GPU-made set: no CPU
+    solve to compare with) must let every choice of at least that many positions meet its
+    row."""
+    from pipeline.games.knucklebones.exact.cpu import pairs_of
+
+    nxt, ids = found.next_id, found.state_id
+    moves = nxt >= 0
+    order = np.argsort(ids)
+    at = order[np.minimum(np.searchsorted(ids[order], np.where(moves, nxt, 0)), len(ids) - 1)]
+    row = moves & (ids[at] == nxt)
+    ended = np.zeros_like(moves)
+    rest = moves & ~row
+    if rest.any():
+        ended[rest] = game.terminal_mask(pairs_of(game.r, nxt[rest]))
+    out = []
+    for objective, field in labels.FIELDS.items():
+        offset = 1.0 if field == "win" else 0.0
+        want = np.full(nxt.shape, np.nan)
+        want[row] = offset - found.values[field][at[row]]
+        if ended.any():
+            finals = Knucklebones(KnuckleRules(found.columns, found.rows, found.faces, objective))
+            want[ended] = offset - finals.final_values(pairs_of(game.r, nxt[ended]))
+        met = row | ended
+        allowed = 2 * bellman_allowance(found, field)
+        worst = float(np.abs(found.choices[field][met] - want[met]).max(initial=0.0))
+        out.append(Finding(
+            name, f"each choice's {field} that ends the game or leads to a row of the set "
+            "equals its value there", worst <= allowed,
+            f"largest difference {worst:.3g}, allowed {allowed:.3g}", int(met.sum()),
+        ))  # fmt: skip
+    promised = int(found.meta.get("successors_of", 0))
+    if promised:
+        whole = int(((row | ended) == moves).all(axis=1).sum())
+        out.append(Finding(
+            name, f"every choice of {promised:,} positions meets its row or the game's end",
+            whole >= promised, f"{whole:,} positions", whole,
+        ))  # fmt: skip
+    return out
+
+
+#: Exact values of a board, by objective (``wins``, ``score``) and state id; None for a board
+#: too big to solve on a CPU (the full game): what :func:`check_packaged` compares every value
+#: of an artefact with.
+ExactValues = Callable[[KnuckleRules], "dict[str, np.ndarray] | None"]
+#: A packaged artefact's name: its board, then its kind (``3x2-d6-book.npz``).
+NAMED = re.compile(r"(\d+)x(\d+)-d(\d+)(-book\.npz|-labelled\.parquet|\.npz)")
+#: Each kind by its name's ending.
+KIND_OF = {"-book.npz": "book", "-labelled.parquet": "labelled", ".npz": "evaluator"}
+
+
+def check_packaged(models: Path | None = None, exact: ExactValues | None = None) -> list[Finding]:
+    """Every packaged evaluator, book and labelled set checked: readable as its kind and of the
+    board its name says (:mod:`pipeline.games.knucklebones.players.contents`), then the
+    contract (:func:`check_book`, :func:`check_labelled`) and, with ``exact``, every value (a
+    book's entries, a labelled position's value and each of its choices, best or not) against
+    an exact solve of its board (:func:`check_exact`); the full game's, until its GPU call has
+    made them, reported absent."""
     folder = models or artefacts.MODELS
     out: list[Finding] = []
-    books = sorted(folder.glob("*-book.npz")) if folder.is_dir() else []
-    sets = sorted(folder.glob("*-labelled.parquet")) if folder.is_dir() else []
-    for path in books:
-        out += check_book(artefacts.read_book(path), path.name)
-    for path in sets:
-        out += check_labelled(artefacts.read_labelled(path), path.name)
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".npz", ".parquet")) if (
+        folder.is_dir()) else []  # fmt: skip
+    solved: dict[KnuckleRules, dict[str, np.ndarray] | None] = {}
+    for path in files:
+        named = NAMED.fullmatch(path.name)
+        if named is None:
+            out.append(
+                Finding(
+                    path.name,
+                    "named after its board and kind",
+                    False,
+                    "e.g. 3x2-d6-book.npz, 3x2-d6-labelled.parquet, 3x2-d6.npz",
+                )
+            )
+            continue
+        kind = KIND_OF[named.group(4)]
+        try:
+            board = artefacts.board_of(*(int(named.group(k)) for k in (1, 2, 3)))
+            found = READERS[kind](path, board)
+        except PipelineError as exc:  # damaged, foreign, out of range: a broken contract
+            why = str(exc).removeprefix(f"{path} is ")  # the artefact is named already
+            out.append(Finding(path.name, f"a readable {KINDS[kind]} of the board its name "
+                               "says", False, why))  # fmt: skip
+            continue
+        out.append(Finding(path.name, f"a readable {KINDS[kind]} of the board its name says", True))
+        if kind == "evaluator":
+            continue
+        out += check_book(found, path.name) if kind == "book" else check_labelled(found, path.name)
+        if exact is not None:
+            if board not in solved:
+                solved[board] = exact(board)
+            out += check_exact(found, path.name, solved[board])
     full = KnuckleRules(*FULL_GAME)
     for path in (artefacts.path("book", full, folder), artefacts.path("labelled", full, folder)):
         if not path.exists():
             out.append(Finding(path.name, "not made yet", None,
                                "absent: the full game's GPU call makes it, "
                                "docs/knucklebones-full-game.md"))  # fmt: skip
+    return out
+
+
+#: The checked reader of each kind (board given: the one its name says).
+READERS: dict[str, Callable[[Path, KnuckleRules], Any]] = {
+    "book": artefacts.read_book,
+    "labelled": artefacts.read_labelled,
+    "evaluator": artefacts.read_evaluator,
+}
+
+
+def check_exact(
+    found: Book | labels.Labelled, name: str, exact: dict[str, np.ndarray] | None
+) -> list[Finding]:
+    """Every value of a book or labelled set against the exact solve's (``exact``: by objective
+    and state id; None: the board is too big for a CPU, said as skipped). A labelled choice is
+    worth its successor's value seen from the other side (1 - win, -diff), so a corrupted
+    non-best choice, which no Bellman residual sees, is caught here; so is a book entry that is
+    no parent's best reply."""
+    if exact is None:
+        return [Finding(name, "every value equals an exact solve's", None,
+                        "the board is too big to solve on a CPU")]  # fmt: skip
+    tol = float(found.meta.get("tolerance", DEFAULT_TOLERANCE))
+    rounding = _rounding(found.meta)
+    out = []
+    for objective, field in labels.FIELDS.items():
+        truth = exact[objective]
+        offset = 1.0 if field == "win" else 0.0
+        if isinstance(found, Book):
+            given, want = getattr(found, field), truth[found.state_id]
+        else:
+            moves = found.next_id >= 0
+            given = np.concatenate([found.values[field], found.choices[field][moves]])
+            want = np.concatenate([truth[found.state_id], offset - truth[found.next_id[moves]]])
+        scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+        allowed = 2 * tol + 2 * rounding * scale + 1e-12 * scale
+        worst = float(np.abs(given - want).max(initial=0.0))
+        what = "entry" if isinstance(found, Book) else "position's and choice's"
+        out.append(Finding(
+            name, f"every {what} {field} equals an exact solve's", worst <= allowed,
+            f"largest difference {worst:.3g}, allowed {allowed:.3g}", int(given.size),
+        ))  # fmt: skip
     return out
 
 

@@ -37,7 +37,7 @@ from pipeline.errors import PipelineError, TablesMissingError, UsageError
 from pipeline.games.registry import Variant, lookup
 from pipeline.store import directory, layout, tables
 from pipeline.store.files import write_bytes_atomic
-from pipeline.store.outputs import inside, make_dir, refuse_among_tables
+from pipeline.store.outputs import check_output_folder, inside, make_dir, refuse_data_files
 
 PAGE = "index.html"
 DPI = 110
@@ -575,7 +575,8 @@ def build_report(data_dir: Path, out_dir: Path) -> Report:
             f"--out {out_dir} would mix the report with the tables of {data_dir}: give a folder "
             f"of its own, e.g. {data_dir}/report"
         )
-    refuse_among_tables(out, data, "--out")  # data/x.parquet would be read as a table
+    refuse_data_files(out, data, "--out")  # data/x.parquet would be read as a table
+    check_output_folder(out, "--out")
     report = Report(Path(out_dir), Path(out_dir) / PAGE)
     make_dir(report.out_dir)
     done: list[Section] = []

@@ -31,6 +31,9 @@ before the first statement:
 - optionally ``-- shows: COLUMN, ... (COLUMN folds)``: the columns `stb-pipeline query` draws
   as its table (a card a person reads; ``-f csv`` and ``-o`` give every column), the one named
   last folding onto more lines to fit the terminal.
+- optionally ``-- uses: _HELPER, ...``: helper files of the library (their names start with
+  ``_``; they are no queries) that create views the query reads, run first: a chain of CTEs
+  two queries share is written once (in the duckdb command, ``.read`` the helper first).
 - optionally ``-- families:`` the game families the query is about (names of
   :data:`pipeline.games.registry.FAMILIES`, commas), and ``-- players: N`` when it is about
   games of exactly N players: a variant given to it that is of another family (or another
@@ -109,7 +112,11 @@ class Param:
 
 
 def query_file(name: str) -> Traversable:
-    """The file of a library query (``best_opening_roll``); UsageError for anything else."""
+    """The file of a library query (``best_opening_roll``); UsageError for anything else, with
+    the names it most likely meant."""
+    lower = name.lower() if isinstance(name, str) else ""
+    if lower != name and lower in [q for q, _ in list_queries()]:  # STRATEGY_CARD
+        raise UsageError(f"unknown query {name!r}; did you mean {lower}?")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise UsageError(
             f"query {name!r} is not a query name (names are words such as best_opening_roll; "
@@ -119,6 +126,16 @@ def query_file(name: str) -> Traversable:
     if not known:
         raise UsageError(f"no query files in {QUERIES_DIR}: the installation is incomplete")
     if name not in known:
+        import difflib
+
+        # a name that starts one, or is near one (a typo), is most likely that one
+        close = [q for q in known if q.startswith(name.lower())][:3]
+        close = close or difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6)
+        if close:
+            raise UsageError(
+                f"unknown query {name!r}; did you mean {' or '.join(close)}? "
+                "(stb-pipeline query --list shows them)"
+            )
         raise UsageError(f"unknown query {name!r}; known queries: {', '.join(known)}")
     return QUERIES_DIR.joinpath(f"{name}.sql")
 
@@ -176,6 +193,15 @@ def _header_lines(path: Traversable | Path) -> list[tuple[str, str]]:
         if sep:
             out.append((key.strip(), value.strip()))
     return out
+
+
+def helpers(path: Traversable | Path) -> list[Traversable]:
+    """The helper files a query's ``-- uses:`` line names (each creates a view it reads)."""
+    names = [n.strip() for n in header(path).get("uses", "").split(",") if n.strip()]
+    for name in names:
+        if not (name.startswith("_") and NAME_PATTERN.fullmatch(name[1:])):
+            raise UsageError(f"{path}: '-- uses: {name}' is not a helper's name (_name)")
+    return [QUERIES_DIR.joinpath(f"{name}.sql") for name in names]
 
 
 def list_queries() -> list[tuple[str, str]]:
@@ -303,6 +329,8 @@ def _run(name: str, data_dir: Path, given: dict[str, Any], fetch: Any) -> Any:
             check_built(con, data_dir, variant)
             check_game(con, path, name, variant)
             check_rows(con, path, variant, values)
+        for helper in helpers(path):
+            con.execute(read_sql(helper))
         return fetch(con.sql(read_sql(path)))
     except duckdb.CatalogException as exc:
         # DuckDB's "Catalog Error: Table with name policy does not exist!" said in our words
@@ -329,13 +357,15 @@ def check_built(con: duckdb.DuckDBPyConnection, data_dir: Path, variant: str) ->
         )
 
 
-def shown(name: str) -> tuple[list[str], str | None]:
-    """The columns a query's table shows and the one that folds (its ``-- shows:`` header
-    line; none: every column)."""
+def shown(name: str) -> tuple[list[str], tuple[str, ...]]:
+    """The columns a query's table shows and those that fold onto more lines on a narrow
+    terminal (its ``-- shows:`` header line, e.g. ``(line and rule fold)``; none: every
+    column)."""
     text = header(query_file(name)).get("shows", "")
-    fold = re.search(r"\((\w+) folds\)", text)
+    fold = re.search(r"\(([\w ,]+?) folds?\)", text)
+    folding = tuple(re.split(r"\s*,\s*|\s+and\s+", fold.group(1))) if fold else ()
     columns = [c.strip() for c in re.sub(r"\(.*?\)", "", text).split(",") if c.strip()]
-    return columns, fold.group(1) if fold else None
+    return columns, folding
 
 
 def applies_to(path: Traversable | Path) -> tuple[tuple[str, ...], int | None]:

@@ -62,18 +62,15 @@ class Answers:
     ) -> None:
         self.data_dir = Path(data_dir)
         self.index = Index(self.data_dir, cache_mb, points)
+        self.directory: Directory = self.index.directory or directory.of(self.data_dir)
+        """What the data directory holds (built variants, and the others), and how a name
+        resolves there (:mod:`pipeline.store.directory`)."""
         self._games: OrderedDict[int, tuple[Variant, Any]] = OrderedDict()
         self._games_lock = threading.Lock()
         self._fields: dict[str, tuple[States, list[dict[str, Any]]]] = {}
         self._board_answers: Boards | None = None
         self._tiles: dict[int, tuple[Any, dict[int, tuple[int, ...]]]] = {}
         self._field_names: dict[int, tuple[Any, tuple[str, ...]]] = {}
-
-    @property
-    def directory(self) -> Directory:
-        """What the data directory holds (built variants, and the others), and how a name
-        resolves there (:mod:`pipeline.store.directory`)."""
-        return directory.of(self.data_dir)
 
     def variant(self, name: str) -> Variant:
         """The variant ``name`` names here: registered, named by its rules, or built here under
@@ -223,14 +220,15 @@ class Answers:
         values = states.values(found.next)
         if offset != 0.0 or scale != 1.0:
             values = offset + scale * values
-        if np.isnan(values).any():
+        vals = values.tolist()
+        if math.isnan(sum(vals)):  # a NaN anywhere (the values are finite): a missing state
             raise TableError(
                 f"{name}'s states table lacks positions its moves lead to; rebuild it "
                 f"(stb-pipeline build --force --variant {name})"
             )
         # the moves come grouped by roll, increasing, the largest label first within a roll
         ends = np.searchsorted(found.roll, rolls, side="right").tolist()
-        labels, nexts, vals = found.label.tolist(), found.next.tolist(), values.tolist()
+        labels, nexts = found.label.tolist(), found.next.tolist()
         maximise = states.maximise
         tiles = self._move_tiles(game)
         out: list[RollBest] = []

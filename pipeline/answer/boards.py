@@ -98,13 +98,16 @@ def pick(
     values: list[float], labels: list[int], columns: list[int], then: list[float] | None = None
 ) -> int:
     """The index of the tie rule's column among ``values`` (each column's value in the
-    variant's objective, higher better): the largest label among those within the tie
-    tolerance of the best (with ``then``, the other objective's values, among those that tie
-    with its best there: a search's pick, :func:`pipeline.solve.tolerance.pick_two`), then the
-    lowest column (equal facing pairs are one move)."""
-    ranks = [(label, -column) for label, column in zip(labels, columns, strict=True)]
+    variant's objective, higher better): the tables' pick, the largest label among those within
+    the tie tolerance of the best, then the lowest column (equal facing pairs are one move);
+    with ``then`` (the other objective's values: the search's pick, the player engine's,
+    :func:`pipeline.solve.tolerance.pick_two`), among those that tie with its best there too,
+    the first in canonical order (the smallest label), then the lowest column."""
     if then is not None:
-        return pick_two(values, then, ranks, 0, len(values))[0]
+        order = sorted(range(len(values)), key=lambda k: (labels[k], columns[k]))
+        found, _ = pick_two([values[k] for k in order], [then[k] for k in order], 0, len(order))
+        return order[found]
+    ranks = [(label, -column) for label, column in zip(labels, columns, strict=True)]
     return tie_pick(values, ranks, 0, len(values), max(values))[0]
 
 
@@ -199,9 +202,7 @@ class Boards:
             )  # fmt: skip
         if exact:
             return self._exact(found, rules, here, die, head)
-        # the board's own player when no depth is asked: close calls deeper where it does so
-        deeper = rules.deeper if depth is None else None
-        return self._searched(rules, here, die, depth or self.depth_of(rules), head, deeper)
+        return self._searched(rules, here, die, depth, head)
 
     @staticmethod
     def depth_of(rules: Any) -> int:
@@ -247,17 +248,19 @@ class Boards:
         )  # fmt: skip
 
     def _searched(
-        self, rules: Any, here: Any, die: int | None, depth: int, head: dict[str, Any],
-        deeper: int | None = None,
-    ) -> BoardAnswer:  # fmt: skip
+        self, rules: Any, here: Any, die: int | None, asked: int | None, head: dict[str, Any]
+    ) -> BoardAnswer:
         """Every column's value from the board's opening book where the position and its
-        successors are in it, else searched: ``depth`` placements deep, or to the end of every
-        line where that is no deeper than :data:`MAX_DEPTH` and the search gets there; a close
-        call (the board's ``close_call``) ``deeper`` deep."""
+        successors are in it, else searched: ``asked`` placements deep (None: the board's own
+        player's depth, close calls deeper where it does so), or to the end of every line
+        where that is no deeper than :data:`MAX_DEPTH` and the search gets there. The book is
+        read first: a damaged evaluator never breaks an answer the book holds."""
 
         booked = rules.book_values(here, die)
         if booked is not None:
             return self._booked(rules, here, booked, head)
+        depth = asked or self.depth_of(rules)
+        deeper = rules.deeper if asked is None else None
         end = rules.end_depth(here, END_LEAVES)
         with self._search_lock:  # one search at a time: the transposition table is shared
             # first to the end of every line where that is cheap: exact if no removal prolongs
@@ -287,7 +290,8 @@ class Boards:
         return BoardAnswer(
             **head, depth=d, value=float(getattr(ev, fields[rules.objective])), columns=cols,
             win=float(ev.win), diff=float(ev.diff), value_exact=bool(ev.exact),
-            other_best=other_best, player=f"{rules.player}-d{d}",
+            other_best=other_best, player=f"{rules.player}-d{depth}" + (
+                f"+{deeper}" if deeper else ""),  # the player's name: net-d4+6, as rated
         )  # fmt: skip
 
     def _booked(self, rules: Any, here: Any, booked: tuple, head: dict[str, Any]) -> BoardAnswer:

@@ -272,8 +272,9 @@ class BoardAnswer:
     packaged opening book: exact), ``end`` (searched to the end of every line: exact) or
     ``search`` (the search's estimate)."""
     player: str | None = None
-    """The searching player, e.g. ``net-d3`` (the distilled evaluator at the leaves) or
-    ``ours-d3`` (None: looked up)."""
+    """The searching player as players are named and rated, e.g. ``net-d4+6`` (the distilled
+    evaluator at the leaves, 4 placements deep and 6 on a close call) or ``ours-d3`` (None:
+    looked up); :attr:`depth` is how deep it searched this position."""
 
     @property
     def how(self) -> str:

@@ -54,8 +54,8 @@ from pipeline.errors import PipelineError, TableError, TablesMissingError, Usage
 from pipeline.games.dice import roll_distribution
 from pipeline.games.registry import REGISTRY, Variant, get_variant, lookup, variant_from_rules
 from pipeline.solve.tolerance import picks
-from pipeline.store import directory, tables
-from pipeline.store.outputs import make_dir, refuse_among_tables
+from pipeline.store import directory
+from pipeline.store.outputs import check_output, resolved, write_output
 
 #: The most JSON one variant may embed: four players (259 blocks of 512 masks, every player's
 #: share of each) take about 6 MB; the stake game's digital scores make 395 blocks of long
@@ -515,20 +515,6 @@ def embedded_data(page: str) -> dict[str, Any]:
     return json.loads(page[len(head) : len(page) - len(tail)])
 
 
-def check_output(path: Path, data_dir: Path, force: bool) -> None:
-    """Refuse (UsageError) to replace an existing file outside the data directory without
-    ``force``: the data directory holds generated files only, anywhere else may be the user's."""
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory; give a file name with -o")
-    if path.resolve() != (data_dir / DEFAULT_NAME).resolve():
-        refuse_among_tables(path, data_dir, "-o")  # data/x.parquet would be read as a table
-    if not path.exists() or force:
-        return
-    inside = path.resolve().parent.is_relative_to(data_dir.resolve())
-    if not inside:
-        raise UsageError(f"{path} exists and is outside {data_dir}; use --force to replace it")
-
-
 def write_explorer(
     data_dir: Path,
     output: Path | None = None,
@@ -540,15 +526,16 @@ def write_explorer(
     :func:`default_variants`) to ``output`` (default ``data_dir/explorer.html``), atomically.
     A variant too big to embed is listed on the page and in :attr:`ExplorerPage.skipped`."""
     path = Path(output) if output is not None else data_dir / DEFAULT_NAME
-    check_output(path, data_dir, force)
+    # the one rule of every -o; the default page is the explorer's own, rewritten each run
+    default = resolved(path) == resolved(data_dir / DEFAULT_NAME, "--data-dir")
+    check_output(path, data_dir, force, replace=default)
     built = directory.of(data_dir).snapshot().customs()
     chosen, explicit = pick_names(names or [], built)
     payloads, skipped, omitted = collect(data_dir, chosen, explicit, progress, built)
     page = render(payloads, omitted).encode("utf-8")
     if progress is not None:
         progress(f"writing {path}")
-    make_dir(path.parent)
-    tables.write_bytes_atomic(path, page)
+    write_output(path, page)
     unbuilt = [name for name, why in skipped if why == NOT_BUILT]
     return ExplorerPage(
         path,

@@ -7,6 +7,7 @@ Every domain error becomes one line on stderr and its exit code (see ``pipeline.
 
 # No `from __future__ import annotations`: typer reads the Annotated options at run time.
 import copy
+import errno
 import os
 import signal
 import sys
@@ -30,6 +31,7 @@ from pipeline.cli.options import (
     Player,
     Quiet,
     fitted_table,
+    listing_options,
     out,
     pick_one,
     pick_variants,
@@ -87,8 +89,11 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
         quiet: Quiet = False,
         custom: Variant | None = None,
     ) -> None:
+        searching = stage_list == ("strategies",)
+        if searching and not variant and custom is None:
+            variant = searchable_built(data_dir)  # `all` names games it cannot search
         reports = _run_stages(variant, custom, stage_list, data_dir, exact=False)
-        if stage_list == ("strategies",):
+        if searching:
             print_best_rules([r.variant for r in reports], data_dir)
 
     @with_rules
@@ -139,6 +144,22 @@ def _run_stages(
         return reports  # the command prints what was found (print_best_rules), not the build
     print_reports(reports, data_dir)
     return reports
+
+
+def searchable_built(data_dir: Path) -> list[str]:
+    """What `strategies` searches when no variant is named: every variant built in
+    ``data_dir`` whose game has rules to search (the one-player boxes); TablesMissingError
+    when there is none."""
+    from pipeline.store import directory
+
+    entries = directory.of(data_dir).snapshot().entries if data_dir.is_dir() else {}
+    found = [n for n, e in sorted(entries.items()) if e.built and e.variant.make().searches_rules]
+    if not found:
+        raise TablesMissingError(
+            f"no one-player box is built in {data_dir}: build one first (stb-pipeline build "
+            f"--variant classic --data-dir {data_dir}), or name one with --variant"
+        )
+    return [",".join(found)]
 
 
 def print_best_rules(names: list[str], data_dir: Path) -> None:
@@ -207,7 +228,8 @@ _stage_command(
     ("strategies",),
     "Search the rules a person can remember (up to three move keys and a one-die threshold) on "
     "one-player boxes, each priced exactly, and the exceptions worth learning, into "
-    "strategy_search.parquet and strategy_exceptions.parquet.",
+    "strategy_search.parquet and strategy_exceptions.parquet. Without --variant: every "
+    "one-player box built in the data directory.",
     "stb-pipeline strategies --variant lever,twelve-tiles",
 )
 
@@ -353,7 +375,9 @@ def variants_cmd(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
 
     Example: stb-pipeline variants --data-dir data
     """
-    table = fitted_table("variant", "in all", "description", fold="description")
+    table = fitted_table(
+        "variant", "in all", "description", fold="description", **listing_options()
+    )
     for v in REGISTRY.values():
         table.add_row(v.name, "yes" if v.in_all else "no", v.description)
     if data_dir.is_dir():
@@ -414,7 +438,9 @@ METAVARS: dict[Any, str] = {
     Path: "PATH",
     "int": "N",
     "integer": "N",
+    "int range": "N",  # an int option with min or max (`serve --port`)
     "float": "X",
+    "float range": "X",
     "path": "PATH",
 }
 
@@ -443,18 +469,49 @@ def _tidy(cmd: Any) -> None:
 
 def _refuse_empty(param: Any) -> None:
     """An empty path (``-o ''``, ``--data-dir ''``) is a mistake, not the current directory
-    (which is what ``Path('')`` means): refuse it as bad input (exit 2), for every path option
-    and argument of every command."""
+    (which is what ``Path('')`` means), and a name longer than any file system takes can never
+    be read or written: refuse either as bad input (exit 2), for every path option and
+    argument of every command."""
     kind = copy.copy(param.type)  # click may share type objects between parameters
     inner = kind.convert
 
     def convert(value: Any, p: Any, ctx: Any) -> Any:
         if isinstance(value, str) and not value.strip():
             kind.fail(f"give a path, not {value!r}", p, ctx)
+        if isinstance(value, str) and (problem := path_too_long(value)):
+            kind.fail(problem, p, ctx)
         return inner(value, p, ctx)
 
     kind.convert = convert
     param.type = kind
+
+
+#: The longest name of one file or folder (bytes) that Linux's file systems (ext4, XFS, btrfs),
+#: APFS and NTFS take, and the longest path the kernel takes.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+def path_too_long(value: str) -> str:
+    """Why ``value`` can be no path on this machine (a name over :data:`NAME_MAX` bytes, the
+    whole over :data:`PATH_MAX`, or links that loop), shortened for a one-line error; empty
+    when it can be."""
+    encoded = os.fsencode(value)
+    if len(encoded) > PATH_MAX:
+        return f"a path of at most {PATH_MAX} bytes, not {len(encoded):,}"
+    for part in Path(value).parts:
+        size = len(os.fsencode(part))
+        if size > NAME_MAX:
+            shown = part if len(part) <= 20 else f"{part[:20]}..."
+            return f"the name {shown!r} is {size:,} bytes long; a file system takes {NAME_MAX}"
+    try:
+        os.stat(value)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "its links point back at themselves (a loop)"
+    except ValueError:  # a NUL byte: said by whatever reads it
+        pass
+    return ""
 
 
 def _kind(param: Any) -> Any:
@@ -477,8 +534,8 @@ def run(argv: list[str]) -> int:
         result = root.main(args=argv, prog_name="stb-pipeline", standalone_mode=False)
     except PipelineError as exc:
         missing = isinstance(exc, TablesMissingError)
-        where = _where_tables_are(argv, str(exc)) if missing else ""
-        err.print(f"error: {exc}{where}", markup=False)
+        where = _where_tables_are(argv) if missing else ""
+        err.print(f"error: {where}{exc}", markup=False)
         return exc.exit_code
     except typer.TyperException as exc:
         ctx = getattr(exc, "ctx", None)
@@ -505,6 +562,13 @@ def run(argv: list[str]) -> int:
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
+        from pipeline.games.registry import plugin_at_fault
+
+        plugin = plugin_at_fault(exc)
+        if plugin is not None:  # an installed family's code failed, not the pipeline's
+            first = (str(exc).splitlines() or [""])[0][:200]
+            err.print(f"error: {plugin} failed: {type(exc).__name__}: {first}", markup=False)
+            return 1
         # Every failure a user can cause is a PipelineError; reaching here is a bug (the bad-input
         # tests fail on it). Still one line, so that scripts reading stderr are not flooded.
         first = str(exc).splitlines()[0] if str(exc) else ""
@@ -529,23 +593,20 @@ def _extra_hint(argv: list[str]) -> str:
     return ""
 
 
-def _where_tables_are(argv: list[str], message: str) -> str:
-    """What to add to "not built" when the data directory a command read holds no table at
-    all: most likely the command ran from another directory than the one it built in."""
+def _where_tables_are(argv: list[str]) -> str:
+    """What "not built" leads with when the data directory a command read holds no table at
+    all (most likely it ran from another folder than the one built into): which folder, and
+    the option that names the right one, first, where a person reads."""
     data_dir = DEFAULT_DATA_DIR
     for i, word in enumerate(argv):
         if word in ("--data-dir", "-d") and i + 1 < len(argv):
             data_dir = Path(argv[i + 1])
         elif word.startswith("--data-dir="):
             data_dir = Path(word.split("=", 1)[1])
-    held = [*data_dir.glob("*.parquet"), *data_dir.glob("*/*.parquet")]
-    if held:
-        return ""
-    where = "" if "no tables in" in message else f"{data_dir.resolve()} holds no tables: "
-    return (
-        f" ({where}--data-dir DIR, or STB_DATA_DIR=DIR, names the directory built into, when "
-        "run from elsewhere)"
-    )
+    from pipeline.store.layout import built_elsewhere
+
+    hint = built_elsewhere(data_dir, "--data-dir DIR, or STB_DATA_DIR=DIR,")
+    return f"{hint}: " if hint else ""
 
 
 INTERRUPTED = "interrupted; every table on disk is complete (old or new)"

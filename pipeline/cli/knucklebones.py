@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
-from pipeline.cli.knucklebones_args import MAX_GAMES, MAX_SEED, BoardVariant, out
+from pipeline.cli.knucklebones_args import MAX_GAMES, MAX_SEED, BoardVariant, out, within
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
@@ -52,11 +52,11 @@ kb = typer.Typer(
 
 def _kind(exact: bool, looked_up: str) -> str:
     """How exact a value is: from the tables, the opening book, searched to the end (exact)
-    or estimated."""
+    or estimated (said inside parentheses: never "(exact (book))")."""
     if looked_up == "tables":
-        return "exact (from tables)"
+        return "exact, from tables"
     if looked_up == "book":
-        return "exact (book)"
+        return "exact, from the book"
     return "exact" if exact else "estimate"
 
 
@@ -68,7 +68,7 @@ def _source(a: BoardAnswer) -> str:
         return "exact: yes (book)"
     if a.source == "end":
         return f"exact: yes (searched to the end, depth {a.depth})"
-    return f"estimate ({a.player}: depth {a.depth})"
+    return f"estimate ({a.player}, searched {a.depth} placements deep)"
 
 
 def _num(value: float | None, spec: str) -> str:
@@ -210,7 +210,8 @@ def play_cmd(
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
-    """Play a game against the solver in the terminal (type a column number for each die).
+    """Play a game against the solver in the terminal (type a column number for each die; q
+    quits).
 
     With the full game's tables in --data-dir (`build --variant knucklebones --variant
     knucklebones-score --device cuda`) the solver plays perfectly; otherwise it searches.
@@ -261,10 +262,8 @@ def benchmark_cmd(
     opp_list = split_names([opponents], "--opponents")
     for o in opp_list:
         check_player(o)
-    if not 1 <= games <= MAX_GAMES:
-        raise UsageError(f"--games must be between 1 and {MAX_GAMES:,}, not {games}")
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    within("--games", games, 1, MAX_GAMES)
+    within("--seed", seed, 0, MAX_SEED)
     from rich.table import Table
 
     from pipeline.store.tables import ensure_writable
@@ -376,10 +375,8 @@ def check_tables_cmd(
     from pipeline.errors import ContractError
     from pipeline.games.knucklebones.game import KnuckleRules
 
-    if not 1 <= samples <= 100_000:
-        raise UsageError(f"--samples must be between 1 and 100,000, not {samples}")
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    within("--samples", samples, 1, 100_000)
+    within("--seed", seed, 0, MAX_SEED)
     rules = KnuckleRules(columns, rows, faces)
     with progress.task("knucklebones check-tables: looking up the sample and its successors"):
         found = check_sample(data_dir, rules, samples, seed)
@@ -397,15 +394,30 @@ def check_tables_cmd(
 def check_artefacts_cmd(
     models: Annotated[
         Path | None,
-        typer.Option(help="The folder of books and labelled positions (default: the package's)."),
+        typer.Option(
+            help="The folder of evaluators, books and labelled positions (default: the package's)."
+        ),
     ] = None,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact/--no-exact",
+            help="Compare every value with an exact solve of its board (read from its tables "
+            "in --data-dir where both objectives are built, else solved here: minutes for "
+            "3x3-d4); the full game's are too big for a CPU.",
+        ),
+    ] = True,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
 ) -> None:
-    """Check the exact artefacts kept in the repository (opening books, labelled positions)
-    against their contract: the Bellman equation among their own values, ranges, the full
-    game's published start value, provenance; exit 3 on a violation. An artefact not made yet
-    (the full game's, until its GPU call) is reported absent.
+    """Check the artefacts kept in the repository (evaluators, opening books, labelled
+    positions): each readable and of the board its name says, then their contract: every value
+    against an exact solve of its board (best and other choices, every book entry), the
+    Bellman equation among their own values, ranges, the full game's published start value,
+    provenance; exit 3 on a violation. An artefact not made yet (the full game's, until its
+    GPU call) is reported absent.
 
-    Example: stb-pipeline knucklebones check-artefacts
+    Example: stb-pipeline knucklebones check-artefacts --data-dir data
     """
     from pipeline.analysis.contracts import VariantCheck, failure
     from pipeline.analysis.knucklebones_artefacts import check_packaged, contract_results
@@ -413,8 +425,9 @@ def check_artefacts_cmd(
 
     if models is not None and not models.is_dir():
         raise UsageError(f"--models {models} is not a folder")
-    with progress.task("knucklebones check-artefacts: reading the books and labelled sets"):
-        found = contract_results(check_packaged(models))
+    solve = _exact_solve(data_dir) if exact else None
+    with progress.task("knucklebones check-artefacts: reading the artefacts"):
+        found = contract_results(check_packaged(models, solve))
     for result in found:
         print_result(result)
     error = failure([VariantCheck(None, found)])
@@ -422,6 +435,20 @@ def check_artefacts_cmd(
         raise error
     skipped = sum(bool(r.skipped) for r in found)
     out.print(f"all {len(found) - skipped} artefact checks hold ({skipped} skipped)")
+
+
+def _exact_solve(data_dir: Path) -> Any:
+    """The exact values of a board as `check-artefacts` compares them: from its tables in
+    ``data_dir`` where both objectives are built, else solved here (None: too big)."""
+    from pipeline.apps.knucklebones.distill import MAX_STATES, exact_values
+    from pipeline.games.knucklebones.game import board_game
+
+    def solve(board: Any) -> dict[str, Any] | None:
+        if board_game(board).n_states > MAX_STATES:
+            return None
+        return exact_values(board, data_dir).values
+
+    return solve
 
 
 @kb.command("loss")
@@ -453,10 +480,8 @@ def loss_cmd(
     names = split_names([players], "--players")
     for name in names:
         check_player(name)
-    if not 1 <= games <= 100_000:
-        raise UsageError(f"--games must be between 1 and 100,000, not {games}")
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
+    within("--games", games, 1, 100_000)
+    within("--seed", seed, 0, MAX_SEED)
     with progress.task("knucklebones loss: pricing the sampled decisions"):
         found = losses(data_dir, names, games, seed)
     table = Table("player", "decisions", "suboptimal", "mean win lost", "max win lost",

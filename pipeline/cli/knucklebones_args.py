@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli.options import LazyConsole
+from pipeline.errors import UsageError
 
 BoardVariant = Annotated[
     str | None,
@@ -23,3 +24,9 @@ MAX_GAMES = 10_000_000
 MAX_SEED = 2**62
 
 out = LazyConsole(highlight=False, soft_wrap=True)
+
+
+def within(option: str, value: float, low: float, high: float) -> None:
+    """UsageError, in the option's words, unless ``low <= value <= high``."""
+    if not low <= value <= high:
+        raise UsageError(f"{option} must be between {low:,} and {high:,}, not {value}")

@@ -4,15 +4,16 @@ none, measured against exact play (:mod:`pipeline.apps.knucklebones.distill`).""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 
 from pipeline import progress
-from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out
+from pipeline.cli.knucklebones_args import MAX_SEED, out, within
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
-from pipeline.errors import UsageError
+from pipeline.errors import TablesMissingError, UsageError
 from pipeline.store.files import write_file_atomic
 
 #: The commands, which join the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
@@ -28,25 +29,49 @@ Games = Annotated[
 ]
 
 
+#: The board option of `label`, `train`, `book` and `rate` (whose default is not the full game's).
+TrainingBoard = Annotated[
+    str | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help=f"A Knucklebones board and die, e.g. knucklebones-3x2 (default: {DEFAULT_BOARD}).",
+    ),
+]
+Force = Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")]
+
+
 def _rules(variant: str | None) -> object:
-    """The KnuckleRules of a Knucklebones variant's board (UsageError for other games)."""
+    """The KnuckleRules of a Knucklebones variant's board (UsageError for other games, and for
+    an empty name: a mistake, not the default board)."""
     from pipeline.apps.knucklebones.position import board_variant
 
+    if variant is not None and not variant.strip():
+        raise UsageError(f"--variant {variant!r}: give a board's name (or leave --variant out)")
     found = board_variant(variant or DEFAULT_BOARD)
     return found.board().game.r  # type: ignore[misc]
 
 
 def _check(seed: int, games: int, most: int = 1_000_000) -> None:
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}, not {seed}")
-    if not 1 <= games <= most:
-        raise UsageError(f"--games must be between 1 and {most:,}, not {games}")
+    within("--seed", seed, 0, MAX_SEED)
+    within("--games", games, 1, most)
 
 
-def _check_output(output: Path) -> None:
-    """UsageError, before any work, where ``--output`` names a directory."""
-    if output.is_dir():
-        raise UsageError(f"--output {output} is a directory: name the file to write")
+def _check_output(output: Path, data_dir: Path, force: bool) -> None:
+    """Before any work, the one rule of every -o (:func:`pipeline.store.outputs.check_output`:
+    never a data directory's own files, an existing file only with --force, a device or pipe
+    written to, the folder able to take the file now)."""
+    from pipeline.store.outputs import check_output
+
+    check_output(output, data_dir, force)
+
+
+def _write(output: Path, writer: Callable[[BinaryIO], object]) -> None:
+    """Write an artefact where ``-o`` names (atomically; into a device or pipe as a stream)."""
+    from pipeline.store.outputs import make_dir
+
+    make_dir(output.parent)
+    write_file_atomic(output, writer)
 
 
 def _data(data_dir: Path, tables: bool) -> Path | None:
@@ -97,11 +122,12 @@ Players = Annotated[
     ),
 ]
 Write = Annotated[
-    bool,
+    bool | None,
     typer.Option(
         "--write/--no-write",
-        help="Store the ratings as benchmarks rows of the variant in --data-dir "
-        "(`query knucklebones_players` reads them).",
+        help="Store the ratings as benchmarks rows of the variant in --data-dir, where it is "
+        "built (`query knucklebones_players` reads them); default: where it is built.",
+        show_default=False,
     ),
 ]
 
@@ -109,7 +135,7 @@ Write = Annotated[
 @players.command("label")
 def label_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The Parquet file to write.")],
-    variant: BoardVariant = None,
+    variant: TrainingBoard = None,
     games: Games = 2000,
     uniform: Uniform = 10000,
     seed: Seed = 1,
@@ -117,6 +143,7 @@ def label_cmd(
         bool, typer.Option("--held-out", help="Only the held-out positions (a tenth, by id).")
     ] = False,
     tables: Tables = True,
+    force: Force = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -130,11 +157,11 @@ def label_cmd(
     from pipeline.games.knucklebones.players import artefacts
 
     _check(seed, games)
-    if not 0 <= uniform <= 10_000_000:
-        raise UsageError(f"--uniform must be between 0 and 10,000,000, not {uniform}")
-    _check_output(output)
-    found = label(_rules(variant), _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
-    write_file_atomic(output, artefacts.labelled_writer(found))
+    within("--uniform", uniform, 0, 10_000_000)
+    rules = _rules(variant)
+    _check_output(output, data_dir, force)
+    found = label(rules, _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
+    _write(output, artefacts.labelled_writer(found))
     worst = max(float(bellman_residual(found, n).max(initial=0.0)) for n in found.values)
     out.print(
         f"{len(found):,} positions written to {output} (values: {found.meta['values']}; "
@@ -145,7 +172,7 @@ def label_cmd(
 @players.command("train")
 def train_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The weights file (.npz).")],
-    variant: BoardVariant = None,
+    variant: TrainingBoard = None,
     games: Games = 40000,
     uniform: Uniform = 300000,
     seed: Seed = 0,
@@ -161,6 +188,7 @@ def train_cmd(
     decisions: Annotated[int, typer.Option(help="Held-out decisions it is rated on.")] = 3000,
     labelled: LabelledFile = None,
     tables: Tables = True,
+    force: Force = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -180,21 +208,19 @@ def train_cmd(
     check_depth(depth)
     if deeper and not depth < deeper <= MAX_DEPTH:
         raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
-    if not 1 <= epochs <= 100:
-        raise UsageError(f"--epochs must be between 1 and 100, not {epochs}")
-    if not 10 <= decisions <= 1_000_000:
-        raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
-    _check_output(output)
+    within("--epochs", epochs, 1, 100)
+    within("--decisions", decisions, 10, 1_000_000)
     if labelled is not None and not labelled.is_file():
         raise UsageError(f"--labelled {labelled}: no such file")
     rules = _rules(variant)
+    _check_output(output, data_dir, force)
     found = train(
         rules, _data(data_dir, tables), games, uniform, seed,  # type: ignore[arg-type]
         Settings(epochs=epochs, seed=seed), depth, decisions,
         labelled=labelled_file(rules, labelled),  # type: ignore[arg-type]
         deeper=deeper,
     )  # fmt: skip
-    write_file_atomic(output, evaluator_writer(found.evaluator))
+    _write(output, evaluator_writer(found.evaluator))
     out.print(_ratings_table(Table, found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     out.print(
@@ -207,7 +233,7 @@ def train_cmd(
 @players.command("book")
 def book_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="The book file to write (.npz).")],
-    variant: BoardVariant = None,
+    variant: TrainingBoard = None,
     plies: Annotated[int, typer.Option(help="Placements from the start the book holds.")] = 6,
     compact: Annotated[
         bool,
@@ -218,6 +244,7 @@ def book_cmd(
         ),
     ] = False,
     tables: Tables = True,
+    force: Force = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -231,17 +258,16 @@ def book_cmd(
     from pipeline.games.knucklebones.players.artefacts import book_writer
     from pipeline.games.knucklebones.players.book import make
 
-    if not 0 <= plies <= 12:
-        raise UsageError(f"--plies must be between 0 and 12, not {plies}")
-    _check_output(output)
+    within("--plies", plies, 0, 12)
     t0 = time.perf_counter()
     rules = _rules(variant)
+    _check_output(output, data_dir, force)
     game = board_game(rules)  # type: ignore[arg-type]
     values = exact_values(rules, _data(data_dir, tables))  # type: ignore[arg-type]
     with progress.task(f"the positions within {plies} placements"):
         found = make(game, values.lookups(), plies, {})
     found.meta.update(values.provenance(t0))
-    write_file_atomic(output, book_writer(found, compact))
+    _write(output, book_writer(found, compact))
     out.print(
         f"{len(found):,} positions within {plies} placements written to {output} "
         f"(values: {values.source}; start value {found.win[0]:.12f})"
@@ -250,7 +276,7 @@ def book_cmd(
 
 @players.command("rate")
 def rate_cmd(
-    variant: BoardVariant = None,
+    variant: TrainingBoard = None,
     players: Players = None,
     decisions: Annotated[int, typer.Option(help="Held-out decisions drawn.")] = 2000,
     games: Games = 3000,
@@ -259,7 +285,7 @@ def rate_cmd(
     decisions_file: DecisionsFile = None,
     evaluator: EvaluatorFile = None,
     tables: Tables = True,
-    write: Write = True,
+    write: Write = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -278,22 +304,19 @@ def rate_cmd(
     from pipeline.games.knucklebones.game import board_game
 
     _check(seed, games)
-    if not 10 <= decisions <= 1_000_000:
-        raise UsageError(f"--decisions must be between 10 and 1,000,000, not {decisions}")
+    within("--decisions", decisions, 10, 1_000_000)
     for option, given in (("--labelled", labelled), ("--decisions-file", decisions_file),
                           ("--evaluator", evaluator)):  # fmt: skip
         if given is not None and not given.is_file():
             raise UsageError(f"{option} {given}: no such file")
     if labelled is not None and decisions_file is not None:
         raise UsageError("--labelled and --decisions-file: name one set of decisions")
-    if write:
-        from pipeline.store.tables import ensure_writable
-
-        ensure_writable(data_dir)  # fail before the rating, not after
     rules = _rules(variant)
+    name = variant or DEFAULT_BOARD
+    write = _where_rows_go(data_dir, name, write)  # before the rating, not after
     game = board_game(rules)  # type: ignore[arg-type]
     model = _evaluator(rules, evaluator)
-    made = _players(game, players or _usual_players(game, model), model)
+    made = _players(game, _usual_players(game, model) if players is None else players, model)
     if labelled is None and (decisions_file is not None or _has_file(rules)):
         asked, drawn = file_decisions(rules, None, decisions_file, decisions, seed)  # type: ignore[arg-type]
         values = "exact, from the file"
@@ -307,9 +330,34 @@ def rate_cmd(
     out.print(f"{len(asked):,} held-out decisions from {drawn} (seed {seed}); values: "
               f"{values}")  # fmt: skip
     if write:
-        name = variant or DEFAULT_BOARD
         path = write_rows(data_dir, name, game.rules(), ratings, {"games": games, "seed": seed})
         out.print(f"rows written to {path} (variant {name}, method '{METHOD}')")
+    else:
+        out.print(f"rows not stored: {name} is not built in {data_dir} (--write needs it)")
+
+
+def _where_rows_go(data_dir: Path, name: str, write: bool | None) -> bool:
+    """Whether `rate` stores its rows: only where ``name`` is built in ``data_dir`` (rows of a
+    board not built there would be read by no query: `query knucklebones_players` says "not
+    built"); ``--write`` asked there is refused before any rating, ``--no-write`` never."""
+    if write is False:
+        return False
+    from pipeline.store import directory
+
+    entries = directory.of(data_dir).snapshot().entries if data_dir.is_dir() else {}
+    entry = entries.get(name)
+    if entry is None or not entry.built:
+        if write:
+            raise TablesMissingError(
+                f"--write: {name} is not built in {data_dir}, so no query would read its rows: "
+                f"build it (stb-pipeline build --variant {name} --data-dir {data_dir}) or rate "
+                "with --no-write"
+            )
+        return False
+    from pipeline.store.tables import ensure_writable
+
+    ensure_writable(data_dir)
+    return True
 
 
 def _usual_players(game: object, model: object = None) -> str:
@@ -345,21 +393,11 @@ def _has_file(rules: object) -> bool:
 
 
 def _evaluator(rules: object, file: Path | None) -> object:
-    """The evaluator in ``file`` (`knucklebones train` or `self-play`), checked to be of
-    ``rules``' board; None without one."""
-    from pipeline.games.knucklebones.game import board_name
+    """The evaluator in ``file`` (`knucklebones train` or `self-play`), checked before use and
+    to be of ``rules``' board (ArtefactError, one line naming the file); None without one."""
     from pipeline.games.knucklebones.players import artefacts
 
-    if file is None:
-        return None
-    try:
-        found = artefacts.read_evaluator(file)
-    except (OSError, ValueError, KeyError) as exc:
-        raise UsageError(f"cannot read an evaluator from {file}: {exc}") from None
-    if found.board != board_name(rules):  # type: ignore[arg-type]
-        raise UsageError(f"{file} is the {found.board} board's evaluator, not the "
-                         f"{board_name(rules)} board's")  # type: ignore[arg-type]  # fmt: skip
-    return found
+    return None if file is None else artefacts.read_evaluator(file, rules)  # type: ignore[arg-type]
 
 
 def _ratings_table(table_type: type, ratings: list) -> object:

@@ -9,17 +9,13 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out
+from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
+from pipeline.cli.knucklebones_players import Force
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
 #: The command, which joins the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
 learning = typer.Typer()
-
-
-def _bounded(name: str, value: float, low: float, high: float) -> None:
-    if not low <= value <= high:
-        raise UsageError(f"--{name} must be between {low:,g} and {high:,g}, not {value:,g}")
 
 
 @learning.command("self-play")
@@ -56,6 +52,7 @@ def self_play_cmd(
             "game's; else held-out labelled positions).",
         ),
     ] = None,
+    force: Force = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -74,27 +71,26 @@ def self_play_cmd(
         check_depth,
     )
     from pipeline.apps.knucklebones.self_play import self_play
-    from pipeline.cli.knucklebones_players import _check_output, _ratings_table
+    from pipeline.cli.knucklebones_players import _check_output, _ratings_table, _write
     from pipeline.games.knucklebones.players.artefacts import evaluator_writer
     from pipeline.games.knucklebones.players.fitted import Plan
-    from pipeline.store.files import write_file_atomic
 
-    _bounded("rounds", rounds, 1, 200)
-    _bounded("uniform", uniform, 0, 10_000_000)
-    _bounded("games", games, 0, 1_000_000)
+    within("--rounds", rounds, 1, 200)
+    within("--uniform", uniform, 0, 10_000_000)
+    within("--games", games, 0, 1_000_000)
     if uniform + games == 0:
         raise UsageError("--uniform and --games are both 0: a round would have no positions")
-    _bounded("target-depth", target_depth, 1, 4)
-    _bounded("epochs", epochs, 1, 100)
-    _bounded("explore", explore, 0.0, 0.99)
-    _bounded("seed", seed, 0, MAX_SEED)
+    within("--target-depth", target_depth, 1, 4)
+    within("--epochs", epochs, 1, 100)
+    within("--explore", explore, 0.0, 0.99)
+    within("--seed", seed, 0, MAX_SEED)
     check_depth(depth)
     if deeper and not depth < deeper <= MAX_DEPTH:
         raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
-    _bounded("decisions", decisions, 10, 1_000_000)
+    within("--decisions", decisions, 10, 1_000_000)
     if decisions_file is not None and not decisions_file.is_file():
         raise UsageError(f"--decisions-file {decisions_file}: no such file")
-    _check_output(output)
+    _check_output(output, Path(data_dir), force)
     rules = board_variant(variant).board().game.r  # type: ignore[misc]
     plan = Plan(rounds, uniform, games, target_depth, epochs, explore, seed=seed)
     # the command that makes these weights again: every number of the plan, the file's name
@@ -107,7 +103,7 @@ def self_play_cmd(
     found = self_play(
         rules, plan, depth, deeper, Path(data_dir), decisions, decisions_file, command
     )
-    write_file_atomic(output, evaluator_writer(found.evaluator))
+    _write(output, evaluator_writer(found.evaluator))
     out.print(_ratings_table(Table, found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     last = found.rounds[-1]

@@ -67,23 +67,42 @@ out = LazyConsole(_width, highlight=False, soft_wrap=True)
 
 
 def fitted_table(
-    *headers: str, fold: str | None = None, right: tuple[str, ...] = (), **options: Any
+    *headers: str,
+    fold: str | tuple[str, ...] | None = None,
+    right: tuple[str, ...] = (),
+    **options: Any,
 ) -> Any:
     """A rich Table that stays readable on a narrow terminal: every column keeps its cells on
-    one line and is never narrower than its header, except ``fold`` (a description, a name),
-    which folds onto more lines to make the table fit. ``right``: right-justified columns."""
+    one line and is never narrower than its header, except ``fold`` (a description, a name, or
+    several such columns), which folds onto more lines to make the table fit. ``right``:
+    right-justified columns."""
     from rich.table import Table
 
+    folding = (fold,) if isinstance(fold, str) else fold or ()
     table = Table(**options)
     for header in headers:
         table.add_column(
             header,
             justify="right" if header in right else "left",
-            no_wrap=header != fold,
+            no_wrap=header not in folding,
             overflow="fold",
             min_width=len(header),
         )
     return table
+
+
+#: Below this width a listing (`variants`, `query --list`) is drawn without borders: on an
+#: 80-column terminal its long descriptions then take a sixth fewer lines.
+BORDERLESS_BELOW = 100
+
+
+def listing_options() -> dict[str, Any]:
+    """The Table options of a listing on this terminal (see :data:`BORDERLESS_BELOW`)."""
+    if out.width >= BORDERLESS_BELOW:
+        return {}
+    from rich import box
+
+    return {"box": box.SIMPLE_HEAD, "show_edge": False}
 
 
 def say(line: str) -> None:

@@ -124,9 +124,9 @@ def register(app: typer.Typer) -> None:
 def print_list() -> None:
     """`query --list`: every query and what it answers."""
     from pipeline.analysis import sql
-    from pipeline.cli.options import fitted_table, out
+    from pipeline.cli.options import fitted_table, listing_options, out
 
-    table = fitted_table("query", "description", fold="description")
+    table = fitted_table("query", "description", fold="description", **listing_options())
     for query, description in sql.list_queries():
         table.add_row(query, description)
     out.print(table)
@@ -185,8 +185,8 @@ def answer(
 CARD_WIDTH = 160
 
 
-def print_card(frame: "pl.DataFrame", name: str, columns: list[str], fold: str | None) -> None:
-    """A query's card (its ``-- shows:`` columns, the ``fold`` one folding onto more lines),
+def print_card(frame: "pl.DataFrame", name: str, columns: list[str], fold: tuple[str, ...]) -> None:
+    """A query's card (its ``-- shows:`` columns, the ``fold`` ones folding onto more lines),
     numbers to 6 significant digits, and a line naming what `-f csv` adds."""
     from pipeline.cli.options import fitted_table, out
 

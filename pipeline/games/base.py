@@ -253,9 +253,3 @@ class Game(ABC):
     def stuck(self, state_id: int) -> Stuck:
         """What a roll without a legal move means in ``state_id``."""
         raise UsageError(f"{type(self).__name__} positions are not answered by rolls")
-
-    def moves_after(self, state_id: int, roll: int) -> list[tuple[int, int]] | None:
-        """Every legal move after ``roll`` in state ``state_id`` as (label, next state id), for
-        games where a move is worth its next state's value: answers about a variant built
-        without its moves table rank the moves from the states table. None: not such a game."""
-        return None

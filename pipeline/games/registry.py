@@ -14,12 +14,13 @@ rule options) when it loads.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import UsageError
+from pipeline.errors import PipelineError, PluginError, UnknownVariantError, UsageError
 
 if TYPE_CHECKING:
     from pipeline.games.base import Game
@@ -78,6 +79,8 @@ class _Registry(Mapping[str, Variant]):
         self._items: dict[str, Variant] = {}
         self._loaded = False
         self._plugins = False
+        #: The plugin being imported (its label), while :meth:`_load_plugin` runs.
+        self._plugin: str | None = None
 
     def _load(self, plugins: bool = True) -> dict[str, Variant]:
         """Every family's variants: the built-in ones, then (``plugins``) the installed ones.
@@ -89,11 +92,45 @@ class _Registry(Mapping[str, Variant]):
                 importlib.import_module(f"pipeline.games.{family}.variants")
         if plugins and not self._plugins:
             self._plugins = True
-            for module in plugin_modules():
-                importlib.import_module(module)
+            for entry in plugin_entry_points():
+                self._load_plugin(entry)
         return self._items
 
+    def _load_plugin(self, entry: Any) -> None:
+        """Import one installed family (an entry point) and keep what it registers; where its
+        import fails in any way (raises, calls ``sys.exit``, registers garbage or a name taken)
+        everything it registered is taken back and one warning names it: a broken plugin never
+        breaks a built-in command."""
+        kept = (dict(self._items), list(NAME_READERS), dict(RULE_READERS), dict(OPTION_READERS))
+        self._plugin = plugin_label(entry)
+        try:
+            with _ctrl_c_told_apart() as pressed:
+                try:
+                    entry.load()
+                except KeyboardInterrupt:
+                    if pressed:  # a person pressed Ctrl-C: the command stops
+                        raise
+                    raise _Refused("it raised KeyboardInterrupt") from None
+        except (Exception, SystemExit) as exc:
+            self._items = kept[0]
+            NAME_READERS[:] = kept[1]
+            _restore(RULE_READERS, kept[2])
+            _restore(OPTION_READERS, kept[3])
+            from pipeline import progress
+
+            progress.warn(f"{self._plugin} skipped: {_reason(exc)}")
+        else:
+            for name in set(self._items) - set(kept[0]):
+                PLUGIN_OF[name] = self._plugin
+            package = entry.module.split(".")[0]
+            if package != "pipeline":
+                PLUGIN_PACKAGES[package] = self._plugin
+        finally:
+            self._plugin = None
+
     def add(self, variant: Variant) -> None:
+        if self._plugin is not None:
+            variant = _checked_plugin_variant(variant, self._plugin, self._items)
         if variant.name in self._items:
             raise ValueError(f"variant {variant.name!r} is registered twice")
         self._items[variant.name] = variant
@@ -112,11 +149,157 @@ class _Registry(Mapping[str, Variant]):
 REGISTRY = _Registry()
 
 
-def plugin_modules() -> list[str]:
-    """The modules of the families installed packages add (:data:`ENTRY_POINTS`)."""
+def plugin_entry_points() -> list[Any]:
+    """The entry points of the families installed packages add (:data:`ENTRY_POINTS`), each
+    once, in order of name; none where the package metadata cannot be read."""
     from importlib.metadata import entry_points
 
-    return sorted({ep.value.split(":")[0] for ep in entry_points(group=ENTRY_POINTS)})
+    try:
+        found = list(entry_points(group=ENTRY_POINTS))
+    except Exception as exc:  # a damaged .dist-info of some package
+        from pipeline import progress
+
+        progress.warn(f"installed plugins not read: {_reason(exc)}")
+        return []
+    unique = {(ep.name, ep.value): ep for ep in found}
+    return [unique[key] for key in sorted(unique)]
+
+
+def plugin_label(entry: Any) -> str:
+    """How a warning or an error names a plugin: its entry point, as its package declares it."""
+    return f"plugin {entry.name!r} (entry point {ENTRY_POINTS}: {entry.name} = {entry.value})"
+
+
+#: Variant name -> the label of the plugin that registered it (built-in variants are absent).
+PLUGIN_OF: dict[str, str] = {}
+#: Top-level package of each plugin loaded -> its label (:func:`plugin_at_fault`).
+PLUGIN_PACKAGES: dict[str, str] = {}
+
+
+class _Refused(ValueError):
+    """What a plugin registered that the registry does not take (the plugin is skipped)."""
+
+
+def plugin_at_fault(exc: BaseException) -> str | None:
+    """The label of the loaded plugin whose code raised ``exc`` (a frame of its traceback runs
+    in the plugin's package), or None: an error of a plugin's game is said as the plugin's,
+    not as an internal error of the pipeline."""
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        found = PLUGIN_PACKAGES.get(module.split(".")[0])
+        if found is not None:
+            return found
+        tb = tb.tb_next
+    return None
+
+
+#: Longest variant name a plugin may register (what a data directory's snapshot accepts).
+MAX_PLUGIN_NAME = 100
+
+
+@contextlib.contextmanager
+def _ctrl_c_told_apart() -> Iterator[list[bool]]:
+    """A list that holds True once Ctrl-C (SIGINT) arrives within the block: a plugin that
+    raises KeyboardInterrupt itself is then told apart from a person stopping the command
+    (only in the main thread, where signal handlers live; elsewhere it stays empty)."""
+    import signal
+    import threading
+
+    pressed: list[bool] = []
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is None  # a handler not set from Python: left alone
+    ):
+        yield pressed
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        pressed.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as a few words on one line."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    if isinstance(exc, _Refused):
+        return str(exc)
+    text = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _restore(target: dict, kept: dict) -> None:
+    """Put a dict of readers back as it was (in place: other modules hold it)."""
+    target.clear()
+    target.update(kept)
+
+
+def _checked_plugin_variant(variant: Any, plugin: str, taken: Mapping[str, Variant]) -> Variant:
+    """A variant a plugin registers, checked (a Variant, a usable name, not one a built-in
+    variant or rule set already answers to) and with its ``make`` checked in turn; _Refused
+    (the plugin is skipped) otherwise."""
+    if not isinstance(variant, Variant):
+        shown = str(variant)[:40]
+        raise _Refused(f"it registered {type(variant).__name__} {shown!r}, not a Variant")
+    name = variant.name
+    if not isinstance(name, str) or not _usable_name(name):
+        raise _Refused(f"it registered a variant named {str(name)[:40]!r}")
+    if name in taken or name in ("all", "custom") or _read_as_built_in(name):
+        raise _Refused(f"it registered {name!r}, the name of a built-in variant")
+    if not callable(variant.make) or not isinstance(variant.view, str):
+        raise _Refused(f"its variant {name!r} has no make() or no view")
+    return replace(variant, make=_checked_make(variant.make, name, plugin))
+
+
+def _usable_name(name: str) -> bool:
+    """Whether a plugin's variant name can be typed and stored: printable ASCII without
+    spaces, commas or slashes, at most :data:`MAX_PLUGIN_NAME` characters."""
+    return (
+        0 < len(name) <= MAX_PLUGIN_NAME
+        and name.isascii()
+        and name.isprintable()
+        and not any(c in name for c in " ,/\\")
+    )
+
+
+def _read_as_built_in(name: str) -> bool:
+    """Whether a built-in family reads ``name`` as one of its rule sets (``stb-12t-3d6-shut``)."""
+    for reader in NAME_READERS:
+        try:
+            if reader(name) is not None:
+                return True
+        except Exception:  # a reader that cannot read a name does not claim it
+            continue
+    return False
+
+
+def _checked_make(make: Callable[[], Any], name: str, plugin: str) -> Callable[[], Game]:
+    """A plugin variant's ``make``, whose failure or garbage is a PluginError naming the plugin
+    (one line, exit 1) rather than an error deep inside the pipeline."""
+
+    def checked() -> Game:
+        from pipeline.games.base import Game
+
+        try:
+            game = make()
+        except PipelineError:
+            raise
+        except Exception as exc:
+            raise PluginError(f"{plugin}: making {name!r} failed: {_reason(exc)}") from None
+        if not isinstance(game, Game):
+            raise PluginError(
+                f"{plugin}: making {name!r} gave {type(game).__name__}, not a game "
+                "(pipeline.games.base.Game)"
+            )
+        return game
+
+    return checked
 
 
 #: Readers of names that are not registered: a family turns such a name (a custom rule set named
@@ -173,11 +356,11 @@ def lookup(name: str, built: Mapping[str, Variant]) -> Variant:
     close = difflib.get_close_matches(name, [*REGISTRY, *built, "all"], n=3, cutoff=0.75)
     if close:
         guess = " or ".join(close)
-        raise UsageError(
+        raise UnknownVariantError(
             f"unknown variant {name!r}; did you mean {guess}? (stb-pipeline variants lists them)"
         )
     known = ", ".join(sorted(REGISTRY))
-    raise UsageError(
+    raise UnknownVariantError(
         f"unknown variant {name!r}; known variants: {known}, all, and custom rule sets "
         "(stb-pipeline rules)"
     )

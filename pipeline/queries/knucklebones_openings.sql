@@ -6,58 +6,17 @@
 -- param: variant variant default knucklebones
 -- families: knucklebones
 -- built by: stb-pipeline build --variant knucklebones --variant knucklebones-score --device cuda
+-- uses: _knucklebones_decision_values
 --
--- Why only the exact tables answer this: a column's value is its successor's, seen from the
--- other side (1 - P(win) in the wins table, minus the difference in the score table), and the
--- successors are looked up by id in the states table of each objective. The decisions table
--- (written beside the lean states by `build --variant knucklebones --device cuda`) lists every
--- opening's legal columns and their successor ids, so no board logic is needed in SQL.
-with params as (
-    select coalesce(getvariable('variant'), 'knucklebones') as variant
-),
-
-board as (
-    -- the board of the variant asked for, from the rules recorded with the states table
-    select
-        (r.rules ->> 'columns')::integer as columns,
-        (r.rules ->> 'rows')::integer as rows,
-        (r.rules ->> 'faces')::integer as faces
-    from rules as r
-    join params using (variant)
-    where r.game = 'knucklebones'
-),
-
-twins as (
-    -- both objectives of that board (the wins and the score variant)
-    select r.variant, r.rules ->> 'objective' as objective
-    from rules as r
-    join board as b
-        on (r.rules ->> 'columns')::integer = b.columns
-        and (r.rules ->> 'rows')::integer = b.rows
-        and (r.rules ->> 'faces')::integer = b.faces
-    where r.game = 'knucklebones'
-),
-
-openings as (
-    select d.*
-    from decisions as d
-    join params using (variant)
-    where d.kind = 'opening'
-),
-
-valued as (
-    -- each column's exact worth: its successor's value from the other side, in both tables
-    select
-        o.*,
-        1 - w.value as win,
-        -s.value as diff
-    from openings as o
-    join states as w
-        on w.state_id = o.next_state_id
-        and w.variant = (select min(variant) from twins where objective = 'wins')
-    join states as s
-        on s.state_id = o.next_state_id
-        and s.variant = (select min(variant) from twins where objective = 'score')
+-- Why only the exact tables answer this: a column's value is its successor's, looked up by id in
+-- the states table of each objective (the view knucklebones_decision_values). The decisions
+-- table (written beside the lean states by `build --variant knucklebones --device cuda`) lists
+-- every opening's legal columns and their successor ids, so no board logic is needed in SQL.
+with openings as (
+    -- each opening's columns with their exact worth (the view of _knucklebones_decision_values)
+    select *
+    from knucklebones_decision_values
+    where kind = 'opening'
 ),
 
 ranked as (
@@ -69,7 +28,7 @@ ranked as (
         row_number() over (
             partition by decision order by diff desc, win desc, column_number
         ) as by_score
-    from valued
+    from openings
 ),
 
 final as (

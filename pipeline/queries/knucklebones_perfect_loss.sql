@@ -6,6 +6,7 @@
 -- param: variant variant default knucklebones
 -- families: knucklebones
 -- built by: stb-pipeline build --variant knucklebones --variant knucklebones-score --device cuda
+-- uses: _knucklebones_decision_values
 --
 -- Why only the exact tables answer this: a column's value is its successor's, seen from the
 -- other side, looked up by id in both objectives' states tables; the decisions table (written
@@ -15,51 +16,11 @@
 -- the same picks through its table lookups and prints the same numbers. Unlike
 -- knucklebones_search_loss (per decision over every state of the small boards' moves tables),
 -- decisions here are the positions random play meets, so the rates are per decision of that sample.
-with params as (
-    select coalesce(getvariable('variant'), 'knucklebones') as variant
-),
-
-board as (
-    select
-        (r.rules ->> 'columns')::integer as columns,
-        (r.rules ->> 'rows')::integer as rows,
-        (r.rules ->> 'faces')::integer as faces
-    from rules as r
-    join params using (variant)
-    where r.game = 'knucklebones'
-),
-
-twins as (
-    -- both objectives of that board (the wins and the score variant)
-    select r.variant, r.rules ->> 'objective' as objective
-    from rules as r
-    join board as b
-        on (r.rules ->> 'columns')::integer = b.columns
-        and (r.rules ->> 'rows')::integer = b.rows
-        and (r.rules ->> 'faces')::integer = b.faces
-    where r.game = 'knucklebones'
-),
-
-sampled as (
-    select d.*
-    from decisions as d
-    join params using (variant)
-    where d.kind = 'sample'
-),
-
-valued as (
-    -- each column's exact worth: its successor's value from the other side, in both tables
-    select
-        p.*,
-        1 - w.value as win,
-        -s.value as diff
-    from sampled as p
-    join states as w
-        on w.state_id = p.next_state_id
-        and w.variant = (select min(variant) from twins where objective = 'wins')
-    join states as s
-        on s.state_id = p.next_state_id
-        and s.variant = (select min(variant) from twins where objective = 'score')
+with valued as (
+    -- each sampled decision's columns with their exact worth (_knucklebones_decision_values)
+    select *
+    from knucklebones_decision_values
+    where kind = 'sample'
 ),
 
 best as (

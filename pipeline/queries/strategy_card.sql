@@ -8,7 +8,7 @@
 -- needs rows in: strategy_search
 -- built by: stb-pipeline strategies
 -- families: shutbox
--- shows: place, line, rule, p_shut, gap (rule folds)
+-- shows: place, line, rule, p_shut, gap (line and rule fold)
 --
 -- The objective is the variant's own unless asked (each box is searched for its own objective
 -- and for the other of P(shut) and the expected final score). A line "best rule of at most k

@@ -333,10 +333,9 @@ def evaluate_picks(
     scale = np.stack([x.mv_scale.astype(np.float64) for x in graphs])
     value = np.full((len(graphs), picks.shape[0], g.n_states), np.nan)
     # policies in parallel: blocks of them on threads (one serial kernel, quick to compile)
-    threads.run_blocks(
-        _evaluate_picks_layers, picks.shape[0],
-        states, states_off, chance, chance_off, terminal, as_index(g.mv_dst), offset, scale,
-        base, node_class, picks, chosen_mask(g, choice), as_index(g.ch_state),
+    _evaluate_picks_layers(
+        picks, states, states_off, chance, chance_off, terminal, as_index(g.mv_dst), offset,
+        scale, base, node_class, chosen_mask(g, choice), as_index(g.ch_state),
         as_index(g.ch_node), g.ch_prob, value, np.zeros((picks.shape[0], len(graphs))),
     )  # fmt: skip
     if np.any(np.isnan(value)):
@@ -370,10 +369,11 @@ def _checked_picks(
     return base, node_class, picks
 
 
+@threads.on_blocks
 @kernel
 def _evaluate_picks_layers(
-    k_lo, k_hi, states, states_off, chance, chance_off, terminal, dst, offset, scale,
-    base, node_class, picks, chosen, ch_state, ch_node, prob, value, sums,
+    k_lo, k_hi, picks, states, states_off, chance, chance_off, terminal, dst, offset, scale,
+    base, node_class, chosen, ch_state, ch_node, prob, value, sums,
 ):  # fmt: skip
     """Policies ``k_lo`` to ``k_hi - 1`` of :func:`evaluate_picks`, each in rank order
     (``sums[k]``: room for policy k's sum on each graph)."""

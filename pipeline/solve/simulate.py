@@ -272,18 +272,19 @@ def _play(c_args: tuple, key: np.uint64) -> int:
     return s
 
 
+@threads.on_blocks
 @kernel
 def _run_chunks(
     lo_chunk: int,
     hi_chunk: int,
+    wins: np.ndarray,
+    sums: np.ndarray,
+    sq: np.ndarray,
     c_args: tuple,
     win: np.ndarray,
     score: np.ndarray,
     seed_key: np.uint64,
     games: int,
-    wins: np.ndarray,
-    sums: np.ndarray,
-    sq: np.ndarray,
 ) -> None:
     """Play the games of chunks ``lo_chunk`` to ``hi_chunk - 1`` (:data:`CHUNK` games each, the
     last one shorter); per chunk: wins, score sum and squared-score sum."""
@@ -340,9 +341,7 @@ def simulate(c: Compiled, games: int, seed: int) -> SimResult:
     sums = np.zeros(n_chunks, dtype=np.float64)
     sq = np.zeros(n_chunks, dtype=np.float64)
     # chunks in parallel, on threads: each chunk's games and sums are the same on any number
-    threads.run_blocks(
-        _run_chunks, n_chunks, kernel_args(c), c.win, c.score, seed_key(seed), games, wins, sums, sq
-    )
+    _run_chunks(wins, sums, sq, kernel_args(c), c.win, c.score, seed_key(seed), games)
     seconds = time.perf_counter() - t0
     return SimResult(games, int(wins.sum()), float(sums.sum()), float(sq.sum()), seconds)
 

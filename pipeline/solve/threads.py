@@ -15,6 +15,7 @@ the calling thread), so a caller that asks numba for one thread gets one here to
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -35,6 +36,19 @@ def spans(n: int, parts: int) -> list[tuple[int, int]]:
     """``range(n)`` cut into at most ``parts`` contiguous, non-empty, near-equal blocks."""
     parts = max(1, min(parts, n))
     return [(n * i // parts, n * (i + 1) // parts) for i in range(parts) if n > 0]
+
+
+def on_blocks(kernel: Callable[..., Any]) -> Callable[..., None]:
+    """``kernel(lo, hi, *args)`` as a function of ``args`` alone, run on blocks of the rows of
+    its first argument (:func:`run_blocks`): the kernel declares its parameters once, and its
+    callers call it as they would call it whole. The compiled kernel is ``.kernel``."""
+
+    @functools.wraps(kernel, updated=())
+    def run(*args: Any) -> None:
+        run_blocks(kernel, len(args[0]), *args)
+
+    run.kernel = kernel  # type: ignore[attr-defined]
+    return run
 
 
 def run_blocks(kernel: Callable[..., Any], n: int, *args: Any, blocks: int | None = None) -> None:

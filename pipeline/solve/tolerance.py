@@ -3,9 +3,9 @@ one rule every solver, table, answer and game shares.
 
 Values within :data:`TIE_TOLERANCE` times ``max(1, |best|)`` of the best tie with it, and the
 tie rule picks the largest label among them (a move's label, or the number of dice): that is
-:func:`pick`, the one place the rule is written (and :func:`pick_two`, where a second objective
-breaks the first's ties: a search's win chance, then its score difference); a move's regret is
-what it loses against the best, in the objective's direction, never negative.
+:func:`pick`, the one place the rule is written (and :func:`pick_two`, a search's: a second
+objective breaks the first's ties, then the order of its moves); a move's regret is what it
+loses against the best, in the objective's direction, never negative.
 
 The scalar functions are plain Python written in numba's subset, so that Python (the answers,
 the teaching game) calls them as they are, with no compiler loaded, and the compiled kernels call
@@ -61,11 +61,14 @@ def pick(values: Any, labels: Any, lo: int, hi: int, best: float) -> tuple[int, 
     return chosen, tied
 
 
-def pick_two(first: Any, second: Any, labels: Any, lo: int, hi: int) -> tuple[int, int]:
+def pick_two(first: Any, second: Any, lo: int, hi: int) -> tuple[int, int]:
     """The tie rule on two objectives, the first deciding: among the moves in ``lo..hi-1`` whose
     ``first`` value ties with the best, those whose ``second`` value ties with the best of
-    theirs, and among them the largest label (the first of equal labels), as :func:`pick`;
-    with how many tie on both. ``(-1, 0)`` when there is no move (NaN values are none)."""
+    theirs, and among them the first in the order given; with how many tie on both. ``(-1,
+    0)`` when there is no move (NaN values are none). A search's values are estimates, which
+    tie for a reason the estimate misses: its moves come in an order that says which to prefer
+    (a Knucklebones search's, canonical: the emptiest facing pair first), where a table's
+    exact ties are true ties and go to the largest label (:func:`pick`)."""
     top = np.nan
     for k in range(lo, hi):
         v = first[k]
@@ -82,7 +85,7 @@ def pick_two(first: Any, second: Any, labels: Any, lo: int, hi: int) -> tuple[in
     for k in range(lo, hi):
         if abs(first[k] - top) <= tol and abs(second[k] - then) <= tol2:
             tied += 1
-            if chosen < 0 or labels[k] > labels[chosen]:
+            if chosen < 0:
                 chosen = k
     return chosen, tied
 

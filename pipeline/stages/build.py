@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline import progress
-from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
+from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.stages import streamed as streamed_build
 from pipeline.stages.names import STAGE_TABLES, STAGES  # noqa: F401  (this module's interface)
-from pipeline.store import catalog, layout, manifest, schema, tables
+from pipeline.store import catalog, directory, layout, manifest, schema, tables
 from pipeline.store.background import Background
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ def _check_searchable(variants: Sequence[Variant], data_dir: Path) -> None:
     for a variant whose game has no rules to search, TablesMissingError for one not built in
     ``data_dir`` (its strategy rows would sit beside no states rows, and every query refuses
     a variant without them)."""
+    built = directory.scan(data_dir).built()
     for variant in variants:
         if not variant.make().searches_rules:
             family = variant.family
@@ -141,23 +142,11 @@ def _check_searchable(variants: Sequence[Variant], data_dir: Path) -> None:
                 f"strategies searches the rules of one-player Shut the Box boxes; {variant.name} "
                 f"is a game of the {family} family, with no such rules to search"
             )
-        path = layout.variant_file(data_dir, "states", variant.name)
-        if not path.exists() or variant.name not in _recorded_rules(path):
+        if variant.name not in built:
             raise TablesMissingError(
                 f"{variant.name} is not built in {data_dir}: run `stb-pipeline build --variant "
                 f"{variant.name} --data-dir {data_dir}` first, then strategies"
             )
-
-
-def _recorded_rules(path: Path) -> dict[str, Any]:
-    """The rules a table file records by variant (none when it cannot be read: the build
-    reports a damaged file itself)."""
-    from pipeline.store.footers import file_rules
-
-    try:
-        return file_rules(path)
-    except (OSError, PipelineError):
-        return {}
 
 
 def _cover_changed_tables(
@@ -179,7 +168,7 @@ def _cover_changed_tables(
             f"{what}: it held rows of {', '.join(lost)} as well, which this build would drop; "
             f"rebuild them all with `stb-pipeline build --force --variant {names}`"
         )
-    built = manifest.built_variants(data_dir)
+    built = directory.scan(data_dir).customs()  # the custom ones, from their recorded rules
     try:
         return [*variants, *(lookup(name, built) for name in lost)]
     except UsageError:

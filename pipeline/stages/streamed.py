@@ -19,6 +19,7 @@ from pipeline._version import __version__
 from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.store import files, layout, manifest, schema, stream_writer, tables
+from pipeline.store.footers import encode_rules
 from pipeline.store.tables import StagedTable
 
 
@@ -42,7 +43,7 @@ def write_streamed(
     # the rule set in the files' metadata, as every table writer records it (readers and the
     # `rules` view find a variant's rules there)
     meta = {
-        tables.RULES_KEY: json.dumps({variant.name: game.rules()}, sort_keys=True).encode(),
+        tables.RULES_KEY: encode_rules({variant.name: game.rules()}),
         tables.VERSION_KEY: __version__.encode(),
     }
     schemas = {t: written_schema(t, streamed.columns.get(t), meta) for t in streamed.tables}

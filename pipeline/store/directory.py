@@ -1,13 +1,23 @@
-"""What a data directory holds, read in one place, and the one way a variant's name resolves.
+"""What a data directory holds, read in one place; the one rule that says a file read before is
+still the one on disk; and the one way a variant's name resolves.
 
-A :class:`Snapshot` says what is built: every built variant (the rules its tables record, the
-file holding each of its tables), those whose tables are damaged (why), and every registered
-variant that is not built, with the command that builds it. It is read from the ``stb.rules``
-metadata of the table files only (:func:`pipeline.store.footers.file_rules`: a few KB each,
-kept while the file is the same), never by scanning rows, and taken again when the directory's
-signature changes: its directories' times (a commit renames its files in: seen at once) and,
-at most once a second, every table file's inode, time and size (a file cut or replaced in
-place). So a build that finishes while the server runs shows up on the next request.
+**Freshness, one rule.** A :class:`Look` at the directory is every table file's signature
+(inode, time and size: a commit renames new files in, a file cut or replaced in place changes
+too) and the sha256 ``manifest.json`` records for each. Whatever was read from a file (the
+snapshot's rules, the index's value arrays of :mod:`pipeline.store.states`) is kept while the
+current look gives the file the version it was read at. Where a watcher runs
+(:meth:`Directory.watch`: `serve` starts one, a thread that looks every half second) the look
+is taken off the request path, so an answer compares nothing on disk and a build that finishes
+while the server runs is seen within a second; elsewhere a file's version is looked at when it
+is asked (its signature and the manifest's sha256: two stats), and the whole look at most once
+a second (:data:`RESCAN_S`). A commit made by this process is seen at once (:func:`changed`).
+
+**What is built.** A :class:`Snapshot` says it: every built variant (the rules its tables
+record, the file holding each of its tables), those whose tables are damaged (why), and every
+registered variant that is not built, with the command that builds it. It is read from the
+``stb.rules`` metadata of the table files only (:func:`pipeline.store.footers.footer`: a few KB
+each, kept while the file is the same), never by scanning rows, and taken again when the look
+changes.
 
 :meth:`Directory.resolve` names a variant for every face, the command line, the Python API and
 the server alike: a registered name, a custom rule set named by its rules
@@ -18,26 +28,29 @@ and then ``--variant my-rules``, ``pipeline.expect("my-rules")``).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError, TableError, UsageError
+from pipeline.errors import PipelineError, TableError, UnknownVariantError, UsageError
 from pipeline.games.registry import REGISTRY, Variant, lookup, variant_from_rules
+from pipeline.store import manifest
 from pipeline.store.footers import file_rules, signature
 from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, table_files
+from pipeline.store.manifest import manifest_path
 
 #: The tables whose files say what is built (states is what makes a variant "built").
 TABLES = ("states", "policy", "moves", "edges")
 #: Longest variant name accepted in a request (registered and custom names are far shorter).
 MAX_NAME = 100
-#: Seconds between two looks at every table file (the directories' times are looked at always).
+#: Seconds a look at the files stands for (a rebuild is seen within it).
 RESCAN_S = 1.0
+#: Seconds between two looks of a watcher (:meth:`Directory.watch`).
+WATCH_S = RESCAN_S / 2
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,31 @@ class Entry:
         return f"stb-pipeline build --variant {self.name} (custom rules: see stb-pipeline rules)"
 
 
+#: A file's version: its :func:`~pipeline.store.footers.signature` and the manifest's sha256 of
+#: it (None where the manifest lists none).
+Version = tuple[tuple[int, int, int], str | None]
+
+
+@dataclass(frozen=True)
+class Look:
+    """Every table file of a data directory at one moment: its signature and the sha256 the
+    manifest records for it (what says a file read before is still the one on disk)."""
+
+    files: dict[str, tuple[int, int, int]]
+    """Each table file's path (as a string) -> its signature."""
+    manifest: tuple[int, int, int] | None
+    shas: dict[str, str]
+    """Each table file's path -> the manifest's sha256 of it."""
+
+    def version(self, path: str) -> Version | None:
+        """The version of the file at ``path`` (None: no such table file in this look)."""
+        found = self.files.get(path)
+        return None if found is None else (found, self.shas.get(path))
+
+    def same(self, other: Look) -> bool:
+        return self.files == other.files and self.manifest == other.manifest
+
+
 @dataclass
 class Snapshot:
     """What the data directory holds at one moment."""
@@ -117,50 +155,108 @@ class Directory:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)
         self._lock = threading.Lock()
-        self._dirs: tuple = ()
-        self._files: tuple = ()
+        self._look: Look | None = None
         self._checked = 0.0
         self._snapshot: Snapshot | None = None
+        self._seen: Look | None = None
+        """The look the snapshot was taken at."""
+        self._watchers = 0
+        self._stop = threading.Event()
+        self._shas: tuple[tuple[int, int, int] | None, dict[str, str]] | None = None
+
+    # -- freshness ------------------------------------------------------------------------------
+
+    def look(self) -> Look:
+        """The current look at the files: the watcher's latest, or one taken now when the last
+        is older than :data:`RESCAN_S` and no watcher runs."""
+        found = self._look
+        if found is None or (not self._watchers and time.monotonic() - self._checked >= RESCAN_S):
+            return self.refresh()
+        return found
+
+    def refresh(self) -> Look:
+        """Look at the files now (a listing and a stat each; the manifest read again only when
+        it changed); the look kept is the old one where nothing changed."""
+        with self._lock:
+            now = _look(self.data_dir, self._manifest_shas)
+            if self._look is None or not self._look.same(now):
+                self._look = now
+            self._checked = time.monotonic()
+            return self._look
+
+    def version(self, path: str) -> Version | None:
+        """The version of the table file at ``path``: the watcher's latest look's where one
+        runs (nothing on disk is looked at), else the file's signature now and the manifest's
+        sha256 of it (two stats: a process without a watcher sees a file changed at once)."""
+        if self._watchers:
+            return self.look().version(path)
+        try:
+            now = signature(path)
+        except OSError:
+            return None
+        return (now, self._manifest_shas().get(path))
+
+    def _manifest_shas(self) -> dict[str, str]:
+        """The manifest's sha256 of each table file (read again only when it changed)."""
+        try:
+            stamp: tuple[int, int, int] | None = signature(manifest_path(self.data_dir))
+        except OSError:
+            stamp = None
+        found = self._shas
+        if found is None or found[0] != stamp:
+            shas = {str(self.data_dir / f"{k}.parquet"): v for k, v in _shas(self.data_dir).items()}
+            found = self._shas = (stamp, shas)
+        return found[1]
+
+    def watch(self) -> None:
+        """Start looking at the files every :data:`WATCH_S` seconds on a thread of its own (the
+        snapshot taken again there when they change), so that no request does; one thread
+        however many callers, stopped when the last calls :meth:`unwatch`."""
+        with self._lock:
+            self._watchers += 1
+            if self._watchers > 1:
+                return
+            self._stop.clear()
+        threading.Thread(target=self._watch, name="stb-directory-watch", daemon=True).start()
+
+    def unwatch(self) -> None:
+        with self._lock:
+            self._watchers = max(0, self._watchers - 1)
+            if not self._watchers:
+                self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(WATCH_S):
+            with contextlib.suppress(Exception):  # a look that fails is taken again next time
+                self.refresh()
+                if self._snapshot is not None:
+                    self.snapshot()
+
+    # -- what is built --------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """The current snapshot (taken again if the directory's signature changed)."""
-        dirs = self._dir_times()
-        now = time.monotonic()
-        if self._snapshot is not None and dirs == self._dirs and now - self._checked < RESCAN_S:
+        """The snapshot of the current look (taken again when the files changed)."""
+        look = self.look()
+        if self._snapshot is not None and self._seen is look:
             return self._snapshot
         with self._lock:
-            files = self._file_times()
-            if self._snapshot is None or dirs != self._dirs or files != self._files:
-                settle(self.data_dir)  # a commit in progress or interrupted: finish it first
-                dirs, files = self._dir_times(), self._file_times()
-                self._snapshot = scan(self.data_dir)
-            self._dirs, self._files, self._checked = dirs, files, now
-            return self._snapshot
-
-    def _dir_times(self) -> tuple:
-        """The directories' times: a commit renames its files into the data directory or a
-        variant's own directory, which changes that directory's time (a few stats)."""
-        out: list[Any] = [_stat(self.data_dir), _stat(self.data_dir / OWN_DIR)]
-        with contextlib.suppress(OSError), os.scandir(self.data_dir / OWN_DIR) as found:
-            out.extend((e.name, e.stat().st_mtime_ns) for e in found if e.is_dir())
-        return tuple(sorted(out, key=str))
-
-    def _file_times(self) -> tuple:
-        out = []
-        for table in TABLES:
-            for path in table_files(self.data_dir, table):
-                with contextlib.suppress(OSError):
-                    out.append((str(path), *signature(path)))
-        return tuple(out)
+            if self._snapshot is not None and self._seen is self._look:
+                return self._snapshot
+        settle(self.data_dir)  # a commit in progress or interrupted: finish it first
+        look = self.refresh()
+        found = scan(self.data_dir)
+        with self._lock:
+            self._snapshot, self._seen = found, look
+        return found
 
     def entry(self, name: str) -> Entry:
-        """The variant called ``name`` (built or not); UsageError (a 400) when no such variant,
+        """The variant called ``name`` (built or not); UnknownVariantError (a 404) when none,
         TableError (a 503) naming it when its tables are damaged."""
         if len(name) > MAX_NAME:
             raise UsageError(f"variant name longer than {MAX_NAME} characters")
         found = self.snapshot().entries.get(name)
         if found is None:
-            raise UsageError(f"unknown variant {name!r}: the index lists the variants")
+            raise UnknownVariantError(f"unknown variant {name!r}: the index lists the variants")
         if found.damaged:
             raise TableError(f"{name} is built but its tables cannot be read: {found.damaged}")
         return found
@@ -185,8 +281,12 @@ class Directory:
             return lookup(name, customs)
 
 
+_opened: set[Path] = set()
+
+
 @lru_cache(maxsize=16)
 def _of(data_dir: Path) -> Directory:
+    _opened.add(data_dir)
     return Directory(data_dir)
 
 
@@ -239,11 +339,39 @@ def scan(data_dir: Path) -> Snapshot:
     return Snapshot(entries, problems, unreadable, recorded)
 
 
-def _stat(path: Path) -> tuple[int, int, int]:
+def changed(data_dir: Path) -> None:
+    """Say that this process changed ``data_dir``'s files (a commit): its :class:`Directory`,
+    where one is open, looks again now rather than within the second."""
+    key = Path(data_dir).resolve()
+    if key in _opened:
+        _of(key).refresh()
+
+
+def _look(data_dir: Path, shas: Callable[[], dict[str, str]]) -> Look:
+    """A look at every table file of ``data_dir``, with the manifest's shas (``shas()``: read
+    again only when the manifest changed)."""
+    files: dict[str, tuple[int, int, int]] = {}
+    for table in TABLES:
+        for path in table_files(data_dir, table):
+            with contextlib.suppress(OSError):  # gone since the listing: not there
+                files[str(path)] = signature(path)
     try:
-        return signature(path)
+        stamp: tuple[int, int, int] | None = signature(manifest_path(data_dir))
     except OSError:
-        return (0, 0, 0)
+        stamp = None
+    return Look(files, stamp, shas())
+
+
+def _shas(data_dir: Path) -> dict[str, str]:
+    """The sha256 manifest.json records for each table file, by its key (none where there is
+    no readable manifest)."""
+    if not manifest_path(data_dir).exists():
+        return {}
+    try:
+        tables = manifest.read(data_dir).get("tables", {})
+    except PipelineError:
+        return {}
+    return {k: str(e.get("sha256")) for k, e in tables.items() if isinstance(e, dict)}
 
 
 def _unreadable(path: Path, exc: Exception) -> str:
@@ -259,8 +387,6 @@ def _held(data_dir: Path, path: Path) -> list[str]:
     manifest.json records for the shared file (none when the manifest cannot say)."""
     if path.parent.parent.name == OWN_DIR:
         return [path.parent.name]
-    from pipeline.store import manifest
-
     try:
         tables = manifest.read(data_dir).get("tables", {})
     except PipelineError:
@@ -270,8 +396,6 @@ def _held(data_dir: Path, path: Path) -> list[str]:
 
 def _recorded_rules(data_dir: Path) -> dict[str, Any]:
     """The rules manifest.json records for each variant built (none when it cannot say)."""
-    from pipeline.store import manifest
-
     try:
         recorded = manifest.read(data_dir).get("variants", {})
     except PipelineError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import os
 import queue
 import re
@@ -193,10 +194,14 @@ def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
     renamed into place, so no reader ever sees a partial file under the final name."""
     path = Path(path)
     if path.exists() and not path.is_file():
-        # a pipe, a terminal or /dev/stdout: nothing to rename over, so write straight in
+        # a pipe, a device or /dev/stdout: nothing to rename over, so write straight in, from a
+        # buffer (a writer that seeks back, as numpy's .npz does, cannot seek a pipe, and
+        # /dev/null says it is at 0 wherever it is)
+        buffer = io.BytesIO()
+        write(buffer)
         try:
             with open(path, "wb") as fh:
-                write(fh)
+                fh.write(buffer.getbuffer())
         except OSError as exc:
             raise PipelineError(f"cannot write {path}: {why(path, exc)}") from None
         return

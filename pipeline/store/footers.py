@@ -1,18 +1,16 @@
-"""A table file's footer, read once: the rules it records, its columns and every row group's
-rows and state id range (one row-group index, :class:`Layout`), for every reader of a data
-directory; and its row groups read one at a time.
+"""A table file's footer, read once, for every reader of a data directory and every writer
+that merges into one: the rules it records, its columns, its key-value metadata and every row
+group's rows and state id range (one row-group index, :class:`Layout`); and a big file's row
+groups read one at a time.
 
-Two engines parse footers. DuckDB's (:class:`Reader`: a lookup loads no pyarrow, and the
-shared files' rules and row groups come from it) and pyarrow's (:class:`SortedFile`): a
-variant's own file sorted by state id, as the full Knucklebones game's lean tables are (one row
-per position, 4.8 billion per objective, in 4,590 row groups of 1,048,576 ids), is parsed once
-(5 MB of statistics) and each row group read on its own (about 10 ms); DuckDB would parse the
-footer again for every query, a tenth of a second here, and a GPU machine has pyarrow but no
-DuckDB (issue 31): `knucklebones solve` answers there too. :func:`file_rules` picks between
-them, and keeps what it read while the file is the same (:func:`signature`).
-
-Opened files are kept (a few: the two objectives of a board, and their footers) until the file
-on disk changes; their rules (``stb.rules``) say which board and objective they hold.
+:func:`footer` is the one reader of footers (:class:`Footer`): pyarrow parses it (a footer of
+the full Knucklebones game's lean tables, 4,590 row groups and 5 MB of statistics, in about a
+tenth of a second; DuckDB would parse it again for every query, and a GPU machine has pyarrow
+but no DuckDB), and it is kept while the file is the same (:func:`signature`). The rules a file
+records (``stb.rules``) are decoded by :func:`decode_rules` alone. :class:`SortedFile` reads a
+variant's own file sorted by state id (the lean tables: one row per position, row groups of
+1,048,576 ids) a row group at a time (about 10 ms each) over its parsed footer; :class:`Reader`
+reads rows with DuckDB's engine (what a lookup of a shared file's variant needs).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -30,11 +28,13 @@ import numpy as np
 
 from pipeline.errors import TableError
 from pipeline.store.engine import engine
-from pipeline.store.layout import OWN_DIR, rebuild_hint
-from pipeline.store.schema import RULES_KEY
+from pipeline.store.listing import rebuild_hint
+from pipeline.store.schema import COLUMNS_KEY, RULES_KEY
 
 #: Rows one read holds at most (row groups are joined up to it): the peak while reading.
 CHUNK_ROWS = 1 << 20
+#: Footers kept parsed at once (least recently used dropped).
+MAX_FOOTERS = 64
 
 
 def signature(path: Path | str) -> tuple[int, int, int]:
@@ -42,6 +42,39 @@ def signature(path: Path | str) -> tuple[int, int, int]:
     Every reader of a data directory compares it (a commit renames new files in)."""
     st = os.stat(path)
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def decode_rules(metadata: Mapping[bytes, bytes] | None, path: Path | str) -> dict[str, Any]:
+    """The rules a table file records (its ``stb.rules`` metadata: JSON, one rule set by
+    variant); none where it records none. TableError naming the file where they are not a JSON
+    object of objects: the one decoder of recorded rules."""
+    raw = (metadata or {}).get(RULES_KEY)
+    if raw is None:
+        return {}
+    try:
+        found = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        found = None
+    if not isinstance(found, dict) or not all(isinstance(r, dict) for r in found.values()):
+        raise TableError(
+            f"{path} records rules that are not JSON rule sets by variant; "
+            f"{rebuild_hint(Path(path))}"
+        )
+    return found
+
+
+def encode_rules(rules: Mapping[str, Any]) -> bytes:
+    """The ``stb.rules`` metadata of a file holding the variants of ``rules`` (name -> rule
+    set): what :func:`decode_rules` reads back."""
+    return json.dumps(dict(sorted(rules.items())), sort_keys=True).encode()
+
+
+class Stats(NamedTuple):
+    """A column chunk's statistics (None where the file has none)."""
+
+    min: Any
+    max: Any
+    nulls: int | None
 
 
 class Reader:
@@ -72,6 +105,12 @@ class Reader:
         """The rows of ``sql`` as tuples."""
         return list(self._run(path, sql, params, lambda cur: cur.fetchall()))
 
+    def head(self, path: Path, sql: str, **params: Any) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The column names of ``sql``'s result and its rows."""
+        return self._run(  # type: ignore[no-any-return]
+            path, sql, params, lambda cur: ([d[0] for d in cur.description], cur.fetchall())
+        )
+
     def _run(
         self, path: Path, sql: str, params: dict[str, Any], fetch: Callable[[Any], Any]
     ) -> Any:
@@ -85,40 +124,6 @@ class Reader:
             raise TableError(
                 f"{path} is not a readable table ({first}); {rebuild_hint(path)}"
             ) from None
-
-    def file_rules(self, path: Path) -> dict[str, Any]:
-        """The rules a table file records (its ``stb.rules`` metadata), by variant."""
-        found = self.rows(
-            path,
-            "select decode(value) from parquet_kv_metadata($path) where decode(key) = 'stb.rules'",
-        )
-        return json.loads(found[0][0]) if found else {}
-
-    def layout(self, path: Path, name: str) -> Layout:
-        """Where ``name``'s rows lie in ``path``: its row groups (from the file's statistics,
-        no row read) and the file's columns."""
-        found = self.rows(
-            path,
-            "select row_group_id, any_value(row_group_num_rows), "
-            "any_value(stats_min_value) filter (where path_in_schema = 'variant'), "
-            "any_value(stats_max_value) filter (where path_in_schema = 'variant'), "
-            "any_value(stats_min_value) filter (where path_in_schema = 'state_id'), "
-            "any_value(stats_max_value) filter (where path_in_schema = 'state_id') "
-            "from parquet_metadata($path) group by row_group_id order by row_group_id",
-        )
-        columns = {r[0] for r in self.rows(path, "select name from parquet_schema($path)")}
-        groups, start, alone = [], 0, True
-        for _, n, vlo, vhi, lo, hi in found:
-            # a row group holds one variant (a file without the column: the lean tables)
-            if vlo is None or vlo <= name <= (vhi or vlo):
-                groups.append(Group(start, int(n), _int(lo), _int(hi)))
-            alone = alone and (vlo is None or vlo == vhi == name)
-            start += int(n)
-        return Layout(groups, columns, alone)
-
-
-def _int(text: str | None) -> int | None:
-    return None if text is None else int(text)
 
 
 class Group(NamedTuple):
@@ -154,10 +159,6 @@ class Layout:
             last = g.hi
         return bool(self.groups)
 
-    @property
-    def max_id(self) -> int:
-        return max((g.hi for g in self.groups if g.hi is not None), default=-1)
-
     def chunks(self, most: int = CHUNK_ROWS) -> list[tuple[int, int]]:
         """The variant's rows as (first, last) file row numbers, consecutive row groups joined
         up to ``most`` rows: what one read holds."""
@@ -170,13 +171,147 @@ class Layout:
         return out
 
 
-#: Files kept open (footers parsed) at once.
+class Footer:
+    """One table file's footer, parsed once (:func:`footer`): its columns, key-value metadata,
+    recorded rules, and each row group's rows and statistics."""
+
+    def __init__(self, path: Path, stamp: tuple[int, int, int]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.path = Path(path)
+        self.signature = stamp
+        """The file's :func:`signature` when it was read."""
+        try:
+            self.meta = pq.read_metadata(self.path)
+            self.schema = self.meta.schema.to_arrow_schema()
+        except (pa.ArrowException, OSError) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+            raise TableError(
+                f"{self.path} is not a readable table ({first}); {rebuild_hint(self.path)}"
+            ) from None
+        self.columns: tuple[str, ...] = tuple(self.schema.names)
+        self.metadata: dict[bytes, bytes] = dict(self.schema.metadata or {})
+        self.rows = int(self.meta.num_rows)
+        self.groups = int(self.meta.num_row_groups)
+        self._rules: dict[str, Any] | None = None
+        self._index: dict[str, list[Stats | None]] = {}
+
+    @property
+    def rules(self) -> dict[str, Any]:
+        """The rules the file records, by variant (:func:`decode_rules`)."""
+        if self._rules is None:
+            self._rules = decode_rules(self.metadata, self.path)
+        return self._rules
+
+    @property
+    def declared(self) -> list[str] | None:
+        """The columns a lean file says it holds (``stb.columns``), None for a file with
+        every column of its table."""
+        raw = self.metadata.get(COLUMNS_KEY)
+        return None if raw is None else list(json.loads(raw))
+
+    def group_rows(self, group: int) -> int:
+        return int(self.meta.row_group(group).num_rows)
+
+    def empty_in_first_group(self, column: str) -> bool:
+        """Whether the first rows of the first row group hold nothing (nulls) in ``column``:
+        what a file without statistics says of a column written empty or full."""
+        import pyarrow.parquet as pq
+
+        batches = pq.ParquetFile(self.path, metadata=self.meta).iter_batches(
+            batch_size=1024, row_groups=[0], columns=[column]
+        )
+        first = next(batches)
+        return bool(first.column(0).null_count == first.num_rows)
+
+    def stats(self, column: str) -> list[Stats | None]:
+        """Every row group's statistics of ``column`` (None for a group without them; none at
+        all where the file lacks the column)."""
+        found = self._index.get(column)
+        if found is None:
+            found = []
+            if column in self.columns:
+                at = self.columns.index(column)
+                for g in range(self.groups):
+                    st = self.meta.row_group(g).column(at).statistics
+                    if st is None:
+                        found.append(None)
+                        continue
+                    lo, hi = (st.min, st.max) if st.has_min_max else (None, None)
+                    found.append(Stats(lo, hi, st.null_count if st.has_null_count else None))
+            self._index[column] = found
+        return found
+
+    @property
+    def layout_all(self) -> Layout:
+        """Every row group with its state id range (None where a group has no statistics)."""
+        return self._layout(None)
+
+    def layout(self, name: str) -> Layout:
+        """Where ``name``'s rows lie in the file: its row groups (a row group holds one variant;
+        a file without the ``variant`` column holds one) and the file's columns."""
+        return self._layout(name)
+
+    def _layout(self, name: str | None) -> Layout:
+        ids = self.stats("state_id") or [None] * self.groups
+        names = self.stats("variant") or [None] * self.groups
+        groups, start, alone = [], 0, True
+        for g in range(self.groups):
+            n = self.group_rows(g)
+            vlo, vhi = _span(names[g])
+            if name is None or vlo is None or vlo <= name <= (vhi or vlo):
+                lo, hi = _span(ids[g])
+                groups.append(Group(start, n, _int(lo), _int(hi)))
+            alone = alone and (vlo is None or vlo == vhi == name)
+            start += n
+        return Layout(groups, set(self.columns), alone)
+
+
+def _span(stats: Stats | None) -> tuple[Any, Any]:
+    return (None, None) if stats is None else (stats.min, stats.max)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+_footers: OrderedDict[str, Footer] = OrderedDict()
+_footers_lock = threading.Lock()
+
+
+def footer(path: Path | str) -> Footer:
+    """``path``'s footer, parsed once per version of the file (inode, time, size: one stat to
+    check); TableError for a file that is not readable Parquet, OSError when it is gone."""
+    key = str(path)
+    now = signature(key)
+    with _footers_lock:
+        found = _footers.get(key)
+        if found is not None and found.signature == now:
+            _footers.move_to_end(key)
+            return found
+    parsed = Footer(Path(path), now)
+    with _footers_lock:
+        _footers[key] = parsed
+        _footers.move_to_end(key)
+        while len(_footers) > MAX_FOOTERS:
+            _footers.popitem(last=False)
+    return parsed
+
+
+def file_rules(path: Path | str) -> dict[str, Any]:
+    """The rules a table file records (``stb.rules``), by variant; TableError for a damaged
+    file."""
+    return footer(path).rules
+
+
+#: Files kept open (their row groups read by pyarrow) at once.
 MAX_OPEN = 16
 
 
 class SortedFile:
-    """One table file's footer, parsed once: its rules, columns and each row group's rows and
-    state id range; and its row groups, read one at a time."""
+    """One table file's row groups, read one at a time over its parsed :class:`Footer`: its
+    rules, columns and each row group's rows and state id range as arrays."""
 
     def __init__(self, path: Path) -> None:
         import pyarrow as pa
@@ -184,43 +319,30 @@ class SortedFile:
 
         self.path = Path(path)
         self._lock = threading.Lock()
+        self.footer = footer(self.path)
         try:
-            self.file = pq.ParquetFile(self.path)
-            meta = self.file.metadata
-            schema = self.file.schema_arrow
+            self.file = pq.ParquetFile(self.path, metadata=self.footer.meta)
         except (pa.ArrowException, OSError) as exc:
             first = (str(exc).splitlines() or ["unreadable"])[0]
             raise TableError(
                 f"{self.path} is not a readable table ({first}); {rebuild_hint(self.path)}"
             ) from None
-        kv = schema.metadata or {}
-        self.rules: dict[str, Any] = json.loads(kv.get(RULES_KEY, b"{}"))
+        self.rules: dict[str, Any] = self.footer.rules
         """The rules recorded for each variant the file holds."""
-        self.columns = set(schema.names)
-        groups = meta.num_row_groups
-        self.rows = np.array([meta.row_group(g).num_rows for g in range(groups)], dtype=np.int64)
-        self.starts = np.concatenate([[0], np.cumsum(self.rows)[:-1]]).astype(np.int64)
-        self.lows = np.full(groups, -1, dtype=np.int64)
-        self.highs = np.full(groups, -1, dtype=np.int64)
-        self.has_ranges = "state_id" in self.columns
-        if self.has_ranges:
-            at = schema.names.index("state_id")
-            for g in range(groups):
-                stats = meta.row_group(g).column(at).statistics
-                if stats is None or not stats.has_min_max:
-                    self.has_ranges = False
-                    break
-                self.lows[g], self.highs[g] = int(stats.min), int(stats.max)
-
-        ranged = zip(self.starts.tolist(), self.rows.tolist(), self.lows.tolist(),
-                     self.highs.tolist(), strict=True)  # fmt: skip
-        self.layout = Layout(
-            [Group(a, n, lo if self.has_ranges else None, hi if self.has_ranges else None)
-             for a, n, lo, hi in ranged],
-            self.columns,
-            True,
-        )  # fmt: skip
-        """The row-group index, as DuckDB's reader gives it (:meth:`Reader.layout`)."""
+        self.columns = set(self.footer.columns)
+        ids = self.footer.stats("state_id")
+        self.has_ranges = bool(ids) and all(s is not None and s.min is not None for s in ids)
+        whole = self.footer.layout_all
+        if not self.has_ranges:  # some group without statistics: none of them is ranged
+            unranged = [Group(g.start, g.rows, None, None) for g in whole.groups]
+            whole = Layout(unranged, whole.columns, True)
+        self.layout = whole
+        """The row-group index (what :meth:`Footer.layout` gives)."""
+        groups = self.layout.groups
+        self.rows = np.array([g.rows for g in groups], dtype=np.int64)
+        self.starts = np.array([g.start for g in groups], dtype=np.int64)
+        self.lows = np.array([-1 if g.lo is None else g.lo for g in groups], dtype=np.int64)
+        self.highs = np.array([-1 if g.hi is None else g.hi for g in groups], dtype=np.int64)
 
     @property
     def sorted_by_id(self) -> bool:
@@ -289,8 +411,7 @@ def open_file(path: Path) -> SortedFile:
     """``path`` opened (its footer parsed), or the copy already open while the file on disk is
     the same (inode, time, size)."""
     path = Path(path)
-    st = path.stat()
-    key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    key = (str(path), *signature(path))
     with _open_lock:
         found = _open.get(key)
         if found is not None:
@@ -304,36 +425,3 @@ def open_file(path: Path) -> SortedFile:
         while len(_open) > MAX_OPEN:
             _open.popitem(last=False)
     return opened
-
-
-_rules: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
-_duckdb: list[Reader | None] = []
-
-
-def file_rules(path: Path) -> dict[str, Any]:
-    """The rules a table file records (its ``stb.rules`` metadata), by variant: read once per
-    file version. A variant's own file is opened with pyarrow (its parsed footer then serves
-    its row-group reads); a shared file with DuckDB where it can be imported (pyarrow stays
-    unloaded: 60 MB of a server's memory), else pyarrow too. TableError for a damaged file."""
-    path = Path(path)
-    key, now = str(path), signature(path)
-    found = _rules.get(key)
-    if found is not None and found[0] == now:
-        return found[1]
-    reader = _shared_reader() if path.parent.parent.name != OWN_DIR else None
-    rules = reader.file_rules(path) if reader is not None else open_file(path).rules
-    with _open_lock:
-        _rules[key] = (now, rules)
-    return rules
-
-
-def _shared_reader() -> Reader | None:
-    """DuckDB's reader of footers, None where DuckDB cannot be imported (a GPU machine)."""
-    if not _duckdb:
-        try:
-            engine()
-        except ImportError:
-            _duckdb.append(None)
-        else:
-            _duckdb.append(Reader())
-    return _duckdb[0]

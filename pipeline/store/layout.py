@@ -14,16 +14,29 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError, TableError
 from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, why, write_bytes_atomic
-from pipeline.store.sources import OWN_DIR
+from pipeline.store.listing import (  # noqa: F401  (part of this module's interface)
+    OWN_DIR,
+    TABLE_NAME,
+    all_table_files,
+    rebuild_hint,
+    table_files,
+    table_path,
+)
 
 LOCK_NAME = ".stb.lock"
 LOCK_TIMEOUT_S = 600
 JOURNAL_NAME = ".stb-commit.json"
 
 
-def table_path(data_dir: Path, name: str) -> Path:
-    """Where table ``name`` lives."""
-    return Path(data_dir) / f"{name}.parquet"
+def built_elsewhere(data_dir: Path, how: str) -> str:
+    """What a "not built" error leads with when ``data_dir`` holds no table at all: most likely
+    the command ran from another folder than the one built into, which ``how`` names (the
+    option or argument that does); empty when it holds tables."""
+    folder = Path(data_dir)
+    with contextlib.suppress(OSError):
+        if any(any(folder.glob(p)) for p in ("*.parquet", "*/*.parquet", "*/*/*.parquet")):
+            return ""
+    return f"{os.path.abspath(folder)} holds no tables (built in another folder? {how} names it)"
 
 
 @contextlib.contextmanager
@@ -189,21 +202,6 @@ def remove_stale(data_dir: Path) -> list[Path]:
     return removed
 
 
-def rebuild_hint(path: Path, variant: str | None = None) -> str:
-    """How to rebuild the table file ``path`` that cannot be read, said with its variant's name:
-    ``variant``, or the one whose own file it is (``variants/NAME/...``); a shared file holds
-    many variants, and the manifest says which."""
-    path = Path(path)
-    if variant is None and path.parent.parent.name == OWN_DIR:
-        variant = path.parent.name
-    if variant is not None:
-        return f"rebuild it (stb-pipeline build --force --variant {variant})"
-    return (
-        "move it away and rebuild the variants it held "
-        "(stb-pipeline build --force --variant all, and any other variants you use)"
-    )
-
-
 def own_key(variant: str, table: str) -> str:
     """The key (path below the data directory, without .parquet) of a variant's own table."""
     return f"{OWN_DIR}/{variant}/{table}"
@@ -212,14 +210,6 @@ def own_key(variant: str, table: str) -> str:
 def logical_name(key: str) -> str:
     """The table a key names: ``policy`` for both ``policy`` and ``variants/x/policy``."""
     return key.rsplit("/", 1)[-1]
-
-
-def table_files(data_dir: Path, table: str) -> list[Path]:
-    """Every file holding rows of ``table``: the shared file, then the variants' own files."""
-    data_dir = Path(data_dir)
-    shared = table_path(data_dir, table)
-    own = sorted(data_dir.glob(f"{OWN_DIR}/*/{table}.parquet"))
-    return ([shared] if shared.exists() else []) + own
 
 
 def variant_file(data_dir: Path, table: str, variant: str) -> Path:

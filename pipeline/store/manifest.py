@@ -27,8 +27,6 @@ from pipeline.errors import TableError
 if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
     import pyarrow as pa
 
-    from pipeline.games.registry import Variant
-
 MANIFEST_NAME = "manifest.json"
 FORMAT = 1
 #: How to repair a damaged or foreign table or manifest, said in every message about one.
@@ -246,21 +244,4 @@ def changed_shared_tables(data_dir: Path) -> list[tuple[str, str, list[str]]]:
             out.append(
                 (path.name, "was changed since it was built (emptied, cut or replaced)", held)
             )
-    return out
-
-
-def built_variants(data_dir: Path) -> dict[str, Variant]:
-    """Custom variants built into ``data_dir`` (names not registered), from their recorded rules.
-
-    So a rule set built under ``--name my-rules`` is ``--variant my-rules`` from then on.
-    """
-    from pipeline.games.registry import REGISTRY, variant_from_rules
-
-    out: dict[str, Variant] = {}
-    for name, record in sorted(read(data_dir).get("variants", {}).items()):
-        if name in REGISTRY or not isinstance(record, dict):
-            continue
-        found = variant_from_rules(name, record.get("rules") or {})
-        if found is not None:
-            out[name] = found
     return out

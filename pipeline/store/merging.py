@@ -15,7 +15,6 @@ reader that filters on ``variant`` reads only that variant's row groups.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from pipeline._version import __version__
 from pipeline.errors import TableError
 from pipeline.store import manifest, schema
 from pipeline.store.files import HashedFile, _tmp_name, cannot_write
+from pipeline.store.footers import encode_rules, footer
 from pipeline.store.layout import logical_name
 from pipeline.store.schema import (  # noqa: F401  (part of this module's interface)
     COLUMNS_KEY,
@@ -127,7 +127,7 @@ class TableMerge:
         self.tmp = _tmp_name(self.path)
         self.old, self.rules, self._old_empty = _open_old(self.path)
         #: the one variant of each old row group, from its statistics (None: not known)
-        self._group_variants = _group_variants(self.old)
+        self._group_variants = _group_variants(self.path, self.old)
         self._next_group = 0  # the next old row group to look at
         self._batches: Iterator[Any] | None = None  # slices of the old row group being read
         self._ahead: pl.DataFrame | None = None  # old rows read but not placed yet
@@ -175,7 +175,7 @@ class TableMerge:
             self._copy_old(until=None)
             self._flush(final=True)
             meta = {
-                RULES_KEY: json.dumps(dict(sorted(self.rules.items())), sort_keys=True).encode(),
+                RULES_KEY: encode_rules(self.rules),
                 VERSION_KEY: __version__.encode(),
             }
             self._writer.add_key_value_metadata(meta)
@@ -334,19 +334,15 @@ class TableMerge:
         self._buffer[:] = [whole.slice(full)] if full < size else []
 
 
-def _group_variants(old: Any) -> list[str | None]:
-    """The variant of each row group of the ParquetFile ``old`` (none: []), from the ``variant``
-    column's statistics; None for a group whose statistics are missing or span variants."""
+def _group_variants(path: Path, old: Any) -> list[str | None]:
+    """The variant of each row group of the old file (none: []), from the ``variant`` column's
+    statistics; None for a group whose statistics are missing or span variants."""
     if old is None:
         return []
-    meta = old.metadata
-    column = old.schema_arrow.get_field_index("variant")
-    out: list[str | None] = []
-    for i in range(meta.num_row_groups):
-        stats = meta.row_group(i).column(column).statistics
-        known = stats is not None and stats.has_min_max and stats.min == stats.max
-        out.append(str(stats.min) if known else None)
-    return out
+    return [
+        str(s.min) if s is not None and s.min is not None and s.min == s.max else None
+        for s in footer(path).stats("variant")
+    ]
 
 
 def _open_old(path: Path) -> tuple[Any, dict[str, Any], pl.DataFrame | None]:
@@ -358,12 +354,13 @@ def _open_old(path: Path) -> tuple[Any, dict[str, Any], pl.DataFrame | None]:
     if not path.exists():
         return None, {}, None
     try:
-        old = pq.ParquetFile(path)
-        if "variant" not in old.schema_arrow.names:
+        found = footer(path)
+        old = pq.ParquetFile(path, metadata=found.meta)
+        if "variant" not in found.columns:
             raise TableError(
                 f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
             )
-        rules = json.loads((old.schema_arrow.metadata or {}).get(RULES_KEY, b"{}"))
+        rules = found.rules
         empty = pl.from_arrow(old.schema_arrow.empty_table())
         assert isinstance(empty, pl.DataFrame)
     except (pa.ArrowException, OSError, ValueError) as exc:

@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import PipelineError, UsageError
 from pipeline.store.files import why, write_bytes_atomic
+from pipeline.store.layout import LOCK_NAME
 
 if TYPE_CHECKING:  # a frame comes from polars; an Arrow table where polars is not installed
     import polars as pl
@@ -70,8 +76,7 @@ def export_arrow(table: pa.Table, fmt: str, path: Path) -> None:
         data = buffer.getvalue()
     else:
         data = arrow_to_csv(table).encode()
-    make_dir(Path(path).parent)
-    write_bytes_atomic(path, data)
+    write_output(path, data)
 
 
 def export(frame: pl.DataFrame, fmt: str, path: Path) -> None:
@@ -79,6 +84,12 @@ def export(frame: pl.DataFrame, fmt: str, path: Path) -> None:
     if fmt not in FORMATS:
         raise UsageError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     data = to_parquet(frame) if fmt == "parquet" else to_csv(frame).encode()
+    write_output(path, data)
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """Write a command's output file (checked first by :func:`check_output`): its folder made
+    where missing, the file written atomically, or a device or pipe written to as a stream."""
     make_dir(Path(path).parent)
     write_bytes_atomic(path, data)
 
@@ -91,23 +102,130 @@ def make_dir(directory: Path) -> None:
         raise PipelineError(f"cannot write to {directory}: {why(directory, exc)}") from None
 
 
-def check_output(path: Path, data_dir: Path | None, force: bool) -> None:
-    """Refuse an output file that would land in the data directory or replace a file unasked.
+def check_output(
+    path: Path, data_dir: Path | None, force: bool, option: str = "-o", replace: bool = False
+) -> None:
+    """The one rule of every file a command writes (``-o FILE``), checked before any work:
 
-    A result written among the tables would be read as a table (or replace one); an existing
-    file is replaced only with ``force``. Devices and pipes (``/dev/stdout``) are written to.
-    UsageError (exit 2) otherwise.
+    - never one of a data directory's own files (its tables, manifest, catalog, lock, the
+      folder of its variants' files): ``data_dir``'s, or any folder's above ``path`` that is a
+      data directory (:func:`data_dir_above`): that would lose data;
+    - a device or a pipe (``/dev/stdout``, a FIFO) is written to as a stream, never replaced;
+    - an existing regular file (or a link to one) is replaced only with ``force`` (or
+      ``replace``: the command's own default file, e.g. ``data/explorer.html``); a folder, a
+      socket or a link that loops is refused;
+    - its folder, or the nearest folder above it (which the write creates), must take a new
+      file now, not after minutes of work (a read-only mount, an immutable folder).
+
+    UsageError (exit 2) for a path that can never be written, PipelineError (exit 1) for a
+    folder that cannot be written to now. Names longer than a file system takes are refused
+    when the command line is read (``pipeline.cli.app``).
     """
     path = Path(path)
-    if data_dir is not None and inside(path, Path(data_dir)):
+    refuse_data_files(path, data_dir, option)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{option} {path} is a link that points back at itself") from None
+        raise PipelineError(f"cannot write {path}: {why(path, exc)}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(f"{option} {path} is a folder: give a file name")
+    if mode is not None and stat.S_ISSOCK(mode):
+        raise UsageError(f"{option} {path} is a socket: give a file name")
+    if mode is not None and not stat.S_ISREG(mode):
+        return  # a device or a pipe: written to as a stream (files.write_file_atomic)
+    if mode is not None and not (force or replace):
+        raise UsageError(f"{option} {path} exists: add --force to replace it")
+    check_folder_writable(resolved(path, option).parent, path)
+
+
+def check_output_folder(path: Path, option: str = "-o") -> None:
+    """What :func:`check_output` checks of a folder a command writes (``report --out``,
+    ``export dataset -o``) before the work, the data directory's own places aside (each
+    command says which it refuses): not a file, a device or a link that loops, and it or the
+    nearest folder above it takes a new file now."""
+    path = Path(path)
+    target = resolved(path, option)
+    if target.exists() and not target.is_dir():
+        kind = "a file, not a folder" if target.is_file() else "not a folder"
+        raise UsageError(f"{option} {path} is {kind}: give a folder")
+    check_folder_writable(target, path)
+
+
+def resolved(path: Path, option: str = "-o") -> Path:
+    """``path`` with its links followed (to where a write lands); UsageError for a loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        raise UsageError(f"{option} {path} is a link that points back at itself") from None
+
+
+def check_folder_writable(folder: Path, given: Path) -> None:
+    """PipelineError unless ``folder`` (or, where it does not exist yet, the nearest folder
+    above it, where the write will create it) takes a new file: a file created there and
+    removed at once, which finds a read-only mount, a folder without write permission and an
+    immutable one alike, and a file standing where a folder should be. ``given``: the path as
+    the user typed it, which the message names."""
+    existing = Path(folder)
+    while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a dangling link in place of a folder
+            raise PipelineError(f"cannot write {given}: {existing} is a link to nothing")
+        existing = existing.parent
+    if not existing.is_dir():  # exit 1, as for any file that cannot be written
+        raise PipelineError(f"cannot write {given}: {existing} is a file, not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".stb-probe-", dir=existing)
+    except OSError as exc:
+        raise PipelineError(
+            f"cannot write {given}: {existing} takes no new file ({why(existing, exc)})"
+        ) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+
+
+def data_dir_above(path: Path) -> Path | None:
+    """The nearest folder above ``path`` (links followed) that is a data directory: it holds
+    the lock every build leaves (``.stb.lock``), or a manifest beside a catalog."""
+    for folder in resolved(path, "-o").parents:
+        if (folder / LOCK_NAME).exists() or all(
+            (folder / name).is_file() for name in ("manifest.json", "stb.duckdb")
+        ):
+            return folder
+    return None
+
+
+def dataset_above(path: Path) -> Path | None:
+    """The nearest folder above ``path`` that is an exported dataset (``export dataset``: its
+    card and checksums), every file of which its checksums cover."""
+    for folder in resolved(path, "-o").parents:
+        if all((folder / name).is_file() for name in DATASET_NAMES):
+            return folder
+    return None
+
+
+def refuse_data_files(path: Path, data_dir: Path | None, option: str = "-o") -> None:
+    """UsageError where writing ``path`` would replace or add one of a data directory's own
+    files (:func:`among_tables`), of ``data_dir`` or of a data directory above ``path``, or
+    any file of an exported dataset (its checksums would no longer hold)."""
+    if data_dir is not None:
+        refuse_among_tables(path, Path(data_dir), option)
+    found = data_dir_above(path)
+    if found is not None:
+        refuse_among_tables(path, found, option)
+    dataset = dataset_above(path)
+    if dataset is not None:
         raise UsageError(
-            f"{path} is inside the data directory {data_dir}, which holds only the tables: "
-            "write the result elsewhere"
+            f"{option} {path} would write into the exported dataset {dataset}, whose checksums "
+            "cover every file: write it elsewhere"
         )
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory: give a file name")
-    if path.is_file() and not force:  # a link to a regular file counts; /dev/stdout does not
-        raise UsageError(f"{path} exists: add --force to replace it")
+
+
+#: What marks a folder as an exported dataset (``export dataset``).
+DATASET_NAMES = ("dataset.json", "SHA256SUMS")
 
 
 #: Names at the top of a data directory that belong to it: the catalog, the manifest and the
@@ -140,7 +258,8 @@ def refuse_among_tables(path: Path, data_dir: Path, option: str) -> None:
     if name is not None:
         where = "the data directory itself" if name == "." else f"{name!r} in it"
         raise UsageError(
-            f"{option} {path} would write {where}, where {data_dir} keeps its tables: give a "
+            f"{option} {path} would write {where}, where the data directory {data_dir} keeps "
+            f"its tables: give a "
             f"folder of its own (e.g. {Path(data_dir) / 'out'}) or a place elsewhere"
         )
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import TablesMissingError
 from pipeline.store import schema, sources
+from pipeline.store.footers import footer
 from pipeline.store.layout import settle
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
 
-def table_files(data_dir: Path, table: str, variant: str | None = None) -> list[sources.TableFile]:
+def files_for(data_dir: Path, table: str, variant: str | None = None) -> list[sources.TableFile]:
     """The files a reader of ``table`` (only ``variant``'s rows, when given) reads: every file
     of the table, or the variant's own file, else the shared file when it holds the variant.
     ``data_dir`` may be a folder of `export dataset` too. TablesMissingError when there are
@@ -52,13 +53,8 @@ def table_files(data_dir: Path, table: str, variant: str | None = None) -> list[
 def _holds(data_dir: Path, f: sources.TableFile, variant: str) -> bool:
     """Whether a shared file may hold rows of ``variant`` (its row groups' statistics on the
     ``variant`` column say so; a file without them may)."""
-    import pyarrow.parquet as pq
-
-    meta = pq.ParquetFile(Path(data_dir) / f.relative).metadata
-    index = f.columns.index("variant")
-    for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(index).statistics
-        if stats is None or not stats.has_min_max or stats.min <= variant <= stats.max:
+    for stats in footer(Path(data_dir) / f.relative).stats("variant"):
+        if stats is None or stats.min is None or stats.min <= variant <= stats.max:
             return True
     return False
 
@@ -68,7 +64,7 @@ def scan(data_dir: Path, table: str, variant: str | None = None) -> pl.LazyFrame
     and columns. Filters and column choices are pushed down to the Parquet files."""
     import polars as pl
 
-    files = table_files(data_dir, table, variant)
+    files = files_for(data_dir, table, variant)
     columns = sources.columns_of(table, files)
     fixed = dict(schema.COLUMNS.get(table, ()))
     frames = []
@@ -95,11 +91,10 @@ def dataset(data_dir: Path, table: str, variant: str | None = None) -> ds.Datase
     policy's next state, ``stuck`` and ``kind`` as stored (null), since a dataset cannot
     compute them (:func:`scan` does)."""
     import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
 
-    files = table_files(data_dir, table, variant)
+    files = files_for(data_dir, table, variant)
     paths = [str(Path(data_dir) / f.relative) for f in files]
-    seen = [pq.read_schema(p).remove_metadata() for p in paths]
+    seen = [footer(p).schema.remove_metadata() for p in paths]
     whole = ds.dataset(paths, schema=arrow_schema(table, files, seen), format="parquet")
     return whole if variant is None else whole.filter(ds.field("variant") == variant)
 

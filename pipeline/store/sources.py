@@ -13,19 +13,15 @@ listing the files of tables of billions of rows costs milliseconds.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import TableError
 from pipeline.store import manifest, schema
-from pipeline.store.schema import COLUMNS_KEY, RULES_KEY
+from pipeline.store.footers import Footer, footer
+from pipeline.store.listing import OWN_DIR, TABLE_NAME, all_table_files  # noqa: F401  (OWN_DIR: this module's interface)
 
-#: Folder of the data directory that holds the variants stored in files of their own (large
-#: boards and big custom rule sets), one sub-folder each: variants/<variant>/<table>.parquet.
-OWN_DIR = "variants"
 #: The files of a dataset written by `export dataset` beside its tables: the index (tables,
 #: columns, files, hashes; its format, :data:`DATASET_FORMAT`, bumped when the layout or the
 #: index changes shape), the dataset card, the sha256 of every other file.
@@ -33,8 +29,6 @@ DATASET_INDEX = "dataset.json"
 DATASET_FORMAT = 1
 DATASET_CARD = "README.md"
 DATASET_SUMS = "SHA256SUMS"
-#: What a table name looks like (a file stem); other files are not tables.
-TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -55,18 +49,17 @@ class TableFile:
 
 
 def data_files(data_dir: Path) -> dict[str, list[TableFile]]:
-    """Every table of a data directory and its files: the shared file first, then the variants'
-    own files by variant name. TableError naming a file that is not one of our tables."""
+    """Every table of a data directory and its files (the one listing,
+    :func:`~pipeline.store.layout.all_table_files`: the shared file first, then the variants'
+    own files by variant name). TableError naming a file that is not one of our tables."""
     data_dir = Path(data_dir)
-    found: dict[str, list[TableFile]] = {}
-    for path in sorted(data_dir.glob("*.parquet")):
-        if TABLE_NAME.fullmatch(path.stem):
-            found.setdefault(path.stem, []).append(_inspect(data_dir, path, path.stem, None))
-    for path in sorted(data_dir.glob(f"{OWN_DIR}/*/*.parquet")):
-        if TABLE_NAME.fullmatch(path.stem):
-            own = _inspect(data_dir, path, path.stem, path.parent.name)
-            found.setdefault(path.stem, []).append(own)
-    return dict(sorted(found.items()))
+    return {
+        table: [
+            _inspect(data_dir, path, table, path.parent.name if path.parent != data_dir else None)
+            for path in paths
+        ]
+        for table, paths in all_table_files(data_dir).items()
+    }
 
 
 def files_of(root: Path) -> dict[str, list[TableFile]]:
@@ -95,65 +88,41 @@ def export_files(root: Path) -> dict[str, list[TableFile]]:
 def _inspect(root: Path, path: Path, table: str, variant: str | None) -> TableFile:
     """What the readers need of one file of ``table`` (from its footer); TableError when it is
     not a readable table of ours."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(path)
-        meta = parquet.metadata
-        arrow = meta.schema.to_arrow_schema()
-        columns = tuple(arrow.names)
-        if "variant" not in columns:
-            raise TableError(
-                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
-            )
-        tiles = _tile_count(parquet, arrow, variant) if variant is not None else None
-    except (pa.ArrowException, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(
-            f"{path} is not a readable Parquet table ({first[:160]}); {manifest.REBUILD}"
-        ) from None
-    lean = COLUMNS_KEY in (arrow.metadata or {})
-    return TableFile(table, path.relative_to(root).as_posix(), variant, columns, tiles, lean)
+    found = footer(path)
+    if "variant" not in found.columns:
+        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
+    tiles = _tile_count(found, variant) if variant is not None else None
+    lean = found.declared is not None
+    return TableFile(table, path.relative_to(root).as_posix(), variant, found.columns, tiles, lean)
 
 
-def _tile_count(parquet: Any, arrow: Any, variant: str) -> int | None:
+def _tile_count(found: Footer, variant: str) -> int | None:
     """The number of tiles of a file that leaves its tile columns to the reader, else None.
 
     Such a file has a ``tiles`` column and nothing in it (the streamed build of big boxes writes
     it null; every other build writes the state's text, Knucklebones boards included). Its tile
     count is the one its rules record, else the bits of its largest state id (the full box)."""
-    meta = parquet.metadata
-    if "tiles" not in arrow.names or "state_id" not in arrow.names or meta.num_rows == 0:
+    if "tiles" not in found.columns or "state_id" not in found.columns or found.rows == 0:
         return None
-    stats = meta.row_group(0).column(arrow.names.index("tiles")).statistics
-    if stats is not None and stats.has_null_count:
-        if stats.null_count < meta.row_group(0).num_rows:
+    stats = found.stats("tiles")[0]
+    if stats is not None and stats.nulls is not None:
+        if stats.nulls < found.group_rows(0):
             return None
-    else:  # no statistics: the first rows say (a file has text in every row, or in none)
-        first = next(parquet.iter_batches(batch_size=1024, row_groups=[0], columns=["tiles"]))
-        if first.column(0).null_count < first.num_rows:
-            return None
-    rules = json.loads((arrow.metadata or {}).get(RULES_KEY, b"{}")).get(variant, {})
+    elif not found.empty_in_first_group("tiles"):  # no statistics: the first rows say
+        return None
+    rules = found.rules.get(variant, {})
     if isinstance(rules.get("tiles"), int):
         return int(rules["tiles"])
-    index = arrow.names.index("state_id")
-    largest = 0
-    for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(index).statistics
-        if stats is not None and stats.has_min_max:
-            largest = max(largest, int(stats.max))
+    largest = max((int(st.max) for st in found.stats("state_id") if st and st.max is not None),
+                  default=0)  # fmt: skip
     return max(largest.bit_length(), 1)
 
 
 def rules_of(root: Path, files: list[TableFile]) -> dict[str, Any]:
     """The rule sets the files record (``stb.rules``), by variant."""
-    import pyarrow.parquet as pq
-
     out: dict[str, Any] = {}
     for f in files:
-        meta = pq.read_schema(Path(root) / f.relative).metadata or {}
-        out.update(json.loads(meta.get(RULES_KEY, b"{}")))
+        out.update(footer(Path(root) / f.relative).rules)
     return dict(sorted(out.items()))
 
 
@@ -192,21 +161,19 @@ def lean_sample(path: Path, groups: int) -> LeanSample | None:
     """``groups`` row groups of a lean file, evenly spaced (the first and the last among them);
     None for a file with every column of its table (read whole)."""
     import numpy as np
-    import pyarrow.parquet as pq
 
-    meta_kv = pq.read_schema(path).metadata or {}
-    if COLUMNS_KEY not in meta_kv:
+    found = footer(path)
+    if found.declared is None:
         return None
-    meta = pq.ParquetFile(path).metadata
-    sid = meta.schema.to_arrow_schema().names.index("state_id")
-    n = meta.num_row_groups
+    n = found.groups
     spaced = np.linspace(0, n - 1, min(groups, n)).round() if n else np.empty(0)
     chosen = sorted({int(g) for g in spaced})
+    ids = found.stats("state_id")
     ranges = []
     for g in chosen:
-        stats = meta.row_group(g).column(sid).statistics
-        if stats is None or not stats.has_min_max:
+        stats = ids[g] if ids else None
+        if stats is None or stats.min is None:
             raise TableError(f"{path}: row group {g} has no state_id statistics; rebuild it")
         ranges.append((int(stats.min), int(stats.max)))
-    rows = sum(meta.row_group(g).num_rows for g in chosen)
-    return LeanSample(Path(path), tuple(ranges), n, rows, meta.num_rows)
+    rows = sum(found.group_rows(g) for g in chosen)
+    return LeanSample(Path(path), tuple(ranges), n, rows, found.rows)

@@ -15,27 +15,29 @@ within ``cache_mb`` (least recently used variants dropped first). A variant too 
 read a row group at a time, when its file is sorted by state id with statistics (the full
 Knucklebones game's lean tables: row groups of 1,048,576 ids), each row group kept in the same
 budget; one that is not, and does not fit, is refused with the memory it needs. A table file
-that changes on disk is read again: each answer compares the file (inode, time, size) and the
-manifest's sha256 of it with those it was read with (two stats; the manifest is read again only
-when it changes).
+that changes on disk is read again: what is held is kept while the data directory's current look
+(:mod:`pipeline.store.directory`: the one freshness rule, taken off the request path) gives its
+file the version it was read at, so an answer compares nothing on disk. A process that answers
+once (:class:`PointStates`) reads once and compares nothing.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pipeline.errors import TableError, TablesMissingError, UsageError
-from pipeline.store.footers import Group, Layout, Reader, SortedFile, open_file, signature
+from pipeline.store import directory
+from pipeline.store.directory import Directory, Version
+from pipeline.store.footers import Group, Layout, Reader, SortedFile, footer, open_file, signature
 from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, variant_file
 
 #: Memory for the arrays of every variant held at once (MB), unless told otherwise.
@@ -115,7 +117,10 @@ class HeldStates(States):
         ids = np.asarray(ids, dtype=np.int64)
         if ids.size:  # moves lead to states held: one index, after a check that they are
             if self.ids is None:
-                rows = ids - self.low if self.low else ids
+                if not self.low:  # ids are never negative: take() refuses one past the end
+                    with contextlib.suppress(IndexError):
+                        return self.value.take(ids)
+                rows = ids - self.low
                 if rows.min() >= 0 and rows.max() < self.size:
                     return self.value[rows]
             else:
@@ -291,15 +296,11 @@ class _Held:
 
     value: Any
     nbytes: int
-    path: Path
-    version: str | None
-    """The manifest's sha256 of the file when it was read (None: not listed)."""
-    signature: tuple[int, int, int]
-    """The file's inode, time and size when it was read."""
-    where: str = ""
-    """``path`` as a string, and its key in the manifest: what every answer checks again
-    (kept here so that the check is two stats and two dictionary lookups)."""
-    key: str = ""
+    where: str
+    """The file it was read from (a path as a string: the look's key)."""
+    version: Version | None
+    """The file's version when it was read (:meth:`Directory.version`; None in a process that
+    answers once, which compares nothing)."""
 
 
 class Index:
@@ -309,17 +310,17 @@ class Index:
     def __init__(
         self, data_dir: Path, cache_mb: float = DEFAULT_CACHE_MB, points: bool = False
     ) -> None:
-        self.data_dir = Path(data_dir)
         self.budget = int(cache_mb * 1024 * 1024)
         self.points = points
         """Read a state's rows by id as answers ask for them (:class:`PointStates`) rather
-        than a variant whole: for a process that answers once."""
+        than a variant whole: for a process that answers once (it reads once, and compares no
+        file's version)."""
+        self.directory: Directory | None = None if points else directory.of(data_dir)
+        self.data_dir = Path(data_dir) if self.directory is None else self.directory.data_dir
         self.reader = Reader()
         self._held: OrderedDict[tuple[str, ...], _Held] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
-        self._manifest: tuple[tuple[int, int, int], dict[str, str]] | None = None
-        self._manifest_path = str(self.data_dir / "manifest.json")
         self.reads = 0
         """Files read so far (a test counts them)."""
 
@@ -383,42 +384,31 @@ class Index:
         """The file holding ``name``'s rows of ``table`` (its own, or the shared one)."""
         return variant_file(self.data_dir, table, name)
 
-    def _sha(self, key: str) -> str | None:
-        """The sha256 the manifest records for the file of manifest key ``key`` (None where
-        it lists none); the manifest is read again only when it changes."""
-        manifest = self._manifest_path
-        try:
-            msig = signature(manifest)
-        except OSError:
+    def _version(self, where: str) -> Version | None:
+        """The version of the file at ``where`` to record as read: the current look's, looked
+        again where the file on disk is not the one it saw (a read is rare: a stat)."""
+        if self.directory is None:
             return None
-        if self._manifest is None or self._manifest[0] != msig:
-            try:
-                with open(manifest, encoding="utf-8") as f:
-                    tables = json.loads(f.read()).get("tables", {})
-                shas = {
-                    key: str(entry.get("sha256"))
-                    for key, entry in tables.items()
-                    if isinstance(entry, dict)
-                }
-            except (OSError, ValueError, AttributeError):
-                shas = {}
-            self._manifest = (msig, shas)
-        return self._manifest[1].get(key)
+        found = self.directory.version(where)
+        try:
+            now: tuple[int, int, int] | None = signature(where)
+        except OSError:
+            now = None
+        if found is None or found[0] != now:
+            found = self.directory.refresh().version(where)
+        return found
 
-    def _fresh(self, key: tuple[str, ...], table: str) -> _Held | None:
-        """The entry under ``key`` if its file is the one read (the same file on disk, and the
-        same sha256 in the manifest), else None (the variant's entries dropped): two stats an
-        answer, the manifest read again only when it changed."""
+    def _fresh(self, key: tuple[str, ...]) -> _Held | None:
+        """The entry under ``key`` if its file is the one read (the current look gives it the
+        version it was read at), else None (the variant's entries dropped): nothing on disk is
+        looked at (a process that answers once keeps what it read)."""
         with self._lock:
             found = self._held.get(key)
             if found is None:
                 return None
             self._held.move_to_end(key)
-        try:  # (a variant moved to files of its own rewrites the shared file too)
-            now: tuple[int, int, int] | None = signature(found.where)
-        except OSError:
-            now = None
-        if now != found.signature or self._sha(found.key) != found.version:
+        # (a variant moved to files of its own rewrites the shared file too)
+        if self.directory is not None and self.directory.version(found.where) != found.version:
             self._drop(key[0])
             return None
         return found
@@ -426,13 +416,13 @@ class Index:
     def _load(self, key: tuple[str, ...], table: str, read: Callable[[Path], tuple[Any, int]]):
         """The entry under ``key``, read by ``read(path) -> (value, bytes)`` when it is not
         held (one thread reads; the others wait for it)."""
-        found = self._fresh(key, table)
+        found = self._fresh(key)
         if found is not None:
             return found.value
         with self._lock:
             loading = self._loading.setdefault(key[0], threading.Lock())
         with loading:
-            found = self._fresh(key, table)
+            found = self._fresh(key)
             if found is not None:
                 return found.value
             settle(self.data_dir)  # a commit in progress or interrupted: finish it first
@@ -442,31 +432,20 @@ class Index:
                     f"{path} does not exist: run `stb-pipeline build --variant {key[0]}` "
                     "(or build with the same custom rule options) first"
                 )
-            where, manifest_key = str(path), _manifest_key(self.data_dir, path)
-            stamp, version = signature(where), self._sha(manifest_key)
+            where = str(path)
+            version = self._version(where)
             value, nbytes = read(path)
             self.reads += 1
-            self._put(key, _Held(value, nbytes, path, version, stamp, where, manifest_key))
+            self._put(key, _Held(value, nbytes, where, version))
             return value
 
     # -- states ---------------------------------------------------------------------------------
-
-    def built(self, name: str) -> bool:
-        """Whether ``name``'s states are in the data directory (from the file's metadata; no
-        row is read)."""
-        if self._get((name, "states")) is not None:
-            return True
-        path = self.path("states", name)
-        try:
-            return path.exists() and bool(self.reader.layout(path, name).groups)
-        except TableError:
-            return False
 
     def states(self, name: str, columns: Sequence[str] = ()) -> States:
         """``name``'s states (read on first use), with the game's ``columns`` beside the base
         ones; TablesMissingError when it is not built, UsageError when it is too big for the
         budget and cannot be read in parts."""
-        found = self._fresh((name, "states"), "states")  # what nearly every answer finds
+        found = self._fresh((name, "states"))  # what nearly every answer finds
         if found is not None:
             return found.value  # type: ignore[no-any-return]
         read = self._point if self.points else self._read
@@ -474,33 +453,35 @@ class Index:
 
     def _point(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
         """``name``'s states read by id as answers ask (:class:`PointStates`): the file's
-        columns and the variant's objective now (its first row), no state yet."""
-        have = {r[0] for r in self.reader.rows(path, "select name from parquet_schema($path)")}
+        columns and the variant's objective now, from its first row (one query: no footer is
+        parsed beside DuckDB's own reading), no state yet."""
+        shared = path.parent.parent.name != OWN_DIR  # many variants: its rows by name
+        have, first = self.reader.head(
+            path,
+            "select * from read_parquet($path) "
+            + ("where variant = $name " if shared else "")
+            + "limit 1",
+            **({"name": name} if shared else {}),
+        )
         if "value" not in have or "state_id" not in have:
             raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
-        by_variant = "variant" in have
-        first = self.reader.rows(
-            path,
-            "select objective, maximise from read_parquet($path) "
-            + ("where variant = $name " if by_variant else "")
-            + "limit 1",
-            **({"name": name} if by_variant else {}),
-        )
         if not first:
             raise TablesMissingError(
                 f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
                 f"{name}` (or build with the same custom rule options) first"
             )
-        if first[0][0] is None:
+        row = dict(zip(have, first[0], strict=True))
+        if row.get("objective") is None:
             raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
         wanted = [c for c in (*BASE_COLUMNS, *columns) if c in have]
         found = PointStates(
-            name, path, self.reader, wanted, by_variant, str(first[0][0]), bool(first[0][1])
-        )
+            name, path, self.reader, wanted, shared, str(row["objective"]),
+            bool(row.get("maximise", True)),
+        )  # fmt: skip
         return found, 0
 
     def _read(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
-        layout = self.reader.layout(path, name)
+        layout = footer(path).layout(name)
         if not layout.groups or layout.rows == 0:
             raise TablesMissingError(
                 f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
@@ -692,9 +673,3 @@ def _filled(column: str, found: np.ndarray) -> np.ndarray:
     if column in BASE_COLUMNS:
         return np.ma.filled(found, 0).astype(np.int8)
     return np.ma.filled(np.ma.asarray(found, dtype=np.float64), np.nan)
-
-
-@lru_cache(maxsize=256)
-def _manifest_key(data_dir: Path, path: Path) -> str:
-    """The manifest's key of a table file (``states``, ``variants/x/states``)."""
-    return path.relative_to(data_dir).with_suffix("").as_posix()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline._version import __version__
 from pipeline.errors import PipelineError, TableError, TablesMissingError
-from pipeline.store import manifest, schema
+from pipeline.store import directory, footers, manifest, schema
 from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
     _fsync_dir,
     _pid_alive,
@@ -98,23 +98,22 @@ def table_columns(data_dir: Path, name: str) -> list[str] | None:
 def declared_columns(path: Path) -> list[str] | None:
     """The columns a lean file says it holds (:data:`COLUMNS_KEY`), or None for a file with
     every column of its table."""
-    import pyarrow.parquet as pq
-
-    meta = pq.read_schema(path).metadata or {}
-    return json.loads(meta[COLUMNS_KEY]) if COLUMNS_KEY in meta else None
+    return _footer(path).declared
 
 
 def file_columns(path: Path) -> list[str]:
     """The column names of one table file, from its footer; TableError when unreadable."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    return list(_footer(path).columns)
 
+
+def _footer(path: Path) -> footers.Footer:
+    """The file's footer (:func:`pipeline.store.footers.footer`); TableError when it is gone
+    too."""
     try:
-        return list(pq.read_schema(path).names)
-    except (pa.ArrowException, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return footers.footer(path)
+    except OSError as exc:
         raise TableError(
-            f"{path} is not a readable Parquet table ({first[:160]}); {manifest.REBUILD}"
+            f"{path} is not a readable Parquet table ({exc.strerror or exc}); {manifest.REBUILD}"
         ) from None
 
 
@@ -222,7 +221,7 @@ def merged_rows(
             raise TableError(
                 f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
             )
-        all_rules = json.loads((old.schema.metadata or {}).get(RULES_KEY, b"{}"))
+        all_rules = footers.decode_rules(old.schema.metadata, path)
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
         kept.append(_kept_rows(path, name, old_frame, small))
@@ -239,7 +238,7 @@ def merged_rows(
     merged = merged.sort("variant", maintain_order=True)
     table = merged.to_arrow()
     meta = dict(table.schema.metadata or {})
-    meta[RULES_KEY] = json.dumps(dict(sorted(all_rules.items())), sort_keys=True).encode()
+    meta[RULES_KEY] = footers.encode_rules(all_rules)
     meta[VERSION_KEY] = __version__.encode()
     return table.replace_schema_metadata(meta)
 
@@ -281,6 +280,7 @@ def commit(
         _drop_staged(data_dir, new_tables, renames)
         raise
     recover(data_dir)
+    directory.changed(data_dir)  # this process's readers see the new tables at once
 
 
 def _forget_changed(

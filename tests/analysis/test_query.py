@@ -73,12 +73,14 @@ def test_every_query_has_a_complete_header(path: Path) -> None:
     assert "select * from final" in path.read_text().lower(), "end the CTE chain with final"
 
 
-ALL_SQL = sorted([*QUERY_FILES, *sql.QUERIES_DIR.glob("contracts/*.sql")])
+ALL_SQL = sorted([*QUERY_FILES, *sql.QUERIES_DIR.glob("contracts/*.sql"),
+                  *sql.QUERIES_DIR.glob("_*.sql")])  # fmt: skip
 
 
 @pytest.mark.parametrize("path", ALL_SQL, ids=lambda p: p.stem)
 def test_every_variable_a_query_reads_is_declared_with_its_default(path: Path) -> None:
-    text = path.read_text()
+    # a query reads what it reads itself and what the helpers it uses read (`-- uses:`)
+    text = "".join(h.read_text() for h in sql.helpers(path)) + path.read_text()
     declared = sql.params(path)
     read = set(re.findall(r"getvariable\('([a-z_]+)'\)", text))
     assert read == set(declared), f"{path.name}: reads {sorted(read)}, declares {sorted(declared)}"
@@ -273,10 +275,12 @@ def test_readme_duckdb_recipe_gives_the_same_answer(
     want = sql.run_query(path.stem, built_by_name, variant=variant)
     assert want.height > 0, f"{path.stem} gives no rows on {variant}: the check would be empty"
     chosen = [] if variant is None else [f"set variable variant = '{variant}'"]
+    first = [f".read queries/{helper.name}" for helper in sql.helpers(path)]  # -- uses:
     run = duckdb_run(
         tmp_path,
         "data/stb.duckdb",
         *chosen,
+        *first,
         f".read queries/{path.name}",
     )
     assert run.returncode == 0 and not run.stderr, run.stderr

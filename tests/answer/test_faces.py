@@ -22,7 +22,7 @@ from pipeline.answer.answers import Answers
 from pipeline.apps import explorer
 from pipeline.apps import teaching_game as play
 from pipeline.games.registry import Variant, get_variant
-from pipeline.store.manifest import built_variants
+from pipeline.store.directory import scan
 from tests.conftest import BOX16, invoke
 from tests.support import tables
 
@@ -55,7 +55,7 @@ from pipeline.apps.server.web import create_app  # noqa: E402
 
 @cache
 def variant_of(data: Path, name: str) -> Variant:
-    custom = built_variants(data)
+    custom = scan(data).customs()
     return custom[name] if name in custom else get_variant(name)
 
 

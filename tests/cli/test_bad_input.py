@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -226,6 +228,7 @@ def test_damaged_table_is_reported_and_nothing_else_is_touched(
 HUGE = "9" * 40
 HUGER = "9" * 5000  # beyond int()'s 4,300 digits
 DATA = ("-d", "{data}")
+CSV = ("-f", "csv")
 #: (arguments, exit code, words the one-line error must hold). {data} is the small build,
 #: {tmp} a scratch directory holding `existing.csv`. One case a line.
 BAD_INPUT = [
@@ -235,8 +238,16 @@ BAD_INPUT = [
     (["query", "{tmp}/existing.csv", "-d", "{data}"], 2, "is not a query name"),
     (["query", "contracts/bellman", "-d", "{data}"], 2, "is not a query name"),
     (["query", "_views", "-d", "{data}"], 2, "is not a query name"),
-    (["query", "Best_Opening_Roll", "-d", "{data}"], 2, "is not a query name"),
+    (["query", "Best_Opening_Roll", "-d", "{data}"], 2, "did you mean best_opening_roll?"),
     (["query", "nosuch", "-d", "{data}"], 2, "unknown query 'nosuch'"),
+    # issue 48: a query's name almost right is guessed, as a variant's is
+    (["query", "best_opening", *DATA], 2, "did you mean best_opening_roll?"),
+    (["query", "strategy_crad", *DATA], 2, "did you mean strategy_card"),
+    (
+        ["query", "Strategy_Card", *DATA],
+        2,
+        "unknown query 'Strategy_Card'; did you mean strategy_c",
+    ),
     (["query", "-d", "{data}"], 2, "name a query"),
     # parameters: declared, typed, in range, bound
     (["query", "best_opening_roll", "-p", "strategy=nonsense", "-d", "{data}"], 2, "no parameter"),
@@ -263,10 +274,29 @@ BAD_INPUT = [
     (["query", "strategy_card", "-p", "objective=target", "-f", "csv", *DATA], 2, "'target'"),
     (["query", "strategy_exceptions", "-p", "objective=target", *DATA], 2, "it has objective"),
     # outputs never land among the tables, nor replace a file unasked
-    (["query", "top_states", "-o", "{data}/states.parquet", "--force", *DATA], 2, "inside"),
-    (["query", "top_states", "-f", "csv", "-o", "{data}/new.csv", "-d", "{data}"], 2, "inside"),
+    (["query", "top_states", "-o", "{data}/states.parquet", "--force", *DATA], 2, "'states.p"),
+    (["query", "top_states", "-f", "csv", "-o", "{data}/new.parquet", *DATA], 2, "'new.parquet'"),
+    (
+        ["query", "top_states", *CSV, "-o", "{data}/manifest.json", "--force", *DATA],
+        2,
+        "'manifest.j",
+    ),
+    (
+        ["query", "top_states", *CSV, "-o", "{data}/stb.duckdb", "--force", *DATA],
+        2,
+        "'stb.duckdb'",
+    ),
+    (
+        ["query", "top_states", *CSV, "-o", "{data}/.stb.lock", "--force", *DATA],
+        2,
+        "'.stb.lock'",
+    ),
     (["query", "best_opening_roll", "-o", "{tmp}/existing.csv", "-d", "{data}"], 2, "--force"),
-    (["query", "best_opening_roll", "-f", "csv", "-o", "{tmp}", "-d", "{data}"], 2, "directory"),
+    (["query", "best_opening_roll", "-f", "csv", "-o", "{tmp}", "-d", "{data}"], 2, "a folder"),
+    (["query", "best_opening_roll", "-f", "csv", "-o", ".", "-d", "{data}"], 2, "a folder"),
+    (["query", "best_opening_roll", "-f", "csv", "-o", "/", "-d", "{data}"], 2, "a folder"),
+    (["explore", "-o", "{data}/stb.duckdb", "--force", *DATA], 2, "'stb.duckdb' in it"),
+    (["explore", "-o", "{tmp}/existing.csv", *DATA], 2, "exists: add --force"),
     (["export", "verifier", "-o", "{data}/manifest.json", "-d", "{data}"], 2, "data directory"),
     (["export", "verifier", "-o", "{tmp}/existing.csv", "-d", "{data}"], 2, "add --force"),
     (["report", "--out", "{data}", "-d", "{data}"], 2, "would mix the report with the tables"),
@@ -529,7 +559,8 @@ def test_a_build_interrupted_while_writing_leaves_no_temporary_file(
         return real(self)
 
     monkeypatch.setattr(merging.TableMerge, "finish", finish_then_interrupt)
-    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--variant", "classic", "--force", "-q", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
     assert not list(data.glob(".*.tmp"))
@@ -575,6 +606,118 @@ def test_sigterm_stops_like_ctrl_c_with_one_line(small: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.startswith("error: interrupted") and err.count("\n") == 1, err
+
+
+#: Every command that writes a file named by -o (the Knucklebones players' commands are in
+#: tests/games/knucklebones), with ``{out}`` for the file and the work it does after its checks.
+OUTPUTS = [
+    (["query", "top_states", "-f", "csv", "-o", "{out}", *DATA], "pipeline.analysis.sql.run_query"),
+    (["explore", "-v", "classic", "-o", "{out}", *DATA], "pipeline.apps.explorer.collect"),
+    (
+        ["export", "verifier", "-v", "two-player", "-o", "{out}", *DATA],
+        "pipeline.apps.course.verifier.export_lines",
+    ),
+]
+
+
+def _output(args: list[str], data: Path, out: object) -> list[str]:
+    return [a.format(data=data, out=out) for a in args]
+
+
+@pytest.mark.parametrize(("args", "work"), OUTPUTS, ids=lambda v: _id(v))
+def test_every_output_writes_into_a_pipe_and_leaves_it_a_pipe(
+    small: Path, tmp_path: Path, args: list[str], work: str
+) -> None:
+    """Issue 48: -o onto a FIFO (or a device) is written to, never replaced by a regular file."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = invoke(_output(args, small, fifo))
+    assert result.code == 0, result.stderr
+    reader.join(timeout=60)
+    assert fifo.is_fifo() and got and got[0]
+    assert invoke(_output(args, small, "/dev/null")).code == 0
+    assert Path("/dev/null").is_char_device()
+
+
+@pytest.mark.parametrize(("args", "work"), OUTPUTS, ids=lambda v: _id(v))
+def test_every_output_refuses_a_data_directorys_own_files_and_checks_first(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], work: str
+) -> None:
+    """Issue 48: the one -o rule, before any work: never a data directory's tables, manifest or
+    catalog (the one given, or another found above the path), never an existing file without
+    --force, never a folder that takes no file."""
+    other = tmp_path / "other"
+    shutil.copytree(small, other)
+    before, theirs = snapshot(small), snapshot(other)
+    monkeypatch.setattr(work, _never_called)
+    for target in (small, other):
+        for name in ("states.parquet", "manifest.json", "stb.duckdb"):
+            result = invoke([*_output(args, small, target / name), "--force"])
+            assert_one_clean_line(result, 2)
+            assert "keeps its tables" in result.stderr
+    (tmp_path / "mine.txt").write_text("mine")
+    result = invoke(_output(args, small, tmp_path / "mine.txt"))
+    assert_one_clean_line(result, 2)
+    assert "add --force" in result.stderr
+    result = invoke(_output(args, small, "/proc/out.txt"))
+    assert_one_clean_line(result, 1)
+    assert "cannot write /proc/out.txt: /proc takes no new file" in result.stderr
+    assert snapshot(small) == before and snapshot(other) == theirs
+    assert (tmp_path / "mine.txt").read_text() == "mine"
+
+
+def _never_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the work ran before its output was checked")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", *DATA, "--out", "{out}"],
+        ["export", "dataset", "-v", "classic", *DATA, "-o", "{out}"],
+    ],
+    ids=_id,
+)
+def test_a_folder_output_is_never_a_pipe_a_device_or_a_loop(
+    small: Path, tmp_path: Path, args: list[str]
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for target, code in ((fifo, 2), ("/dev/null", 2), (loop, 2), ("/proc/report", 1)):
+        result = invoke(_output(args, small, target))
+        assert_one_clean_line(result, code)
+    assert fifo.is_fifo()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["expect", "123", "-d", "{long}"],
+        ["query", "top_states", "-o", "{long}/x.csv", *DATA],
+        ["verify", "-d", "{loop}"],
+        ["report", "--out", "{loop}/r", *DATA],
+        ["check-verifier", "{long}", *DATA],
+        ["knucklebones", "rate", "--labelled", "{long}", "--no-write", *DATA],
+        ["knucklebones", "check-artefacts", "--models", "{long}"],
+        ["knucklebones", "label", "-o", "{long}.parquet", *DATA],
+    ],
+    ids=_id,
+)
+def test_a_path_no_file_system_takes_is_refused_as_it_is_read(
+    small: Path, tmp_path: Path, args: list[str]
+) -> None:
+    """Issue 48, item 9: a name over 255 bytes, or links that loop, in any path option."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    long = tmp_path / ("x" * 300)
+    result = invoke([a.format(data=small, long=long, loop=loop) for a in args])
+    assert_one_clean_line(result, 2)
+    assert "255" in result.stderr or "loop" in result.stderr
 
 
 def test_readme_lists_the_exit_codes() -> None:
@@ -684,7 +827,8 @@ def test_interrupt_is_one_line_and_exit_130(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(tables, "commit", interrupted)
-    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--variant", "classic", "--force", "-q", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
 
@@ -884,7 +1028,8 @@ def test_a_changed_shared_table_is_refused_or_rebuilt_whole(
         assert f"{table}.parquet" in result.stderr
         assert "two-player" in result.stderr and "stb-pipeline build --force" in result.stderr
         assert snapshot(data) == before
-    result = invoke(["build", "--variant", "classic", "--force", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--variant", "classic", "--force", "-q", "--data-dir", data])
     assert result.code == 0, result.stderr
     held = pl.read_parquet(data / f"{table}.parquet")["variant"].unique().sort().to_list()
     assert held == ["classic", "six-tiles-one-die", "two-player"]

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import pipeline
 from pipeline.cli.app import app
-from pipeline.errors import UsageError
+from pipeline.errors import TablesMissingError, UsageError
 from pipeline.games.shutbox.game import RuleSet, parse_tiles
 
 
@@ -180,6 +181,23 @@ def test_from_another_directory_not_built_names_the_data_dir_option(
     assert "--data-dir DIR" in query.stderr
 
 
+def test_the_data_dir_hint_comes_first_from_the_cli_and_the_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    """Issue 48: the hint came at the end of a 330-character line, and the Python API's error
+    gave none."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("STB_DATA_DIR", raising=False)
+    lead = f"{tmp_path / 'data'} holds no tables (built in another folder? "
+    expect = cli(["expect", "--variant", "classic", "123456789"])
+    assert expect.stderr.startswith(f"error: {lead}--data-dir DIR"), expect.stderr
+    with pytest.raises(TablesMissingError) as raised:
+        pipeline.expect("classic", "123456789")
+    assert str(raised.value).startswith(f"{lead}data_dir=DIR"), raised.value
+    with pytest.raises(TablesMissingError, match="data_dir=DIR"):
+        pipeline.load_table("states", "classic", data_dir="elsewhere")
+
+
 def test_a_data_dir_with_tables_gets_no_data_dir_hint(built: Path, cli) -> None:
     missing = cli(["expect", "--variant", "classic-score", "123", "-d", built])
     assert missing.code in (0, 2)
@@ -242,3 +260,18 @@ def test_strategies_prints_the_best_rule_and_the_command_for_the_card(
     assert first.startswith("lever: best rule of at most 3 keys: Shut as few tiles as you can")
     assert "P(shut) 0.0965" in first and "less than optimal play" in first
     assert second.strip() == f"the card: stb-pipeline query strategy_card --variant lever -d {data}"
+
+
+def test_strategies_without_a_variant_searches_the_boxes_built(tmp_path: Path, cli) -> None:
+    """Issue 48: `strategies` with its default (all) failed on two-player, a game it cannot
+    search; now it searches every one-player box built in the data directory."""
+    data = tmp_path / "data"
+    assert cli(["build", "-v", "six-tiles-one-die,two-player", "-q", "-d", data]).code == 0
+    found = cli(["strategies", "-q", "-d", data])
+    assert found.code == 0, found.stderr
+    assert found.stdout.startswith("six-tiles-one-die: best rule of at most 3 keys")
+    assert "two-player" not in found.stdout
+    named = cli(["strategies", "-v", "two-player", "-d", data])
+    assert named.code == 2 and "no such rules to search" in named.stderr
+    empty = cli(["strategies", "-d", tmp_path / "none"])
+    assert empty.code == 2 and "no one-player box is built" in empty.stderr

@@ -105,3 +105,12 @@ def test_knucklebones_help_says_where_its_answers_come_from(cli) -> None:
     text = " ".join(cli(["knucklebones", "--help"]).stdout.split())
     assert "by expectimax search" not in text
     assert "exact answers from the solved tables" in text and "expectimax search" in text
+
+
+def test_numbers_are_shown_as_numbers() -> None:
+    """Issue 48: `serve --help` showed `--port TEXT` (an int option with a range)."""
+    for path, cmd in COMMANDS:
+        for param in cmd.params:
+            kind = getattr(param.type, "name", "")
+            if kind in ("integer", "int range", "float", "float range"):
+                assert param.metavar in ("N", "X"), (path, param.name, param.metavar)

@@ -52,3 +52,21 @@ def test_a_pipe_gets_whole_rows(classic: Path, monkeypatch: pytest.MonkeyPatch) 
     assert any(
         "maximise P(shut) (the Scala simulator)" in line for line in result.stdout.splitlines()
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "most"),
+    [(["variants"], 80), (["query", "--list"], 80), (["query", "strategy_card"], 70)],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else str(v),
+)
+def test_long_listings_waste_no_lines_at_80_columns(
+    classic: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], most: int
+) -> None:
+    """Issue 48: at 80 columns the card ran 129 lines (its `line` column kept whole, its rule
+    folded into 11 columns; now both fold), `variants` 85 and `query --list` 82 (now without
+    borders: their 2,600 and 3,000 characters of text are most of what is left)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = invoke([*args, "--data-dir", classic])
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) <= most and max(len(line) for line in lines) <= 80, result.stdout

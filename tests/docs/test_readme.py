@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -28,6 +29,7 @@ from pipeline.cli.app import app
 from pipeline.errors import PipelineError
 from pipeline.games.base import Game
 from pipeline.games.registry import REGISTRY, Variant
+from pipeline.games.rule_options import CUSTOM_RULE_OPTIONS, variant_from_options
 from pipeline.store import catalog, views
 from tests.conftest import REPO, invoke
 
@@ -85,6 +87,8 @@ def test_the_readme_opens_with_install_and_test_and_stays_short() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert OPENING[1] in ci, "the README's test command is the one .ci/run runs"
     assert len(README.splitlines()) <= 250
+    opening = " ".join(README.split("## What it is")[0].split())
+    assert re.search(r"test suite.*: about \d+ minutes", opening), "say what the suite costs"
     assert "seed 0" not in README.lower(), "say what a source is, not its seed number"
     for page in ("commands", "variants", "tables", "benchmarks", "architecture"):
         assert f"(docs/{page}.md)" in README, f"the README links docs/{page}.md"
@@ -92,6 +96,7 @@ def test_the_readme_opens_with_install_and_test_and_stays_short() -> None:
 
 def test_every_query_in_the_readme_exists() -> None:
     known = {name for name, _ in sql.list_queries()}
+    known |= {p.stem for p in sql.QUERIES_DIR.glob("_*.sql")}  # the helpers a query uses
     named = set(re.findall(r"queries/([a-z_0-9]+)\.sql", ALL_TEXT))
     named |= {m for span in code_spans() for m in re.findall(r"query ([a-z_0-9]+)", span)}
     assert named <= known, f"README names unknown queries {sorted(named - known)}"
@@ -244,7 +249,7 @@ def test_the_readme_says_how_to_read_the_knucklebones_example(built: Path) -> No
     """Issue 41: the README showed `44_/1__/___` and "win 0.7931 ... (estimate)" unexplained;
     what it quotes is what the command prints."""
     text = " ".join(README.split())
-    said = text[text.index("stb-pipeline knucklebones solve 44_/1__/___") :][:1200]
+    said = text[text.index("stb-pipeline knucklebones solve 44_/1__/___") :][:1600]
     for words in ("separated by `/`", "`_` for an empty slot", "17 points", "(a draw counts 1/2)"):
         assert words in said, words
     quoted = re.search(
@@ -257,3 +262,46 @@ def test_the_readme_says_how_to_read_the_knucklebones_example(built: Path) -> No
     assert run.code == 0, run.stderr
     assert " ".join(quoted.group(1).split()) in " ".join(run.stdout.split())
     assert "scores 17 - 2" in run.stdout
+    # issue 48: the default answer (serve's) differs, and the README says which and why
+    default = re.search(r"Without `--depth`.*?`(best column \d: win [\d.]+ .*?\(estimate\))`", said)
+    assert default is not None and "only the tables settle it" in said
+    run = invoke(["knucklebones", "solve", "44_/1__/___", "2__/___/___", "4", "-d", built])
+    assert run.code == 0, run.stderr
+    assert " ".join(default.group(1).split()) in " ".join(run.stdout.split())
+
+
+def _rule_options(words: list[str]) -> dict[str, Any] | None:
+    """The custom rule options of a command's words (None: a placeholder such as ``--tiles N``,
+    not a command to run)."""
+    found: dict[str, Any] = dict.fromkeys(CUSTOM_RULE_OPTIONS)
+    for flag, value in zip(words, [*words[1:], ""], strict=True):
+        name = flag.removeprefix("--").replace("-", "_")
+        if flag.startswith("--") and name in CUSTOM_RULE_OPTIONS:
+            try:
+                found[name] = CUSTOM_RULE_OPTIONS[name].kind(value)
+            except ValueError:
+                return None
+    return found
+
+
+def test_every_custom_rule_set_the_pages_name_is_one_that_builds() -> None:
+    """Issue 48: the README's `build --tiles 20 --dice 3` (and docs/benchmarks.md's 24 x 3) failed
+    as written, P(shut) being 0 there: every `--tiles ...` the pages show, in a code block or
+    inline (across a line break too), is a rule set `build` accepts."""
+    checked = 0
+    for name, text in PAGES.items():
+        blocks = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S)
+        lines = [line for block in blocks for line in block.splitlines()]
+        inline = re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+        for span in [*lines, *inline]:
+            if not re.search(r"--tiles\s", span):
+                continue
+            options = _rule_options(span.split())
+            if options is None:
+                continue
+            try:
+                variant_from_options(options)
+            except PipelineError as exc:
+                raise AssertionError(f"{name}: `{' '.join(span.split())}`: {exc}") from None
+            checked += 1
+    assert checked > 20

@@ -30,6 +30,7 @@ from pipeline.games.tiles import parse_tiles
 from pipeline.graph import group_starts
 from pipeline.stages import frames as stages
 from pipeline.store import tables
+from pipeline.store.outputs import write_output
 
 
 def two_player_game(variant: Variant) -> TwoPlayer:
@@ -65,8 +66,8 @@ def export_lines(data_dir: Path, variant: Variant) -> list[str]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write a verifier file (ASCII text) atomically."""
-    tables.write_bytes_atomic(path, text.encode("ascii"))
+    """Write a verifier file (ASCII text) atomically, its folder made where missing."""
+    write_output(path, text.encode("ascii"))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pipeline import progress
-from pipeline.errors import UsageError
+from pipeline.errors import ArtefactError, UsageError
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules, board_game
 from pipeline.games.knucklebones.players.evaluator import Evaluator
 from pipeline.games.knucklebones.players.labels import Labelled, Lookup
@@ -177,20 +177,15 @@ def labelled_file(rules: KnuckleRules, path: Path | None) -> Path | None:
 
 def read_labelled(rules: KnuckleRules, path: Path) -> Labelled:
     """The labelled set in ``path`` (`knucklebones label`, or the full game's GPU call), its
-    ``values`` record naming the file; UsageError for a file that is not a labelled set of
-    ``rules``' board."""
+    ``values`` record naming the file; UsageError (the user named it) for a file that is not
+    a labelled set of ``rules``' board, or holds a value no exact solve gives
+    (:func:`pipeline.games.knucklebones.players.artefacts.read_labelled` checks every column)."""
     from pipeline.games.knucklebones.players import artefacts
 
     try:
-        found = artefacts.read_labelled(path)
-    except (OSError, ValueError, KeyError) as exc:
-        raise UsageError(f"cannot read labelled positions from {path}: {exc}") from None
-    board = (rules.columns, rules.rows, rules.faces)
-    if (found.columns, found.rows, found.faces) != board:
-        raise UsageError(
-            f"{path} labels the {found.columns}x{found.rows} board with a d{found.faces}, not "
-            f"the {board[0]}x{board[1]} board with a d{board[2]}"
-        )
+        found = artefacts.read_labelled(path, rules)
+    except ArtefactError as exc:
+        raise UsageError(str(exc)) from None
     made = found.meta.get("values") or found.meta.get("device", "")
     found.meta["values"] = f"{Path(path).name}" + (f" ({made})" if made else "")
     return found

@@ -20,6 +20,7 @@ import numpy as np
 
 from pipeline.answer.answers import for_dir
 from pipeline.apps.knucklebones.match import make_player, perfect_variant
+from pipeline.apps.knucklebones.rating import Decisions, regrets
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players import decisions as sample
@@ -68,29 +69,22 @@ def losses(
         decisions, {name: make_player(game, name, answers) for name in players}, seed
     )
     board = answers.board_rules(variant)
-    regrets: dict[str, list[tuple[float, float]]] = {name: [] for name in players}
+    c = game.r.columns
+    win, diff = np.full((len(decisions), c), np.nan), np.full((len(decisions), c), np.nan)
     for i, d in enumerate(decisions):
         found = answers.board(variant, board.position_of(d.pairs), d.die, built=True)
-        # both objectives are built (checked above): every column has both values
-        wins = {c.column - 1: c.win for c in found.columns if c.win is not None}
-        diffs = {c.column - 1: c.diff for c in found.columns if c.diff is not None}
-        if max(wins.values()) - min(wins.values()) <= MATTERS:
-            continue  # every column is as good: no decision to price
-        for name in players:
-            col = int(chosen[name][i])
-            regrets[name].append((max(wins.values()) - wins[col], max(diffs.values()) - diffs[col]))
+        for col in found.columns:  # both objectives are built (checked above)
+            win[i, col.column - 1], diff[i, col.column - 1] = col.win, col.diff
+    # the decisions that matter: some column worse than another in win chance
+    priced = np.nanmax(win, axis=1) - np.nanmin(win, axis=1) > MATTERS
+    asked = Decisions(np.array([d.pairs for d in decisions]), np.array([d.die for d in decisions]),
+                      win, diff, np.zeros(len(decisions), dtype=bool)).subset(priced)  # fmt: skip
     out = []
     for name in players:
-        r = np.array(regrets[name]).reshape(-1, 2)
-        n = r.shape[0]
-        out.append(
-            PlayerLoss(
-                name,
-                n,
-                float((r[:, 0] > MATTERS).mean()) if n else 0.0,
-                float(r[:, 0].mean()) if n else 0.0,
-                float(r[:, 0].max()) if n else 0.0,
-                float(r[:, 1].mean()) if n else 0.0,
-            )
-        )
+        lost, points = regrets(asked, chosen[name][priced])
+        n = len(asked)
+        out.append(PlayerLoss(
+            name, n, float((lost > MATTERS).mean()) if n else 0.0, float(lost.mean()) if n else 0.0,
+            float(lost.max()) if n else 0.0, float(points.mean()) if n else 0.0,
+        ))  # fmt: skip
     return out

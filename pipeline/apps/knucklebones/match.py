@@ -7,7 +7,6 @@ column ``i`` of the opponent. After each move the array is swapped to the other 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,13 +19,12 @@ import polars as pl
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.players.engine import Play, named_player, policy
+from pipeline.solve.simulate import wilson
 from pipeline.store import tables
 
 if TYPE_CHECKING:
     from pipeline.answer.answers import Answers
     from pipeline.games.registry import Variant
-
-Z95 = 1.959963984540054
 
 
 def perfect_variant(game: Knucklebones, answers: Answers | None) -> Variant | None:
@@ -111,17 +109,6 @@ def play_game(
     diff = int(mine[0] - theirs[0])
     record.diff = diff if a_to_move else -diff
     return record
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    """95 % Wilson score interval of a proportion k / n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    denom = 1 + Z95**2 / n
-    centre = (p + Z95**2 / (2 * n)) / denom
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def match(

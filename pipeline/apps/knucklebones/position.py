@@ -233,9 +233,9 @@ def play(
         if human_turn:
             _show(game, pairs, write)
             col = _ask_column(game, pairs, face, read_line, write)
-            if col is None:  # end of input stops the game cleanly, like `stb-pipeline play`
+            if col is None or col == QUIT:  # stops cleanly, like `stb-pipeline play`
                 mine, theirs = game.scores(pairs[None, :])
-                write("(end of input: game stopped)")
+                write("(you quit: game stopped)" if col == QUIT else "(end of input: game stopped)")
                 return int(mine[0] - theirs[0])
             view = pairs
         else:
@@ -276,14 +276,20 @@ def _ask_column(
     write: Callable[[str], None],
 ) -> int | None:
     """The 0-based column the human picks for ``face`` (asks again after a bad answer);
-    None at the end of input."""
+    :data:`QUIT` for ``q``; None at the end of input."""
     legal = [int(i) + 1 for i in game.legal_columns(pairs)]
     choices = "/".join(map(str, legal))
     while True:
-        line = read_line(f"you rolled {face}: column {choices}? ")
+        line = read_line(f"you rolled {face}: column {choices} (q quits)? ")
         if line is None:
             return None
         text = line.strip()
+        if text.lower() in ("q", "quit", "exit"):
+            return QUIT
         if text.isascii() and text.isdigit() and len(text) < 10 and int(text) in legal:
             return int(text) - 1
-        write(f"'{text}' is not a column you can play: choose {choices}")
+        write(f"'{text}' is not a column you can play: choose {choices}, or q to quit")
+
+
+#: What :func:`_ask_column` returns when the player quits (``q``).
+QUIT = -1

@@ -56,6 +56,11 @@ class Decisions:
     def __len__(self) -> int:
         return int(self.die.shape[0])
 
+    def subset(self, keep: np.ndarray) -> Decisions:
+        """The decisions where ``keep`` (a boolean mask or indices)."""
+        return Decisions(self.pairs[keep], self.die[keep], self.win[keep], self.diff[keep],
+                         self.middle[keep])  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Rating:
@@ -138,19 +143,17 @@ def rate(
     n = len(found)
     if n:  # one untimed pick first: a first call compiles the search (seconds on a cold cache)
         player(found.pairs[0], int(found.die[0]), np.random.default_rng(seed))
-    regret = np.empty(n)
-    points = np.empty(n)
+    picked = np.empty(n, dtype=np.int64)
     seconds = 0.0
     for i in range(n):
         pairs = found.pairs[i]
         t0 = time.thread_time()
         col = player(pairs, int(found.die[i]), rng)
         seconds += time.thread_time() - t0
-        col = int(np.flatnonzero(pairs == pairs[col])[0])  # equal pairs: one move, the first
-        regret[i] = np.nanmax(found.win[i]) - found.win[i, col]
-        points[i] = np.nanmax(found.diff[i]) - found.diff[i, col]
+        picked[i] = np.flatnonzero(pairs == pairs[col])[0]  # equal pairs: one move, the first
         if tick is not None:
             tick()
+    regret, points = regrets(found, picked)
     best = np.nanmax(found.win, axis=1)
     # the pick's value ties the best's (the one rule), or is within the file's tolerance
     tol = found.tolerance
@@ -162,6 +165,17 @@ def rate(
         float(regret.mean()) if n else 0.0, float(regret.max()) if n else 0.0,
         float(points.mean()) if n else 0.0, 1000 * seconds / max(n, 1),
     )  # fmt: skip
+
+
+def regrets(found: Decisions, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What the column picked at each decision gives away against its best one: the win
+    chance, and the points against the score objective's best (the one measure of a player
+    against exact values: `rate`'s and `loss`'s)."""
+    at = np.arange(len(found))
+    return (
+        np.nanmax(found.win, axis=1) - found.win[at, columns],
+        np.nanmax(found.diff, axis=1) - found.diff[at, columns],
+    )
 
 
 def rate_all(players: Mapping[str, Play], found: Decisions, seed: int) -> list[Rating]:

@@ -149,7 +149,7 @@ class NPlayer(Game):
         mask = state_id & self.full
         if seat == self.n:
             return None
-        score = int(self.mask_scores[mask])
+        score = self.base.final_score(mask)  # one mask in plain Python (no kernel)
         if seat == 1 or score < best:
             best, count = score, 1
         elif score == best:
@@ -657,7 +657,7 @@ class NPlayer(Game):
         mask = state_id & self.full
         fields = self.state_fields(state_id)
         last = fields["player"] == self.n and self.n > 1 and self.r.payoff == "share"
-        if last and int(self.mask_scores[mask]) < (fields["best_score"] or 0):
+        if last and self.base.final_score(mask) < (fields["best_score"] or 0):
             return []
         return self.base.roll_chances(mask)
 
@@ -701,7 +701,7 @@ class NPlayer(Game):
         stuck roll ends the game with the final payoff (:meth:`final_payoff`)."""
         fields = self.state_fields(state_id)
         seat, best, count = fields["player"] or 1, fields["best_score"] or 0, fields["best_count"]
-        score = int(self.mask_scores[state_id & self.full])
+        score = self.base.final_score(state_id & self.full)
         below = seat == 1 or score < best
         tie = not below and score == best
         if seat < self.n:

@@ -271,15 +271,6 @@ class ShutTheBox(TileStrategyHooks, Game):
             counts=lambda: (solver.nodes, solver.moves),
         )
 
-    def moves_after(self, state_id: int, roll: int) -> list[tuple[int, int]]:
-        """The sets of open tiles that add up to ``roll`` (within the rules' cap per move), as
-        (tiles shut, next state id); a move is worth its next state's value."""
-        return [
-            (mask, state_id ^ mask)
-            for mask, total in self.subsets_by_sum(roll)
-            if total == roll and mask & state_id == mask
-        ]
-
     # -- answers (pipeline.answer): plain Python and cached arrays, a few microseconds each ----
 
     def dice_allowed(self, state_id: int) -> list[int]:

@@ -123,12 +123,13 @@ def rule_picks(
     n_rules = rules.shape[0]
     picks = np.zeros((n_rules, patterns.shape[0]), dtype=np.uint8)
     hashes = np.zeros(n_rules, dtype=np.uint64)
-    threads.run_blocks(_pick_rules, n_rules, patterns, sizes, rules, picks, hashes)
+    _pick_rules(rules, patterns, sizes, picks, hashes)
     return picks, hashes
 
 
+@threads.on_blocks
 @kernel
-def _pick_rules(lo, hi, patterns, sizes, rules, picks, hashes):  # type: ignore[no-untyped-def]
+def _pick_rules(lo, hi, rules, patterns, sizes, picks, hashes):  # type: ignore[no-untyped-def]
     """Rules ``lo`` to ``hi - 1`` of :func:`rule_picks`."""
     for r in range(lo, hi):
         hashes[r] = pick_rule(patterns, sizes, rules[r], picks[r])

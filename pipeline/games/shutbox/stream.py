@@ -30,6 +30,7 @@ from pipeline.games.dice import roll_distribution
 from pipeline.games.shutbox.rules import RuleSet, subsets_by_sum
 from pipeline.games.shutbox.stream_kernels import (
     NodeColumns,
+    chunk_scratch,
     fill_edges,
     fill_moves,
     layer_ids,
@@ -216,8 +217,8 @@ class StreamSolver:
             st_out[0, 0] = -1
         else:
             solve_chunk(
-                ids, self.value, c.rule, c.count, c.denom, c.dice, c.sub_masks, c.sub_start,
-                c.maximise, st_out, node_start, nd,
+                *chunk_scratch(ids, c.count, c.sub_start), ids, self.value, c.rule, c.count,
+                c.denom, c.dice, c.sub_masks, c.sub_start, c.maximise, st_out, node_start, nd,
             )  # fmt: skip
         self.moves += int(st_out[:, 2].sum())
         self.nodes += n_nodes

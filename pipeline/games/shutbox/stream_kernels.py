@@ -170,7 +170,25 @@ def _choose(
     return best, dice[0]
 
 
+def chunk_scratch(
+    ids: np.ndarray, count: np.ndarray, sub_start: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scratch of :func:`solve_chunk` over ``ids``, a row a block (a few blocks a thread):
+    each roll's node value and legal moves, and room for a node's candidates; allocated here, as
+    a kernel's own allocation compiles numpy's allocator too."""
+    blocks, width = min(ids.shape[0], 64), count.shape[1]
+    nv, nm = np.empty((blocks, width)), np.zeros((blocks, width), dtype=np.int64)
+    return nv, nm, np.empty((blocks, max(int(np.diff(sub_start).max()), width)))
+
+
+@threads.on_blocks
+@kernel
 def solve_chunk(
+    b_lo: int,
+    b_hi: int,
+    nv_all: np.ndarray,
+    nm_all: np.ndarray,
+    scratch_all: np.ndarray,
     ids: np.ndarray,
     value: np.ndarray,
     rule: np.ndarray,
@@ -184,51 +202,16 @@ def solve_chunk(
     node_start: np.ndarray,
     nodes: NodeColumns,
 ) -> None:
-    """Solve the states ``ids`` (one layer or part of one), whose successors are all valued.
+    """Solve the states ``ids`` (one layer or part of one), whose successors are all valued:
+    here blocks ``b_lo`` to ``b_hi - 1`` of them, a block a row of the scratch
+    (:func:`chunk_scratch`: block b's is row b of ``nv_all``, ``nm_all`` and ``scratch_all``).
 
     Writes ``value[s]``; per state, ``st_out[i] = (dice chosen, number of choices, legal moves
     over its rolls, edge rows)``. When ``node_start`` (per state, first node row, plus the end)
     is not empty, the (state, roll) nodes of state ``i`` fill rows ``node_start[i]`` on of the
     ``nodes`` columns (see :func:`new_nodes`), in increasing roll.
     """
-    n = ids.shape[0]
-    width = count.shape[1]
-    blocks = min(n, 64)  # a few blocks per thread
-    # per block: each roll's node value and legal moves, and room for a node's candidates;
-    # allocated here, as a kernel's own allocation compiles numpy's allocator too
-    nv, nm = np.empty((blocks, width)), np.zeros((blocks, width), dtype=np.int64)
-    scratch = np.empty((blocks, max(int(np.diff(sub_start).max()), width)))
-    threads.run_blocks(
-        _solve_blocks, blocks,
-        n, blocks, ids, value, rule, count, denom, dice, sub_masks, sub_start, maxi,
-        st_out, node_start, nodes, nv, nm, scratch,
-    )  # fmt: skip
-
-
-@kernel
-def _solve_blocks(
-    b_lo: int,
-    b_hi: int,
-    n: int,
-    blocks: int,
-    ids: np.ndarray,
-    value: np.ndarray,
-    rule: np.ndarray,
-    count: np.ndarray,
-    denom: np.ndarray,
-    dice: np.ndarray,
-    sub_masks: np.ndarray,
-    sub_start: np.ndarray,
-    maxi: bool,
-    st_out: np.ndarray,
-    node_start: np.ndarray,
-    nodes: NodeColumns,
-    nv_all: np.ndarray,
-    nm_all: np.ndarray,
-    scratch_all: np.ndarray,
-) -> None:
-    """Blocks ``b_lo`` to ``b_hi - 1`` of the ``blocks`` of :func:`solve_chunk`'s states
-    (block b's scratch: row b of ``nv_all``, ``nm_all`` and ``scratch_all``)."""
+    n, blocks = ids.shape[0], nv_all.shape[0]
     want_nodes = node_start.shape[0] > 0
     for b in range(b_lo, b_hi):
         nv, nm, scratch = nv_all[b], nm_all[b], scratch_all[b]
@@ -342,10 +325,11 @@ def _put_node(
 def node_counts(ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray) -> np.ndarray:
     """Number of (state, roll) nodes of each state: the rolls its choices can give."""
     out = np.empty(ids.shape[0], dtype=np.int64)
-    threads.run_blocks(_node_counts, ids.shape[0], ids, rule, per_pattern, out)
+    _node_counts(ids, rule, per_pattern, out)
     return out
 
 
+@threads.on_blocks
 @kernel
 def _node_counts(
     lo: int, hi: int, ids: np.ndarray, rule: np.ndarray, per_pattern: np.ndarray, out: np.ndarray
@@ -359,31 +343,9 @@ def layer_sizes(tiles: int) -> np.ndarray:
     return np.array([math.comb(tiles, k) for k in range(tiles + 1)], dtype=np.int64)
 
 
-def fill_moves(
-    ids: np.ndarray,
-    value: np.ndarray,
-    sub_masks: np.ndarray,
-    sub_start: np.ndarray,
-    maxi: bool,
-    node_start: np.ndarray,
-    nd_roll: np.ndarray,
-    nd_label: np.ndarray,
-    nd_value: np.ndarray,
-    row_start: np.ndarray,
-    mv_int: np.ndarray,
-    mv_float: np.ndarray,
-) -> None:
-    """Every legal move of the chunk's nodes from ``row_start[i]`` on, largest mask first:
-    ``mv_int = (state, roll, mask, next state, is best)``, ``mv_float = (value, regret)``."""
-    threads.run_blocks(
-        _fill_moves, ids.shape[0],
-        ids, value, sub_masks, sub_start, maxi, node_start, nd_roll, nd_label, nd_value,
-        row_start, mv_int, mv_float,
-    )  # fmt: skip
-
-
+@threads.on_blocks
 @kernel
-def _fill_moves(
+def fill_moves(
     lo: int,
     hi: int,
     ids: np.ndarray,
@@ -399,7 +361,9 @@ def _fill_moves(
     mv_int: np.ndarray,
     mv_float: np.ndarray,
 ) -> None:
-    """States ``lo`` to ``hi - 1`` of :func:`fill_moves`."""
+    """Every legal move of the chunk's nodes (states ``lo`` to ``hi - 1``) from ``row_start[i]``
+    on, largest mask first: ``mv_int = (state, roll, mask, next state, is best)``,
+    ``mv_float = (value, regret)``."""
     for i in range(lo, hi):
         s = ids[i]
         row = row_start[i]
@@ -420,30 +384,9 @@ def _fill_moves(
                     row += 1
 
 
-def fill_edges(
-    ids: np.ndarray,
-    rule: np.ndarray,
-    count: np.ndarray,
-    denom: np.ndarray,
-    dice: np.ndarray,
-    sub_masks: np.ndarray,
-    sub_start: np.ndarray,
-    row_start: np.ndarray,
-    ed_int: np.ndarray,
-    ed_float: np.ndarray,
-) -> None:
-    """Every (state, dice, roll, move) edge from ``row_start[i]`` on, in the graph's order
-    (dice, then roll, then largest mask first; a roll with no move has one pass row):
-    ``ed_int = (state, dice, roll, mask or -1, next state or -1, sign)``,
-    ``ed_float = (probability, reward)``."""
-    threads.run_blocks(
-        _fill_edges, ids.shape[0],
-        ids, rule, count, denom, dice, sub_masks, sub_start, row_start, ed_int, ed_float,
-    )  # fmt: skip
-
-
+@threads.on_blocks
 @kernel
-def _fill_edges(
+def fill_edges(
     lo: int,
     hi: int,
     ids: np.ndarray,
@@ -457,7 +400,10 @@ def _fill_edges(
     ed_int: np.ndarray,
     ed_float: np.ndarray,
 ) -> None:
-    """States ``lo`` to ``hi - 1`` of :func:`fill_edges`."""
+    """Every (state, dice, roll, move) edge of states ``lo`` to ``hi - 1`` from ``row_start[i]``
+    on, in the graph's order (dice, then roll, then largest mask first; a roll with no move has
+    one pass row): ``ed_int = (state, dice, roll, mask or -1, next state or -1, sign)``,
+    ``ed_float = (probability, reward)``."""
     width = count.shape[1]
     for i in range(lo, hi):
         s = ids[i]
@@ -510,10 +456,11 @@ def state_numbers(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.nda
     """Open sum and final score of each state."""
     open_sum = np.empty(ids.shape[0], dtype=np.int32)
     score = np.empty(ids.shape[0], dtype=np.int64)
-    threads.run_blocks(_state_numbers, ids.shape[0], ids, rule, open_sum, score)
+    _state_numbers(ids, rule, open_sum, score)
     return open_sum, score
 
 
+@threads.on_blocks
 @kernel
 def _state_numbers(
     lo: int, hi: int, ids: np.ndarray, rule: np.ndarray, open_sum: np.ndarray, score: np.ndarray

@@ -210,7 +210,7 @@ def test_more_than_nine_tiles_are_space_separated(cli, tmp_path: Path) -> None:
     ("args", "code", "message"),
     [
         (["export", "verifier", "-v", "classic", "-o", "{tmp}/x"], 2, "not a two-player game"),
-        (["export", "verifier", "-o", "{tmp}/missing/x"], 1, "cannot write"),
+        (["export", "verifier", "-o", "/proc/missing/x"], 1, "cannot write /proc/missing/x"),
         (["export", "verifier", "-o", "{tmp}/x", "--tiles", "13"], 2, "between 1 and 12"),
         (["check-verifier", "{tmp}/nothing"], 2, "cannot read"),
         (["check-verifier", "{tmp}/x", "-v", "nosuch"], 2, "unknown variant"),

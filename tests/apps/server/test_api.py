@@ -281,7 +281,6 @@ def test_knucklebones_full_game_is_a_marked_estimate(client: TestClient) -> None
 
 BAD = [
     # (url, words in the message)
-    ("/no-such-variant/position.json?tiles=1", "unknown variant"),
     ("/" + "x" * 300 + ".json", "longer than"),
     ("/classic/position.json?tiles=12a", "not a tile number"),
     ("/classic/position.json?tiles=0", "not in this box"),
@@ -332,6 +331,17 @@ def test_bad_requests_are_one_line_400s(client: TestClient, url: str, words: str
         assert "\n" not in message
     html = client.get(url.replace(".json", "", 1))  # the page twin: the same 400
     assert html.status_code == 400 and "Traceback" not in html.text
+
+
+@pytest.mark.parametrize(
+    "url", ["/no-such-variant/position.json?tiles=1", "/no-such-variant.json", "/nosuch/position"]
+)
+def test_an_unknown_variant_is_a_one_line_404(client: TestClient, url: str) -> None:
+    """Issue 48: no such variant is no such page (it was a 400, as a malformed request)."""
+    response = client.get(url)
+    assert response.status_code == 404
+    text = response.json()["error"] if url.endswith(".json") or ".json?" in url else response.text
+    assert "unknown variant" in text and "Traceback" not in response.text
 
 
 def test_an_internal_error_is_one_line_json_and_logged(

@@ -102,12 +102,15 @@ def test_close_calls_are_searched_deeper_by_the_boards_own_player(
     artefacts.packaged_evaluator.cache_clear()
     try:
         monkeypatch.setattr(search, "CLOSE", 1.0)
+        # the player is named as it is rated (issue 48: the README's net-d4+6 was shown as
+        # net-d4), the depth is how deep it searched this position
         a = solve("1/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path)
-        assert a.player == "net-d3" and a.depth == 3 and a.source == "search"
+        assert a.player == "net-d2+3" and a.depth == 3 and a.source == "search"
         asked = solve("1/_", "3/4", 2, depth=2, variant=VARIANT, data_dir=tmp_path)
-        assert asked.player == "net-d2"  # a depth asked is the depth searched
+        assert asked.player == "net-d2" and asked.depth == 2  # a depth asked is searched
         monkeypatch.setattr(search, "CLOSE", 0.0)
-        assert solve("1/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path).player == "net-d2"
+        plain = solve("1/_", "3/4", 2, variant=VARIANT, data_dir=tmp_path)
+        assert plain.player == "net-d2+3" and plain.depth == 2
     finally:
         model.meta.pop("deeper")
         save(with_models / "2x2-d6.npz", artefacts.evaluator_writer(model))
@@ -228,17 +231,17 @@ def test_a_labelled_file_trains_and_rates_without_a_solve(tmp_path: Path) -> Non
     assert f"from {labelled}" in rated.stdout
     other = invoke(["knucklebones", "rate", "-v", "knucklebones-2x3", "--labelled", labelled,
                     "--players", "greedy", "--no-write", "-q"])  # fmt: skip
-    assert other.code == 2 and "labels the 2x2 board" in other.stderr
+    assert other.code == 2 and "records the 2x2-d6 board, not 2x3-d6" in other.stderr
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["label", "-o", "{tmp}", "--games", "5"], "is a directory"),
+        (["label", "-o", "{tmp}", "--games", "5"], "would write the data directory itself"),
         (["label", "-o", "{tmp}/x.parquet", "--games", "0"], "--games must be between"),
         (["label", "-o", "{tmp}/x.parquet", "--seed", "-1"], "--seed must be between"),
         (["label", "-o", "{tmp}/x.parquet", "-v", "classic"], "not a Knucklebones board"),
-        (["label", "-o", "{tmp}/x.parquet", "-v", "knucklebones"], "exist only on a GPU"),
+        (["label", "-o", "{tmp}/o/x.parquet", "-v", "knucklebones"], "exist only on a GPU"),
         (["train", "-o", "{tmp}/m.npz", "--epochs", "0"], "--epochs must be between"),
         (["train", "-o", "{tmp}/m.npz", "--depth", "0"], "--depth must be between"),
         (["train", "-o", "{tmp}/m.npz", "--depth", "4", "--deeper", "3"], "--deeper must be 0"),
@@ -247,10 +250,19 @@ def test_a_labelled_file_trains_and_rates_without_a_solve(tmp_path: Path) -> Non
         (["rate", "--players", "net-d2", "-v", "knucklebones-2x3"], "no evaluator"),
         (["rate", "--decisions", "5"], "--decisions must be between"),
         (["book", "-o", "{tmp}/b.npz", "--plies", "13"], "--plies must be between"),
-        (["book", "-o", "{tmp}"], "is a directory"),
+        (["book", "-o", "{tmp}"], "would write the data directory itself"),
+        # issue 48: an empty name is a mistake, never the default board (minutes of solving)
+        (["label", "-o", "{tmp}/x.parquet", "-v", ""], "--variant '': give a board's name"),
+        (["book", "-o", "{tmp}/b.npz", "-v", " "], "--variant ' ': give a board's name"),
+        (["train", "-o", "{tmp}/m.npz", "-v", ""], "--variant '': give a board's name"),
+        (["rate", "-v", ""], "--variant '': give a board's name"),
+        (["rate", "--players", ""], "--players ''"),
+        (["rate", "--players", "greedy,,ours-d1"], "none empty"),
+        # the full game has no evaluator: its net players are refused in one line
+        (["benchmark", "--opponents", "net-d4", "--games", "2"], "no evaluator for the 3x3-d6"),
         (["rate", "--labelled", "{tmp}/none.parquet"], "no such file"),
         (["train", "-o", "{tmp}/m.npz", "--labelled", "{tmp}"], "no such file"),
-        (["rate", "--labelled", "{tmp}/bad.parquet"], "cannot read labelled positions"),
+        (["rate", "--labelled", "{tmp}/bad.parquet"], "bad.parquet is not a usable labelled set"),
     ],
 )
 def test_bad_input_gets_one_line(args: list[str], message: str, tmp_path: Path) -> None:

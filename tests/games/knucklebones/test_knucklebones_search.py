@@ -122,6 +122,12 @@ def test_cli_play_from_stdin(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
     short = cli(["knucklebones", "play", "--seed", "5", "--depth", "1"])
     assert short.code == 0 and "end of input: game stopped" in short.stdout
+    # issue 48: `q` leaves, as in `stb-pipeline play` (it was asked again, forever)
+    for word in ("q", "Q", "quit"):
+        monkeypatch.setattr("sys.stdin", io.StringIO(f"1\n{word}\n" + "1\n" * 30))
+        left = cli(["knucklebones", "play", "--seed", "5", "--depth", "1"])
+        assert left.code == 0 and "(you quit: game stopped)" in left.stdout
+        assert "game over" not in left.stdout and "(q quits)" in left.stdout
 
 
 def test_cli_benchmark_writes_rows(cli, tmp_path: Path) -> None:

@@ -152,9 +152,9 @@ def test_play_a_seat_or_watch(small: Path, seat: int) -> None:
     from rich.console import Console
 
     from pipeline.apps import teaching_game as play
-    from pipeline.store.manifest import built_variants
+    from pipeline.store.directory import scan
 
-    coach = play.Coach(small, built_variants(small)[NAME])
+    coach = play.Coach(small, scan(small).customs()[NAME])
     assert coach.players == 3
     for seed in range(5):
         console = Console(file=io.StringIO(), width=120)
@@ -169,8 +169,8 @@ def test_play_a_seat_or_watch(small: Path, seat: int) -> None:
 def test_play_refuses_a_seat_outside_the_game(small: Path) -> None:
     from pipeline.apps import teaching_game as play
     from pipeline.errors import UsageError
-    from pipeline.store.manifest import built_variants
+    from pipeline.store.directory import scan
 
-    coach = play.Coach(small, built_variants(small)[NAME])
+    coach = play.Coach(small, scan(small).customs()[NAME])
     with pytest.raises(UsageError, match=r"seats 1\.\.3"):
         play.play_game(coach, lambda _q, _n: 1, None, seed=1, seat=4)  # type: ignore[arg-type]

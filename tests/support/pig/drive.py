@@ -27,7 +27,7 @@ def main(data: Path) -> None:
     import pipeline
     from pipeline.apps.server.web import create_app
 
-    said: dict = {"build": cli("build", "--variant", "pig-12", "-d", data, "-q")[0]}
+    said: dict = {"build": cli("build", "--variant", "pig-12,pig-50", "-d", data, "-q")[0]}
     said["expect"] = cli("expect", "--variant", "pig-12", "0/0", "-d", data)
     said["move"] = cli("move", "--variant", "pig-12", "2/3/4", "2", "-d", data)
     said["query"] = cli("query", "top_states", "--variant", "pig-12", "-d", data, "-f", "csv")
@@ -41,6 +41,11 @@ def main(data: Path) -> None:
     said["states"] = dict(zip(states["tiles"].to_list(), states["value"].to_list(), strict=True))
     moves = pipeline.load_table("moves", "pig-12", data).filter(is_best=True)
     said["picks"] = [[t, r, m[0]] for t, r, m in moves.select("tiles", "roll", "move").rows()]
+    # goal 50, where holding is sometimes best: every value and pick, as Parquet beside data
+    for table, kept in (("states", ["tiles", "value"]), ("moves", ["tiles", "roll", "move"])):
+        rows = pipeline.load_table(table, "pig-50", data)
+        rows = rows.filter(is_best=True) if table == "moves" else rows
+        rows.select(kept).write_parquet(data.parent / f"pig-50-{table}.parquet")
     client = TestClient(create_app(data))
     said["serve"] = {
         "position": client.get("/pig-12/position.json?tiles=2/3/4&roll=2").json(),

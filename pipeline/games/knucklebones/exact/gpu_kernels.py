@@ -49,6 +49,7 @@ def make(c: int, f: int, tpb: int) -> tuple[Any, Any]:
     """The (init, sweep) kernels of a board of ``c`` columns and an ``f``-faced die: ``c`` and
     ``f`` are closure constants, so the scratch arrays have compile-time sizes."""
     n_moves = c * f
+    reduce = block_max(tpb)
 
     @cuda.jit
     def init(n, n_pairs, slots, binom, mover_size, opp_size, mover_score, opp_score, wins,
@@ -84,18 +85,41 @@ def make(c: int, f: int, tpb: int) -> tuple[Any, Any]:
                 continue
             unrank(i, c, n_pairs, binom, pairs[0])
             successors(pairs, 0, c, f, moved, swap, binom, sw, q, ids, 0)
-            for m in range(n_moves):
-                r = ids[0, m]
-                if r >= 0:
-                    lows[0, m] = bounds[r, 0]
-                    highs[0, m] = bounds[r, 1]
+            read_bounds(ids, bounds, 0, lows, highs)
             new_lo, new_hi = combine(ids, lows, highs, 0, c, f, offset)
-            bounds[i, 0] = new_lo
-            bounds[i, 1] = new_hi
-            # the stored (possibly rounded) bounds are what the stopping rule sees
-            new_lo, new_hi = float(bounds[i, 0]), float(bounds[i, 1])
-            ch = max(ch, abs(new_lo - old_lo), abs(new_hi - old_hi))
-            gp = max(gp, new_hi - new_lo)
+            ch, gp = store(bounds, i, new_lo, new_hi, old_lo, old_hi, ch, gp)
+        reduce(ch, gp, out)
+
+    return init, sweep
+
+
+@cuda.jit(device=True)
+def read_bounds(ids, bounds, base, lows, highs):
+    """The bounds of each move's successor (its row ``base + id``) into ``lows``, ``highs``."""
+    for m in range(ids.shape[1]):
+        r = ids[0, m]
+        if r >= 0:
+            lows[0, m] = bounds[base + r, 0]
+            highs[0, m] = bounds[base + r, 1]
+
+
+@cuda.jit(device=True)
+def store(bounds, i, new_lo, new_hi, old_lo, old_hi, ch, gp):
+    """Row ``i``'s new bounds written; the largest change and U - L so far, of the stored
+    (possibly rounded) bounds: what the stopping rule sees."""
+    bounds[i, 0] = new_lo
+    bounds[i, 1] = new_hi
+    new_lo, new_hi = float(bounds[i, 0]), float(bounds[i, 1])
+    return max(ch, abs(new_lo - old_lo), abs(new_hi - old_hi)), max(gp, new_hi - new_lo)
+
+
+def block_max(tpb: int) -> Any:
+    """The device function that ends a sweep (``tpb`` threads a block): each thread's largest
+    change and U - L reduced over its block in shared memory, then one atomic max of each per
+    block into ``out[0]`` and ``out[1]``."""
+
+    @cuda.jit(device=True)
+    def reduce(ch, gp, out):
         changes = cuda.shared.array(tpb, float64)
         gaps = cuda.shared.array(tpb, float64)
         t = cuda.threadIdx.x
@@ -113,7 +137,7 @@ def make(c: int, f: int, tpb: int) -> tuple[Any, Any]:
             cuda.atomic.max(out, 0, changes[0])
             cuda.atomic.max(out, 1, gaps[0])
 
-    return init, sweep
+    return reduce
 
 
 def make_gather() -> Any:
@@ -142,6 +166,7 @@ def make_greedy(c: int, f: int, tpb: int) -> Any:
     G reads W's. Both updates are antitone in the other's values, so the two-sided bounds of
     the exact solver apply unchanged: ``L <- T(U)``, ``U <- T(L)``, in place, any order."""
     n_moves = c * f
+    reduce = block_max(tpb)
 
     @cuda.jit
     def sweep(n, n_pairs, moved, swap, binom, mover_score, opp_score, offset, bounds, out):
@@ -158,57 +183,43 @@ def make_greedy(c: int, f: int, tpb: int) -> Any:
             old_lo, old_hi = float(bounds[i, 0]), float(bounds[i, 1])
             if old_lo == old_hi:  # terminal, or met: exact for good
                 continue
-            s = i if i < n else i - n
-            unrank(s, c, n_pairs, binom, pairs[0])
+            unrank(i if i < n else i - n, c, n_pairs, binom, pairs[0])
             successors(pairs, 0, c, f, moved, swap, binom, sw, q, ids, 0)
             if i < n:  # the perfect player moves: the best successor, greedy to move there
-                for m in range(n_moves):
-                    r = ids[0, m]
-                    if r >= 0:
-                        lows[0, m] = bounds[n + r, 0]
-                        highs[0, m] = bounds[n + r, 1]
+                read_bounds(ids, bounds, n, lows, highs)
                 new_lo, new_hi = combine(ids, lows, highs, 0, c, f, offset)
             else:  # greedy moves: the mean over its tied moves, the perfect player there
-                new_lo, new_hi = 0.0, 0.0
-                for v in range(f):
-                    best = rules.NO_GAIN
-                    for j in range(c):
-                        g = rules.NO_GAIN
-                        if ids[0, v * c + j] >= 0:  # a move (not a column holding the pair before)
-                            g = gain(pairs[0, j], v, moved, mover_score, opp_score)
-                        gains[j] = g
-                        best = max(best, g)
-                    lo_v, hi_v, tied = 0.0, 0.0, 0
-                    for j in range(c):
-                        r = ids[0, v * c + j]
-                        if r >= 0 and gains[j] == best:
-                            lo_v += offset - float(bounds[r, 1])
-                            hi_v += offset - float(bounds[r, 0])
-                            tied += 1
-                    new_lo += lo_v / tied
-                    new_hi += hi_v / tied
-                new_lo /= f
-                new_hi /= f
-            bounds[i, 0] = new_lo
-            bounds[i, 1] = new_hi
-            new_lo, new_hi = float(bounds[i, 0]), float(bounds[i, 1])
-            ch = max(ch, abs(new_lo - old_lo), abs(new_hi - old_hi))
-            gp = max(gp, new_hi - new_lo)
-        changes = cuda.shared.array(tpb, float64)
-        gaps = cuda.shared.array(tpb, float64)
-        t = cuda.threadIdx.x
-        changes[t] = ch
-        gaps[t] = gp
-        cuda.syncthreads()
-        s2 = tpb // 2
-        while s2 > 0:
-            if t < s2:
-                changes[t] = max(changes[t], changes[t + s2])
-                gaps[t] = max(gaps[t], gaps[t + s2])
-            cuda.syncthreads()
-            s2 //= 2
-        if t == 0:
-            cuda.atomic.max(out, 0, changes[0])
-            cuda.atomic.max(out, 1, gaps[0])
+                new_lo, new_hi = greedy_mean(pairs, ids, bounds, moved, mover_score, opp_score,
+                                             offset, gains)  # fmt: skip
+            ch, gp = store(bounds, i, new_lo, new_hi, old_lo, old_hi, ch, gp)
+        reduce(ch, gp, out)
 
     return sweep
+
+
+@cuda.jit(device=True)
+def greedy_mean(pairs, ids, bounds, moved, mover_score, opp_score, offset, gains):
+    """(lower, upper) bound of a position with greedy to move: over the die, the mean over its
+    moves of the best immediate gain (:func:`rules.gain`; ``gains``: room for each column's)
+    of the perfect player's value there, ``offset`` less its bounds."""
+    c = gains.shape[0]
+    f = ids.shape[1] // c
+    new_lo, new_hi = 0.0, 0.0
+    for v in range(f):
+        best = rules.NO_GAIN
+        for j in range(c):
+            g = rules.NO_GAIN
+            if ids[0, v * c + j] >= 0:  # a move (not a column holding the pair before)
+                g = gain(pairs[0, j], v, moved, mover_score, opp_score)
+            gains[j] = g
+            best = max(best, g)
+        lo_v, hi_v, tied = 0.0, 0.0, 0
+        for j in range(c):
+            r = ids[0, v * c + j]
+            if r >= 0 and gains[j] == best:
+                lo_v += offset - float(bounds[r, 1])
+                hi_v += offset - float(bounds[r, 0])
+                tied += 1
+        new_lo += lo_v / tied
+        new_hi += hi_v / tied
+    return new_lo / f, new_hi / f

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from pipeline.games.knucklebones.game import KnuckleRules, board_name
+from pipeline.games.knucklebones.players import contents
 from pipeline.games.knucklebones.players.book import Book
 from pipeline.games.knucklebones.players.evaluator import ARRAYS, Evaluator
 from pipeline.games.knucklebones.players.labels import FIELDS, Labelled, choice_ids
@@ -49,6 +50,13 @@ def path(kind: str, rules: KnuckleRules, models: Path | None = None) -> Path:
     return (models or MODELS) / f"{board_name(rules)}{SUFFIXES[kind]}"
 
 
+def _record(artefact: Any, **more: Any) -> np.ndarray:
+    """An artefact's record as its file keeps it: its own (provenance, settings), its board,
+    and ``more``, as JSON (a numpy string, as an .npz holds it)."""
+    board = {"columns": artefact.columns, "rows": artefact.rows, "faces": artefact.faces}
+    return np.array(json.dumps({**artefact.meta, **board, **more}, sort_keys=True))
+
+
 def board_of(columns: int, rows: int, faces: int) -> KnuckleRules:
     """The board and die an artefact names (the win chance its objective)."""
     return KnuckleRules(columns, rows, faces)
@@ -59,34 +67,30 @@ def board_of(columns: int, rows: int, faces: int) -> KnuckleRules:
 
 def evaluator_writer(evaluator: Evaluator) -> Writer:
     """The weights (float32) and the record of ``evaluator`` as an .npz file."""
-    meta = {
-        **evaluator.meta, "columns": evaluator.columns, "rows": evaluator.rows,
-        "faces": evaluator.faces, "diff_scale": evaluator.diff_scale,
-    }  # fmt: skip
     blob: dict[str, Any] = {k: evaluator.arrays[k].astype(np.float32) for k in ARRAYS}
-    blob["meta"] = np.array(json.dumps(meta, sort_keys=True))
+    blob["meta"] = _record(evaluator, diff_scale=evaluator.diff_scale)
     return lambda fh: np.savez_compressed(fh, **blob)
 
 
-def read_evaluator(file: Path) -> Evaluator:
-    """An evaluator from its .npz file (ValueError when it is not one)."""
-    with np.load(file, allow_pickle=False) as found:
-        try:
-            meta = json.loads(str(found["meta"]))
-            arrays = {k: np.asarray(found[k], dtype=np.float64) for k in ARRAYS}
-        except KeyError as exc:
-            raise ValueError(f"{file} is not an evaluator's weights (no {exc})") from None
+def read_evaluator(file: Path, board: KnuckleRules | None = None) -> Evaluator:
+    """An evaluator from its .npz file, every array checked against the board its record
+    names, and that against ``board`` where given (:mod:`.contents`: ArtefactError, one line
+    naming the file, for anything else)."""
+    found = contents.read_npz(file, "evaluator")
+    meta = contents.record(found, file, "evaluator")
+    rules = contents.board(meta, file, "evaluator", board)
+    arrays = contents.check_evaluator(found, ARRAYS, rules, file)
     return Evaluator(
-        int(meta["columns"]), int(meta["rows"]), int(meta["faces"]), arrays,
-        float(meta["diff_scale"]), meta,
-    )  # fmt: skip
+        rules.columns, rules.rows, rules.faces, arrays, contents.diff_scale(meta, file), meta
+    )
 
 
 @lru_cache(maxsize=16)
 def packaged_evaluator(columns: int, rows: int, faces: int) -> Evaluator | None:
     """The packaged evaluator of a board, or None where there is none."""
-    file = path("evaluator", board_of(columns, rows, faces))
-    return read_evaluator(file) if file.exists() else None
+    rules = board_of(columns, rows, faces)
+    file = path("evaluator", rules)
+    return read_evaluator(file, rules) if file.exists() or file.is_symlink() else None
 
 
 # -- opening books -------------------------------------------------------------------------------
@@ -98,10 +102,7 @@ def book_writer(book: Book, compact: bool = False) -> Writer:
     first and the gaps after it (uint32 where every gap fits): 8 bytes a position before
     compression instead of 24, so that the full game's 900,000 positions within 7 placements
     fit a GPU call's 16 MiB file."""
-    meta = {
-        **book.meta, "columns": book.columns, "rows": book.rows, "faces": book.faces,
-        "plies": book.plies, "compact": compact,
-    }  # fmt: skip
+    record = _record(book, plies=book.plies, compact=compact)
     arrays: dict[str, Any] = {"win": book.win, "diff": book.diff, "state_id": book.state_id}
     if compact:
         gaps = np.diff(book.state_id)
@@ -111,31 +112,28 @@ def book_writer(book: Book, compact: bool = False) -> Writer:
             "state_id_gaps": gaps.astype(np.uint32 if small else np.int64),
             "win": book.win.astype(np.float32), "diff": book.diff.astype(np.float32),
         }  # fmt: skip
-    record = np.array(json.dumps(meta, sort_keys=True))
     return lambda fh: np.savez_compressed(fh, meta=record, **arrays)
 
 
-def read_book(file: Path) -> Book:
-    """A book from its .npz file, compact or not (values as float64 either way)."""
-    with np.load(file, allow_pickle=False) as found:
-        meta = json.loads(str(found["meta"]))
-        if "state_id" in found:
-            ids = np.asarray(found["state_id"], dtype=np.int64)
-        else:  # compact: the first id and the gaps after it
-            gaps = np.asarray(found["state_id_gaps"], dtype=np.int64)
-            ids = np.concatenate([found["state_id_first"], gaps]).astype(np.int64).cumsum()
-        return Book(
-            int(meta["columns"]), int(meta["rows"]), int(meta["faces"]), int(meta["plies"]),
-            ids, np.asarray(found["win"], dtype=np.float64),
-            np.asarray(found["diff"], dtype=np.float64), meta,
-        )  # fmt: skip
+def read_book(file: Path, board: KnuckleRules | None = None) -> Book:
+    """A book from its .npz file, compact or not (values as float64 either way), its ids and
+    values checked against the board its record names, and that against ``board`` where given
+    (:mod:`.contents`: ArtefactError, one line naming the file, for anything else)."""
+    found = contents.read_npz(file, "book")
+    meta = contents.record(found, file, "book")
+    rules = contents.board(meta, file, "book", board)
+    ids = contents.book_ids(found, rules, file)
+    win, diff = contents.book_values(found, len(ids), rules, file)
+    plies = contents.book_plies(meta, rules, file)
+    return Book(rules.columns, rules.rows, rules.faces, plies, ids, win, diff, meta)
 
 
 @lru_cache(maxsize=16)
 def packaged_book(columns: int, rows: int, faces: int) -> Book | None:
     """The packaged book of a board, or None where there is none."""
-    file = path("book", board_of(columns, rows, faces))
-    return read_book(file) if file.exists() else None
+    rules = board_of(columns, rows, faces)
+    file = path("book", rules)
+    return read_book(file, rules) if file.exists() or file.is_symlink() else None
 
 
 # -- labelled sets -------------------------------------------------------------------------------
@@ -173,12 +171,8 @@ def to_arrow(labelled: Labelled, compact: bool = False) -> Any:
             values, choices = values.astype(_COMPACT_DTYPE), choices.astype(_COMPACT_DTYPE)
         columns[name] = pa.array(values, kind)
         columns[f"choice_{name}"] = fixed(choices, kind)
-    record = {
-        **labelled.meta, "columns": labelled.columns, "rows": labelled.rows,
-        "faces": labelled.faces, "compact": compact,
-    }  # fmt: skip
     table = pa.table(columns)
-    return table.replace_schema_metadata({META_KEY: json.dumps(record, sort_keys=True)})
+    return table.replace_schema_metadata({META_KEY: str(_record(labelled, compact=compact))})
 
 
 def labelled_writer(labelled: Labelled, compact: bool = False) -> Writer:
@@ -196,37 +190,56 @@ def labelled_writer(labelled: Labelled, compact: bool = False) -> Writer:
     return lambda fh: pq.write_table(table, fh, **options)
 
 
-def read_labelled(file: Path) -> Labelled:
+def read_labelled(file: Path, board: KnuckleRules | None = None) -> Labelled:
     """A labelled set from its Parquet file, compact or not (values as float64 either way;
-    a compact file's successor ids are recomputed from the state ids); ValueError when the
-    file is not one."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(file)
+    a compact file's successor ids are recomputed from the state ids), every column's type,
+    every id and value checked against the board its record names, and that against
+    ``board`` where given (:mod:`.contents`: ArtefactError, one line naming the file, for
+    anything else)."""
+    table = _labelled_table(file)
     meta = table.schema.metadata or {}
     if META_KEY not in meta:
-        raise ValueError(f"{file} is not a labelled set (no {META_KEY.decode()} record)")
-    record = json.loads(meta[META_KEY])
-    c, r, f = int(record["columns"]), int(record["rows"]), int(record["faces"])
+        raise contents.refuse(file, "labelled", f"it has no {META_KEY.decode()} record")
+    record = contents.parse_record(meta[META_KEY], file, "labelled")
+    rules = contents.board(record, file, "labelled", board)
+    c, f = rules.columns, rules.faces
+    compact = "next_state_id" not in table.column_names
+    contents.labelled_columns(table, f * c, file, compact)
 
     def fixed(name: str) -> np.ndarray:
         col = table[name].combine_chunks()
         return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, f * c)
 
-    state_id = table["state_id"].to_numpy()
-    if "next_state_id" in table.column_names:
-        nxt = fixed("next_state_id")
-    else:  # a compact file: the successors follow from the ids
-        nxt = choice_ids(board_of(c, r, f), state_id)
+    state_id = contents.ids(table["state_id"].to_numpy(), "state_id", rules, file, "labelled")
+    if compact:  # the successors follow from the ids
+        nxt = choice_ids(rules, state_id)
+    else:
+        nxt = np.asarray(fixed("next_state_id"), dtype=np.int64)
     out = Labelled(
-        c, r, f, state_id, np.asarray(table["source"].to_pylist()), table["ply"].to_numpy(),
-        table["dice"].to_numpy(), nxt, meta=record,
+        c, rules.rows, f, state_id, np.asarray(table["source"].to_pylist()),
+        table["ply"].to_numpy(), table["dice"].to_numpy(), nxt, meta=record,
     )  # fmt: skip
     for name in FIELDS.values():
-        if name in table.column_names:
-            out.values[name] = np.asarray(table[name].to_numpy(), dtype=np.float64)
-            out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
+        out.values[name] = np.asarray(table[name].to_numpy(zero_copy_only=False), np.float64)
+        out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
+    contents.labelled_values(out.values, out.choices, nxt, rules, file)
     return out
+
+
+def _labelled_table(file: Path) -> Any:
+    """A labelled set's Arrow table, read whole; ArtefactError for a file Parquet cannot read."""
+    import pyarrow.parquet as pq
+
+    file = Path(file)
+    if not file.is_file():
+        what = "a folder" if file.is_dir() else "no regular file"
+        raise contents.refuse(file, "labelled", f"it is {what}")
+    try:
+        return pq.read_table(file)
+    except Exception as exc:  # a damaged file raises whatever its bytes lead pyarrow to
+        raise contents.refuse(
+            file, "labelled", f"it cannot be read ({contents.reason(exc)})"
+        ) from None
 
 
 # -- exact decisions (the full game's held-out set) ----------------------------------------------

@@ -38,7 +38,7 @@ from pipeline.games.knucklebones.players.search import (
     compiled,
     decide,
 )
-from pipeline.solve.compiled import kernel
+from pipeline.solve.compiled import inline_kernel, kernel
 
 #: What a player does at a decision: draw a move, take the greedy gain, or search.
 RANDOM, GREEDY, SEARCH = 0, 1, 2
@@ -230,34 +230,30 @@ def _arrays(out: Games) -> tuple[np.ndarray, ...]:
 def _drawn(pairs, v, u, board, greedy):
     """The ``int(u * n)``-th of the ``n`` candidate moves of face index ``v`` (every move, or
     with ``greedy`` those of the best gain), in canonical order; -1 when there is none."""
-    c = board.columns
     best, n = rules.NO_GAIN, 0
-    for j in range(c):
-        if rules.move_pair(pairs[j], pairs[max(j - 1, 0)], j, v, board.moved) < 0:
-            continue
-        g = (
-            rules.gain(pairs[j], v, board.moved, board.mover_score, board.opp_score)
-            if greedy
-            else 0
-        )
+    for j in range(board.columns):
+        g = _worth(pairs, j, v, board, greedy)
         if g > best:
             best, n = g, 1
-        elif g == best:
+        elif g == best and g > rules.NO_GAIN:
             n += 1
     k = min(int(u * n), n - 1)
-    for j in range(c):
-        if rules.move_pair(pairs[j], pairs[max(j - 1, 0)], j, v, board.moved) < 0:
-            continue
-        g = (
-            rules.gain(pairs[j], v, board.moved, board.mover_score, board.opp_score)
-            if greedy
-            else 0
-        )
-        if g == best:
+    for j in range(board.columns):
+        if best > rules.NO_GAIN and _worth(pairs, j, v, board, greedy) == best:
             if k == 0:
                 return j
             k -= 1
     return -1
+
+
+@inline_kernel
+def _worth(pairs, j, v, board, greedy):
+    """What a draw ranks column ``j``'s move by (face index ``v``): its gain with ``greedy``,
+    else 0; :data:`rules.NO_GAIN` where it is no move (a full column, or one holding the pair
+    of the column before it: that column's move)."""
+    if rules.move_pair(pairs[j], pairs[max(j - 1, 0)], j, v, board.moved) < 0:
+        return rules.NO_GAIN
+    return rules.gain(pairs[j], v, board.moved, board.mover_score, board.opp_score) if greedy else 0
 
 
 @kernel

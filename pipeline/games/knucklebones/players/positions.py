@@ -106,3 +106,28 @@ def positions(
         "excluded": 0 if exclude is None else len(exclude),
     }  # fmt: skip
     return state_id[keep], source[keep], ply[keep], meta
+
+
+def with_successors(
+    game: Knucklebones, state_id: np.ndarray, source: np.ndarray, ply: np.ndarray, roots: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The positions with, first, the successors in play of the first ``roots`` held-out ones
+    that are not positions already (source ``successor``, ply -1): a set labelled from them
+    holds a row for every choice of those roots that does not end the game, so each choice,
+    best or not, meets its own row (the full game's GPU-made set, which no CPU solve can check:
+    :func:`pipeline.analysis.knucklebones_artefacts.choices_meet_their_rows`). Returns the
+    state ids, sources, plies and how many roots there are."""
+    from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
+
+    state_id = np.asarray(state_id, dtype=np.int64)
+    chosen = state_id[held_out(state_id)][:roots]
+    succ = successor_ids(game.r, chosen)
+    succ = np.unique(succ[succ >= 0])
+    succ = succ[~game.terminal_mask(pairs_of(game.r, succ))]
+    succ = succ[~np.isin(succ, state_id)]
+    return (
+        np.concatenate([succ, state_id]),
+        np.concatenate([np.array(["successor"] * len(succ)), np.asarray(source)]).astype(str),
+        np.concatenate([np.full(len(succ), -1), np.asarray(ply)]).astype(np.int16),
+        len(chosen),
+    )

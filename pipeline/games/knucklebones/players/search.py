@@ -24,8 +24,9 @@ The leaf evaluations (``kind``):
 
 Depth counts die placements (plies): depth 1 looks at the positions after our move only. Every
 decision, inside the tree and at its root, is the one pick (:func:`best_row`): the tie rule of
-:mod:`pipeline.solve.tolerance` on the kind's objective, then the other one, then the largest
-label (the column's place in the position's canonical order).
+:mod:`pipeline.solve.tolerance` on the kind's objective, then the other one, then the first
+column in the position's canonical order (the emptiest facing pair: estimates tie for reasons
+they miss, and the players were always measured so).
 
 A value is exact when every searched line -- every roll and every move considered at every
 node, not only the moves chosen -- ends the game within the depth. On a board solved in the
@@ -272,11 +273,12 @@ def _eval(win: float, diff: float, exactness: float) -> Eval:
 
 @inline_kernel
 def best_row(rows, n, kind):
-    """The one pick among a decision's ``n`` moves (rows: column, win, diff, exactness): the
-    tie rule on the kind's objective (win chance for ``OURS`` and ``NET``, the difference for
-    the others), then the other, then the largest column label; -1 when there is none."""
+    """The one pick among a decision's ``n`` moves (rows: column, win, diff, exactness; in
+    canonical order): the tie rule on the kind's objective (win chance for ``OURS`` and
+    ``NET``, the difference for the others), then the other, then the first column
+    (:func:`pipeline.solve.tolerance.pick_two`); -1 when there is none."""
     first, then = (1, 2) if kind in (OURS, NET) else (2, 1)
-    k, _ = pick_two(rows[:, first], rows[:, then], rows[:, 0], 0, n)
+    k, _ = pick_two(rows[:, first], rows[:, then], 0, n)
     return k
 
 
