@@ -42,6 +42,7 @@ import numpy as np
 
 from pipeline.answer.model import BoardAnswer, ColumnValue
 from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.games.knucklebones.players.names import player_name
 from pipeline.games.registry import REGISTRY, Variant
 from pipeline.solve.tolerance import is_tie, pick_two, regret
 from pipeline.solve.tolerance import pick as tie_pick
@@ -261,6 +262,7 @@ class Boards:
             return self._booked(rules, here, booked, head)
         depth = asked or self.depth_of(rules)
         deeper = rules.deeper if asked is None else None
+        leaves = rules.leaves if deeper else None
         end = rules.end_depth(here, END_LEAVES)
         with self._search_lock:  # one search at a time: the transposition table is shared
             # first to the end of every line where that is cheap: exact if no removal prolongs
@@ -273,9 +275,11 @@ class Boards:
                 if not (ev.exact and all(e.exact for _, e in found)):
                     found = None
             if found is None:
-                d, found = rules.decided(here, die, depth, deeper) if die is not None else (
+                d, found = rules.decided(here, die, depth, deeper, leaves) if die is not None else (
                     depth, [])  # fmt: skip
-                ev = rules.evaluate(here, d)
+                # the position's own value (before the roll) at the player's depth: searched
+                # as deep as a close call's columns it would cost every face's close call
+                ev = rules.evaluate(here, depth)
         succ = dict(rules.successors(here, die)) if die is not None else {}
         pairs = [(c, succ[c]) for c, _ in found]
         fields = rules.fields
@@ -290,8 +294,7 @@ class Boards:
         return BoardAnswer(
             **head, depth=d, value=float(getattr(ev, fields[rules.objective])), columns=cols,
             win=float(ev.win), diff=float(ev.diff), value_exact=bool(ev.exact),
-            other_best=other_best, player=f"{rules.player}-d{depth}" + (
-                f"+{deeper}" if deeper else ""),  # the player's name: net-d4+6, as rated
+            other_best=other_best, player=player_name(rules.player, depth, deeper, leaves),
         )  # fmt: skip
 
     def _booked(self, rules: Any, here: Any, booked: tuple, head: dict[str, Any]) -> BoardAnswer:

@@ -39,6 +39,26 @@ TrainingBoard = Annotated[
     ),
 ]
 Force = Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")]
+Leaves = Annotated[
+    int,
+    typer.Option(
+        help="How far a close call goes deeper: as far as its search meets about this many "
+        "leaves (the player net-dDEPTH+DEEPER/LEAVES; 0: no bound).",
+    ),
+]
+
+
+def check_close(depth: int, deeper: int, leaves: int) -> None:
+    """UsageError unless --depth, --deeper and --leaves name a player (:func:`_players`)."""
+    from pipeline.apps.knucklebones.position import MAX_DEPTH, check_depth
+    from pipeline.games.knucklebones.players.engine import MOST_LEAVES
+
+    check_depth(depth)
+    if deeper and not depth < deeper <= MAX_DEPTH:
+        raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
+    within("--leaves", leaves, 0, MOST_LEAVES)
+    if leaves and not deeper:
+        raise UsageError("--leaves bounds how deep a close call goes: give --deeper too")
 
 
 def _rules(variant: str | None) -> object:
@@ -185,6 +205,7 @@ def train_cmd(
             "win chance); 0: never deeper than --depth.",
         ),
     ] = 6,
+    leaves: Leaves = 0,
     decisions: Annotated[int, typer.Option(help="Held-out decisions it is rated on.")] = 3000,
     labelled: LabelledFile = None,
     tables: Tables = True,
@@ -200,14 +221,11 @@ def train_cmd(
     from rich.table import Table
 
     from pipeline.apps.knucklebones.distill import labelled_file, train
-    from pipeline.apps.knucklebones.position import MAX_DEPTH, check_depth
     from pipeline.games.knucklebones.players.artefacts import evaluator_writer
     from pipeline.games.knucklebones.players.training import Settings
 
     _check(seed, games)
-    check_depth(depth)
-    if deeper and not depth < deeper <= MAX_DEPTH:
-        raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
+    check_close(depth, deeper, leaves)
     within("--epochs", epochs, 1, 100)
     within("--decisions", decisions, 10, 1_000_000)
     if labelled is not None and not labelled.is_file():
@@ -218,7 +236,7 @@ def train_cmd(
         rules, _data(data_dir, tables), games, uniform, seed,  # type: ignore[arg-type]
         Settings(epochs=epochs, seed=seed), depth, decisions,
         labelled=labelled_file(rules, labelled),  # type: ignore[arg-type]
-        deeper=deeper,
+        deeper=deeper, leaves=leaves,
     )  # fmt: skip
     _write(output, evaluator_writer(found.evaluator))
     out.print(_ratings_table(Table, found.ratings))

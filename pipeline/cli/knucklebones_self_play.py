@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
-from pipeline.cli.knucklebones_players import Force
+from pipeline.cli.knucklebones_players import Force, Leaves, check_close
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
@@ -41,6 +41,7 @@ def self_play_cmd(
     deeper: Annotated[
         int, typer.Option(help="How deep it searches a close call; 0: never deeper than --depth.")
     ] = 0,
+    leaves: Leaves = 0,
     decisions: Annotated[
         int, typer.Option(help="Held-out decisions it is rated on (a board without a file).")
     ] = 3000,
@@ -66,9 +67,7 @@ def self_play_cmd(
 
     from pipeline.apps.knucklebones.position import (
         FULL_GAME,
-        MAX_DEPTH,
         board_variant,
-        check_depth,
     )
     from pipeline.apps.knucklebones.self_play import self_play
     from pipeline.cli.knucklebones_players import _check_output, _ratings_table, _write
@@ -84,9 +83,7 @@ def self_play_cmd(
     within("--epochs", epochs, 1, 100)
     within("--explore", explore, 0.0, 0.99)
     within("--seed", seed, 0, MAX_SEED)
-    check_depth(depth)
-    if deeper and not depth < deeper <= MAX_DEPTH:
-        raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
+    check_close(depth, deeper, leaves)
     within("--decisions", decisions, 10, 1_000_000)
     if decisions_file is not None and not decisions_file.is_file():
         raise UsageError(f"--decisions-file {decisions_file}: no such file")
@@ -98,10 +95,11 @@ def self_play_cmd(
         "stb-pipeline", "knucklebones", "self-play", "-v", variant or FULL_GAME,
         "--rounds", str(rounds), "--uniform", str(uniform), "--games", str(games),
         "--target-depth", str(target_depth), "--epochs", str(epochs), "--explore", str(explore),
-        "--seed", str(seed), "--depth", str(depth), "--deeper", str(deeper), "-o", output.name,
+        "--seed", str(seed), "--depth", str(depth), "--deeper", str(deeper),
+        "--leaves", str(leaves), "-o", output.name,
     ])  # fmt: skip
     found = self_play(
-        rules, plan, depth, deeper, Path(data_dir), decisions, decisions_file, command
+        rules, plan, depth, deeper, Path(data_dir), decisions, decisions_file, command, leaves
     )
     _write(output, evaluator_writer(found.evaluator))
     out.print(_ratings_table(Table, found.ratings))

@@ -24,6 +24,7 @@ from pipeline.errors import ArtefactError, UsageError
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules, board_game
 from pipeline.games.knucklebones.players.evaluator import Evaluator
 from pipeline.games.knucklebones.players.labels import Labelled, Lookup
+from pipeline.games.knucklebones.players.names import player_name, player_record
 from pipeline.games.knucklebones.players.positions import labelled_set
 from pipeline.games.knucklebones.players.training import Settings, examples, fit
 
@@ -252,12 +253,14 @@ def train(
     report: Callable[[int, float], None] | None = None,
     labelled: Path | None = None,
     deeper: int = 0,
+    leaves: int = 0,
 ) -> Trained:
     """Fit an evaluator of ``rules``' board to a labelled set (:func:`training_set`), then
     measure its player (``net-d{depth}``, or ``net-d{depth}+{deeper}``: close calls ``deeper``
-    deep) and :data:`BASELINE` on ``decisions`` held-out decisions; the record (``meta``)
-    names the training data, the settings and the measures, and says whether the model's
-    player beat the baseline on every one (it becomes the board's default player then)."""
+    deep, ``/{leaves}``: as far as that many leaves) and :data:`BASELINE` on ``decisions``
+    held-out decisions; the record (``meta``) names the training data, the settings and the
+    measures, and says whether the model's player beat the baseline on every one (it becomes
+    the board's default player then)."""
     from pipeline.apps.knucklebones.rating import beats, rate_all
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
     from pipeline.games.knucklebones.players.engine import named_player
@@ -276,11 +279,11 @@ def train(
 
         model = fit(game, data.fit, settings, report=epoch)
     asked = held_decisions(game, data.held, decisions, seed + 2)
-    name = f"net-d{depth}" + (f"+{deeper}" if deeper > depth else "")
+    name = player_name("net", depth, deeper, leaves)
     made = {name: named_player(game, name, model), BASELINE: named_player(game, BASELINE)}
     ratings = rate_all(made, asked, seed + 3)
     model.meta.update({
-        "board": model.board, "depth": depth, "deeper": deeper if deeper > depth else None,
+        **player_record(depth, deeper, leaves), "board": model.board,
         "beats_search": beats(*ratings),
         "training": {
             "values": data.source, "games": data.games, "uniform": data.uniform, "seed": seed,

@@ -181,6 +181,14 @@ class BoardRules:
         deeper = None if found is None else found.meta.get("deeper")
         return int(deeper) if deeper else None
 
+    @property
+    def leaves(self) -> int | None:
+        """How far the board's trusted evaluator's close calls go (its record's ``leaves``:
+        as far as about that many leaves; None: no bound)."""
+        found = self.evaluator
+        leaves = None if found is None else found.meta.get("leaves")
+        return int(leaves) if leaves else None
+
     def searcher(self) -> Searcher:
         """The search over this board (its transposition table kept across answers)."""
         from pipeline.games.knucklebones.game import KnuckleRules
@@ -209,14 +217,15 @@ class BoardRules:
         return self._columns(position, values)
 
     def decided(
-        self, position: Position, die: int, depth: int, deeper: int | None
+        self, position: Position, die: int, depth: int, deeper: int | None, leaves: int | None
     ) -> tuple[int, list[tuple[int, Eval]]]:
         """The board's search player's decision for ``die`` (the player engine's: ``depth``
-        deep, ``deeper`` on a close call in this board's objective): (the depth searched,
-        every legal column's value, 1-based in the user's order)."""
+        deep, ``deeper`` on a close call in this board's objective, as far as ``leaves``):
+        (the depth searched, every legal column's value, 1-based in the user's order)."""
         searched, values, _ = self.searcher().decide(
-            position.pairs, die, depth, self._kind(), deeper or 0, self.objective != "wins"
-        )
+            position.pairs, die, depth, self._kind(), deeper or 0, self.objective != "wins",
+            leaves or 0,
+        )  # fmt: skip
         return searched, self._columns(position, values)
 
     def _columns(

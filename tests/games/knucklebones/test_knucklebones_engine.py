@@ -20,14 +20,22 @@ from pipeline.errors import UsageError
 from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players import artefacts, engine, positions
-from pipeline.games.knucklebones.players.search import NET, OURS, SEED, Searcher
+from pipeline.games.knucklebones.players.names import player_name
+from pipeline.games.knucklebones.players.search import (
+    NET,
+    OURS,
+    SEED,
+    Searcher,
+    close_depth,
+    estimated_leaves,
+)
 from pipeline.games.knucklebones.players.training import Settings, fit
 from pipeline.games.registry import get_variant
 from tests.support.knucklebones_exact import lookups
 
 SMALL = KnuckleRules(2, 2, 3)
 #: One player of every kind, the evaluator's with its close calls deeper.
-NAMES = ("random", "greedy", "seed-d2", "ours-d1", "ours-d3", "net-d2", "net-d1+3")
+NAMES = ("random", "greedy", "seed-d2", "ours-d1", "ours-d3", "net-d2", "net-d1+3", "net-d1+4/300")
 
 
 @cache
@@ -90,7 +98,7 @@ def test_the_rated_player_is_the_answer_shown(tmp_path: Path) -> None:
     variant = get_variant("knucklebones-3x3-d4")
     answers = for_dir(tmp_path)
     rules = answers.board_rules(variant)
-    name = f"net-d{rules.default_depth}+{rules.deeper}"
+    name = player_name("net", rules.default_depth, rules.deeper, rules.leaves)
     player = engine.Player(rules.game, name)
     held = artefacts.read_labelled(artefacts.MODELS / "3x3-d4-labelled.parquet")
     positions = pairs_of(rules.game.r, held.state_id[held.dice >= 7][:40])
@@ -154,14 +162,54 @@ def test_a_batch_search_gives_each_position_and_choice() -> None:
 
 
 def test_a_player_by_name_and_its_refusals() -> None:
-    assert engine.policy("net-d4+6").row == (engine.SEARCH, NET, 4, 6)
-    assert engine.policy("seed-d2").row == (engine.SEARCH, SEED, 2, 0)
+    assert engine.policy("net-d4+6").row == (engine.SEARCH, NET, 4, 6, 0)
+    assert engine.policy("net-d3+5/12000").row == (engine.SEARCH, NET, 3, 5, 12000)
+    assert engine.policy("seed-d2").row == (engine.SEARCH, SEED, 2, 0, 0)
     assert engine.policy("greedy").draws and not engine.policy("ours-d1").draws
     for bad, words in (("net-d4+3", "deeper than 4"), ("ours-d9", "1 to 8"),
-                       ("wizard", "unknown player")):  # fmt: skip
+                       ("wizard", "unknown player"), ("net-d3/100", "unknown player"),
+                       ("net-d3+5/0", "leaves must be"), ("net-d3+5/", "unknown player"),
+                       ("net-d3+5/1e4", "unknown player")):  # fmt: skip
         with pytest.raises(UsageError, match=words):
             engine.policy(bad)
     with pytest.raises(UsageError, match="no evaluator"):
         engine.Player(Knucklebones(KnuckleRules(2, 3, 6)), "net-d2")
     with pytest.raises(ValueError, match="exploration"):
         engine.play(Knucklebones(SMALL), ["random"], 2, 1, eps=1.0)
+
+
+def test_a_close_call_goes_deeper_only_as_far_as_its_leaves() -> None:
+    """``net-dN+M/L``: a close call searched M deep where that search meets about L leaves or
+    fewer, else as deep as fits (N at least); the bound is the position's alone, so the same
+    position gets the same column after any history, and a bound no search reaches plays as
+    ``net-dN+M``, one no deeper search fits as ``net-dN``."""
+    game = Knucklebones(SMALL)
+    s = Searcher(game)
+    board = s.board
+    start = np.zeros(game.r.columns, dtype=np.int64)
+    # the opening: the mover's open columns, then a die's faces times the open columns
+    c, f = game.r.columns, game.r.faces
+    assert estimated_leaves.py_func(1, start, board) == c
+    assert estimated_leaves.py_func(3, start, board) == c * (f * c) ** 2
+    deep = estimated_leaves.py_func(4, start, board)
+    assert close_depth.py_func(2, 4, 0, start, board) == 4  # no bound
+    assert close_depth.py_func(2, 4, int(deep), start, board) == 4
+    assert close_depth.py_func(2, 4, int(deep) - 1, start, board) == 3
+    assert close_depth.py_func(2, 4, 1, start, board) == 2
+    ev = small_evaluator()
+    rng = np.random.default_rng(3)
+    played = engine.play(game, ["ours-d2"], 30, 5)
+    names = ("net-d1", "net-d1+3", "net-d1+3/1", f"net-d1+3/{10**9}", "net-d1+3/30")
+    players = {n: engine.Player(game, n, ev) for n in names}
+    bound = 0
+    for k in rng.permutation(len(played.pairs))[:150]:
+        pairs, die = played.pairs[k], int(rng.integers(1, f + 1))
+        if game.finished(pairs):
+            continue
+        pick = {n: p.pick(pairs, die) for n, p in players.items()}
+        assert pick["net-d1+3/1"] == pick["net-d1"]
+        assert pick[f"net-d1+3/{10**9}"] == pick["net-d1+3"]
+        # one position, one column: a searcher that met nothing before picks the same
+        assert engine.Player(game, "net-d1+3/30", ev).pick(pairs, die) == pick["net-d1+3/30"]
+        bound += close_depth.py_func(1, 3, 30, np.sort(pairs), board) < 3
+    assert bound > 10  # the bound of 30 leaves holds some of these close calls shallower

@@ -44,6 +44,8 @@ from pipeline.solve.compiled import inline_kernel, kernel
 RANDOM, GREEDY, SEARCH = 0, 1, 2
 #: The deepest search a player's name asks (placements).
 DEEPEST = 8
+#: The largest leaf bound a player's name takes (``net-d3+5/12000``).
+MOST_LEAVES = 10**9
 #: The longest game played (placements): removals can prolong a game, rarely by much.
 MAX_PLIES = 200
 #: A player as Python faces take it: (pairs from the mover's view, die, rng) -> column.
@@ -62,11 +64,14 @@ class Policy:
     kind: int = OURS
     depth: int = 0
     deeper: int = 0
+    leaves: int = 0
+    """A close call goes deeper only as far as its search meets about this many leaves (0: no
+    bound; :func:`~.search.close_depth`)."""
 
     @property
-    def row(self) -> tuple[int, int, int, int]:
+    def row(self) -> tuple[int, int, int, int, int]:
         """The player as the compiled engine takes it."""
-        return (self.act, self.kind, self.depth, self.deeper)
+        return (self.act, self.kind, self.depth, self.deeper, self.leaves)
 
     @property
     def draws(self) -> bool:
@@ -80,23 +85,29 @@ class Policy:
 
 def policy(name: str) -> Policy:
     """The player named ``name``; UsageError, in a user's words, for any other name or a depth
-    outside 1..:data:`DEEPEST` (close calls deeper than the depth)."""
+    outside 1..:data:`DEEPEST` (close calls deeper than the depth; ``/N``: as far as about
+    N leaves, 1 to :data:`MOST_LEAVES`)."""
     if name in ("random", "greedy"):
         return Policy(name, RANDOM if name == "random" else GREEDY)
     for prefix, kind in _SEARCHES:
-        depth, plus, deeper = name[len(prefix) :].partition("+")
+        rest, slash, leaves = name[len(prefix) :].partition("/")
+        depth, plus, deeper = rest.partition("+")
         parts = [depth, deeper] if plus else [depth]
-        if name.startswith(prefix) and all(
-            d.isascii() and d.isdigit() and len(d) < 4 for d in parts
+        if (
+            name.startswith(prefix)
+            and all(d.isascii() and d.isdigit() and len(d) < 4 for d in parts)
+            and (not slash or (plus and leaves.isascii() and leaves.isdigit() and len(leaves) < 12))
         ):
             if not all(1 <= int(d) <= DEEPEST for d in parts):
                 raise UsageError(f"player {name!r}: the depth must be 1 to {DEEPEST}")
             if plus and int(deeper) <= int(depth):
                 raise UsageError(f"player {name!r}: close calls go deeper than {depth}")
-            return Policy(name, SEARCH, kind, int(depth), int(deeper or 0))
+            if slash and not 1 <= int(leaves) <= MOST_LEAVES:
+                raise UsageError(f"player {name!r}: the leaves must be 1 to {MOST_LEAVES:,}")
+            return Policy(name, SEARCH, kind, int(depth), int(deeper or 0), int(leaves or 0))
     raise UsageError(
         f"unknown player {name!r}: use random, greedy, seed-dN, ours-dN, net-dN (net-dN+M: "
-        "close calls M deep) or perfect"
+        "close calls M deep; net-dN+M/L: as far as L leaves) or perfect"
     )
 
 
@@ -257,7 +268,7 @@ def _worth(pairs, j, v, board, greedy):
 
 
 @kernel
-def choose(die, u, eps, act, kind, depth, deeper, board, state):
+def choose(die, u, eps, act, kind, depth, deeper, leaves, board, state):
     """A player's move (its place in the sorted position ``state.stack[0]``) for ``die`` and
     the draw ``u``; a draw below ``eps`` plays a move drawn uniformly (the draw rescaled)."""
     pairs = state.stack[0]
@@ -267,7 +278,8 @@ def choose(die, u, eps, act, kind, depth, deeper, board, state):
         u = (u - eps) / (1.0 - eps)
     if act != SEARCH:
         return _drawn(pairs, die - 1, u, board, act == GREEDY)
-    best, _ = decide(depth, deeper, die - 1, kind, kind in (SEED, NET_SCORE), board, state)
+    by_diff = kind in (SEED, NET_SCORE)
+    best, _ = decide(depth, deeper, leaves, die - 1, kind, by_diff, board, state)
     return int(state.rows[0, best, 0]) if best >= 0 else -1
 
 
@@ -297,7 +309,7 @@ def play_games(policies, seats, dice, uniforms, eps, board, state, out_pairs, ou
             n += 1
             die = dice[g, ply]
             p = policies[seats[g, ply % 2]]
-            j = choose(die, uniforms[g, ply], eps, p[0], p[1], p[2], p[3], board, state)
+            j = choose(die, uniforms[g, ply], eps, p[0], p[1], p[2], p[3], p[4], board, state)
             after = state.turned[0]
             for k in range(c):
                 after[k] = board.swap[here[k]]

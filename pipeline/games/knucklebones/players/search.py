@@ -190,12 +190,13 @@ class Searcher:
 
     def decide(
         self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS, deeper: int = 0,
-        by_diff: bool | None = None,
+        by_diff: bool | None = None, leaves: int = 0,
     ) -> tuple[int, list[tuple[int, Eval]], int]:  # fmt: skip
         """The player's decision: every distinct legal column's value (as :meth:`move_values`)
         ``depth`` deep, or ``deeper`` where that is deeper and the best two are a close call
         (:func:`close_call`, in the kind's objective, or ``by_diff`` in the score
-        difference); (the depth searched, the values, the pick's index among them)."""
+        difference), as far as ``leaves`` allows (:func:`close_depth`; 0: no bound); (the
+        depth searched, the values, the pick's index among them)."""
         self.check(kind, max(depth, deeper))
         self.root(pairs)
         self.searches()
@@ -203,15 +204,16 @@ class Searcher:
         # the kernel's own source, run here: it calls the compiled search, and a first answer
         # does not compile (and link the search into) a second entry point
         source = cast(Any, decide).py_func
-        best, searched = source(depth, deeper, face - 1, kind, diff, self.board, self.state)
+        best, searched = source(depth, deeper, leaves, face - 1, kind, diff, self.board, self.state)
         return int(searched), self._moves(), int(best)
 
     def best_move(
-        self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS, deeper: int = 0
-    ) -> tuple[int, Eval]:
+        self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS, deeper: int = 0,
+        leaves: int = 0,
+    ) -> tuple[int, Eval]:  # fmt: skip
         """The player's column for the die (:meth:`decide`) as an index into ``pairs`` (its
         own column order: the first holding the picked pair), and its value."""
-        _, moves, best = self.decide(pairs, face, depth, kind, deeper)
+        _, moves, best = self.decide(pairs, face, depth, kind, deeper, leaves=leaves)
         if best < 0:
             raise ValueError("no legal move: the board is full")
         j, ev = moves[best]
@@ -436,17 +438,65 @@ def search(level, depth, face, kind, board, state):
 
 
 @kernel
-def decide(depth, deeper, face, kind, by_diff, board, state):
+def decide(depth, deeper, leaves, face, kind, by_diff, board, state):
     """A search player's decision on the position ``state.stack[0]`` and the die of face index
-    ``face``: its moves ``depth`` deep, or ``deeper`` where that is deeper and they are a close
-    call (:func:`is_close`), in ``state.rows[0]``; (the pick's row, the depth searched)."""
+    ``face``: its moves ``depth`` deep, or, where they are a close call (:func:`is_close`),
+    ``deeper`` (within ``leaves``: :func:`close_depth`), in ``state.rows[0]``; (the pick's row,
+    the depth searched)."""
     root = np.int64(0)  # typed: see search
     search(root, depth, face, kind, board, state)
     n = _count(state.rows[0])
     if deeper > depth and is_close(state.rows[0], n, by_diff, state.params[4]):
-        search(root, deeper, face, kind, board, state)
-        depth = deeper
+        d = close_depth(depth, deeper, leaves, state.stack[0], board)
+        if d > depth:
+            search(root, d, face, kind, board, state)
+            depth = d
     return best_row(state.rows[0], n, kind), depth
+
+
+@inline_kernel
+def close_depth(depth, deeper, leaves, pairs, board):
+    """How deep a close call is searched: ``deeper``, or, where ``leaves`` is not 0, the
+    deepest depth up to it whose :func:`estimated_leaves` are at most ``leaves`` (``depth``
+    where none is). A move's time then stays bounded where the boards are open (the opening's
+    close calls 5 deep cost the full game a third of a second), and the position alone decides
+    it: the same answer on every machine, whatever was searched before."""
+    d = deeper
+    if leaves > 0:
+        while d > depth and estimated_leaves(d, pairs, board) > leaves:
+            d -= 1
+    return d
+
+
+@inline_kernel
+def estimated_leaves(depth, pairs, board):
+    """About how many lines a decision's search ``depth`` placements deep meets (the die
+    known): the mover's open columns, then a die's faces times the open columns of the player
+    to move, placement by placement, each player's open columns no more than their empty
+    slots left; a line stops where a board fills."""
+    c = board.columns
+    rows = board.slots // c
+    empty_m, empty_o, open_m, open_o = board.slots, board.slots, 0, 0
+    for k in range(c):
+        m, o = board.mover_size[pairs[k]], board.opp_size[pairs[k]]
+        empty_m -= m
+        empty_o -= o
+        if m < rows:
+            open_m += 1
+        if o < rows:
+            open_o += 1
+    count = float(max(open_m, 1))
+    placed_m, placed_o = 1, 0
+    for k in range(1, depth):
+        if placed_m >= empty_m or placed_o >= empty_o:
+            break  # a board is full: the line has ended
+        if k % 2 == 1:
+            count *= board.faces * max(1, min(open_o, empty_o - placed_o))
+            placed_o += 1
+        else:
+            count *= board.faces * max(1, min(open_m, empty_m - placed_m))
+            placed_m += 1
+    return count
 
 
 @inline_kernel
