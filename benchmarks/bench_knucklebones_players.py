@@ -10,16 +10,20 @@ each, or read from their tables in --data-dir) the run
 draws held-out decisions from games between the project's players (`knucklebones rate`'s
 positions: a fixed tenth of the state ids no evaluator is trained on). It rates greedy, the
 Rust solver's heuristic at depth 4, our search at depths 1 to 6, the distilled evaluator's
-search at depths 1 to 4 where the board has one (and at depth 4 with its close calls 6 deep,
-``net-d4+6``), and the board's default player (the one
+search at depths 1 to 4 where the board has one (and at depths 3 and 4 with their close calls
+6 deep, ``net-d4+6``, or 5 on the full game), and the board's default player (the one
 answer's), choice by choice: share of exactly optimal choices (overall and in the middle
 game), mean and worst regret in win chance, points lost, milliseconds a move (one core). The
 baseline is `ours-d4`, the search the answer played before: each row's time beside it. The
-last table is the worst board for each player. Peak memory is the process's.
+next table is the worst board for each player. The last times moves through whole games from
+the empty boards (CPU time of one thread; the openings a uniform draw seldom holds): the
+baseline, ours-d5, the board's default player, and the one answer itself (what `solve`,
+`play`, `serve` and the API do per move: book, search to the end, or the player, and the
+position's own value). Peak memory is the process's.
 
 Usage: python benchmarks/bench_knucklebones_players.py [--boards 3x3-d6,3x3-d4,3x2-d6]
        [--decisions 3000] [--games 3000] [--seed 7] [--data-dir data] [--json out.json]
-       [--decisions-file FILE]
+       [--decisions-file FILE] [--timed-games 10]
 """
 
 from __future__ import annotations
@@ -126,6 +130,43 @@ def move_times(game: object, name: str, games: int, seed: int) -> tuple[float, f
     return float(found.mean()), float(np.percentile(found, 95)), float(found.max())
 
 
+def answer_times(text: str, games: int, seed: int) -> tuple[str, float, float, float]:
+    """(player, mean, 95th percentile, largest) CPU milliseconds of the one answer (what
+    `solve`, `play`, `serve` and the API show: book, search to the end, or the board's player,
+    with the position's own value) for every move of ``games`` games from the empty boards in
+    which the answer's column is played, no tables built."""
+    import tempfile
+    import time
+
+    import numpy as np
+
+    from pipeline.answer.answers import for_dir
+    from pipeline.games.registry import get_variant
+
+    name = "knucklebones" if text == "3x3-d6" else f"knucklebones-{text}"
+    with tempfile.TemporaryDirectory() as empty:
+        answers = for_dir(Path(empty))
+        variant = get_variant(name)
+        rules = answers.board_rules(variant)
+        game = rules.game
+        rng = np.random.default_rng(seed)
+        answers.board(variant, rules.start(), 1, built=False)  # untimed: a first answer compiles
+        ms, players = [], set()
+        for _ in range(games):
+            pairs = np.zeros(game.r.columns, dtype=np.int64)
+            while not game.finished(pairs):
+                die = int(rng.integers(1, game.r.faces + 1))
+                t0 = time.thread_time()
+                found = answers.board(variant, rules.position_of(pairs), die, built=False)
+                ms.append(1000 * (time.thread_time() - t0))
+                players.add(found.player or found.source)
+                assert found.best is not None
+                pairs = game.play(pairs, found.best.column - 1, die)
+    times = np.array(ms)
+    who = "the answer (" + ", ".join(sorted(players)) + ")"
+    return who, float(times.mean()), float(np.percentile(times, 95)), float(times.max())
+
+
 def table_of(title: str, ratings: list[Rating]) -> Table:
     base = next((r for r in ratings if r.player == BASELINE), None)
     table = Table("player", "decisions", "optimal", "middle game", "mean regret", "worst regret",
@@ -184,6 +225,8 @@ def main() -> None:
         for name in timed_players(game, rules):
             mean, p95, top = move_times(game, name, args.timed_games, args.seed)
             times.add_row(text, name, f"{mean:.2f}", f"{p95:.2f}", f"{top:.2f}")
+        who, mean, p95, top = answer_times(text, args.timed_games, args.seed)
+        times.add_row(text, who, f"{mean:.2f}", f"{p95:.2f}", f"{top:.2f}")
     console.print(times)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     console.print(f"peak memory {peak:.0f} MB; one core; seed {args.seed}")

@@ -258,8 +258,10 @@ def test_a_labelled_file_trains_and_rates_without_a_solve(tmp_path: Path) -> Non
         (["rate", "-v", ""], "--variant '': give a board's name"),
         (["rate", "--players", ""], "--players ''"),
         (["rate", "--players", "greedy,,ours-d1"], "none empty"),
-        # the full game has no evaluator: its net players are refused in one line
-        (["benchmark", "--opponents", "net-d4", "--games", "2"], "no evaluator for the 3x3-d6"),
+        # a player's leaves bound is a positive number (issue 47)
+        (["benchmark", "--opponents", "net-d3+5/0", "--games", "2"], "the leaves must be"),
+        (["train", "-o", "{tmp}/m.npz", "--deeper", "0", "--leaves", "9"], "give --deeper too"),
+        (["train", "-o", "{tmp}/m.npz", "--leaves", "-1"], "--leaves must be between"),
         (["rate", "--labelled", "{tmp}/none.parquet"], "no such file"),
         (["train", "-o", "{tmp}/m.npz", "--labelled", "{tmp}"], "no such file"),
         (["rate", "--labelled", "{tmp}/bad.parquet"], "bad.parquet is not a usable labelled set"),

@@ -472,30 +472,21 @@ def close_depth(depth, deeper, leaves, pairs, board):
 def estimated_leaves(depth, pairs, board):
     """About how many lines a decision's search ``depth`` placements deep meets (the die
     known): the mover's open columns, then a die's faces times the open columns of the player
-    to move, placement by placement, each player's open columns no more than their empty
-    slots left; a line stops where a board fills."""
+    to move, placement by placement, as open as they are now. A line that fills a board ends
+    the game, but a removal can empty a slot again and carry it on: counting to the full depth
+    keeps the estimate above what the search meets (crowded boards are cheap because they have
+    few open columns, not because their lines end)."""
     c = board.columns
     rows = board.slots // c
-    empty_m, empty_o, open_m, open_o = board.slots, board.slots, 0, 0
+    open_m, open_o = 0, 0
     for k in range(c):
-        m, o = board.mover_size[pairs[k]], board.opp_size[pairs[k]]
-        empty_m -= m
-        empty_o -= o
-        if m < rows:
+        if board.mover_size[pairs[k]] < rows:
             open_m += 1
-        if o < rows:
+        if board.opp_size[pairs[k]] < rows:
             open_o += 1
     count = float(max(open_m, 1))
-    placed_m, placed_o = 1, 0
     for k in range(1, depth):
-        if placed_m >= empty_m or placed_o >= empty_o:
-            break  # a board is full: the line has ended
-        if k % 2 == 1:
-            count *= board.faces * max(1, min(open_o, empty_o - placed_o))
-            placed_o += 1
-        else:
-            count *= board.faces * max(1, min(open_m, empty_m - placed_m))
-            placed_m += 1
+        count *= board.faces * max(1, open_o if k % 2 == 1 else open_m)
     return count
 
 
