@@ -59,7 +59,7 @@ class Decisions:
     def subset(self, keep: np.ndarray) -> Decisions:
         """The decisions where ``keep`` (a boolean mask or indices)."""
         return Decisions(self.pairs[keep], self.die[keep], self.win[keep], self.diff[keep],
-                         self.middle[keep])  # fmt: skip
+                         self.middle[keep], self.tolerance)  # fmt: skip
 
 
 @dataclass(frozen=True)
