@@ -208,7 +208,7 @@ def main() -> None:
         file = (
             args.decisions_file if (rules.columns, rules.rows, rules.faces) == (3, 3, 6) else None
         )
-        found[text] = rate_board(rules, args.data_dir, args.decisions, args.seed, file)
+        found[text] = rate_board(rules, args.data_dir, args.games, args.decisions, args.seed, file)
         console.print(table_of(f"board {text}: held-out decisions, seed {args.seed}", found[text]))
     worst: list[Rating] = []
     names = {r.player.split(" ")[0] for rows in found.values() for r in rows}

@@ -137,8 +137,8 @@ Players = Annotated[
     str | None,
     typer.Option(
         help="Players, comma-separated: greedy, seed-dN, ours-dN, net-dN (default: greedy, "
-        "seed-d4, ours-d2, ours-d4, and net-d2, net-d4, net-d4+6 where the board has an evaluator; "
-        "+M: close calls searched M deep).",
+        "seed-d4, ours-d2, ours-d4, and where the board has an evaluator net-d2, net-d4 and the "
+        "player it was rated as; +M: close calls searched M deep, +M/L: as far as L leaves).",
     ),
 ]
 Write = Annotated[
@@ -380,13 +380,20 @@ def _where_rows_go(data_dir: Path, name: str, write: bool | None) -> bool:
 
 def _usual_players(game: object, model: object = None) -> str:
     """`rate`'s players when none are named: the distilled ones only where the board has an
-    evaluator (``model``, or its packaged one)."""
+    evaluator (``model``, or its packaged one), and its record's player among them (the
+    board's default: ``net-d4+6`` on the small boards, ``net-d3+5/12000`` on the full game)."""
     from pipeline.games.knucklebones.players.engine import board_evaluator
+    from pipeline.games.knucklebones.players.names import player_name
 
     usual = "greedy,seed-d4,ours-d2,ours-d4"
-    if model is None and board_evaluator(game) is None:  # type: ignore[arg-type]
+    found = model if model is not None else board_evaluator(game)  # type: ignore[arg-type]
+    if found is None:
         return usual
-    return usual + ",net-d2,net-d4,net-d4+6"
+    meta = found.meta  # type: ignore[union-attr]
+    recorded = player_name(
+        "net", int(meta.get("depth") or 4), meta.get("deeper"), meta.get("leaves")
+    )
+    return ",".join(dict.fromkeys([*usual.split(","), "net-d2", "net-d4", recorded]))
 
 
 def _players(game: object, names: str, model: object = None) -> dict:
