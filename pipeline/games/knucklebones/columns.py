@@ -41,24 +41,15 @@ class BoardRules:
 
     def __init__(self, game: Knucklebones) -> None:
         self.game = game
+        r = game.r
+        self.columns, self.rows, self.faces, self.objective = (
+            r.columns,
+            r.rows,
+            r.faces,
+            r.objective,
+        )
         self._searcher: Searcher | None = None
         self._recorded: dict[str, dict[str, object]] = {}
-
-    @property
-    def columns(self) -> int:
-        return self.game.r.columns
-
-    @property
-    def rows(self) -> int:
-        return self.game.r.rows
-
-    @property
-    def faces(self) -> int:
-        return self.game.r.faces
-
-    @property
-    def objective(self) -> str:
-        return self.game.r.objective
 
     @property
     def move_value(self) -> tuple[float, float]:
