@@ -177,9 +177,10 @@ class ShutTheBox(TileStrategyHooks, Game):
         mv_offset = np.zeros(size, dtype=np.float64)
         stuck = np.flatnonzero(counts == 0)
         mv_offset[starts[stuck]] = self.stuck_values(ids[node_state[stuck]])
-        kernels.fill_moves(
-            ids, index_of, roll_ok, sub_masks, sub_start, starts, mv_dst, mv_label, mv_scale
-        )
+        kernels.node_moves(
+            ids, index_of, roll_ok, sub_masks, sub_start, starts, np.zeros(0, dtype=np.int32),
+            mv_dst, mv_label, mv_scale, True,
+        )  # fmt: skip
         return MoveArrays(
             mv_node=np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
             mv_dst=mv_dst,
