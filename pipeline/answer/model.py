@@ -178,11 +178,7 @@ class Answer:
             "dice_options": [d.to_json() for d in self.dice],
         }
         if self.outcome is not None:
-            out["outcome"] = {
-                "kind": self.outcome.kind,
-                "value": self.outcome.value,
-                "next_id": self.outcome.next_id,
-            }
+            out["outcome"] = _json(self.outcome, "kind value next_id")
             out["moves"] = [m.to_json() for m in self.moves]
         return out
 
