@@ -117,3 +117,14 @@ def choice_problem(what: str, value: str, allowed: tuple[str, ...]) -> list[str]
     return (
         [] if value in allowed else [f"{what} must be one of {', '.join(allowed)}, not {value!r}"]
     )
+
+
+def target_problems(objective: str, target: int | None, max_score: int) -> list[str]:
+    """Reasons a target score does not go with the objective (``target`` and only it has one)
+    or lies outside ``0..max_score - 1`` (empty when valid)."""
+    out = []
+    if (objective == "target") != (target is not None):
+        out.append("a target score goes with objective 'target' (and only with it)")
+    if target is not None and not 0 <= target < max_score:
+        out.append(f"target must be between 0 and {max_score - 1}, not {target}")
+    return out

@@ -40,6 +40,7 @@ from pipeline.games.dice import (
     range_problem,
     roll_distribution,
     roll_grid,
+    target_problems,
 )
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.tiles import refuse_position
@@ -107,10 +108,7 @@ class DoubleShutterRules:
             return out
         if self.one_die != "never" and self.dice == 1:
             out.append("a one-die rule needs more than one die")
-        if (self.objective == "target") != (self.target is not None):
-            out.append("a target score goes with objective 'target' (and only with it)")
-        if self.target is not None and not 0 <= self.target < self.max_score():
-            out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
+        out += target_problems(self.objective, self.target, self.max_score())
         if self.objective == "shut" and self.columns > self.dice * self.sides:
             out.append(f"tile {self.columns} can never be shut, so P(score = 0) would be 0")
         return out
