@@ -175,6 +175,15 @@ def sweep_args(tb: exact.Tables, d: dict[str, Any], bounds: Any, out: Any) -> tu
     return (tb.n_states, tb.n_pairs, d["moved"], d["swap"], d["binom"], tb.offset, bounds, out)
 
 
+def greedy_args(tb: exact.Tables, d: dict[str, Any], bounds: Any, out: Any) -> tuple[Any, ...]:
+    """Greedy's best-response sweep's arguments (its bounds: each position with either player
+    to move), the sweep's and both players' scores."""
+    return (
+        tb.n_states, tb.n_pairs, d["moved"], d["swap"], d["binom"], d["mover_score"],
+        d["opp_score"], tb.offset, bounds, out,
+    )  # fmt: skip
+
+
 @dataclass
 class Ptx:
     """The kernels of one board compiled to PTX without a GPU (:func:`compile_ptx`)."""
@@ -404,10 +413,7 @@ def greedy_solve(
     out = cuda.device_array(2, dtype=np.float64)
     for half in (bounds[:n], bounds[n:]):  # a finished game's value, whoever is to move
         init[blocks, threads](*init_args(tb, d, half))
-    args = (
-        n, tb.n_pairs, d["moved"], d["swap"], d["binom"], d["mover_score"], d["opp_score"],
-        tb.offset, bounds, out,
-    )  # fmt: skip
+    args = greedy_args(tb, d, bounds, out)
     sweeps, _, width, swept = _iterate(
         lambda: sweep[blocks, threads](*args), out, 2 * n, tol, max_sweeps, progress, True,
         None if seconds is None else t0 + seconds,
@@ -442,10 +448,9 @@ def compile_artefact_ptx(
         bounds: np.ndarray = np.zeros((2, 2), dtype=dtype)
         ids = np.zeros(1, dtype=np.int64)
         out = np.zeros(2, dtype=np.float64)
-        greedy_args = (
-            tb.n_states, tb.n_pairs, tb.moved, tb.swap, tb.binom, tb.mover_score, tb.opp_score,
-            tb.offset, bounds, out,
-        )  # fmt: skip
+        host = {k: getattr(tb, k) for k in TABLE_NAMES}
         gather_ptx = ptx(_gather_kernel(), (bounds, ids, out))
-        greedy_ptx = ptx(_greedy_kernel(tb.columns, tb.faces, THREADS), greedy_args)
+        greedy_ptx = ptx(
+            _greedy_kernel(tb.columns, tb.faces, THREADS), greedy_args(tb, host, bounds, out)
+        )
     return ArtefactPtx(gather_ptx, greedy_ptx, cc)
