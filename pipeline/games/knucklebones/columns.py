@@ -19,14 +19,12 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, KnuckleRules, read_board
 
+# the objectives' value names, the same in an answer as in a labelled set
+from pipeline.games.knucklebones.players.labels import FIELDS
+
 if TYPE_CHECKING:
     from pipeline.games.knucklebones.players.evaluator import Evaluator
     from pipeline.games.knucklebones.players.search import Eval, Searcher
-
-#: Each objective a board is solved for, and the name of its value in an answer (and in the
-#: search's :class:`~pipeline.games.knucklebones.players.search.Eval`): the mover's win chance
-#: (a draw counting 1/2), the expected final score difference.
-FIELDS = {"wins": "win", "score": "diff"}
 
 
 @dataclass(frozen=True)
