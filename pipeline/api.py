@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -33,6 +32,7 @@ from pipeline.games.registry import Variant
 from pipeline.games.tiles import position_extra
 from pipeline.store import layout, readers, tables
 from pipeline.store.directory import resolve
+from pipeline.store.layout import default_data_dir
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -50,11 +50,6 @@ __all__ = [
     "query",
     "scan",
 ]
-
-
-def default_data_dir() -> Path:
-    """Where the tables are read from by default: ``$STB_DATA_DIR``, else ``data``."""
-    return Path(os.environ.get("STB_DATA_DIR", "data"))
 
 
 def _dir(data_dir: str | Path | None) -> Path:

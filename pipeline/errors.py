@@ -9,6 +9,13 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type's name where it has none): what a one-line
+    error quotes of a library's exception."""
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class PipelineError(Exception):
     """Base class: a problem the user can fix. ``exit_code`` is what the CLI exits with."""
 

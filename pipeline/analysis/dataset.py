@@ -34,7 +34,7 @@ from pipeline._version import __version__
 from pipeline.analysis import schema_docs, sql
 from pipeline.analysis.dataset_card import render_card
 from pipeline.analysis.dataset_checks import start_value
-from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError
+from pipeline.errors import PipelineError, TableError, TablesMissingError, UsageError, first_line
 from pipeline.games.published import Published, published
 from pipeline.games.registry import REGISTRY, variant_from_rules
 from pipeline.store import manifest, sources, views
@@ -239,8 +239,7 @@ def _write_tables(
                     f"(format parquet, compression zstd, kv_metadata {{{kv}}})"
                 )
             except duckdb.Error as exc:  # a full disk, a file gone
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise PipelineError(f"cannot write {relative}: {first[:200]}") from None
+                raise PipelineError(f"cannot write {relative}: {first_line(exc)[:200]}") from None
             written.append(_File(table, variant, relative, counts[table][variant], _sha256(path)))
             job.advance()
     return written

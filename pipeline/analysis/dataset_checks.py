@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.analysis import contracts, sql
-from pipeline.errors import ContractError, TableError, UsageError
+from pipeline.errors import ContractError, TableError, UsageError, first_line
 from pipeline.games.published import published
 from pipeline.games.registry import REGISTRY, Variant
 from pipeline.store import manifest, sources
@@ -61,8 +61,7 @@ def _read_index(root: Path) -> dict[str, Any]:
     try:
         index = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path} is not a readable dataset index ({first})") from None
+        raise TableError(f"{path} is not a readable dataset index ({first_line(exc)})") from None
     if not isinstance(index, dict) or index.get("format") != sources.DATASET_FORMAT:
         raise TableError(f"{path} is not a dataset index of format {sources.DATASET_FORMAT}")
     return index

@@ -37,7 +37,7 @@ from pipeline.errors import PipelineError
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules, board_game
 from pipeline.games.knucklebones.players import artefacts, labels
 from pipeline.games.knucklebones.players.book import Book
-from pipeline.games.knucklebones.players.contents import KINDS
+from pipeline.games.knucklebones.players.contents import KINDS, largest_lead
 
 if TYPE_CHECKING:
     from pipeline.analysis.contracts import ContractResult
@@ -185,7 +185,7 @@ def check_book(book: Book, name: str = "book") -> list[Finding]:
     game = board_game(artefacts.board_of(book.columns, book.rows, book.faces))
     r = game.r
     tol = float(book.meta.get("tolerance", DEFAULT_TOLERANCE))
-    most = float(r.columns * r.faces * r.rows**2)
+    most = largest_lead(r)
     rounding = _rounding(book.meta)
     out = [_provenance(name, book.meta)]
     ids = book.state_id
@@ -241,7 +241,7 @@ def check_labelled(found: labels.Labelled, name: str = "labelled") -> list[Findi
 
     game = board_game(artefacts.board_of(found.columns, found.rows, found.faces))
     tol = float(found.meta.get("tolerance", DEFAULT_TOLERANCE))
-    most = float(found.columns * found.faces * found.rows**2)
+    most = largest_lead(game.r)
     out = [_provenance(name, found.meta)]
     ids = found.state_id
     unique = len(np.unique(ids)) == len(ids)
@@ -355,15 +355,15 @@ def check_packaged(models: Path | None = None, exact: ExactValues | None = None)
             )
             continue
         kind = KIND_OF[named.group(4)]
+        readable = f"a readable {KINDS[kind]} of the board its name says"
         try:
             board = artefacts.board_of(*(int(named.group(k)) for k in (1, 2, 3)))
             found = READERS[kind](path, board)
         except PipelineError as exc:  # damaged, foreign, out of range: a broken contract
             why = str(exc).removeprefix(f"{path} is ")  # the artefact is named already
-            out.append(Finding(path.name, f"a readable {KINDS[kind]} of the board its name "
-                               "says", False, why))  # fmt: skip
+            out.append(Finding(path.name, readable, False, why))
             continue
-        out.append(Finding(path.name, f"a readable {KINDS[kind]} of the board its name says", True))
+        out.append(Finding(path.name, readable, True))
         if kind == "evaluator":
             continue
         out += check_book(found, path.name) if kind == "book" else check_labelled(found, path.name)
@@ -451,10 +451,6 @@ def bellman_residual(labelled: labels.Labelled, name: str) -> np.ndarray:
     choice = labelled.choices[name].reshape(-1, f, c)
     best = np.nanmax(np.where(np.isnan(choice), -np.inf, choice), axis=2)
     return np.abs(labelled.values[name] - best.mean(axis=1))
-
-
-#: The tolerance of a labelled set's values when its record names none (the exact solvers').
-DEFAULT_TOLERANCE = 1e-11
 
 
 def bellman_allowance(labelled: labels.Labelled, name: str) -> float:

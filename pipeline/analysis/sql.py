@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.errors import TableError, TablesMissingError, UsageError, first_line
 from pipeline.store import manifest, sources, views
 from pipeline.store.layout import settle
 from pipeline.store.sources import LeanSample, lean_sample
@@ -462,7 +462,7 @@ def build_hint(path: Traversable | Path, variant: str | None) -> str:
 
 def damaged(data_dir: Path, exc: BaseException) -> TableError:
     """The one-line error for a table DuckDB could not read (named when DuckDB names it)."""
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    first = first_line(exc)
     named = re.search(r"([^\s\"']+\.parquet)", first)
     where = named.group(1) if named else f"a table in {data_dir}"
     return TableError(

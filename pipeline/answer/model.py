@@ -64,17 +64,8 @@ class StateInfo:
         return sum(s.players for s in self.shares) if self.shares else None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "tiles": self.tiles,
-            "value": self.value,
-            "objective": self.objective,
-            "maximise": self.maximise,
-            "dice": self.dice,
-            "choice_options": self.choice_options,
-            "terminal": self.terminal,
-            "fields": dict(self.fields),
-        }
+        out = _json(self, "id tiles value objective maximise dice choice_options terminal")
+        out["fields"] = dict(self.fields)
         if self.code is not None:
             out["state"] = self.code
         if self.shares:
@@ -187,11 +178,7 @@ class Answer:
             "dice_options": [d.to_json() for d in self.dice],
         }
         if self.outcome is not None:
-            out["outcome"] = {
-                "kind": self.outcome.kind,
-                "value": self.outcome.value,
-                "next_id": self.outcome.next_id,
-            }
+            out["outcome"] = _json(self.outcome, "kind value next_id")
             out["moves"] = [m.to_json() for m in self.moves]
         return out
 
@@ -222,16 +209,7 @@ class ColumnValue:
     """False where the search estimated (a line ran past its depth)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "column": self.column,
-            "value": self.value,
-            "next": self.next,
-            "win": self.win,
-            "diff": self.diff,
-            "value_exact": self.exact,
-            "loss": self.loss,
-            "best": self.best,
-        }
+        return _json(self, "column value next win diff value_exact=exact loss best")
 
 
 @dataclass(slots=True)
@@ -294,21 +272,19 @@ class BoardAnswer:
         return {
             "variant": self.variant,
             "view": "boards",
-            "board": self.board,
-            "mover_score": self.mover_score,
-            "opponent_score": self.opponent_score,
-            "objective": self.objective,
-            "over": self.over,
-            "die": self.die,
-            "source": self.source,
-            "player": self.player,
-            "exact": self.exact,
-            "depth": self.depth,
+            **_json(self, "board mover_score opponent_score objective over die source player"),
+            **_json(self, "exact depth"),
             "tables": list(self.tables),
-            "value": self.value,
-            "win": self.win,
-            "diff": self.diff,
-            "value_exact": self.value_exact,
-            "other_best": self.other_best,
+            **_json(self, "value win diff value_exact other_best"),
             "columns": [c.to_json() for c in self.columns],
         }
+
+
+def _json(answer: Any, names: str) -> dict[str, Any]:
+    """``{name: answer.name}`` for each of the space-separated ``names``, in their order (the
+    JSON's order); ``key=name`` where the JSON names a field otherwise."""
+    out = {}
+    for name in names.split():
+        key, _, attr = name.partition("=")
+        out[key] = getattr(answer, attr or key)
+    return out

@@ -3,7 +3,6 @@ assignment's format)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -36,11 +35,6 @@ OneDieSum = Annotated[
 ]
 
 
-def default_data_dir() -> Path:
-    """$STB_DATA_DIR, or data/."""
-    return Path(os.environ.get("STB_DATA_DIR", "data"))
-
-
 @export_app.command("verifier")
 def export_verifier(
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
@@ -60,6 +54,7 @@ def export_verifier(
     Example: stb-pipeline export verifier --variant two-player -o data/two-player.verifier
     """
     from pipeline.apps.course import verifier
+    from pipeline.store.layout import default_data_dir
     from pipeline.store.outputs import check_output
 
     chosen, custom = verifier.pick_two_player(variant, tiles, dice, sides, one_die_sum)
@@ -92,6 +87,7 @@ def check_verifier(
     Example: stb-pipeline check-verifier --variant two-player data/two-player.verifier
     """
     from pipeline.apps.course import verifier
+    from pipeline.store.layout import default_data_dir
 
     verifier.check_tolerance(tolerance)
     chosen, custom = verifier.pick_two_player(variant, tiles, dice, sides, one_die_sum)

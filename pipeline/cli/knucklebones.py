@@ -15,6 +15,7 @@ from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.tree import Tree
 
     from pipeline.answer.model import BoardAnswer
@@ -264,8 +265,6 @@ def benchmark_cmd(
         check_player(o)
     within("--games", games, 1, MAX_GAMES)
     within("--seed", seed, 0, MAX_SEED)
-    from rich.table import Table
-
     from pipeline.store.tables import ensure_writable
 
     ensure_writable(data_dir)  # fail before the games are played, not after
@@ -280,19 +279,22 @@ def benchmark_cmd(
     with progress.task("knucklebones benchmark", total=total, unit="games") as job:
         frame = benchmark_frame(game, depth_list, opp_list, games, seed, job.advance, answers)
     path = write_benchmark_rows(data_dir, frame, game)
+    _print_benchmark(frame)
+    out.print(f"rows written to {path} (variant knucklebones)")
+
+
+def _print_benchmark(frame: pl.DataFrame) -> None:
+    """The benchmark's rows as a table: each pairing's results and win rate."""
+    from rich.table import Table
+
     table = Table("ours", "opponent", "wins", "draws", "losses", "win rate (95% CI)", "median ms")
     for r in frame.iter_rows(named=True):
         table.add_row(
-            r["strategy"],
-            r["opponent"],
-            str(r["wins"]),
-            str(r["draws"]),
-            str(r["losses"]),
+            r["strategy"], r["opponent"], *(str(r[k]) for k in ("wins", "draws", "losses")),
             f"{r['win_rate']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})",
             f"{r['median_decision_ms']:.2f}",
-        )
+        )  # fmt: skip
     out.print(table)
-    out.print(f"rows written to {path} (variant knucklebones)")
 
 
 @kb.command("solve-exact")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TypedDict
 
 import numpy as np
 
@@ -22,6 +23,66 @@ def roll_distribution(dice: int, sides: int) -> list[tuple[int, int, int]]:
     counts = total_counts(dice, sides)
     denom = sides**dice
     return [(t, c, denom) for t, c in enumerate(counts) if c]
+
+
+class ChanceColumns(TypedDict):
+    """A graph's chance rows (:class:`pipeline.graph.Graph`'s ``ch_*`` arrays)."""
+
+    ch_state: np.ndarray
+    ch_choice: np.ndarray
+    ch_count: np.ndarray
+    ch_denom: np.ndarray
+    ch_node: np.ndarray
+
+
+def roll_grid(
+    n_states: int, avail: dict[int, np.ndarray], dists: dict[int, list[tuple[int, int, int]]]
+) -> np.ndarray:
+    """bool [states, largest total + 1]: whether each state may roll each total (a node), from
+    whether it may roll each number of dice (``avail``) and their distributions (``dists``)."""
+    width = max(t for dist in dists.values() for t, _, _ in dist) + 1
+    roll_ok = np.zeros((n_states, width), dtype=bool)
+    for d, ok in avail.items():
+        for total, _, _ in dists[d]:
+            roll_ok[:, total] |= ok
+    return roll_ok
+
+
+def chance_columns(
+    avail: dict[int, np.ndarray],
+    dists: dict[int, list[tuple[int, int, int]]],
+    node_of: np.ndarray,
+    width: int,
+) -> ChanceColumns:
+    """A graph's chance rows (``ch_state``, ``ch_choice``: the dice, ``ch_count``,
+    ``ch_denom``, ``ch_node``) sorted by state, then dice; ``node_of[state * width + total]``:
+    the node of a state's roll."""
+    ch = [_chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
+    state, choice, count, denom, node = (np.concatenate(c) for c in zip(*ch, strict=True))
+    order = np.lexsort((choice, state))
+    return ChanceColumns(
+        ch_state=state[order], ch_choice=choice[order], ch_count=count[order],
+        ch_denom=denom[order], ch_node=node[order],
+    )  # fmt: skip
+
+
+def _chance_rows(
+    dice: int, ok: np.ndarray, dist: list[tuple[int, int, int]], node_of: np.ndarray, width: int
+) -> tuple[np.ndarray, ...]:
+    """Chance rows (state, dice, count, denominator, node) of every state that may roll
+    ``dice`` dice."""
+    states = np.flatnonzero(ok)
+    totals = np.array([t for t, _, _ in dist], dtype=np.int64)
+    counts = np.array([c for _, c, _ in dist], dtype=np.int64)
+    st = np.repeat(states, len(dist))
+    rolls = np.tile(totals, states.shape[0])
+    return (
+        st,
+        np.full(st.shape[0], dice, dtype=np.int64),
+        np.tile(counts, states.shape[0]),
+        np.full(st.shape[0], dist[0][2], dtype=np.int64),
+        node_of[st * width + rolls],
+    )
 
 
 def dice_choices(one_die: str, dice: int, small: bool) -> list[int]:
@@ -56,3 +117,14 @@ def choice_problem(what: str, value: str, allowed: tuple[str, ...]) -> list[str]
     return (
         [] if value in allowed else [f"{what} must be one of {', '.join(allowed)}, not {value!r}"]
     )
+
+
+def target_problems(objective: str, target: int | None, max_score: int) -> list[str]:
+    """Reasons a target score does not go with the objective (``target`` and only it has one)
+    or lies outside ``0..max_score - 1`` (empty when valid)."""
+    out = []
+    if (objective == "target") != (target is not None):
+        out.append("a target score goes with objective 'target' (and only with it)")
+    if target is not None and not 0 <= target < max_score:
+        out.append(f"target must be between 0 and {max_score - 1}, not {target}")
+    return out

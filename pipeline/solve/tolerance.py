@@ -25,11 +25,6 @@ import numpy as np
 TIE_TOLERANCE = 1e-12
 
 
-def tie_tolerance(best: float) -> float:
-    """Absolute tolerance under which a value ties with ``best`` (relative to its size)."""
-    return TIE_TOLERANCE * max(1.0, abs(best))
-
-
 def is_tie(value: float, best: float) -> bool:
     """Whether ``value`` ties with ``best`` under the tie rule."""
     return abs(value - best) <= TIE_TOLERANCE * max(1.0, abs(best))
@@ -98,7 +93,7 @@ def regret(best: float, value: float, maximise: bool) -> float:
 
 
 def tolerance(best: np.ndarray | float) -> np.ndarray:
-    """:func:`tie_tolerance` of every entry of ``best``."""
+    """The absolute tolerance under which a value ties with each entry of ``best``."""
     return TIE_TOLERANCE * np.maximum(1.0, np.abs(best))
 
 

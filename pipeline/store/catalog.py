@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline._version import __version__
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, first_line
 from pipeline.store import sources, views
 from pipeline.store.engine import available, engine
 from pipeline.store.files import _fsync_dir, _tmp_name, why
@@ -181,8 +181,7 @@ def write(data_dir: Path, statements: list[str]) -> Path:
         # DuckDB would replay it on the new file
         final.with_name(final.name + ".wal").unlink(missing_ok=True)
     except duck.Error as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise PipelineError(f"cannot write {final}: {first[:200]}") from None
+        raise PipelineError(f"cannot write {final}: {first_line(exc)[:200]}") from None
     except OSError as exc:
         raise PipelineError(f"cannot write {final}: {why(final, exc)}; {MOVE_AWAY}") from None
     finally:

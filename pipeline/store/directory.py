@@ -365,13 +365,19 @@ def _look(data_dir: Path, shas: Callable[[], dict[str, str]]) -> Look:
 def _shas(data_dir: Path) -> dict[str, str]:
     """The sha256 manifest.json records for each table file, by its key (none where there is
     no readable manifest)."""
-    if not manifest_path(data_dir).exists():
+    tables = _recorded(data_dir, "tables")
+    return {k: str(e.get("sha256")) for k, e in tables.items() if isinstance(e, dict)}
+
+
+def _recorded(data_dir: Path, part: str) -> dict[str, Any]:
+    """The ``part`` manifest.json records (``tables`` or ``variants``); empty when there is no
+    readable manifest: what it would say is then unknown, not an error here."""
+    if not manifest_path(data_dir).exists():  # (an empty manifest hashes the package's code)
         return {}
     try:
-        tables = manifest.read(data_dir).get("tables", {})
+        return manifest.read(data_dir).get(part, {})
     except PipelineError:
         return {}
-    return {k: str(e.get("sha256")) for k, e in tables.items() if isinstance(e, dict)}
 
 
 def _unreadable(path: Path, exc: Exception) -> str:
@@ -387,17 +393,10 @@ def _held(data_dir: Path, path: Path) -> list[str]:
     manifest.json records for the shared file (none when the manifest cannot say)."""
     if path.parent.parent.name == OWN_DIR:
         return [path.parent.name]
-    try:
-        tables = manifest.read(data_dir).get("tables", {})
-    except PipelineError:
-        return []
-    return sorted(tables.get(path.stem, {}).get("variants", {}))
+    return sorted(_recorded(data_dir, "tables").get(path.stem, {}).get("variants", {}))
 
 
 def _recorded_rules(data_dir: Path) -> dict[str, Any]:
     """The rules manifest.json records for each variant built (none when it cannot say)."""
-    try:
-        recorded = manifest.read(data_dir).get("variants", {})
-    except PipelineError:
-        return {}
+    recorded = _recorded(data_dir, "variants")
     return {n: r.get("rules") for n, r in recorded.items() if isinstance(r, dict)}

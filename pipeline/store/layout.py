@@ -28,6 +28,11 @@ LOCK_TIMEOUT_S = 600
 JOURNAL_NAME = ".stb-commit.json"
 
 
+def default_data_dir() -> Path:
+    """Where the tables are read from by default: ``$STB_DATA_DIR``, else ``data``."""
+    return Path(os.environ.get("STB_DATA_DIR", "data"))
+
+
 def built_elsewhere(data_dir: Path, how: str) -> str:
     """What a "not built" error leads with when ``data_dir`` holds no table at all: most likely
     the command ran from another folder than the one built into, which ``how`` names (the

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline._version import __version__
-from pipeline.errors import TableError
+from pipeline.errors import TableError, first_line
 
 if TYPE_CHECKING:  # pyarrow loads when a table is written or hashed, not to read one
     import pyarrow as pa
@@ -104,8 +104,9 @@ def read(data_dir: Path) -> dict[str, Any]:
     try:
         found = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path} is not a readable manifest ({first}); {REBUILD}") from None
+        raise TableError(
+            f"{path} is not a readable manifest ({first_line(exc)}); {REBUILD}"
+        ) from None
     problem = _shape_problem(found)
     if problem:
         raise TableError(f"{path} is not a manifest of ours ({problem}); {REBUILD}")

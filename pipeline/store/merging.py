@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pipeline._version import __version__
-from pipeline.errors import TableError
+from pipeline.errors import TableError, first_line
 from pipeline.store import manifest, schema
 from pipeline.store.files import HashedFile, _tmp_name, cannot_write
 from pipeline.store.footers import encode_rules, footer
@@ -105,8 +105,7 @@ def slices(rows: Rows) -> Iterator[pl.DataFrame]:
 
 def unfit(path: Path, exc: Exception) -> TableError:
     """The one-line error for rows whose columns do not fit the table's."""
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return TableError(f"{path}: the new rows do not fit the table's columns ({first})")
+    return TableError(f"{path}: the new rows do not fit the table's columns ({first_line(exc)})")
 
 
 class TableMerge:
@@ -364,8 +363,7 @@ def _open_old(path: Path) -> tuple[Any, dict[str, Any], pl.DataFrame | None]:
         empty = pl.from_arrow(old.schema_arrow.empty_table())
         assert isinstance(empty, pl.DataFrame)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TableError(
-            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
+            f"{path} is not a readable Parquet table ({first_line(exc)}); {manifest.REBUILD}"
         ) from None
     return old, rules, empty

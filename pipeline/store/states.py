@@ -344,13 +344,6 @@ class Index:
             found = self._held.get((name, "states"))
             return found is not None and isinstance(found.value, HeldStates)
 
-    def _get(self, key: tuple[str, ...]) -> _Held | None:
-        with self._lock:
-            found = self._held.get(key)
-            if found is not None:
-                self._held.move_to_end(key)
-            return found
-
     def _put(self, key: tuple[str, ...], held: _Held) -> None:
         """Keep ``held``, dropping the least recently used entries past the budget (never the
         new one: a variant bigger than the budget is refused before it is read)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline._version import __version__
-from pipeline.errors import PipelineError, TableError, TablesMissingError
+from pipeline.errors import PipelineError, TableError, TablesMissingError, first_line
 from pipeline.store import directory, footers, manifest, schema
 from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
     _fsync_dir,
@@ -80,9 +80,8 @@ def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
     try:
         return pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TableError(
-            f"{path} is not a readable Parquet table ({first}); {manifest.REBUILD}"
+            f"{path} is not a readable Parquet table ({first_line(exc)}); {manifest.REBUILD}"
         ) from None
 
 
@@ -168,8 +167,9 @@ def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
             lazy = lazy.filter(pl.col("variant") == variant)
         return lazy.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path} is not a readable table ({first}); {manifest.REBUILD}") from None
+        raise TableError(
+            f"{path} is not a readable table ({first_line(exc)}); {manifest.REBUILD}"
+        ) from None
 
 
 def replace_rows(

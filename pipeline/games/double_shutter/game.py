@@ -32,12 +32,15 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.base import Game, LegalMoves, Stuck
 from pipeline.games.dice import (
+    chance_columns,
     chances,
     choice_problem,
     dice_choices,
     dice_problems,
     range_problem,
     roll_distribution,
+    roll_grid,
+    target_problems,
 )
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.tiles import refuse_position
@@ -105,10 +108,7 @@ class DoubleShutterRules:
             return out
         if self.one_die != "never" and self.dice == 1:
             out.append("a one-die rule needs more than one die")
-        if (self.objective == "target") != (self.target is not None):
-            out.append("a target score goes with objective 'target' (and only with it)")
-        if self.target is not None and not 0 <= self.target < self.max_score():
-            out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
+        out += target_problems(self.objective, self.target, self.max_score())
         if self.objective == "shut" and self.columns > self.dice * self.sides:
             out.append(f"tile {self.columns} can never be shut, so P(score = 0) would be 0")
         return out
@@ -602,15 +602,10 @@ def assemble_graph(
     """A :class:`Graph` from the states (sorted ids), the dice each state may roll, and the
     legal moves as (state indices, successor ids, roll, label); a node without a legal move gets
     a pass row worth ``stuck_value(state ids)``."""
-    roll_ok = _roll_grid(ids.shape[0], avail, dists)
+    roll_ok = roll_grid(ids.shape[0], avail, dists)
     width = roll_ok.shape[1]
     node_of = np.cumsum(roll_ok.ravel(), dtype=np.int64) - 1
     node_state, node_roll = np.nonzero(roll_ok)
-    ch = [_chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
-    ch_state, ch_choice, ch_count, ch_denom, ch_node = (
-        np.concatenate(c) for c in zip(*ch, strict=True)
-    )
-    order = np.lexsort((ch_choice, ch_state))
     node, dst, label = _move_rows(ids, moves, roll_ok, node_of)
     mv = _with_passes(
         node, dst, label, node_state.shape[0], lambda stuck: stuck_value(ids[node_state[stuck]])
@@ -619,11 +614,7 @@ def assemble_graph(
         state_id=ids,
         rank=np.asarray(rank, dtype=np.int64),
         terminal=terminal,
-        ch_state=ch_state[order],
-        ch_choice=ch_choice[order],
-        ch_count=ch_count[order],
-        ch_denom=ch_denom[order],
-        ch_node=ch_node[order],
+        **chance_columns(avail, dists, node_of, width),
         node_state=node_state.astype(np.int64),
         node_roll=node_roll.astype(np.int64),
         mv_node=mv.node,
@@ -633,18 +624,6 @@ def assemble_graph(
         mv_label=mv.label,
         maximise=maximise,
     )
-
-
-def _roll_grid(
-    n_states: int, avail: dict[int, np.ndarray], dists: dict[int, list[tuple[int, int, int]]]
-) -> np.ndarray:
-    """bool [states, largest total + 1]: whether each state may roll each total (a node)."""
-    width = max(t for dist in dists.values() for t, _, _ in dist) + 1
-    roll_ok = np.zeros((n_states, width), dtype=bool)
-    for d, ok in avail.items():
-        for total, _, _ in dists[d]:
-            roll_ok[:, total] |= ok
-    return roll_ok
 
 
 def _move_rows(
@@ -701,27 +680,4 @@ def _with_passes(
         scale=(order < n_moves).astype(np.float64),
         offset=offset[order],
         label=np.concatenate((label, np.full(stuck.shape[0], PASS)))[order],
-    )
-
-
-def _chance_rows(
-    dice: int,
-    ok: np.ndarray,
-    dist: list[tuple[int, int, int]],
-    node_of: np.ndarray,
-    width: int,
-) -> tuple[np.ndarray, ...]:
-    """Chance rows (state, dice, count, denominator, node) of every state that may roll
-    ``dice`` dice."""
-    states = np.flatnonzero(ok)
-    totals = np.array([t for t, _, _ in dist], dtype=np.int64)
-    counts = np.array([c for _, c, _ in dist], dtype=np.int64)
-    st = np.repeat(states, len(dist))
-    rolls = np.tile(totals, states.shape[0])
-    return (
-        st,
-        np.full(st.shape[0], dice, dtype=np.int64),
-        np.tile(counts, states.shape[0]),
-        np.full(st.shape[0], dist[0][2], dtype=np.int64),
-        node_of[st * width + rolls],
     )

@@ -19,14 +19,12 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, KnuckleRules, read_board
 
+# the objectives' value names, the same in an answer as in a labelled set
+from pipeline.games.knucklebones.players.labels import FIELDS
+
 if TYPE_CHECKING:
     from pipeline.games.knucklebones.players.evaluator import Evaluator
     from pipeline.games.knucklebones.players.search import Eval, Searcher
-
-#: Each objective a board is solved for, and the name of its value in an answer (and in the
-#: search's :class:`~pipeline.games.knucklebones.players.search.Eval`): the mover's win chance
-#: (a draw counting 1/2), the expected final score difference.
-FIELDS = {"wins": "win", "score": "diff"}
 
 
 @dataclass(frozen=True)
@@ -41,24 +39,15 @@ class BoardRules:
 
     def __init__(self, game: Knucklebones) -> None:
         self.game = game
+        r = game.r
+        self.columns, self.rows, self.faces, self.objective = (
+            r.columns,
+            r.rows,
+            r.faces,
+            r.objective,
+        )
         self._searcher: Searcher | None = None
         self._recorded: dict[str, dict[str, object]] = {}
-
-    @property
-    def columns(self) -> int:
-        return self.game.r.columns
-
-    @property
-    def rows(self) -> int:
-        return self.game.r.rows
-
-    @property
-    def faces(self) -> int:
-        return self.game.r.faces
-
-    @property
-    def objective(self) -> str:
-        return self.game.r.objective
 
     @property
     def move_value(self) -> tuple[float, float]:

@@ -11,7 +11,7 @@ of the whole game. Blocks come last seat first (the solve's order).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +41,7 @@ def streamed(game: NPlayer, tables: Sequence[str]) -> Streamed:
         blocks = game.blocks()
         with progress.task("blocks", total=len(blocks), unit="blocks") as job:
             for number, (seat, best, count), vectors in game._solve_blocks(False, record=record):
-                batch = box.rows(number, seat, best, count, vectors, record)
+                batch = box.rows(_Block(number, seat, best, count, vectors, record))
                 tally["nodes"] += batch["policy"]["roll"].shape[0]
                 tally["moves"] += batch["moves"]["roll"].shape[0]
                 if seat == 1:
@@ -71,6 +71,18 @@ def streamed(game: NPlayer, tables: Sequence[str]) -> Streamed:
     )
 
 
+class _Block(NamedTuple):
+    """One solved block: its number, the seat to move, the best score before it and how many
+    share it, every mask's payoff vector, and the solve's record of picks and dice."""
+
+    number: int
+    seat: int
+    best: int
+    n_best: int
+    vectors: np.ndarray
+    record: dict[str, np.ndarray]
+
+
 class _Box:
     """What every block shares: each mask's tiles as text and list, sums, scores, and the
     one-player graph's nodes and legal moves."""
@@ -91,31 +103,12 @@ class _Box:
             np.int16
         )
 
-    def rows(
-        self,
-        number: int,
-        seat: int,
-        best: int,
-        count: int,
-        vectors: np.ndarray,
-        record: dict[str, np.ndarray],
-    ) -> dict[str, dict[str, Any]]:
+    def rows(self, blk: _Block) -> dict[str, dict[str, Any]]:
         """The states, policy and moves rows of one solved block."""
-        return {
-            "states": self.states(number, seat, best, count, vectors, record),
-            "policy": self.policy(number, seat, best, count, record),
-            "moves": self.moves(number, seat, best, vectors, record),
-        }
+        return {"states": self.states(blk), "policy": self.policy(blk), "moves": self.moves(blk)}
 
-    def states(
-        self,
-        number: int,
-        seat: int,
-        best: int,
-        count: int,
-        vectors: np.ndarray,
-        record: dict[str, np.ndarray],
-    ) -> dict[str, Any]:
+    def states(self, blk: _Block) -> dict[str, Any]:
+        number, seat, best, count, vectors, record = blk
         game, f = self.game, self.game.n_masks
         alive = game.alive(seat, best)
         me = FIRST_SEAT + seat - 1
@@ -165,9 +158,8 @@ class _Box:
         block = (nxt_best * m + nxt_count - 1) * m + seat - 1
         return block * game.n_masks + game.full
 
-    def policy(
-        self, number: int, seat: int, best: int, count: int, record: dict[str, np.ndarray]
-    ) -> dict[str, Any]:
+    def policy(self, blk: _Block) -> dict[str, Any]:
+        number, seat, best, count, _, record = blk
         game, b, f = self.game, self.b, self.game.n_masks
         alive = game.alive(seat, best)
         nodes = np.flatnonzero(alive[b.node_state])
@@ -195,14 +187,8 @@ class _Box:
             "kind": pa.array(kind.tolist(), type=pa.string()),
         }
 
-    def moves(
-        self,
-        number: int,
-        seat: int,
-        best: int,
-        vectors: np.ndarray,
-        record: dict[str, np.ndarray],
-    ) -> dict[str, Any]:
+    def moves(self, blk: _Block) -> dict[str, Any]:
+        number, seat, best, _, vectors, record = blk
         game, b, f = self.game, self.b, self.game.n_masks
         alive = game.alive(seat, best)
         legal = self.legal[alive[b.node_state[b.mv_node[self.legal]]]]

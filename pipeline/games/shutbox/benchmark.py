@@ -312,15 +312,3 @@ def simulation_rows(sims: list[Simulated]) -> pl.DataFrame:
         },
         schema_overrides={"games": pl.Int64, "wins": pl.Int64, "seed": pl.Int64},
     )
-
-
-def simulate_rows(
-    s: SolvedView,
-    games: int,
-    seed: int,
-    names: Sequence[str] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[list[Simulated], pl.DataFrame]:
-    """Simulate the strategies; the results and their `benchmarks` rows."""
-    sims = simulate_strategies(s, games, seed, names, progress)
-    return sims, simulation_rows(sims)

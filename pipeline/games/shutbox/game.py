@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from pipeline.games.base import Game, LegalMoves, SolvedView, Streamed, Stuck
-from pipeline.games.dice import chances, roll_distribution
+from pipeline.games.dice import chance_columns, chances, roll_distribution, roll_grid
 from pipeline.games.shutbox.hooks import TileStrategyHooks
 from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
     MAX_DICE,
@@ -119,8 +119,7 @@ class ShutTheBox(TileStrategyHooks, Game):
         States are indexed in rank order (by number of open tiles, then id), so that every
         layer of the solve is a contiguous slice of each array; or by id when asked.
         """
-        n, top = self.r.tiles, self.r.dice * self.r.sides
-        width = top + 1
+        n = self.r.tiles
         all_ids = np.arange(1 << n, dtype=np.int64)
         rank = np.bitwise_count(all_ids.astype(np.uint64)).astype(np.int64)
         ids = np.argsort(rank, kind="stable") if self.rank_order else all_ids  # index -> id
@@ -128,17 +127,9 @@ class ShutTheBox(TileStrategyHooks, Game):
         index_of[ids] = np.arange(ids.shape[0])
         avail = self.dice_available(ids)
         dists = {d: roll_distribution(d, self.r.sides) for d in avail}
-        roll_ok = np.zeros((ids.shape[0], width), dtype=bool)
-        for d, ok in avail.items():
-            for total, _, _ in dists[d]:
-                roll_ok[:, total] |= ok
+        roll_ok = roll_grid(ids.shape[0], avail, dists)
         node_of = (np.cumsum(roll_ok.ravel(), dtype=np.int64) - 1).astype(np.int32)
         node_state, node_roll = np.nonzero(roll_ok)
-
-        ch = [self._chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
-        columns = (np.concatenate(c) for c in zip(*ch, strict=True))
-        ch_state, ch_choice, ch_count, ch_denom, ch_node = columns
-        order = np.lexsort((ch_choice, ch_state))
 
         moves = self._moves(index_of, roll_ok, node_state, ids)
         terminal = np.full(ids.shape[0], np.nan)
@@ -147,39 +138,12 @@ class ShutTheBox(TileStrategyHooks, Game):
             state_id=ids,
             rank=rank[ids],
             terminal=terminal,
-            ch_state=ch_state[order],
-            ch_choice=ch_choice[order],
-            ch_count=ch_count[order],
-            ch_denom=ch_denom[order],
-            ch_node=ch_node[order],
+            **chance_columns(avail, dists, node_of, roll_ok.shape[1]),
             node_state=node_state.astype(np.int32),
             node_roll=node_roll.astype(np.int16),
             **moves,
             maximise=self.r.objective != "score",
             meta={"edges_skipped": self.skip_edges},
-        )
-
-    def _chance_rows(
-        self,
-        dice: int,
-        ok: np.ndarray,
-        dist: list[tuple[int, int, int]],
-        node_of: np.ndarray,
-        width: int,
-    ) -> tuple[np.ndarray, ...]:
-        """Chance rows of every state that may roll ``dice`` dice."""
-        states = np.flatnonzero(ok)
-        k = len(dist)
-        totals = np.array([t for t, _, _ in dist], dtype=np.int64)
-        counts = np.array([c for _, c, _ in dist], dtype=np.int64)
-        st = np.repeat(states, k)
-        rolls = np.tile(totals, states.shape[0])
-        return (
-            st,
-            np.full(st.shape[0], dice, dtype=np.int64),
-            np.tile(counts, states.shape[0]),
-            np.full(st.shape[0], dist[0][2], dtype=np.int64),
-            node_of[st * width + rolls],
         )
 
     def _moves(
@@ -213,9 +177,10 @@ class ShutTheBox(TileStrategyHooks, Game):
         mv_offset = np.zeros(size, dtype=np.float64)
         stuck = np.flatnonzero(counts == 0)
         mv_offset[starts[stuck]] = self.stuck_values(ids[node_state[stuck]])
-        kernels.fill_moves(
-            ids, index_of, roll_ok, sub_masks, sub_start, starts, mv_dst, mv_label, mv_scale
-        )
+        kernels.node_moves(
+            ids, index_of, roll_ok, sub_masks, sub_start, starts, np.zeros(0, dtype=np.int32),
+            mv_dst, mv_label, mv_scale, True,
+        )  # fmt: skip
         return MoveArrays(
             mv_node=np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
             mv_dst=mv_dst,

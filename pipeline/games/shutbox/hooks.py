@@ -38,4 +38,5 @@ class TileStrategyHooks:
         """Monte Carlo benchmark of the tile strategies."""
         from pipeline.games.shutbox import benchmark
 
-        return benchmark.simulate_rows(solved, games, seed, names, progress)
+        sims = benchmark.simulate_strategies(solved, games, seed, names, progress)
+        return sims, benchmark.simulation_rows(sims)

@@ -55,32 +55,13 @@ def count_moves(
     # empty stand-ins of the fill pass's arrays, of its types: one signature serves both passes
     index_of, starts = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     dst, label, scale = np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int8)
-    _node_moves(ids, index_of, roll_ok, sub_masks, sub_start, starts, counts, dst, label, scale,
+    node_moves(ids, index_of, roll_ok, sub_masks, sub_start, starts, counts, dst, label, scale,
                 False)  # fmt: skip
     return counts
 
 
-def fill_moves(
-    ids: np.ndarray,
-    index_of: np.ndarray,
-    roll_ok: np.ndarray,
-    sub_masks: np.ndarray,
-    sub_start: np.ndarray,
-    starts: np.ndarray,
-    mv_dst: np.ndarray,
-    mv_label: np.ndarray,
-    mv_scale: np.ndarray,
-) -> None:
-    """Write each node's moves (successor index, tiles mask, scale 1) from its start slot."""
-    counts = np.zeros(0, dtype=np.int32)
-    _node_moves(
-        ids, index_of, roll_ok, sub_masks, sub_start, starts, counts, mv_dst, mv_label, mv_scale,
-        True,
-    )  # fmt: skip
-
-
 @kernel
-def _node_moves(
+def node_moves(
     ids: np.ndarray,
     index_of: np.ndarray,
     roll_ok: np.ndarray,
@@ -94,7 +75,8 @@ def _node_moves(
     fill: bool,
 ) -> None:
     """Both passes in one kernel (a first run compiles one): without ``fill``, count each
-    node's legal moves into ``counts``; with it, write them from ``starts[node]`` on."""
+    node's legal moves into ``counts`` (:func:`count_moves`); with it, write each node's moves
+    (successor index, tiles mask, scale 1) from ``starts[node]`` on (``counts`` empty)."""
     n_states, width = roll_ok.shape
     node = 0
     for i in range(n_states):

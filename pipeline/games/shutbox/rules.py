@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.games.dice import choice_problem, dice_problems, range_problem
+from pipeline.games.dice import choice_problem, dice_problems, range_problem, target_problems
 
 MAX_TILES = 24
 MAX_DICE = 8
@@ -87,10 +87,7 @@ class RuleSet:
             out.append(f"at most {self.max_per_move} tiles per move would allow no move")
         if self.scoring == "digital" and self.tiles > 9:
             out.append("digital scoring reads tiles as digits, so it needs at most 9 tiles")
-        if (self.objective == "target") != (self.target is not None):
-            out.append("a target score goes with objective 'target' (and only with it)")
-        if self.target is not None and not 0 <= self.target < self.max_score():
-            out.append(f"target must be between 0 and {self.max_score() - 1}, not {self.target}")
+        out += target_problems(self.objective, self.target, self.max_score())
         top_roll = self.dice * self.sides
         never = list(range(top_roll + 1, self.tiles + 1))  # no roll can shut these
         if never and self.objective == "shut":

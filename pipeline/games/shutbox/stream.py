@@ -286,10 +286,7 @@ class StreamSolver:
     def _move_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
         """The moves batch of a chunk: every legal move, its value and regret."""
         c = self.c
-        row_start = np.zeros(ch.ids.shape[0] + 1, dtype=np.int64)
-        np.cumsum(ch.st_out[:, 2], out=row_start[1:])
-        mv_int = np.empty((int(row_start[-1]), 5), dtype=np.int64)
-        mv_float = np.empty((int(row_start[-1]), 2))
+        row_start, mv_int, mv_float = _rows_room(ch.st_out[:, 2], 5)
         _, roll, label, _, val, _, _, _ = ch.nodes
         fill_moves(
             ch.ids, self.value, c.sub_masks, c.sub_start, c.maximise, ch.node_start, roll, label,
@@ -308,10 +305,7 @@ class StreamSolver:
     def _edge_columns(self, ch: Chunk) -> dict[str, np.ndarray]:
         """The edges batch of a chunk: every (state, dice, roll, move) with its probability."""
         c = self.c
-        row_start = np.zeros(ch.ids.shape[0] + 1, dtype=np.int64)
-        np.cumsum(ch.st_out[:, 3], out=row_start[1:])
-        ed_int = np.empty((int(row_start[-1]), 6), dtype=np.int64)
-        ed_float = np.empty((int(row_start[-1]), 2))
+        row_start, ed_int, ed_float = _rows_room(ch.st_out[:, 3], 6)
         fill_edges(
             ch.ids, c.rule, c.count, c.denom, c.dice, c.sub_masks, c.sub_start, row_start,
             ed_int, ed_float,
@@ -327,6 +321,15 @@ class StreamSolver:
             "reward": ed_float[:, 1].copy(),
             "sign": ed_int[:, 5].astype(np.int8),
         }
+
+
+def _rows_room(counts: np.ndarray, n_ints: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each state's rows start (``counts`` rows each) and the room for all of them: int64
+    columns ``n_ints`` wide and two float columns, filled by a compiled pass."""
+    row_start = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=row_start[1:])
+    n = int(row_start[-1])
+    return row_start, np.empty((n, n_ints), dtype=np.int64), np.empty((n, 2))
 
 
 def stream_tables(

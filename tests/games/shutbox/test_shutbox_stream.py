@@ -216,9 +216,9 @@ def test_frames_equal_todays_states_and_policy_rows(name: str) -> None:
     # the describing adapters give today's rows, columns and dtypes from streamed batches
     from polars.testing import assert_frame_equal
 
-    from pipeline.games.shutbox.stream_frames import policy_frame, states_frame
     from pipeline.games.solved import Solved
     from pipeline.stages.frames import policy_rows, state_rows
+    from tests.support.shutbox_frames import policy_frame, states_frame
 
     variant = REGISTRY[name]
     game = variant.make()

@@ -175,6 +175,15 @@ def sweep_args(tb: exact.Tables, d: dict[str, Any], bounds: Any, out: Any) -> tu
     return (tb.n_states, tb.n_pairs, d["moved"], d["swap"], d["binom"], tb.offset, bounds, out)
 
 
+def greedy_args(tb: exact.Tables, d: dict[str, Any], bounds: Any, out: Any) -> tuple[Any, ...]:
+    """Greedy's best-response sweep's arguments (its bounds: each position with either player
+    to move), the sweep's and both players' scores."""
+    return (
+        tb.n_states, tb.n_pairs, d["moved"], d["swap"], d["binom"], d["mover_score"],
+        d["opp_score"], tb.offset, bounds, out,
+    )  # fmt: skip
+
+
 @dataclass
 class Ptx:
     """The kernels of one board compiled to PTX without a GPU (:func:`compile_ptx`)."""
@@ -268,12 +277,7 @@ def solve(
     cuda = cuda_module()
     tb = exact.tables(rules)
     n = tb.n_states
-    if dtype is None:
-        dtype = pick_dtype(n, tol, free_memory(cuda))
-    elif bytes_needed(n, dtype) > free_memory(cuda):
-        raise UsageError(f"{n:,} positions need {bytes_needed(n, dtype) / 1e9:.1f} GB on the GPU")
-    if dtype == np.float32 and tol < FLOAT32_TOLERANCE:
-        raise UsageError(f"float32 bounds need --tolerance {FLOAT32_TOLERANCE:g} or more")
+    dtype = _bounds_dtype(cuda, n, tol, dtype, "positions")
     t0 = time.perf_counter()
     blocks, threads = launch_shape(cuda, n, threads)
     init, sweep = kernels(tb.columns, tb.faces, threads)
@@ -281,20 +285,10 @@ def solve(
     bounds = cuda.device_array((n, 2), dtype=dtype)
     out = cuda.device_array(2, dtype=np.float64)
     init[blocks, threads](*init_args(tb, d, bounds))
-    sweeps, residual, width = 0, np.inf, np.inf
-    swept = 0.0
-    while width > 2 * tol:
-        if sweeps >= max_sweeps:
-            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
-        t1 = time.perf_counter()
-        out.copy_to_device(np.zeros(2))
-        sweep[blocks, threads](*sweep_args(tb, d, bounds, out))
-        residual, width = (float(x) for x in out.copy_to_host())  # waits for the kernel
-        dt = time.perf_counter() - t1
-        swept += dt
-        sweeps += 1
-        if progress is not None:
-            progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
+    args = sweep_args(tb, d, bounds, out)
+    sweeps, residual, width, swept = _iterate(
+        lambda: sweep[blocks, threads](*args), out, n, tol, max_sweeps, progress
+    )
     return Solution.of(
         rules, bounds, "cuda", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept,
         pick=lambda ids: gather(bounds, ids),
@@ -331,6 +325,52 @@ def gather(bounds: Any, ids: np.ndarray, chunk: int = GATHER_CHUNK) -> np.ndarra
     return out
 
 
+def _bounds_dtype(cuda: Any, n: int, tol: float, dtype: type | None, what: str) -> type:
+    """The dtype of ``n`` bounds (``what``: their name in the error): :func:`pick_dtype`'s where
+    None is asked; UsageError where the one asked does not fit or float32 misses ``tol``."""
+    if dtype is None:
+        dtype = pick_dtype(n, tol, free_memory(cuda))
+    elif bytes_needed(n, dtype) > free_memory(cuda):
+        raise UsageError(f"{n:,} {what} need {bytes_needed(n, dtype) / 1e9:.1f} GB on the GPU")
+    if dtype == np.float32 and tol < FLOAT32_TOLERANCE:
+        raise UsageError(f"float32 bounds need --tolerance {FLOAT32_TOLERANCE:g} or more")
+    return dtype
+
+
+def _iterate(
+    sweep: Callable[[], None],
+    out: Any,
+    n: int,
+    tol: float,
+    max_sweeps: int,
+    progress: Callable[[int, float, float, float], None] | None,
+    stop: bool = False,
+    deadline: float | None = None,
+) -> tuple[int, float, float, float]:
+    """Sweep over ``n`` ids until the bounds are within ``tol``: (sweeps, largest change, largest
+    width, seconds of sweeps); ``out`` holds a sweep's change and width. After ``max_sweeps``
+    UsageError, or with ``stop`` a stop there or past ``deadline`` (a ``perf_counter`` time),
+    the bounds still valid but wider than ``tol``."""
+    sweeps, residual, width, swept = 0, np.inf, np.inf, 0.0
+    while width > 2 * tol:
+        if stop and (
+            sweeps >= max_sweeps or (deadline is not None and time.perf_counter() > deadline)
+        ):
+            break
+        if sweeps >= max_sweeps:
+            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
+        t1 = time.perf_counter()
+        out.copy_to_device(np.zeros(2))
+        sweep()
+        residual, width = (float(x) for x in out.copy_to_host())  # waits for the kernel
+        dt = time.perf_counter() - t1
+        swept += dt
+        sweeps += 1
+        if progress is not None:
+            progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
+    return sweeps, residual, width, swept
+
+
 @lru_cache(maxsize=8)
 def _greedy_kernel(c: int, f: int, tpb: int) -> Any:
     from pipeline.games.knucklebones.exact import gpu_kernels
@@ -363,14 +403,7 @@ def greedy_solve(
     cuda = cuda_module()
     tb = exact.tables(rules)
     n = tb.n_states
-    if dtype is None:
-        dtype = pick_dtype(2 * n, tol, free_memory(cuda))
-    elif bytes_needed(2 * n, dtype) > free_memory(cuda):
-        raise UsageError(
-            f"{2 * n:,} bounds need {bytes_needed(2 * n, dtype) / 1e9:.1f} GB on the GPU"
-        )
-    if dtype == np.float32 and tol < FLOAT32_TOLERANCE:
-        raise UsageError(f"float32 bounds need --tolerance {FLOAT32_TOLERANCE:g} or more")
+    dtype = _bounds_dtype(cuda, 2 * n, tol, dtype, "bounds")
     t0 = time.perf_counter()
     blocks, threads = launch_shape(cuda, 2 * n, threads)
     init, _ = kernels(tb.columns, tb.faces, threads)
@@ -380,22 +413,11 @@ def greedy_solve(
     out = cuda.device_array(2, dtype=np.float64)
     for half in (bounds[:n], bounds[n:]):  # a finished game's value, whoever is to move
         init[blocks, threads](*init_args(tb, d, half))
-    sweeps, residual, width, swept = 0, np.inf, np.inf, 0.0
-    while width > 2 * tol:
-        if sweeps >= max_sweeps or (seconds is not None and time.perf_counter() - t0 > seconds):
-            break
-        t1 = time.perf_counter()
-        out.copy_to_device(np.zeros(2))
-        sweep[blocks, threads](
-            n, tb.n_pairs, d["moved"], d["swap"], d["binom"], d["mover_score"], d["opp_score"],
-            tb.offset, bounds, out,
-        )  # fmt: skip
-        residual, width = (float(x) for x in out.copy_to_host())
-        dt = time.perf_counter() - t1
-        swept += dt
-        sweeps += 1
-        if progress is not None:
-            progress(sweeps, residual, width / 2, 2 * n / max(dt, 1e-9))
+    args = greedy_args(tb, d, bounds, out)
+    sweeps, _, width, swept = _iterate(
+        lambda: sweep[blocks, threads](*args), out, 2 * n, tol, max_sweeps, progress, True,
+        None if seconds is None else t0 + seconds,
+    )  # fmt: skip
     # the empty boards are state id 0: the perfect player's row, then greedy's
     perfect = bounds[0:1].copy_to_host()[0].astype(np.float64)
     greedy = bounds[n : n + 1].copy_to_host()[0].astype(np.float64)
@@ -426,10 +448,9 @@ def compile_artefact_ptx(
         bounds: np.ndarray = np.zeros((2, 2), dtype=dtype)
         ids = np.zeros(1, dtype=np.int64)
         out = np.zeros(2, dtype=np.float64)
-        greedy_args = (
-            tb.n_states, tb.n_pairs, tb.moved, tb.swap, tb.binom, tb.mover_score, tb.opp_score,
-            tb.offset, bounds, out,
-        )  # fmt: skip
+        host = {k: getattr(tb, k) for k in TABLE_NAMES}
         gather_ptx = ptx(_gather_kernel(), (bounds, ids, out))
-        greedy_ptx = ptx(_greedy_kernel(tb.columns, tb.faces, THREADS), greedy_args)
+        greedy_ptx = ptx(
+            _greedy_kernel(tb.columns, tb.faces, THREADS), greedy_args(tb, host, bounds, out)
+        )
     return ArtefactPtx(gather_ptx, greedy_ptx, cc)

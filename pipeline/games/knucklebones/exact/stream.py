@@ -210,39 +210,25 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
     One row per position, sorted by state id, with ``state_id`` and ``value`` (the bounds'
     midpoint rounded to float32: enough for play, and half the bytes; ``residual`` says the
     bound, the solver's plus the rounding). Every other column of ``states`` follows from the
-    id (the board text, scores, dice, whether the game is over: :func:`exact.pairs_of` and the
-    pair tables) and is not written (:data:`LEAN_COLUMNS`), derived on read. No policy: 29
-    billion (position, die) rows cannot pay for themselves when a move's value is one lookup
-    of its successor's value (:mod:`pipeline.answer.boards`). The values stream from
-    the GPU in id ranges of ``rows``: host memory holds one range, not the table.
-    ``device="cpu"`` writes the same table from the CPU solver (small boards: the lookups'
-    tests). ``decisions`` (a few thousand rows,
-    :mod:`pipeline.games.knucklebones.players.decisions`) holds
-    the openings and a fixed sample of positions with each column's successor and each heuristic
-    player's pick, which the SQL library prices against these values.
+    id (:func:`exact.pairs_of` and the pair tables) and is derived on read
+    (:data:`LEAN_COLUMNS`). No policy: 29 billion (position, die) rows cannot pay for
+    themselves when a move's value is one lookup of its successor's value
+    (:mod:`pipeline.answer.boards`). The values stream from the GPU in id ranges of ``rows``:
+    host memory holds one range. ``device="cpu"`` writes the same table from the CPU solver
+    (small boards: the lookups' tests). ``decisions``
+    (:mod:`pipeline.games.knucklebones.players.decisions`) holds the openings and a fixed
+    sample of positions with each column's successor and each heuristic player's pick, which
+    the SQL library prices against these values.
     """
-    from pipeline.games.knucklebones.exact import gpu
-
+    dtype, tol = _precision(game, device)
     tb = exact.tables(game.r)
-    # float32 rounding: half an ulp of the largest |value|
-    rounding = float(max(abs(tb.low), abs(tb.high))) * 2.0**-24
-    dtype: type = np.float64
-    if device == "cuda":
-        cuda = gpu.cuda_module()
-        # refused here, before any work, when neither float64 nor float32 bounds fit
-        dtype = gpu.pick_dtype(game.n_states, gpu.FLOAT32_TOLERANCE, gpu.free_memory(cuda))
-    tol = LEAN_TOLERANCE if dtype == np.float64 else gpu.FLOAT32_TOLERANCE
+    # the solver's bound plus float32 rounding: half an ulp of the largest |value|
+    residual = 2 * (tol + float(max(abs(tb.low), abs(tb.high))) * 2.0**-24)
     found: dict[str, Any] = {}
     out = Streamed(
         tables=("states", "decisions"),
         batches=iter(()),
-        constants={
-            "states": {
-                "objective": game.objective,
-                "maximise": True,
-                "residual": 2 * (tol + rounding),
-            }
-        },
+        constants={"states": {"objective": game.objective, "maximise": True, "residual": residual}},
         options={"states": lean_states_options()},
         columns={"states": LEAN_COLUMNS},
         n_states=game.n_states,
@@ -260,13 +246,7 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
         sol = _solve(game, device, tol, dtype)
         found["solution"] = sol
         found["start"] = sol.value_of(game.start_state())
-        out.note = (
-            f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps "
-            f"({np.dtype(dtype).name} bounds; {sol.sweep_seconds:.1f} s of sweeps, "
-            f"{sol.seconds:.1f} s with the compiling), every value within {sol.bound:.1e}, "
-            f"start value {found['start']:.15g}, stored as "
-            "float32; states lean, no policy; decisions: the openings and a fixed sample"
-        )
+        out.note = _solved_note(sol, device, dtype, found["start"])
         with progress.task("tables", total=game.n_states, unit="states") as job:
             for a in range(0, game.n_states, rows):
                 b = min(a + rows, game.n_states)
@@ -279,6 +259,28 @@ def lean_stream(game: Knucklebones, rows: int = LEAN_ROWS, device: str = "cuda")
 
     out.batches = batches()
     return out
+
+
+def _precision(game: Knucklebones, device: str) -> tuple[type, float]:
+    """The bounds' dtype and the solve's tolerance: float64 on the CPU; on the GPU the one that
+    fits, refused here, before any work, when neither float64 nor float32 bounds fit."""
+    from pipeline.games.knucklebones.exact import gpu
+
+    if device != "cuda":
+        return np.float64, LEAN_TOLERANCE
+    dtype = gpu.pick_dtype(game.n_states, gpu.FLOAT32_TOLERANCE, gpu.free_memory(gpu.cuda_module()))
+    return dtype, LEAN_TOLERANCE if dtype == np.float64 else gpu.FLOAT32_TOLERANCE
+
+
+def _solved_note(sol: Solution, device: str, dtype: type, start: float) -> str:
+    """The build's line about the lean solve."""
+    return (
+        f"solved on the {'GPU' if device == 'cuda' else 'CPU'}: {sol.sweeps} sweeps "
+        f"({np.dtype(dtype).name} bounds; {sol.sweep_seconds:.1f} s of sweeps, "
+        f"{sol.seconds:.1f} s with the compiling), every value within {sol.bound:.1e}, "
+        f"start value {start:.15g}, stored as "
+        "float32; states lean, no policy; decisions: the openings and a fixed sample"
+    )
 
 
 #: Columns of an edges row that a moves row has too (the others are constants).

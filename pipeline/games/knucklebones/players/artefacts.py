@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,8 @@ from pipeline.games.knucklebones.players import contents
 from pipeline.games.knucklebones.players.book import Book
 from pipeline.games.knucklebones.players.evaluator import ARRAYS, Evaluator
 from pipeline.games.knucklebones.players.labels import FIELDS, Labelled, choice_ids
+
+T = TypeVar("T")
 
 #: Where the packaged artefacts live.
 MODELS = Path(__file__).with_name("models")
@@ -88,9 +90,13 @@ def read_evaluator(file: Path, board: KnuckleRules | None = None) -> Evaluator:
 @lru_cache(maxsize=16)
 def packaged_evaluator(columns: int, rows: int, faces: int) -> Evaluator | None:
     """The packaged evaluator of a board, or None where there is none."""
-    rules = board_of(columns, rows, faces)
-    file = path("evaluator", rules)
-    return read_evaluator(file, rules) if file.exists() or file.is_symlink() else None
+    return _packaged("evaluator", read_evaluator, board_of(columns, rows, faces))
+
+
+def _packaged(kind: str, read: Callable[[Path, KnuckleRules], T], rules: KnuckleRules) -> T | None:
+    """``read`` of the packaged ``kind`` of a board, or None where there is none."""
+    file = path(kind, rules)
+    return read(file, rules) if file.exists() or file.is_symlink() else None
 
 
 # -- opening books -------------------------------------------------------------------------------
@@ -131,9 +137,7 @@ def read_book(file: Path, board: KnuckleRules | None = None) -> Book:
 @lru_cache(maxsize=16)
 def packaged_book(columns: int, rows: int, faces: int) -> Book | None:
     """The packaged book of a board, or None where there is none."""
-    rules = board_of(columns, rows, faces)
-    file = path("book", rules)
-    return read_book(file, rules) if file.exists() or file.is_symlink() else None
+    return _packaged("book", read_book, board_of(columns, rows, faces))
 
 
 # -- labelled sets -------------------------------------------------------------------------------

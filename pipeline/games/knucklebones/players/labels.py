@@ -26,7 +26,10 @@ import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 
-#: Objectives and the names of their values in a labelled set.
+#: Each objective a board is solved for and the name of its value, in a labelled set, in an
+#: answer (:mod:`pipeline.games.knucklebones.columns`) and in the search's
+#: :class:`~pipeline.games.knucklebones.players.search.Eval`: the mover's win chance (a draw
+#: counting 1/2), the expected final score difference.
 FIELDS = {"wins": "win", "score": "diff"}
 
 #: A lookup of exact values: state ids -> float64 values, one objective.

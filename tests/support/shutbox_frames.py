@@ -1,11 +1,10 @@
-"""Streamed Shut the Box batches as rows of today's tables (polars), for the build's writer.
+"""Streamed Shut the Box batches as rows of the graph build's tables (polars): the test's
+adapter that shows the streamed solver and the graph build agree row for row.
 
 :mod:`pipeline.games.shutbox.stream` yields numeric columns only (ids, masks, values). The
 tables ``pipeline.stages.frames`` writes also describe each state and move in words: ``tiles``,
 ``open_tiles``, ``best_move`` (a list of tiles) and ``next_tiles``. These helpers add them, one
-batch at a time, so a streamed build can hand ``tables.ChunkedRows`` frames with today's columns,
-in today's order. Describing costs more than solving (strings for every row): for the biggest
-boxes the numeric tables are the ones to write.
+batch at a time, in the graph build's column order.
 """
 
 from __future__ import annotations
