@@ -42,7 +42,6 @@ import numpy as np
 
 from pipeline.answer.model import BoardAnswer, ColumnValue
 from pipeline.errors import TableError, TablesMissingError, UsageError
-from pipeline.games.knucklebones.players.names import player_name
 from pipeline.games.registry import REGISTRY, Variant
 from pipeline.solve.tolerance import is_tie, pick_two, regret
 from pipeline.solve.tolerance import pick as tie_pick
@@ -294,7 +293,7 @@ class Boards:
         return BoardAnswer(
             **head, depth=d, value=float(getattr(ev, fields[rules.objective])), columns=cols,
             win=float(ev.win), diff=float(ev.diff), value_exact=bool(ev.exact),
-            other_best=other_best, player=player_name(rules.player, depth, deeper, leaves),
+            other_best=other_best, player=rules.player_name(depth, deeper, leaves),
         )  # fmt: skip
 
     def _booked(self, rules: Any, here: Any, booked: tuple, head: dict[str, Any]) -> BoardAnswer:

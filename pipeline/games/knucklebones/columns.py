@@ -170,6 +170,12 @@ class BoardRules:
         deeper = None if found is None else found.meta.get("deeper")
         return int(deeper) if deeper else None
 
+    def player_name(self, depth: int, deeper: int | None, leaves: int | None) -> str:
+        """The searched answer's player as it is rated: ``net-d3+5/12000``, ``ours-d4``."""
+        from pipeline.games.knucklebones.players.names import player_name
+
+        return player_name(self.player, depth, deeper, leaves)
+
     @property
     def leaves(self) -> int | None:
         """How far the board's trusted evaluator's close calls go (its record's ``leaves``:
