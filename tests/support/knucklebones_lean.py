@@ -37,3 +37,20 @@ def write_lean_pair(data: Path, name: str, rules: KnuckleRules) -> None:
         suffix = "-score" if objective == "score" else ""
         board = KnuckleRules(rules.columns, rules.rows, rules.faces, objective)
         write_lean(data, f"{name}{suffix}", board)
+
+
+def copy_lean(template: Path, data: Path, names: tuple[str, ...] | None = None) -> None:
+    """Into ``data``, the lean tables :func:`write_lean` wrote under ``template`` (``names``:
+    those variants only; None: all), and the catalog refreshed for ``data`` as
+    :func:`write_lean` leaves it: the same files as writing them again, without the solve."""
+    import shutil
+
+    from pipeline.store import catalog, directory
+
+    for source in sorted((template / "variants").iterdir()):
+        if names is None or source.name in names:
+            shutil.copytree(source, data / "variants" / source.name)
+    catalog.refresh(data)  # the template's catalog reads the template: never copied
+    # as a commit says it: this process's readers see the new files at once (writing them took
+    # the solve's seconds, longer than a reader keeps its look at the directory)
+    directory.changed(data)

@@ -23,7 +23,7 @@ import pytest
 from pipeline.games.knucklebones.exact import gpu
 from tests.conftest import REPO, invoke
 from tests.support.ci import cannot_run
-from tests.support.knucklebones_lean import write_lean, write_lean_pair
+from tests.support.knucklebones_lean import copy_lean, write_lean, write_lean_pair
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,18 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def lean_2x2_d6(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both objectives' lean tables of the 2x2 board with a d6 (kb-lean, kb-lean-score), solved
+    and written once for the tests below, which each take a copy of their own
+    (:func:`copy_lean`: the same files, the catalog refreshed for the copy's place)."""
+    from pipeline.games.knucklebones.game import KnuckleRules
+
+    data = tmp_path_factory.mktemp("lean-2x2-d6") / "data"
+    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
+    return data
 
 
 @pytest.mark.parametrize(
@@ -246,14 +258,15 @@ def test_lookups_in_the_lean_tables_are_the_solvers_values(tmp_path: Path) -> No
     )
 
 
-def test_solve_says_when_one_objective_of_the_board_is_built(tmp_path: Path) -> None:
+def test_solve_says_when_one_objective_of_the_board_is_built(
+    tmp_path: Path, lean_2x2_d6: Path
+) -> None:
     # `build --variant knucklebones --device cuda` alone builds the wins table only: the answer
     # is exact in its objective, the score differences missing (shown as -), and solve says why
     from pipeline.apps.knucklebones import position
-    from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
-    write_lean(data, "kb-lean", KnuckleRules(2, 2, 6, "wins"))
+    copy_lean(lean_2x2_d6, data, ("kb-lean",))  # write_lean of the wins objective alone
     args = ["knucklebones", "solve", "4_/__", "1_/__", "3", "-v", "knucklebones-2x2"]
     half = invoke([*args, "-d", data])
     assert half.code == 0, half.stderr
@@ -265,21 +278,20 @@ def test_solve_says_when_one_objective_of_the_board_is_built(tmp_path: Path) -> 
     # the score variant with only the wins table built: no table holds its values, searched
     other = position.solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2-score", data)
     assert not other.exact and other.tables == () and other.depth == 2
-    write_lean(data, "kb-lean-score", KnuckleRules(2, 2, 6, "score"))
+    copy_lean(lean_2x2_d6, data, ("kb-lean-score",))  # and now its score objective
     both = invoke([*args, "-d", data])
     assert both.code == 0 and "note: kb-lean" not in both.stdout
     assert "yes (from tables)" in both.stdout and "kb-lean-score (score)" in both.stdout
 
 
-def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
+def test_check_tables_samples_the_bellman_equation(tmp_path: Path, lean_2x2_d6: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipeline.games.knucklebones.game import KnuckleRules
     from pipeline.store import layout
 
     data = tmp_path / "data"
-    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
+    copy_lean(lean_2x2_d6, data)
     args = ["knucklebones", "check-tables", "--columns", "2", "--rows", "2", "-d", data]
     good = invoke([*args, "--samples", "300", "--seed", "3"])
     assert good.code == 0, good.stderr
@@ -298,12 +310,12 @@ def test_check_tables_samples_the_bellman_equation(tmp_path: Path) -> None:
     assert none.code == 2 and "no built wins and score tables" in none.stderr
 
 
-def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
+def test_loss_prices_players_against_the_exact_tables(tmp_path: Path, lean_2x2_d6: Path) -> None:
     from pipeline.apps.knucklebones.loss import losses
     from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
-    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
+    copy_lean(lean_2x2_d6, data)
     found = losses(data, ["random", "greedy", "ours-d4", "perfect"], 20, 7, KnuckleRules(2, 2, 6))
     by = {r.player: r for r in found}
     assert {r.decisions for r in found} == {by["random"].decisions} and by["random"].decisions > 0
@@ -322,14 +334,15 @@ def test_loss_prices_players_against_the_exact_tables(tmp_path: Path) -> None:
     assert match.code == 2 and "needs the full game's exact tables" in match.stderr
 
 
-def _built_2x2_d6(data: Path) -> None:
-    """Both objectives' lean tables of the 2x2 board with a d6 (kb-lean, kb-lean-score)."""
-    from pipeline.games.knucklebones.game import KnuckleRules
+def _built_2x2_d6(data: Path, template: Path) -> None:
+    """Both objectives' lean tables of the 2x2 board with a d6 (kb-lean, kb-lean-score): a copy
+    of :func:`lean_2x2_d6`'s."""
+    copy_lean(template, data)
 
-    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
 
-
-def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(tmp_path: Path) -> None:
+def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(
+    tmp_path: Path, lean_2x2_d6: Path
+) -> None:
     # issue 23: the SQL library answers what the heuristics lose against perfect play from the
     # exact tables alone (the decisions table and both objectives' states), with the numbers of
     # `knucklebones loss` (the same sample, the same picks)
@@ -339,7 +352,7 @@ def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(tmp_path: Path) 
     from pipeline.games.knucklebones.players import decisions as sample
 
     data = tmp_path / "data"
-    _built_2x2_d6(data)
+    _built_2x2_d6(data, lean_2x2_d6)
     rows = run_query("knucklebones_perfect_loss", data, variant="kb-lean").to_dicts()
     found = losses(data, list(sample.PLAYERS), rules=KnuckleRules(2, 2, 6))
     assert [r["player"] for r in rows] == [f.player for f in found] == list(sample.PLAYERS)
@@ -361,7 +374,7 @@ def test_perfect_loss_sql_prices_the_sample_as_the_loss_command(tmp_path: Path) 
     assert shown.code == 0 and "seed-d4" in shown.stdout, shown.stderr
 
 
-def test_openings_sql_names_perfect_plays_columns(tmp_path: Path) -> None:
+def test_openings_sql_names_perfect_plays_columns(tmp_path: Path, lean_2x2_d6: Path) -> None:
     # issue 23: the best opening column for each die, from the exact tables: the SQL's column
     # and values equal the lookups of `knucklebones solve` on the same position
     from pipeline.analysis.sql import run_query
@@ -371,7 +384,7 @@ def test_openings_sql_names_perfect_plays_columns(tmp_path: Path) -> None:
     from pipeline.solve.tolerance import is_tie
 
     data = tmp_path / "data"
-    _built_2x2_d6(data)
+    _built_2x2_d6(data, lean_2x2_d6)
     rows = run_query("knucklebones_openings", data, variant="kb-lean").to_dicts()
     assert len(rows) == 6 + 36  # every die on the empty board, every reply to every first die
     game = Knucklebones(KnuckleRules(2, 2, 6))
@@ -404,7 +417,9 @@ def test_openings_sql_names_perfect_plays_columns(tmp_path: Path) -> None:
     assert missing.code == 2 and "--device cuda` first" in missing.stderr, missing.stderr
 
 
-def test_verify_samples_the_lean_tables_and_their_bellman_equation(tmp_path: Path) -> None:
+def test_verify_samples_the_lean_tables_and_their_bellman_equation(
+    tmp_path: Path, lean_2x2_d6: Path
+) -> None:
     # issue 23: `verify` on the full game's lean tables reads some of their row groups (every
     # row would be hours) and checks the Bellman equation on sampled positions, saying how much
     import pyarrow as pa
@@ -414,7 +429,7 @@ def test_verify_samples_the_lean_tables_and_their_bellman_equation(tmp_path: Pat
     from pipeline.store import layout
 
     data = tmp_path / "data"
-    _built_2x2_d6(data)
+    _built_2x2_d6(data, lean_2x2_d6)
     good = invoke(["verify", "-d", data])
     assert good.code == 0, good.stdout + good.stderr
     # one row group of 1,048,576 holds the 2x2 board (the full game has 4,590: 16 are read)
@@ -489,15 +504,14 @@ def test_build_device_cuda_small_board_writes_the_full_tables(
 
 
 def test_tree_and_play_use_the_lean_tables_when_built(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lean_2x2_d6: Path
 ) -> None:
     """The full game's table layout on the 2x2 board: tree prints the one answer at every line
     (looked up, exact), its root's columns `solve`'s; play's solver looks its columns up."""
     from pipeline.apps.knucklebones import position
-    from pipeline.games.knucklebones.game import KnuckleRules
 
     data = tmp_path / "data"
-    write_lean_pair(data, "kb-lean", KnuckleRules(2, 2, 6))
+    copy_lean(lean_2x2_d6, data)
     root = position.search_tree("4_/__", "1_/__", 3, 2, data, "knucklebones-2x2")
     solved = position.solve("4_/__", "1_/__", 3, 2, "knucklebones-2x2", data)
     ours = list(root.children)
