@@ -326,7 +326,8 @@ def rate_cmd(
     for option, given in (("--labelled", labelled), ("--decisions-file", decisions_file),
                           ("--evaluator", evaluator)):  # fmt: skip
         if given is not None and not given.is_file():
-            raise UsageError(f"{option} {given}: no such file")
+            what = "not a regular file" if given.exists() else "no such file"
+            raise UsageError(f"{option} {given}: {what}")
     if labelled is not None and decisions_file is not None:
         raise UsageError("--labelled and --decisions-file: name one set of decisions")
     rules = _rules(variant)
