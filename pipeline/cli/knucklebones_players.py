@@ -332,7 +332,7 @@ def rate_cmd(
         raise UsageError("--labelled and --decisions-file: name one set of decisions")
     rules = _rules(variant)
     name = variant or DEFAULT_BOARD
-    write = _where_rows_go(data_dir, name, write)  # before the rating, not after
+    asked_write, write = write, _where_rows_go(data_dir, name, write)  # before the rating
     game = board_game(rules)  # type: ignore[arg-type]
     model = _evaluator(rules, evaluator)
     made = _players(game, _usual_players(game, model) if players is None else players, model)
@@ -351,7 +351,7 @@ def rate_cmd(
     if write:
         path = write_rows(data_dir, name, game.rules(), ratings, {"games": games, "seed": seed})
         out.print(f"rows written to {path} (variant {name}, method '{METHOD}')")
-    else:
+    elif asked_write is None:  # not asked either way: say why nothing was stored
         out.print(f"rows not stored: {name} is not built in {data_dir} (--write needs it)")
 
 
