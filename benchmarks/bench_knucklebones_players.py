@@ -46,7 +46,6 @@ from pipeline.apps.knucklebones.self_play import held_decisions
 from pipeline.games.knucklebones.game import KnuckleRules, board_game
 from pipeline.games.knucklebones.players import artefacts
 from pipeline.games.knucklebones.players.engine import Play, named_player
-from pipeline.games.knucklebones.players.names import player_name
 
 BASELINE = "ours-d4"
 
@@ -66,7 +65,7 @@ def default_player(game: object, rules: KnuckleRules) -> tuple[str, Play]:
     from pipeline.games.knucklebones.columns import BoardRules
 
     board = BoardRules(game)  # type: ignore[arg-type]
-    name = player_name(board.player, board.default_depth or 3, board.deeper, board.leaves)
+    name = board.player_name(board.default_depth or 3, board.deeper, board.leaves)
     return f"default ({name})", named_player(game, name)  # type: ignore[arg-type]
 
 
