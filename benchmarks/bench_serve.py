@@ -545,14 +545,14 @@ def memory(root: int, workers: int) -> dict[str, list[tuple[float, float, float]
 
 
 def start_server(
-    data_dir: Path, port: int, workers: int, repo: Path | None = None
+    data_dir: Path, port: int, workers: int, repo: Path | None = None, extra: tuple = ()
 ) -> subprocess.Popen:
     """`stb-pipeline serve --workers N` as its own process, once it answers; with ``repo``,
-    that checkout's server."""
+    that checkout's server; ``extra``: more of serve's options."""
     env = baseline.env(repo, STB_QUIET="1")
     server = subprocess.Popen(
         [sys.executable, "-m", "pipeline", "serve", "--data-dir", str(data_dir.resolve()),
-         "--port", str(port), "--workers", str(workers)],
+         "--port", str(port), "--workers", str(workers), *extra],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=repo or REPO,  # `python -m` puts the working directory first on the path
     )  # fmt: skip
@@ -700,6 +700,8 @@ def run_mix(args: argparse.Namespace) -> None:
 # -- the regression run: this checkout beside --base, interleaved (issue 49) -----------------
 
 #: Issue 49's targets for one server process under the mix (and --workers 2's median).
+#: The configuration answering every request anew (``--answer-cache-mb 0``).
+NOTHING_KEPT = "this, nothing kept"
 TARGETS = {"cpu_ms": 0.20, "p50": 10.0, "p99": 50.0, "rss": 200.0, "p50_two": 6.0}
 
 
@@ -741,13 +743,17 @@ def run_compare(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="stb-bench-serve-"))
     try:
         data = build_mix(REPO, (args.data_dir or tmp / "this").resolve())
-        configs = [("this", REPO, data, w) for w in (1, 2)]
+        # the same lookups come round again in every window: "nothing kept" is this checkout
+        # answering each of them anew (what a position nobody asked before costs)
+        fresh = (NOTHING_KEPT, REPO, data, 1, ("--answer-cache-mb", "0"))
+        configs = [("this", REPO, data, w, ()) for w in (1, 2)] + [fresh]
         if base is not None:
             base_data = build_mix(base, (args.base_data_dir or tmp / "base").resolve())
             shown = baseline.label(base)
             configs = [
-                c for w in (1, 2) for c in ((shown, base, base_data, w), ("this", REPO, data, w))
-            ]
+                c for w in (1, 2)
+                for c in ((shown, base, base_data, w, ()), ("this", REPO, data, w, ()))
+            ] + [fresh]  # fmt: skip
         lookups = mix_paths(data, MIX.split(","), 3000, random.Random(args.seed))
         results = _interleave(configs, lookups, args)
     finally:
@@ -760,9 +766,9 @@ def _interleave(configs: list, lookups: list[str], args: argparse.Namespace) -> 
     and the memory after, per configuration."""
     servers = []
     try:
-        for _, repo, data, w in configs:
+        for _, repo, data, w, extra in configs:
             port = free_port()
-            servers.append((port, start_server(data, port, w, repo)))
+            servers.append((port, start_server(data, port, w, repo, extra)))
             asyncio.run(mixed_load(port, lookups[:600], 4, 3.0))  # arrays read, code warm
         out: list[dict] = [{"windows": []} for _ in configs]
         span = args.seconds / args.rounds
@@ -792,7 +798,7 @@ def _print_compare(configs: list, results: list[dict], args: argparse.Namespace)
                 "server CPU ms/req", "RSS MB (largest server)", "PSS MB (all)"):  # fmt: skip
         table.add_column(col, justify="right")
     med: dict[tuple[str, int], dict[str, float]] = {}
-    for (shown, _, _, w), found in zip(configs, results, strict=True):
+    for (shown, _, _, w, _), found in zip(configs, results, strict=True):
         m = {key: statistics.median(x[key] for x in found["windows"])
              for key in ("rps", "p50", "p99", "cpu_ms")}  # fmt: skip
         m["failed"] = sum(x["failed"] for x in found["windows"])
@@ -803,9 +809,12 @@ def _print_compare(configs: list, results: list[dict], args: argparse.Namespace)
                       f"{m['pss']:.0f}")  # fmt: skip
     console = Console(width=160)
     console.print(table)
-    base = next((c[0] for c in configs if c[0] != "this"), None)
-    if base is not None:
-        for w in (1, 2):
+    base = next((c[0] for c in configs if c[0] not in ("this", NOTHING_KEPT)), None)
+    pairs = [(w, base) for w in (1, 2)] if base is not None else []
+    if (NOTHING_KEPT, 1) in med:
+        pairs.append((1, NOTHING_KEPT))
+    if pairs:
+        for w, base in pairs:
             new, old = med[("this", w)], med[(base, w)]
             ratios = ", ".join(
                 f"{what} {new[key] / old[key]:.2f}"
@@ -835,11 +844,16 @@ from urllib.parse import parse_qsl, urlsplit
 from pipeline.apps.server.web import create_app
 
 data, paths, rounds = Path(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
-app = create_app(data, allowed_hosts=["127.0.0.1"])
+try:  # every answer anew; and one keeping its answers (a version before it kept none)
+    app = create_app(data, allowed_hosts=["127.0.0.1"], answer_cache_mb=0)
+    keeping = create_app(data, allowed_hosts=["127.0.0.1"])
+    keeping.state.positions.answers.directory.watch()
+except TypeError:
+    app, keeping = create_app(data, allowed_hosts=["127.0.0.1"]), None
 positions = app.state.positions
 
 
-async def call(path):
+async def call(path, app=app):
     u = urlsplit(path)
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
              "method": "GET", "scheme": "http", "path": u.path, "raw_path": u.path.encode(),
@@ -874,8 +888,17 @@ async def main():
             for p in group:
                 await call(p)
         t2 = time.process_time()
+        again = float("nan")
+        if keeping is not None:
+            for p in group:
+                await call(p, keeping)  # answered once, kept
+            t3 = time.process_time()
+            for _ in range(rounds):
+                for p in group:
+                    await call(p, keeping)
+            again = 1000 * (time.process_time() - t3) / (rounds * len(group))
         k = rounds * len(group)
-        out[name] = (1000 * (t1 - t0) / k, 1000 * (t2 - t1) / k)
+        out[name] = (1000 * (t1 - t0) / k, 1000 * (t2 - t1) / k, again)
     print(json.dumps(out))
 
 asyncio.run(main())
@@ -886,8 +909,9 @@ def run_in_process(args: argparse.Namespace) -> None:
     """The mix's lookups in one process, no network, for this checkout and ``--baseline-repo``
     (each in a fresh interpreter, the same positions): CPU ms a request of the answer alone
     (``Positions.position``: parameters checked, the library's answer, its JSON-able dict and
-    link) and of the whole application (routing, the answer, JSON, the response), by variant;
-    what the server's CPU a request under load is beyond: uvicorn, the kernel's sockets."""
+    link), of the whole application answering it (routing, the answer, JSON, the response) and
+    of the application sending a kept answer again (:mod:`pipeline.apps.server.sent`), by
+    variant; what the server's CPU a request under load is beyond: uvicorn, the sockets."""
     import json
 
     rng = random.Random(args.seed)
@@ -911,18 +935,19 @@ def run_in_process(args: argparse.Namespace) -> None:
     for shown, _ in repos:
         table.add_column(f"answer ({shown})", justify="right")
         table.add_column(f"application ({shown})", justify="right")
+        table.add_column(f"asked again ({shown})", justify="right")
     if len(repos) == 2:
         table.add_column("application new / old", justify="right")
     for name in [*names, "mean"]:
         row = [name]
         for shown, _ in repos:
             got = found[shown]
-            pair = got[name] if name != "mean" else [
-                statistics.mean(got[n][i] for n in names) for i in (0, 1)
+            three = got[name] if name != "mean" else [
+                statistics.mean(got[n][i] for n in names) for i in (0, 1, 2)
             ]  # fmt: skip
-            row += [f"{pair[0]:.3f}", f"{pair[1]:.3f}"]
+            row += [f"{x:.3f}" if not math.isnan(x) else "-" for x in three]
         if len(repos) == 2:
-            row.append(f"{float(row[4]) / float(row[2]):.2f}")
+            row.append(f"{float(row[5]) / float(row[2]):.2f}")
         table.add_row(*row)
     Console(width=160).print(table)
     console = Console(width=160)

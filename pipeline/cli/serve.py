@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from pipeline.apps.server import DEFAULT_HOST, DEFAULT_PORT
+from pipeline.apps.server.sent import DEFAULT_MB as ANSWER_CACHE_MB
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir
 
 Port = Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="TCP port to listen on.")]
@@ -29,6 +30,16 @@ CacheMb = Annotated[
         min=16,
         max=65536,
         help="Memory for the value arrays of big variants (MB), per server process.",
+    ),
+]
+AnswerCacheMb = Annotated[
+    int,
+    typer.Option(
+        "--answer-cache-mb",
+        min=0,
+        max=4096,
+        help="Memory for answers already sent (MB), per server process: a position asked "
+        "again is sent again until the tables change (0: none).",
     ),
 ]
 Workers = Annotated[
@@ -72,6 +83,7 @@ def serve_cmd(
     workers: Workers = 1,
     search_workers: SearchWorkers = 1,
     search_queue: SearchQueue = None,
+    answer_cache_mb: AnswerCacheMb = ANSWER_CACHE_MB,
 ) -> None:
     """Serve a page (and its JSON API) to look up any position of every built variant.
 
@@ -108,7 +120,7 @@ def serve_cmd(
 
     serve(
         data_dir, host, port, cors=cors, cache_mb=cache_mb, ready=ready, workers=workers,
-        search_workers=search_workers, search_queue=search_queue,
+        search_workers=search_workers, search_queue=search_queue, answer_cache_mb=answer_cache_mb,
     )  # fmt: skip
     print("stopped", file=sys.stderr)
 

@@ -33,7 +33,8 @@ A position's ``.json`` twin, nearly every request a client sends, is answered be
 middleware and routing (:class:`ServerApp`): the same :func:`outcome` and bytes as its route
 (a test holds them equal, errors included), without the request and response objects that cost
 about as much as the answer itself; every other request, and one whose Host is refused, goes
-through starlette.
+through starlette. Its answers are kept (:mod:`pipeline.apps.server.sent`): a position asked
+again is sent again without being answered again, until the data directory changes.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pipeline.apps.server.positions import Positions
 from pipeline.apps.server.searches import DEFAULT_WORKERS, Busy, SearchPool
+from pipeline.apps.server.sent import DEFAULT_MB as ANSWER_CACHE_MB
+from pipeline.apps.server.sent import Sent, SentAnswers
 from pipeline.errors import (
     PipelineError,
     TableError,
@@ -184,6 +187,7 @@ class Settings:
     cache_mb: int = 256
     search_workers: int = DEFAULT_WORKERS
     search_queue: int | None = None
+    answer_cache_mb: float = ANSWER_CACHE_MB
 
 
 def variant_data(positions: Positions, name: str, params: Mapping[str, str]) -> dict[str, Any]:
@@ -245,9 +249,16 @@ class Handlers:
     search processes), as the page or its ``.json`` twin; every error is one line."""
 
     def __init__(
-        self, positions: Positions, searches: SearchPool, cors: bool, allowed: set[str] | None
+        self,
+        positions: Positions,
+        searches: SearchPool,
+        cors: bool,
+        allowed: set[str] | None,
+        answer_cache_mb: float = ANSWER_CACHE_MB,
     ) -> None:
         self.positions, self.searches, self.cors, self.allowed = positions, searches, cors, allowed
+        self.directory = positions.answers.directory
+        self.sent = SentAnswers(int(answer_cache_mb * 2**20))
         self.json_headers = [(k.lower().encode(), v.encode()) for k, v in self.headers().items()]
         self.json_headers.append((b"content-type", b"application/json"))
 
@@ -329,7 +340,20 @@ class Handlers:
             host = next((v for k, v in scope["headers"] if k == b"host"), None)
             if host is None or host_name(host.decode("latin-1")) not in self.allowed:
                 return False  # HostGuard answers it, with its one line
-        query = scope["query_string"].decode("latin-1")
+        raw = scope["query_string"]
+        key, look = (path, raw), self.directory.look()
+        kept = self.sent.get(key, look)
+        if kept is None:
+            kept = await self.position_bytes(path, raw.decode("latin-1"), name)
+            if kept[0] == 200:
+                self.sent.put(key, look, kept)
+        status, sent, body = kept
+        await send({"type": "http.response.start", "status": status, "headers": sent})
+        await send({"type": "http.response.body", "body": body})
+        return True
+
+    async def position_bytes(self, path: str, query: str, name: str) -> Sent:
+        """A position's ``.json`` answer as it is sent: status, headers, body."""
         data, status, extra = await self.outcome(path, query, name, position_data, False)
         try:
             body = json_body(data)
@@ -339,9 +363,7 @@ class Handlers:
         sent = [(b"content-length", str(len(body)).encode()), *self.json_headers]
         if extra:
             sent += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
-        await send({"type": "http.response.start", "status": status, "headers": sent})
-        await send({"type": "http.response.body", "body": body})
-        return True
+        return status, sent, body
 
     def index(self, request: Request) -> Response:
         def compute(params: dict[str, str]) -> dict[str, Any]:
@@ -399,12 +421,15 @@ def create_app(
     cache_mb: int = 256,
     search_workers: int = DEFAULT_WORKERS,
     search_queue: int | None = None,
+    answer_cache_mb: float = ANSWER_CACHE_MB,
 ) -> Starlette:
     """The application serving ``data_dir`` (read only). ``allowed_hosts``: Host headers
     accepted (None: any; the command passes the loopback names when it binds to loopback, so
     a web page elsewhere cannot reach the server through a DNS name pointing at 127.0.0.1).
     ``search_workers`` and ``search_queue``: the processes for Knucklebones searches and the
-    searches they take at once (:class:`~pipeline.apps.server.searches.SearchPool`)."""
+    searches they take at once (:class:`~pipeline.apps.server.searches.SearchPool`).
+    ``answer_cache_mb``: the memory for answers sent, sent again when asked again (0: none;
+    :mod:`pipeline.apps.server.sent`)."""
     positions = Positions(Path(data_dir), cache_mb=cache_mb)
     searches = SearchPool(
         Path(data_dir), workers=search_workers, queue=search_queue, cache_mb=cache_mb
@@ -412,7 +437,7 @@ def create_app(
     if template().count(DATA_MARK) != 1:
         raise PipelineError(f"the serve template lacks its data mark {DATA_MARK!r}")
     allowed = {h.lower() for h in allowed_hosts} if allowed_hosts else None
-    h = Handlers(positions, searches, cors, allowed)
+    h = Handlers(positions, searches, cors, allowed, answer_cache_mb)
     routes = [
         Route("/", h.index),
         Route("/.json", h.index),
@@ -431,6 +456,7 @@ def create_app(
     )
     app.state.positions = positions
     app.state.searches = searches
+    app.state.handlers = h
     return app
 
 
@@ -495,6 +521,7 @@ def serve(
     workers: int = 1,
     search_workers: int = DEFAULT_WORKERS,
     search_queue: int | None = None,
+    answer_cache_mb: float = ANSWER_CACHE_MB,
 ) -> None:
     """Run the server until Ctrl-C (or SIGTERM); returns after a clean shutdown. ``workers``
     server processes share the listening socket (each with its own tables in memory and
@@ -503,7 +530,7 @@ def serve(
 
     settings = Settings(
         str(Path(data_dir).resolve()), cors, loopback_hosts(host), cache_mb, search_workers,
-        search_queue,
+        search_queue, answer_cache_mb,
     )  # fmt: skip
     url = url_of(host, port)  # an empty host is refused before any socket is opened
     sock = listen(host, port)
@@ -543,4 +570,5 @@ def app_from_settings(settings: Settings) -> Starlette:
         cache_mb=settings.cache_mb,
         search_workers=settings.search_workers,
         search_queue=settings.search_queue,
+        answer_cache_mb=settings.answer_cache_mb,
     )
