@@ -10,39 +10,56 @@ package do not change while the process runs). So the kept answers belong to one
 directory (:meth:`pipeline.store.directory.Directory.look`, the watcher's latest): when the
 look changes (a rebuild, seen within a second), every kept answer is dropped, and an answer
 computed while the look changed is not kept. Only successful answers are kept (an error may be
-a table being replaced, or a full search queue). Bounded in bytes; the oldest go first.
+a table being replaced, or a full search queue). Bounded in bytes.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-#: The memory for kept answers (MB) unless told otherwise (``serve --answer-cache-mb``): about
-#: 6,000 answers of 2 to 3 KB.
-DEFAULT_MB = 16
-#: What one kept entry costs beyond its bytes (its key, tuple and dict slot), roughly.
-OVERHEAD = 200
+#: The memory for kept answers (MB) unless told otherwise (``serve --answer-cache-mb``): some
+#: 15,000 answers of 1 to 3 KB; the server process loads no numba, which took twice that.
+DEFAULT_MB = 32
+#: What one kept entry costs beyond its bytes (its key, tuple, header list and dict slots).
+OVERHEAD = 400
 #: What a request is kept under: its path and raw query string.
 Key = tuple[str, bytes]
 #: What is sent again: the status, the headers and the body.
 Sent = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
+def cost(key: Key, sent: Sent) -> int:
+    """The memory one kept answer takes, roughly."""
+    return len(sent[2]) + len(key[0]) + len(key[1]) + OVERHEAD
+
+
 class SentAnswers:
     """The answers sent for one look at the data directory, at most ``max_bytes`` of them
-    (0 keeps none). Used from the server's event loop only: no lock."""
+    (0 keeps none). Used from the server's event loop only: no lock.
 
-    def __init__(self, max_bytes: int) -> None:
+    When full, a kept answer drawn at random makes room (seeded: the same requests keep the
+    same answers): people asking many positions in turn, more than fit, then still find about
+    as many kept as fit, where dropping the oldest first would keep none of a round that comes
+    back in order; and a position asked often is kept again as soon as it is dropped."""
+
+    def __init__(self, max_bytes: int, seed: int = 0) -> None:
         self.max_bytes = max_bytes
         self._kept: dict[Key, Sent] = {}
+        self._keys: list[Key] = []
+        """The kept keys, in no order (a random one is dropped in constant time)."""
+        self._where: dict[Key, int] = {}
         self._bytes = 0
         self._look: Any = None
+        self._random = random.Random(seed)
 
     def get(self, key: Key, look: Any) -> Sent | None:
         """The answer sent for ``key`` under ``look`` (None: not kept); a new look drops every
         kept answer."""
         if look is not self._look:
             self._kept.clear()
+            self._keys.clear()
+            self._where.clear()
             self._bytes = 0
             self._look = look
             return None
@@ -52,16 +69,25 @@ class SentAnswers:
         """Keep ``sent`` for ``key`` if it was computed under the current look and fits."""
         if look is not self._look or key in self._kept:
             return
-        size = len(sent[2]) + len(key[0]) + len(key[1]) + OVERHEAD
+        size = cost(key, sent)
         if size > self.max_bytes:
             return
-        kept = self._kept
-        while kept and self._bytes + size > self.max_bytes:
-            old_key = next(iter(kept))  # the oldest: dicts keep their order of insertion
-            old = kept.pop(old_key)
-            self._bytes -= len(old[2]) + len(old_key[0]) + len(old_key[1]) + OVERHEAD
-        kept[key] = sent
+        while self._keys and self._bytes + size > self.max_bytes:
+            self._drop(self._random.randrange(len(self._keys)))
+        self._where[key] = len(self._keys)
+        self._keys.append(key)
+        self._kept[key] = sent
         self._bytes += size
+
+    def _drop(self, i: int) -> None:
+        keys, where = self._keys, self._where
+        key = keys[i]
+        last = keys.pop()
+        if last is not key:  # the last key fills the hole
+            keys[i] = last
+            where[last] = i
+        del where[key]
+        self._bytes -= cost(key, self._kept.pop(key))
 
     def __len__(self) -> int:
         return len(self._kept)
