@@ -30,6 +30,7 @@ from pipeline.cli.options import (
     P1Score,
     Player,
     Quiet,
+    Tiles,
     fitted_table,
     listing_options,
     out,
@@ -302,13 +303,7 @@ def build_cmd(
 @app.command("expect")
 @with_rules
 def expect_cmd(
-    tiles: Annotated[
-        str,
-        typer.Argument(
-            help="Open tiles, increasing, e.g. 12345 (or 1,2,10). Double Shutter: 000000000 "
-            "or 'front=1234 back=6789'."
-        ),
-    ],
+    tiles: Tiles,
     variant: OneVariant = None,
     p1_score: P1Score = None,
     player: Player = None,
@@ -332,13 +327,7 @@ def expect_cmd(
 @app.command("move")
 @with_rules
 def move_cmd(
-    tiles: Annotated[
-        str,
-        typer.Argument(
-            help="Open tiles, increasing, e.g. 12345. Double Shutter: 000000000 "
-            "or 'front=1234 back=6789'."
-        ),
-    ],
+    tiles: Tiles,
     roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
     variant: OneVariant = None,
     p1_score: P1Score = None,

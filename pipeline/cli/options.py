@@ -111,6 +111,14 @@ def say(line: str) -> None:
 
 
 DEFAULT_DATA_DIR = Path(os.environ.get("STB_DATA_DIR") or "data")  # set but empty: the default
+#: A position's open tiles, the argument of `expect` and `move`.
+Tiles = Annotated[
+    str,
+    typer.Argument(
+        help="Open tiles, increasing, e.g. 12345 (or 1,2,10). Double Shutter: 000000000 "
+        "or 'front=1234 back=6789'."
+    ),
+]
 DataDir = Annotated[
     Path, typer.Option("--data-dir", "-d", metavar="DIR", help="Directory of the Parquet tables.")
 ]

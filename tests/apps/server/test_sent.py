@@ -4,14 +4,16 @@ their memory (one drawn at random makes room), and a rebuild of the tables drops
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pipeline.apps.server.sent import SentAnswers, cost
+from pipeline.apps.server.sent import LEVEL, SentAnswers, cost
 from tests.conftest import REPO, invoke
 from tests.support.wait import wait_until
 
@@ -28,9 +30,18 @@ def entry(body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     return 200, [(b"content-length", str(len(body)).encode())], body
 
 
+def noise(n: int, seed: int = 0) -> bytes:
+    """Bytes that do not compress (a kept answer's size is its compressed size)."""
+    return random.Random(seed).randbytes(n)
+
+
+def kept_cost(key: tuple[str, bytes], body: bytes) -> int:
+    return cost(key, (200, [], zlib.compress(body, LEVEL)))
+
+
 def test_kept_answers_stay_within_their_memory() -> None:
-    body = b"x" * 100
-    size = cost(("/a", b"q=1"), entry(body))
+    body = noise(100)
+    size = kept_cost(("/a", b"q=1"), body)
     kept = SentAnswers(max_bytes=3 * size)
     look = object()
     assert kept.get(("/a", b"q=1"), look) is None  # the first look: nothing kept
@@ -41,7 +52,7 @@ def test_kept_answers_stay_within_their_memory() -> None:
     held = [key for key in asked if kept.get(key, look) is not None]
     assert len(kept) == len(held) == 3 and kept.bytes == 3 * size
     assert asked[-1] in held  # the newest is always kept
-    kept.put(("/a", b"big"), look, entry(b"x" * 4 * size))  # larger than the whole: not kept
+    kept.put(("/a", b"big"), look, entry(noise(4 * size)))  # larger than the whole: not kept
     assert kept.get(("/a", b"big"), look) is None and len(kept) == 3
     again = SentAnswers(max_bytes=3 * size)
     again.get(asked[0], look)
@@ -53,7 +64,7 @@ def test_kept_answers_stay_within_their_memory() -> None:
 def test_a_round_larger_than_the_memory_still_finds_answers_kept() -> None:
     """People asking more positions in turn than fit: dropping the oldest first would keep
     none of a round when it comes back in the same order; a random drop keeps a share."""
-    kept, look = SentAnswers(max_bytes=500 * cost(("/a", b"q=000"), entry(b"x"))), object()
+    kept, look = SentAnswers(max_bytes=500 * kept_cost(("/a", b"q=000"), b"x")), object()
     kept.get(("/a", b""), look)
     asked = [("/a", f"q={i:03}".encode()) for i in range(1000)]
     for _ in range(3):
