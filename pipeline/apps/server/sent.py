@@ -10,7 +10,8 @@ package do not change while the process runs). So the kept answers belong to one
 directory (:meth:`pipeline.store.directory.Directory.look`, the watcher's latest): when the
 look changes (a rebuild, seen within a second), every kept answer is dropped, and an answer
 computed while the look changed is not kept. Only successful answers are kept (an error may be
-a table being replaced, or a full search queue). Bounded in bytes, the bodies kept compressed.
+a table being replaced, or a full search queue), and only their bodies (the headers of a
+successful answer are the server's own); bounded in bytes, the bodies kept compressed.
 """
 
 from __future__ import annotations
@@ -20,36 +21,34 @@ import zlib
 from typing import Any
 
 #: The memory for kept answers (MB) unless told otherwise (``serve --answer-cache-mb``): some
-#: 20,000 answers of 1 to 3 KB, kept compressed (about 2.6 times smaller, 10 microseconds to
-#: open again: a fortieth of answering anew).
-DEFAULT_MB = 16
+#: 10,000 answers of 1 to 3 KB, kept compressed (about 2.6 times smaller, 10 microseconds to
+#: open again: a fortieth of answering anew); the server stays within 200 MB.
+DEFAULT_MB = 8
 #: zlib's quickest level: most of the size for a fifth of the time of its default.
 LEVEL = 1
-#: What one kept entry costs beyond its bytes (its key, tuple, header list and dict slots).
-OVERHEAD = 400
+#: What one kept answer costs beyond its compressed body and key (objects and dict slots).
+OVERHEAD = 250
 #: What a request is kept under: its path and raw query string.
 Key = tuple[str, bytes]
-#: What is sent again: the status, the headers and the body.
-Sent = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
-def cost(key: Key, kept: Sent) -> int:
-    """The memory one kept answer (its body compressed) takes, roughly."""
-    return len(kept[2]) + len(key[0]) + len(key[1]) + OVERHEAD
+def cost(key: Key, packed: bytes) -> int:
+    """The memory one kept answer (its body compressed: ``packed``) takes, roughly."""
+    return len(packed) + len(key[0]) + len(key[1]) + OVERHEAD
 
 
 class SentAnswers:
-    """The answers sent for one look at the data directory, at most ``max_bytes`` of them
-    (0 keeps none). Used from the server's event loop only: no lock.
+    """The bodies of the answers sent for one look at the data directory, at most
+    ``max_bytes`` of them (0 keeps none). Used from the server's event loop only: no lock.
 
     When full, a kept answer drawn at random makes room (seeded: the same requests keep the
-    same answers): people asking many positions in turn, more than fit, then still find about
-    as many kept as fit, where dropping the oldest first would keep none of a round that comes
+    same answers): people asking many positions in turn, more than fit, then still find a
+    share of them kept, where dropping the oldest first would keep none of a round that comes
     back in order; and a position asked often is kept again as soon as it is dropped."""
 
     def __init__(self, max_bytes: int, seed: int = 0) -> None:
         self.max_bytes = max_bytes
-        self._kept: dict[Key, Sent] = {}
+        self._kept: dict[Key, bytes] = {}
         self._keys: list[Key] = []
         """The kept keys, in no order (a random one is dropped in constant time)."""
         self._where: dict[Key, int] = {}
@@ -57,8 +56,8 @@ class SentAnswers:
         self._look: Any = None
         self._random = random.Random(seed)
 
-    def get(self, key: Key, look: Any) -> Sent | None:
-        """The answer sent for ``key`` under ``look`` (None: not kept); a new look drops every
+    def get(self, key: Key, look: Any) -> bytes | None:
+        """The body sent for ``key`` under ``look`` (None: not kept); a new look drops every
         kept answer."""
         if look is not self._look:
             self._kept.clear()
@@ -68,23 +67,21 @@ class SentAnswers:
             self._look = look
             return None
         found = self._kept.get(key)
-        if found is None:
-            return None
-        return found[0], found[1], zlib.decompress(found[2])
+        return None if found is None else zlib.decompress(found)
 
-    def put(self, key: Key, look: Any, sent: Sent) -> None:
-        """Keep ``sent`` for ``key`` if it was computed under the current look and fits."""
+    def put(self, key: Key, look: Any, body: bytes) -> None:
+        """Keep ``body`` for ``key`` if it was computed under the current look and fits."""
         if look is not self._look or key in self._kept or not self.max_bytes:
             return
-        kept = (sent[0], sent[1], zlib.compress(sent[2], LEVEL))
-        size = cost(key, kept)
+        packed = zlib.compress(body, LEVEL)
+        size = cost(key, packed)
         if size > self.max_bytes:
             return
         while self._keys and self._bytes + size > self.max_bytes:
             self._drop(self._random.randrange(len(self._keys)))
         self._where[key] = len(self._keys)
         self._keys.append(key)
-        self._kept[key] = kept
+        self._kept[key] = packed
         self._bytes += size
 
     def _drop(self, i: int) -> None:

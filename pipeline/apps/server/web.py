@@ -64,7 +64,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from pipeline.apps.server.positions import Positions
 from pipeline.apps.server.searches import DEFAULT_WORKERS, Busy, SearchPool
 from pipeline.apps.server.sent import DEFAULT_MB as ANSWER_CACHE_MB
-from pipeline.apps.server.sent import Sent, SentAnswers
+from pipeline.apps.server.sent import SentAnswers
 from pipeline.errors import (
     PipelineError,
     TableError,
@@ -342,28 +342,31 @@ class Handlers:
                 return False  # HostGuard answers it, with its one line
         raw = scope["query_string"]
         key, look = (path, raw), self.directory.look()
-        kept = self.sent.get(key, look)
-        if kept is None:
-            kept = await self.position_bytes(path, raw.decode("latin-1"), name)
-            if kept[0] == 200:
-                self.sent.put(key, look, kept)
-        status, sent, body = kept
+        body = self.sent.get(key, look)
+        if body is None:
+            status, body, extra = await self.position_bytes(path, raw.decode("latin-1"), name)
+            if status == 200 and not extra:
+                self.sent.put(key, look, body)
+        else:
+            status, extra = 200, None
+        sent = [(b"content-length", str(len(body)).encode()), *self.json_headers]
+        if extra:
+            sent += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
         await send({"type": "http.response.start", "status": status, "headers": sent})
         await send({"type": "http.response.body", "body": body})
         return True
 
-    async def position_bytes(self, path: str, query: str, name: str) -> Sent:
-        """A position's ``.json`` answer as it is sent: status, headers, body."""
+    async def position_bytes(
+        self, path: str, query: str, name: str
+    ) -> tuple[int, bytes, Mapping[str, str] | None]:
+        """A position's ``.json`` answer as it is sent: status, body, any extra header."""
         data, status, extra = await self.outcome(path, query, name, position_data, False)
         try:
             body = json_body(data)
         except ValueError as exc:  # a NaN: one line too, as starlette's handler would send
             data, status, extra = self.failed(path, exc)
             body = json_body(data)
-        sent = [(b"content-length", str(len(body)).encode()), *self.json_headers]
-        if extra:
-            sent += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
-        return status, sent, body
+        return status, body, extra
 
     def index(self, request: Request) -> Response:
         def compute(params: dict[str, str]) -> dict[str, Any]:

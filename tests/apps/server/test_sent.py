@@ -26,17 +26,13 @@ from pipeline.apps.server.web import create_app
 URL = "/classic/position.json?tiles=12345&roll=7"
 
 
-def entry(body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    return 200, [(b"content-length", str(len(body)).encode())], body
-
-
 def noise(n: int, seed: int = 0) -> bytes:
     """Bytes that do not compress (a kept answer's size is its compressed size)."""
     return random.Random(seed).randbytes(n)
 
 
 def kept_cost(key: tuple[str, bytes], body: bytes) -> int:
-    return cost(key, (200, [], zlib.compress(body, LEVEL)))
+    return cost(key, zlib.compress(body, LEVEL))
 
 
 def test_kept_answers_stay_within_their_memory() -> None:
@@ -47,17 +43,18 @@ def test_kept_answers_stay_within_their_memory() -> None:
     assert kept.get(("/a", b"q=1"), look) is None  # the first look: nothing kept
     asked = [("/a", f"q={i}".encode()) for i in range(1, 10)]
     for key in asked:
-        kept.put(key, look, entry(body))
+        kept.put(key, look, body)
         assert kept.bytes <= 3 * size
     held = [key for key in asked if kept.get(key, look) is not None]
     assert len(kept) == len(held) == 3 and kept.bytes == 3 * size
     assert asked[-1] in held  # the newest is always kept
-    kept.put(("/a", b"big"), look, entry(noise(4 * size)))  # larger than the whole: not kept
+    assert kept.get(asked[-1], look) == body  # as it was sent, not as it is kept
+    kept.put(("/a", b"big"), look, noise(4 * size))  # larger than the whole: not kept
     assert kept.get(("/a", b"big"), look) is None and len(kept) == 3
     again = SentAnswers(max_bytes=3 * size)
     again.get(asked[0], look)
     for key in asked:
-        again.put(key, look, entry(body))
+        again.put(key, look, body)
     assert [k for k in asked if again.get(k, look)] == held  # seeded: the same answers kept
 
 
@@ -71,7 +68,7 @@ def test_a_round_larger_than_the_memory_still_finds_answers_kept() -> None:
         hits = 0
         for key in asked:
             if kept.get(key, look) is None:
-                kept.put(key, look, entry(b"x"))
+                kept.put(key, look, b"x")
             else:
                 hits += 1
     assert 100 < hits < 500  # a fifth of the round (none, dropping the oldest first)
@@ -81,15 +78,15 @@ def test_a_new_look_drops_every_kept_answer_and_an_old_one_is_not_kept() -> None
     kept = SentAnswers(max_bytes=1 << 20)
     old, new = object(), object()
     kept.get(("/a", b""), old)
-    kept.put(("/a", b""), old, entry(b"old"))
-    assert kept.get(("/a", b""), old) == entry(b"old")
+    kept.put(("/a", b""), old, b"old")
+    assert kept.get(("/a", b""), old) == b"old"
     assert kept.get(("/a", b""), new) is None and len(kept) == 0  # the tables changed
-    kept.put(("/a", b""), old, entry(b"old"))  # answered before the change: not kept
+    kept.put(("/a", b""), old, b"old")  # answered before the change: not kept
     assert len(kept) == 0
     assert SentAnswers(0).get(("/a", b""), old) is None
     nothing = SentAnswers(0)
     nothing.get(("/a", b""), old)
-    nothing.put(("/a", b""), old, entry(b"x"))
+    nothing.put(("/a", b""), old, b"x")
     assert len(nothing) == 0  # --answer-cache-mb 0 keeps none
 
 
