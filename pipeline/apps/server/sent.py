@@ -21,9 +21,10 @@ import zlib
 from typing import Any
 
 #: The memory for kept answers (MB) unless told otherwise (``serve --answer-cache-mb``): some
-#: 10,000 answers of 1 to 3 KB, kept compressed (about 2.6 times smaller, 10 microseconds to
-#: open again: a fortieth of answering anew); the server stays within 200 MB.
-DEFAULT_MB = 8
+#: 20,000 answers of 1 to 3 KB, kept compressed (about 2.6 times smaller, 10 microseconds to
+#: open again: a fortieth of answering anew). The server's whole process grows about 20 MB
+#: with them full (docs/benchmarks.md).
+DEFAULT_MB = 16
 #: zlib's quickest level: most of the size for a fifth of the time of its default.
 LEVEL = 1
 #: What one kept answer costs beyond its compressed body and key (objects and dict slots).
