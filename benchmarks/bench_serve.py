@@ -325,6 +325,13 @@ def add_mix_options(parser: argparse.ArgumentParser) -> None:
         "server processes, this checkout and --base interleaved, medians and ratios",
     )
     parser.add_argument(
+        "--per-variant",
+        type=int,
+        default=3000,
+        help="--compare: the positions asked of each variant, cycled (default 3000: 21,000 in "
+        "all, more than the server keeps; 300: a few people's games, every one kept)",
+    )
+    parser.add_argument(
         "--base-data-dir",
         type=Path,
         help="the data directory --base serves (default: built by --base itself)",
@@ -754,7 +761,7 @@ def run_compare(args: argparse.Namespace) -> None:
                 c for w in (1, 2)
                 for c in ((shown, base, base_data, w, ()), ("this", REPO, data, w, ()))
             ] + [fresh]  # fmt: skip
-        lookups = mix_paths(data, MIX.split(","), 3000, random.Random(args.seed))
+        lookups = mix_paths(data, MIX.split(","), args.per_variant, random.Random(args.seed))
         results = _interleave(configs, lookups, args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

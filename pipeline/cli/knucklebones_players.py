@@ -122,7 +122,8 @@ DecisionsFile = Annotated[
     typer.Option(
         "--decisions-file",
         help="Exact decisions to rate on, every one (a JSON file as the full game's packaged "
-        "3x3-d6-decisions.json; the full game's is read by default).",
+        "3x3-d6-decisions.json; default: the full game's, and held-out labelled positions "
+        "on a smaller board).",
     ),
 ]
 EvaluatorFile = Annotated[

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
-from pipeline.cli.knucklebones_players import Force, Leaves, check_close
+from pipeline.cli.knucklebones_players import DecisionsFile, Force, Leaves, check_close
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
@@ -45,14 +45,7 @@ def self_play_cmd(
     decisions: Annotated[
         int, typer.Option(help="Held-out decisions it is rated on (a board without a file).")
     ] = 3000,
-    decisions_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--decisions-file",
-            help="Exact decisions to rate it on (default: the board's packaged file, the full "
-            "game's; else held-out labelled positions).",
-        ),
-    ] = None,
+    decisions_file: DecisionsFile = None,
     force: Force = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
