@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
@@ -14,6 +15,12 @@ import pytest
 from pipeline.cli.app import run
 
 REPO = Path(__file__).resolve().parent.parent
+
+# pytest-xdist's workers set COLUMNS=80 and LINES=24; the CLI draws its tables for $COLUMNS
+# (a terminal's width), so every test runs as it does in one process, without them (a test of
+# a width sets its own).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 @dataclass

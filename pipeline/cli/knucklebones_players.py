@@ -122,8 +122,8 @@ DecisionsFile = Annotated[
     typer.Option(
         "--decisions-file",
         help="Exact decisions to rate on, every one (a JSON file as the full game's packaged "
-        "3x3-d6-decisions.json; default: the full game's, and held-out labelled positions "
-        "on a smaller board).",
+        "3x3-d6-decisions.json, which the full game reads unless told; a smaller board rates "
+        "on held-out labelled positions).",
     ),
 ]
 EvaluatorFile = Annotated[
