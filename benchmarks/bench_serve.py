@@ -858,6 +858,9 @@ try:  # every answer anew; and one keeping its answers (a version before it kept
 except TypeError:
     app, keeping = create_app(data, allowed_hosts=["127.0.0.1"]), None
 positions = app.state.positions
+watched = getattr(positions.answers, "directory", None)
+if hasattr(watched, "watch"):  # as `serve` runs: freshness off the request path
+    watched.watch()
 
 
 async def call(path, app=app):

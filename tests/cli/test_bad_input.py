@@ -584,7 +584,8 @@ def test_a_big_box_interrupted_on_its_first_build_leaves_nothing_behind(
         return real(self, layer, *args)
 
     monkeypatch.setattr(stream.StreamSolver, "_solve", solve_then_interrupt)
-    result = invoke(["build", "--tiles", "16", "--objective", "score", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--tiles", "16", "--objective", "score", "-q", "--data-dir", data])
     assert_one_clean_line(result, 130)
     assert snapshot(data) == before
     assert not [p for p in data.rglob("*") if p.name.endswith(".tmp")]
@@ -851,7 +852,8 @@ def test_running_out_of_memory_is_one_line_exit_1_and_keeps_the_tables(
 
     target = (ShutTheBox, "graph") if where == "graph" else (merging.TableMerge, "add")
     monkeypatch.setattr(*target, no_memory)
-    result = invoke(["build", "--variant", "classic,lever", "--force", "--data-dir", data])
+    # -q: on a busy machine the build passes 2 s and its progress lines come first
+    result = invoke(["build", "--variant", "classic,lever", "--force", "-q", "--data-dir", data])
     assert_one_clean_line(result, 1)
     assert "out of memory" in result.stderr and "bug" not in result.stderr
     assert snapshot(data) == before
