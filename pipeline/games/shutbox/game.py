@@ -37,9 +37,11 @@ from pipeline.graph import NO_STATE, PASS, Graph
 if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
     import polars as pl
 
-#: Up to this many states, the dice rule runs as plain Python: an answer's check (the N-player
-#: game's best scores, from every set of tiles of a box) then loads no numba (half a second of
-#: CPU and about 60 MB in `serve`'s process); the compiled rules are the same functions.
+#: Up to this many states, the rules' scalar functions (final score, value of ending, dice
+#: rule) run as plain Python: an answer's check (the N-player game's best scores, from every
+#: set of tiles of a box) then loads no numba (half a second of CPU and about 60 MB in
+#: `serve`'s process), and a small box's build compiles one kernel fewer; the compiled rules
+#: are the same functions, bit for bit (tests/games/shutbox/test_dice_rule.py).
 PLAIN_STATES = 1 << 13
 
 
@@ -95,13 +97,15 @@ class ShutTheBox(TileStrategyHooks, Game):
         """Each state's final score, the value of ending there and its dice pattern: the
         rules' scalar functions (:mod:`pipeline.games.shutbox.rules`), compiled, or as plain
         Python for at most :data:`PLAIN_STATES` states."""
-        if ids.shape[0] <= PLAIN_STATES:  # an answer's check (the N-player best scores)
+        if ids.shape[0] <= PLAIN_STATES:
             rule = self.vector
             score = [final_score(int(s), rule) for s in ids]
             value = [objective_value(x, rule) for x in score]
             pattern = [dice_pattern(int(s), rule) for s in ids]
-            as_int = np.int64
-            return np.array(score, as_int), np.array(value, float), np.array(pattern, as_int)
+            return (
+                np.array(score, np.int64), np.array(value, np.float64),
+                np.array(pattern, np.int64),
+            )  # fmt: skip
         from pipeline.games.shutbox import kernels  # numba: compiled when arrays are asked
 
         return kernels.state_rules(np.ascontiguousarray(ids, dtype=np.int64), self.rule_vector)
