@@ -107,7 +107,7 @@ def serve_cmd(
         )
     if not data_dir.is_dir():
         raise UsageError(f"data directory {data_dir} does not exist: build a variant first")
-    for module in ("starlette", "uvicorn"):  # the optional extra
+    for module in ("starlette", "uvicorn", "orjson"):  # the optional extra
         try:
             importlib.import_module(module)
         except ImportError:

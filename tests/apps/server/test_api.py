@@ -4,6 +4,8 @@ damaged table is a clear message while the rest keeps serving, and nothing is wr
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import signal
@@ -27,7 +29,7 @@ pytest.importorskip("starlette", reason="serve needs the [serve] extra")
 pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
 from starlette.testclient import TestClient
 
-from pipeline.apps.server.web import create_app
+from pipeline.apps.server.web import create_app, json_body
 
 
 @pytest.fixture(scope="module")
@@ -474,13 +476,37 @@ def test_command_serves_and_stops_cleanly_on_ctrl_c(built: Path) -> None:
     assert "Traceback" not in err and "stopped" in err
 
 
-def test_command_without_the_extra(monkeypatch: pytest.MonkeyPatch, built: Path) -> None:
+@pytest.mark.parametrize("module", ["uvicorn", "orjson"])
+def test_command_without_the_extra(
+    monkeypatch: pytest.MonkeyPatch, built: Path, module: str
+) -> None:
     missing_dir = invoke(["serve", "--data-dir", built / "nope"])
     assert missing_dir.code == 2 and "does not exist" in missing_dir.stderr
-    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    monkeypatch.setitem(sys.modules, module, None)
     result = invoke(["serve", "--data-dir", built])
     assert result.code == 2 and result.stderr.count("\n") == 1
-    assert "uvicorn" in result.stderr and "pip install '.[serve]'" in result.stderr
+    assert module in result.stderr and "pip install '.[serve]'" in result.stderr
+
+
+def test_json_body_is_the_standard_json_and_refuses_what_json_cannot_hold(
+    client: TestClient,
+) -> None:
+    """orjson writes the answers (a NaN would be null there): the same JSON as the standard
+    library's, and a NaN or an infinity anywhere is an error, as ``allow_nan=False`` made it."""
+    for url in (
+        "/classic/position.json?tiles=12345&roll=7",
+        "/two-player/position.json?tiles=123456789&p1_score=10",
+        "/double-shutter/position.json?state=012000000&roll=8",
+        "/knucklebones-2x2/position.json?board=4_/1_;_/3_&die=4",
+    ):
+        data = client.get(url).json()
+        assert "error" not in data, data
+        assert json.loads(json_body(data)) == data  # every float the same
+        assert json.loads(json_body(data)) == json.loads(json.dumps(data, allow_nan=False))
+    assert json_body({"a": [1, None, {"b": 0.5}]}) == b'{"a":[1,null,{"b":0.5}]}'
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError, match="NaN or an infinity"):
+            json_body({"value": None, "rolls": [{"value": 0.25}, {"value": bad}]})
 
 
 def test_missing_data_dir(built: Path) -> None:
