@@ -122,6 +122,11 @@ Tiles = Annotated[
 DataDir = Annotated[
     Path, typer.Option("--data-dir", "-d", metavar="DIR", help="Directory of the Parquet tables.")
 ]
+#: The --force of a command that writes one file where -o names (`query`, the Knucklebones
+#: artefacts): said once, so that every such command means the same by it.
+ForceOutput = Annotated[
+    bool, typer.Option("--force", help="Replace the --output file if it exists.")
+]
 OneVariant = Annotated[
     str | None,
     typer.Option(
