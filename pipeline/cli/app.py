@@ -20,15 +20,11 @@ from pipeline.cli.commands import register_all
 from pipeline.cli.options import (
     DEFAULT_DATA_DIR,
     RULE_OPTIONS,
-    BestCount,
-    BestScore,
     DataDir,
     Exact,
     LazyConsole,
     ManyVariants,
     OneVariant,
-    P1Score,
-    Player,
     Quiet,
     Tiles,
     fitted_table,
@@ -37,11 +33,11 @@ from pipeline.cli.options import (
     pick_one,
     pick_variants,
     say,
+    with_position,
     with_rules,
 )
 from pipeline.errors import PipelineError, TablesMissingError, UsageError, exit_with
 from pipeline.games.registry import REGISTRY, Variant
-from pipeline.games.tiles import position_extra
 
 if TYPE_CHECKING:
     from pipeline.stages.build import StageReport
@@ -302,13 +298,11 @@ def build_cmd(
 
 @app.command("expect")
 @with_rules
+@with_position
 def expect_cmd(
     tiles: Tiles,
     variant: OneVariant = None,
-    p1_score: P1Score = None,
-    player: Player = None,
-    best_score: BestScore = None,
-    best_count: BestCount = None,
+    extra: dict[str, int] | None = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     custom: Variant | None = None,
 ) -> None:
@@ -319,21 +313,18 @@ def expect_cmd(
     """
     from pipeline.answer.answers import one_shot
 
-    extra = position_extra(p1_score, player, best_score, best_count)
-    found = one_shot(data_dir).expect(pick_one(variant, custom, data_dir), tiles, **extra)
+    found = one_shot(data_dir).expect(pick_one(variant, custom, data_dir), tiles, **(extra or {}))
     say(f"{found.value!r}")
 
 
 @app.command("move")
 @with_rules
+@with_position
 def move_cmd(
     tiles: Tiles,
     roll: Annotated[int, typer.Argument(help="The dice total rolled.")],
     variant: OneVariant = None,
-    p1_score: P1Score = None,
-    player: Player = None,
-    best_score: BestScore = None,
-    best_count: BestCount = None,
+    extra: dict[str, int] | None = None,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     custom: Variant | None = None,
 ) -> None:
@@ -344,8 +335,7 @@ def move_cmd(
     from pipeline.answer.answers import one_shot
 
     chosen = pick_one(variant, custom, data_dir)
-    extra = position_extra(p1_score, player, best_score, best_count)
-    found = one_shot(data_dir).position(chosen, tiles, roll=roll, **extra)
+    found = one_shot(data_dir).position(chosen, tiles, roll=roll, **(extra or {}))
     if found.best_move is None:
         ends = "the turn passes" if found.passes_turn else "the game ends"
         out.print(f"no legal move: {ends}, value {found.value!r}")

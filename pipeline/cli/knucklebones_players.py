@@ -12,7 +12,7 @@ import typer
 
 from pipeline import progress
 from pipeline.cli.knucklebones_args import MAX_SEED, out, within
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
 from pipeline.errors import TablesMissingError, UsageError
 from pipeline.store.files import write_file_atomic
 
@@ -38,7 +38,8 @@ TrainingBoard = Annotated[
         help=f"A Knucklebones board and die, e.g. knucklebones-3x2 (default: {DEFAULT_BOARD}).",
     ),
 ]
-Force = Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")]
+#: The -o of `train` and `self-play`, the two commands that make an evaluator.
+WeightsOutput = Annotated[Path, typer.Option("--output", "-o", help="The weights file (.npz).")]
 Leaves = Annotated[
     int,
     typer.Option(
@@ -164,7 +165,7 @@ def label_cmd(
         bool, typer.Option("--held-out", help="Only the held-out positions (a tenth, by id).")
     ] = False,
     tables: Tables = True,
-    force: Force = False,
+    force: ForceOutput = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -192,7 +193,7 @@ def label_cmd(
 
 @players.command("train")
 def train_cmd(
-    output: Annotated[Path, typer.Option("--output", "-o", help="The weights file (.npz).")],
+    output: WeightsOutput,
     variant: TrainingBoard = None,
     games: Games = 40000,
     uniform: Uniform = 300000,
@@ -210,7 +211,7 @@ def train_cmd(
     decisions: Annotated[int, typer.Option(help="Held-out decisions it is rated on.")] = 3000,
     labelled: LabelledFile = None,
     tables: Tables = True,
-    force: Force = False,
+    force: ForceOutput = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:
@@ -263,7 +264,7 @@ def book_cmd(
         ),
     ] = False,
     tables: Tables = True,
-    force: Force = False,
+    force: ForceOutput = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:

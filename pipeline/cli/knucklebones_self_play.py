@@ -10,8 +10,13 @@ from typing import Annotated
 import typer
 
 from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
-from pipeline.cli.knucklebones_players import DecisionsFile, Force, Leaves, check_close
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
+from pipeline.cli.knucklebones_players import (
+    DecisionsFile,
+    Leaves,
+    WeightsOutput,
+    check_close,
+)
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
 from pipeline.errors import UsageError
 
 #: The command, which joins the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
@@ -20,7 +25,7 @@ learning = typer.Typer()
 
 @learning.command("self-play")
 def self_play_cmd(
-    output: Annotated[Path, typer.Option("--output", "-o", help="The weights file (.npz).")],
+    output: WeightsOutput,
     variant: BoardVariant = None,
     rounds: Annotated[int, typer.Option(help="The most rounds of fitted value iteration.")] = 16,
     uniform: Annotated[
@@ -46,7 +51,7 @@ def self_play_cmd(
         int, typer.Option(help="Held-out decisions it is rated on (a board without a file).")
     ] = 3000,
     decisions_file: DecisionsFile = None,
-    force: Force = False,
+    force: ForceOutput = False,
     data_dir: DataDir = DEFAULT_DATA_DIR,
     quiet: Quiet = False,
 ) -> None:

@@ -15,6 +15,7 @@ import typer
 from pipeline.errors import UsageError
 from pipeline.games.registry import Variant, select_one, select_variants
 from pipeline.games.rule_options import CUSTOM_RULE_OPTIONS, variant_from_options
+from pipeline.games.tiles import position_extra
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -122,6 +123,11 @@ Tiles = Annotated[
 DataDir = Annotated[
     Path, typer.Option("--data-dir", "-d", metavar="DIR", help="Directory of the Parquet tables.")
 ]
+#: The --force of a command that writes one file where -o names (`query`, the Knucklebones
+#: artefacts): said once, so that every such command means the same by it.
+ForceOutput = Annotated[
+    bool, typer.Option("--force", help="Replace the --output file if it exists.")
+]
 OneVariant = Annotated[
     str | None,
     typer.Option(
@@ -132,22 +138,46 @@ OneVariant = Annotated[
         "options.",
     ),
 ]
-P1Score = Annotated[
-    int | None, typer.Option("--p1-score", help="Player 1's score (two-player game, P2 states).")
-]
+#: The options of a position beyond its open tiles (:func:`pipeline.games.tiles.position_extra`
+#: names the same four); added to `expect` and `move` by @with_position.
+POSITION_OPTIONS = {
+    "p1_score": typer.Option("--p1-score", help="Player 1's score (two-player game, P2 states)."),
+    "player": typer.Option("--player", help="N-player games: the seat to move, 1..N (default 1)."),
+    "best_score": typer.Option(
+        "--best-score", help="N-player games: the best (lowest) score so far."
+    ),
+    "best_count": typer.Option(
+        "--best-count", help="N-player games: how many players share it (default 1)."
+    ),
+}
 
-Player = Annotated[
-    int | None,
-    typer.Option("--player", help="N-player games: the seat to move, 1..N (default 1)."),
-]
-BestScore = Annotated[
-    int | None,
-    typer.Option("--best-score", help="N-player games: the best (lowest) score so far."),
-]
-BestCount = Annotated[
-    int | None,
-    typer.Option("--best-count", help="N-player games: how many players share it (default 1)."),
-]
+
+def with_position(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Put the options of :data:`POSITION_OPTIONS` where a command's ``extra`` parameter stands
+    (so that they keep that place in its help); it receives them as ``extra``, the dict of those
+    given (:func:`pipeline.games.tiles.position_extra`), as the answers take them."""
+    sig = inspect.signature(fn)
+    options = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=None,
+            annotation=Annotated[int | None, option],
+        )
+        for name, option in POSITION_OPTIONS.items()
+    ]
+    params: list[inspect.Parameter] = []
+    for p in sig.parameters.values():
+        params += options if p.name == "extra" else [p]
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        kwargs["extra"] = position_extra(*(kwargs.pop(name) for name in POSITION_OPTIONS))
+        return fn(**kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
 
 
 #: Options that describe a custom rule set; added to commands by @with_rules.

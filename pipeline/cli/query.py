@@ -82,7 +82,7 @@ def show_table(frame: "pl.DataFrame", title: str, width: int = 1000) -> "Table |
 
 def register(app: typer.Typer) -> None:
     """Add the `query` command."""
-    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
+    from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
 
     @app.command("query")
     def query_cmd(
@@ -105,9 +105,7 @@ def register(app: typer.Typer) -> None:
         list_: Annotated[
             bool, typer.Option("--list", "-l", help="List the queries and what each answers.")
         ] = False,
-        force: Annotated[
-            bool, typer.Option("--force", help="Replace the --output file if it exists.")
-        ] = False,
+        force: ForceOutput = False,
         data_dir: DataDir = DEFAULT_DATA_DIR,
         quiet: Quiet = False,
     ) -> None:

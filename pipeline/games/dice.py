@@ -7,6 +7,8 @@ from typing import TypedDict
 
 import numpy as np
 
+from pipeline.errors import UsageError
+
 
 @lru_cache(maxsize=64)
 def total_counts(dice: int, sides: int) -> tuple[int, ...]:
@@ -105,18 +107,48 @@ def range_problem(what: str, value: int, low: int, high: int) -> list[str]:
     return [] if low <= value <= high else [f"{what} must be between {low} and {high}, not {value}"]
 
 
-def dice_problems(dice: int, sides: int, max_dice: int, max_sides: int) -> list[str]:
-    """Reasons a number of dice and their sides are out of range (empty when valid)."""
-    return range_problem("dice", dice, 1, max_dice) + range_problem(
-        "dice sides", sides, 2, max_sides
-    )
-
-
 def choice_problem(what: str, value: str, allowed: tuple[str, ...]) -> list[str]:
     """A one-line reason when ``value`` is not one of ``allowed`` (empty when it is)."""
     return (
         [] if value in allowed else [f"{what} must be one of {', '.join(allowed)}, not {value!r}"]
     )
+
+
+class CheckedRules:
+    """A rule set that cannot be made contradictory: its dataclass ``__init__`` raises UsageError
+    with the first of its :meth:`problems`, so that a bad option fails where the rules are made
+    (one line on the command line), never later in a solve."""
+
+    def __post_init__(self) -> None:
+        for problem in self.problems():
+            raise UsageError(problem)
+
+    def problems(self) -> list[str]:
+        """Every reason the rules are contradictory or out of range (empty when valid)."""
+        raise NotImplementedError
+
+
+class DiceRules(CheckedRules):
+    """A box's rule set with a dice rule (one-player Shut the Box, Double Shutter): ``dice``
+    dice of ``sides`` sides, a one-die rule and an objective, each game with its own limits."""
+
+    dice: int
+    sides: int
+    one_die: str
+    objective: str
+
+    def dice_rule_problems(
+        self, max_dice: int, max_sides: int, modes: tuple[str, ...], objectives: tuple[str, ...]
+    ) -> list[str]:
+        """Reasons the dice rule is out of range (empty when valid): dice and sides beyond the
+        game's ``max_dice`` and ``max_sides``, a one-die rule not among its ``modes`` or an
+        objective not among its ``objectives``."""
+        return (
+            range_problem("dice", self.dice, 1, max_dice)
+            + range_problem("dice sides", self.sides, 2, max_sides)
+            + choice_problem("one-die rule", self.one_die, modes)
+            + choice_problem("objective", self.objective, objectives)
+        )
 
 
 def target_problems(objective: str, target: int | None, max_score: int) -> list[str]:

@@ -3,7 +3,7 @@ benchmarks.parquet."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +19,11 @@ def run_benchmark(
     seed: int,
     data_dir: Path,
     names: Sequence[str] | None = None,
-    progress: Callable[[str], None] | None = None,
 ) -> list[Any]:
     """Simulate the strategies of ``variant`` and store the rows in benchmarks.parquet.
 
     Replaces earlier simulation rows of the same variant and strategy; keeps every other row.
-    The run reports its progress (:mod:`pipeline.progress`), one step per strategy; ``progress``
-    is also told the name of each strategy as it starts.
+    The run reports its progress (:mod:`pipeline.progress`), one step per strategy.
     """
     tables.ensure_writable(data_dir)  # before minutes of simulation, not after
     with jobs.task(f"{variant.name}: benchmark", unit="strategies") as job:
@@ -35,8 +33,6 @@ def run_benchmark(
         def playing(name: str) -> None:
             # called as each strategy starts: the one before it is done
             job.update(job.done + (1 if job.note else 0), note=f"{games:,} games of {name}")
-            if progress is not None:
-                progress(name)
 
         sims, rows = game.simulate(s, games, seed, names, playing)
         job.update(len(sims), total=len(sims), note="writing benchmarks.parquet")

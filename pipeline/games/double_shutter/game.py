@@ -32,11 +32,10 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.games.base import Game, LegalMoves, Stuck
 from pipeline.games.dice import (
+    DiceRules,
     chance_columns,
     chances,
-    choice_problem,
     dice_choices,
-    dice_problems,
     range_problem,
     roll_distribution,
     roll_grid,
@@ -68,7 +67,7 @@ FRONT_BACK_PART = re.compile(r"(front|back|f|b)\s*[=:]\s*([0-9]*|-)", re.I)
 
 
 @dataclass(frozen=True)
-class DoubleShutterRules:
+class DoubleShutterRules(DiceRules):
     """The rules of a Double Shutter box (defaults: the box of the Double Shutter article).
 
     ``one_die``: ``optional`` (may) or ``forced`` (must) roll a single die when the tiles that can
@@ -89,17 +88,11 @@ class DoubleShutterRules:
     objective: str = "score"
     target: int | None = None
 
-    def __post_init__(self) -> None:
-        for problem in self.problems():
-            raise UsageError(problem)
-
     def problems(self) -> list[str]:
         """Every reason this rule set is contradictory or out of range (empty when valid)."""
         out: list[str] = []
         out += range_problem("columns", self.columns, 1, MAX_COLUMNS)
-        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
-        out += choice_problem("one-die rule", self.one_die, ONE_DIE_MODES)
-        out += choice_problem("objective", self.objective, OBJECTIVES)
+        out += self.dice_rule_problems(MAX_DICE, MAX_SIDES, ONE_DIE_MODES, OBJECTIVES)
         if self.front_weight < 0 or self.back_weight < 0:
             out.append("score weights must not be negative")
         if self.one_die_sum < 1:

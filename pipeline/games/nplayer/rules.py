@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.games.dice import choice_problem, range_problem
+from pipeline.games.dice import CheckedRules, choice_problem, range_problem
 from pipeline.games.shutbox.rules import ONE_DIE_MODES, RuleSet
 
 #: Entries of a payoff vector (see pipeline.games.nplayer.game): each earlier player holding the
@@ -88,7 +88,7 @@ def _tiles_problem(tiles: int) -> list[str]:
 
 
 @dataclass(frozen=True)
-class NPlayerRules:
+class NPlayerRules(CheckedRules):
     """The rules of the N-player game: ``box``, the one-player dice rules every player plays by
     (objective: the score; see :func:`dice_rules`), ``players`` in turn, and the ``payoff``:
     ``share`` (the win, split at a tie) or ``stake`` (expected winnings in stakes; a shut is paid
@@ -100,10 +100,6 @@ class NPlayerRules:
     players: int = 2
     payoff: str = "share"
     shut_multiplier: int = 2
-
-    def __post_init__(self) -> None:
-        for problem in self.problems():
-            raise UsageError(problem)
 
     @classmethod
     def make(

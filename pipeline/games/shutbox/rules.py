@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipeline.errors import UsageError
-from pipeline.games.dice import choice_problem, dice_problems, range_problem, target_problems
+from pipeline.games.dice import DiceRules, choice_problem, range_problem, target_problems
 
 MAX_TILES = 24
 MAX_DICE = 8
@@ -33,7 +32,7 @@ OBJECTIVE_CODES = {"shut": 0, "score": 1, "target": 2}
 
 
 @dataclass(frozen=True)
-class RuleSet:
+class RuleSet(DiceRules):
     """The rules of a one-player Shut the Box game.
 
     ``one_die`` says when a single die is rolled instead of ``dice`` dice: ``never``; ``forced``
@@ -58,16 +57,13 @@ class RuleSet:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "one_die_shut", tuple(sorted(set(self.one_die_shut))))
-        for problem in self.problems():
-            raise UsageError(problem)
+        super().__post_init__()  # the checks see the tiles as stored
 
     def problems(self) -> list[str]:
         """Every reason this rule set is contradictory or out of range (empty when valid)."""
         out: list[str] = []
         out += range_problem("tiles", self.tiles, 1, MAX_TILES)
-        out += dice_problems(self.dice, self.sides, MAX_DICE, MAX_SIDES)
-        out += choice_problem("one-die rule", self.one_die, ONE_DIE_MODES)
-        out += choice_problem("objective", self.objective, OBJECTIVES)
+        out += self.dice_rule_problems(MAX_DICE, MAX_SIDES, ONE_DIE_MODES, OBJECTIVES)
         out += choice_problem("scoring", self.scoring, SCORINGS)
         if out:
             return out
