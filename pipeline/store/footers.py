@@ -21,13 +21,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from pipeline.errors import TableError
-from pipeline.store.engine import engine
+from pipeline.store.engine import available, engine
 from pipeline.store.listing import rebuild_hint
 from pipeline.store.schema import COLUMNS_KEY, RULES_KEY
 
@@ -35,6 +36,8 @@ from pipeline.store.schema import COLUMNS_KEY, RULES_KEY
 CHUNK_ROWS = 1 << 20
 #: Footers kept parsed at once (least recently used dropped).
 MAX_FOOTERS = 64
+#: The largest footer DuckDB parses (:class:`Footer`); a larger one is pyarrow's.
+DUCKDB_FOOTER_BYTES = 1 << 20
 
 
 def signature(path: Path | str) -> tuple[int, int, int]:
@@ -173,29 +176,51 @@ class Layout:
 
 class Footer:
     """One table file's footer, parsed once (:func:`footer`): its columns, key-value metadata,
-    recorded rules, and each row group's rows and statistics."""
+    recorded rules, and each row group's rows and statistics.
+
+    A footer of up to :data:`DUCKDB_FOOTER_BYTES` is parsed by DuckDB where it is installed, so
+    that a process that only reads tables (`serve`, the answers) never loads pyarrow: 38 MB
+    of a server's memory. A larger one (the full game's lean tables: thousands of row groups,
+    where DuckDB's ``parquet_metadata`` takes twenty times pyarrow's tenth of a second), and
+    any on a machine without DuckDB, by pyarrow. Both give the same fields (a test holds it on
+    every file of a build); :attr:`meta` and :attr:`schema`, pyarrow's own objects for its
+    readers and writers, are parsed when first asked."""
 
     def __init__(self, path: Path, stamp: tuple[int, int, int]) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         self.path = Path(path)
         self.signature = stamp
         """The file's :func:`signature` when it was read."""
-        try:
-            self.meta = pq.read_metadata(self.path)
-            self.schema = self.meta.schema.to_arrow_schema()
-        except (pa.ArrowException, OSError) as exc:
-            first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-            raise TableError(
-                f"{self.path} is not a readable table ({first}); {rebuild_hint(self.path)}"
-            ) from None
-        self.columns: tuple[str, ...] = tuple(self.schema.names)
-        self.metadata: dict[bytes, bytes] = dict(self.schema.metadata or {})
-        self.rows = int(self.meta.num_rows)
-        self.groups = int(self.meta.num_row_groups)
-        self._rules: dict[str, Any] | None = None
+        self._meta: Any = None
         self._index: dict[str, list[Stats | None]] = {}
+        if _footer_bytes(self.path) <= DUCKDB_FOOTER_BYTES and available():
+            self.columns, self.metadata, group_rows, self._index = _duckdb_footer(self.path)
+        else:
+            meta = self.meta
+            schema = meta.schema.to_arrow_schema()
+            self.columns, self.metadata = tuple(schema.names), dict(schema.metadata or {})
+            group_rows = [int(meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+        self._group_rows: list[int] = group_rows
+        self.rows = sum(group_rows)
+        self.groups = len(group_rows)
+        self._rules: dict[str, Any] | None = None
+
+    @property
+    def meta(self) -> Any:
+        """pyarrow's ``FileMetaData`` of the file (parsed on first use)."""
+        if self._meta is None:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            try:
+                self._meta = pq.read_metadata(self.path)
+            except (pa.ArrowException, OSError) as exc:
+                raise _unreadable(self.path, exc) from None
+        return self._meta
+
+    @property
+    def schema(self) -> Any:
+        """pyarrow's schema of the file, with its metadata."""
+        return self.meta.schema.to_arrow_schema()
 
     @property
     def rules(self) -> dict[str, Any]:
@@ -212,7 +237,7 @@ class Footer:
         return None if raw is None else list(json.loads(raw))
 
     def group_rows(self, group: int) -> int:
-        return int(self.meta.row_group(group).num_rows)
+        return self._group_rows[group]
 
     def empty_in_first_group(self, column: str) -> bool:
         """Whether the first rows of the first row group hold nothing (nulls) in ``column``:
@@ -266,6 +291,93 @@ class Footer:
             alone = alone and (vlo is None or vlo == vhi == name)
             start += n
         return Layout(groups, set(self.columns), alone)
+
+
+def _unreadable(path: Path, exc: BaseException) -> TableError:
+    first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+    return TableError(f"{path} is not a readable table ({first}); {rebuild_hint(path)}")
+
+
+def _footer_bytes(path: Path) -> int:
+    """The length of a Parquet file's footer (its last 8 bytes: the length, then ``PAR1``);
+    TableError for a file that does not end as Parquet does."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() < 12:
+                raise ValueError("shorter than a Parquet file")
+            f.seek(-8, os.SEEK_END)
+            tail = f.read(8)
+    except (OSError, ValueError) as exc:
+        raise _unreadable(path, exc) from None
+    if tail[4:] != b"PAR1":
+        raise _unreadable(path, ValueError("no Parquet magic bytes at its end"))
+    return int.from_bytes(tail[:4], "little")
+
+
+#: A statistic's text (DuckDB's ``parquet_metadata``) as pyarrow gives it, by physical type.
+_STAT_TYPES: dict[str, Callable[[str], Any]] = {
+    "INT32": int, "INT64": int, "FLOAT": float, "DOUBLE": float,
+    "BOOLEAN": lambda text: text == "true",
+}  # fmt: skip
+
+
+def _duckdb_footer(
+    path: Path,
+) -> tuple[tuple[str, ...], dict[bytes, bytes], list[int], dict[str, list[Stats | None]]]:
+    """The file's top-level columns, key-value metadata (pyarrow's: without its own
+    ``ARROW:schema``), each row group's rows and every column's statistics, parsed by DuckDB
+    (:class:`Footer`)."""
+    try:
+        with _footer_con().cursor() as cur:
+            tree = cur.execute(
+                "select name, num_children from parquet_schema($p)", {"p": str(path)}
+            ).fetchall()
+            pairs = cur.execute(
+                "select key, value from parquet_kv_metadata($p)", {"p": str(path)}
+            ).fetchall()
+            (groups,) = cur.execute(
+                "select num_row_groups from parquet_file_metadata($p)", {"p": str(path)}
+            ).fetchone()
+            chunks = cur.execute(
+                "select row_group_id, row_group_num_rows, path_in_schema, type, "
+                "stats_min_value, stats_max_value, stats_null_count "
+                "from parquet_metadata($p) order by row_group_id, column_id",
+                {"p": str(path)},
+            ).fetchall()
+    except engine().Error as exc:
+        raise _unreadable(path, exc) from None
+    columns: list[str] = []
+    at = 1  # the root's children, each with its descendants skipped
+    while at < len(tree):
+        columns.append(tree[at][0])
+        left = 1
+        while left:  # the column and every node below it
+            left += (tree[at][1] or 0) - 1
+            at += 1
+    group_rows = [0] * int(groups)
+    stats: dict[str, list[Stats | None]] = {c: [None] * int(groups) for c in columns}
+    seen: set[tuple[int, str]] = set()
+    for group, rows, where, kind, lo, hi, nulls in chunks:
+        group_rows[group] = int(rows)
+        column = where.split(",")[0].strip()  # a nested column: its first leaf, as pyarrow's
+        if (group, column) in seen or column not in stats:
+            continue
+        seen.add((group, column))
+        if lo is None and hi is None and nulls is None:
+            continue  # no statistics
+        cast = _STAT_TYPES.get(kind, str)
+        stats[column][group] = Stats(
+            None if lo is None else cast(lo), None if hi is None else cast(hi), nulls
+        )
+    metadata = {bytes(k): bytes(v) for k, v in pairs if bytes(k) != b"ARROW:schema"}
+    return tuple(columns), metadata, group_rows, stats
+
+
+@lru_cache(maxsize=1)
+def _footer_con() -> Any:
+    """The in-memory DuckDB that parses footers (a cursor per footer: safe from threads)."""
+    return engine().connect()
 
 
 def _span(stats: Stats | None) -> tuple[Any, Any]:

@@ -20,6 +20,7 @@ import pytest
 from pipeline.answer.answers import Answers
 from pipeline.errors import PipelineError, UsageError
 from pipeline.games.registry import get_variant
+from pipeline.store import footers
 from pipeline.store.states import HeldStates, PagedStates, PointStates
 from tests.conftest import BOX16, invoke
 from tests.support import tables
@@ -231,3 +232,40 @@ def test_one_shot_answers_of_a_variant_not_built(built: Path) -> None:
             Answers(built, points=points).expect(variant, "1,2,3")
         errors.append((type(caught.value), str(caught.value)))
     assert errors[0] == errors[1] and "stb-pipeline build" in errors[0][1]
+
+
+def test_duckdb_and_pyarrow_read_every_footer_alike(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A footer is parsed by DuckDB (small ones, where DuckDB is installed: a reader then never
+    loads pyarrow) or by pyarrow (large ones, or without DuckDB): the same columns, metadata,
+    row groups, statistics and rules for every table file of a build, a lean sorted copy and a
+    file with row groups without statistics included."""
+    lean_copy(built, tmp_path, "knucklebones-2x2", 64, shuffle=False)
+    bare = tmp_path / "bare.parquet"
+    pq.write_table(pa.table({"state_id": [3, 1, 2], "value": [0.5, None, 1.0]}), bare,
+                   row_group_size=2, write_statistics=False)  # fmt: skip
+    files = [*sorted(built.rglob("*.parquet")), *sorted(tmp_path.rglob("*.parquet"))]
+    assert len(files) > 8
+
+    def read(path: Path) -> tuple:
+        found = footers.Footer(path, footers.signature(path))
+        stats = {c: found.stats(c) for c in found.columns}
+        groups = [found.group_rows(g) for g in range(found.groups)]
+        return found.columns, found.metadata, found.rows, groups, stats, found.rules
+
+    by_duckdb = {p: read(p) for p in files}
+    monkeypatch.setattr(footers, "DUCKDB_FOOTER_BYTES", -1)  # every footer to pyarrow
+    for path in files:
+        assert read(path) == by_duckdb[path], path
+    assert by_duckdb[bare][4]["state_id"] == [None, None]
+    ranges = by_duckdb[built / "states.parquet"][4]["state_id"]
+    assert ranges and all(s is not None and s.min is not None for s in ranges)
+
+
+@pytest.mark.parametrize("tail", [b"", b"PAR1", b"x" * 40, b"\x00" * 20 + b"PAR1"])
+def test_a_file_that_is_not_parquet_is_a_table_error(tmp_path: Path, tail: bytes) -> None:
+    path = tmp_path / "states.parquet"
+    path.write_bytes(tail)
+    with pytest.raises(PipelineError, match="is not a readable table"):
+        footers.Footer(path, footers.signature(path))
