@@ -3,14 +3,16 @@ that merges into one: the rules it records, its columns, its key-value metadata 
 group's rows and state id range (one row-group index, :class:`Layout`); and a big file's row
 groups read one at a time.
 
-:func:`footer` is the one reader of footers (:class:`Footer`): pyarrow parses it (a footer of
-the full Knucklebones game's lean tables, 4,590 row groups and 5 MB of statistics, in about a
-tenth of a second; DuckDB would parse it again for every query, and a GPU machine has pyarrow
-but no DuckDB), and it is kept while the file is the same (:func:`signature`). The rules a file
-records (``stb.rules``) are decoded by :func:`decode_rules` alone. :class:`SortedFile` reads a
-variant's own file sorted by state id (the lean tables: one row per position, row groups of
-1,048,576 ids) a row group at a time (about 10 ms each) over its parsed footer; :class:`Reader`
-reads rows with DuckDB's engine (what a lookup of a shared file's variant needs).
+:func:`footer` is the one reader of footers (:class:`Footer`), kept while the file is the same
+(:func:`signature`): DuckDB parses a footer up to :data:`DUCKDB_FOOTER_BYTES` (a process that
+only reads tables then never loads pyarrow), pyarrow a larger one (the full Knucklebones game's
+lean tables, 4,590 row groups and 5 MB of statistics, in about a tenth of a second, twenty
+times quicker than DuckDB's ``parquet_metadata``) and every footer on a GPU machine, which has
+pyarrow but no DuckDB. The rules a file records (``stb.rules``) are decoded by
+:func:`decode_rules` alone. :class:`SortedFile` reads a variant's own file sorted by state id
+(the lean tables: one row per position, row groups of 1,048,576 ids) a row group at a time
+(about 10 ms each) over its parsed footer; :class:`Reader` reads rows with DuckDB's engine
+(what a lookup of a shared file's variant needs).
 """
 
 from __future__ import annotations
