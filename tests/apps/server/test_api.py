@@ -467,6 +467,10 @@ def test_command_serves_and_stops_cleanly_on_ctrl_c(built: Path) -> None:
         assert f"http://127.0.0.1:{port}/" in line
         response = wait_until(lambda: _get_or_none(f"http://127.0.0.1:{port}/.json"), 10.0)
         assert response.status_code == 200
+        # the real server's own headers: no Server header naming its software
+        looked = _get_or_none(f"http://127.0.0.1:{port}/classic/position.json?tiles=12345")
+        assert looked.status_code == 200 and looked.json()["state"]["tiles"] == "12345"
+        assert "server" not in looked.headers and looked.headers["x-content-type-options"]
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     finally:
