@@ -40,7 +40,8 @@ from pipeline.errors import PipelineError, TableError, UnknownVariantError, Usag
 from pipeline.games.registry import REGISTRY, Variant, lookup, variant_from_rules
 from pipeline.store import manifest
 from pipeline.store.footers import file_rules, signature
-from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, table_files
+from pipeline.store.layout import OWN_DIR, settle, table_files
+from pipeline.store.listing import unreadable
 from pipeline.store.manifest import manifest_path
 
 #: The tables whose files say what is built (states is what makes a variant "built").
@@ -384,8 +385,7 @@ def _unreadable(path: Path, exc: Exception) -> str:
     """One line for a table file that cannot be read (the reader's own line when it has one)."""
     if isinstance(exc, PipelineError):
         return (str(exc).splitlines() or ["unreadable"])[0]
-    first = (str(exc).splitlines() or [type(exc).__name__])[0]
-    return f"{path} is not a readable table ({first}); {rebuild_hint(path)}"
+    return str(unreadable(path, exc))
 
 
 def _held(data_dir: Path, path: Path) -> list[str]:

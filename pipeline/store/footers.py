@@ -31,7 +31,7 @@ import numpy as np
 
 from pipeline.errors import TableError
 from pipeline.store.engine import available, engine
-from pipeline.store.listing import rebuild_hint
+from pipeline.store.listing import rebuild_hint, unreadable
 from pipeline.store.schema import COLUMNS_KEY, RULES_KEY
 
 #: Rows one read holds at most (row groups are joined up to it): the peak while reading.
@@ -125,10 +125,7 @@ class Reader:
             with self.con.cursor() as cur:
                 return fetch(cur.execute(sql, {"path": str(path), **params}))
         except engine().Error as exc:
-            first = (str(exc).splitlines() or ["unreadable"])[0]
-            raise TableError(
-                f"{path} is not a readable table ({first}); {rebuild_hint(path)}"
-            ) from None
+            raise unreadable(path, exc) from None
 
 
 class Group(NamedTuple):
@@ -181,8 +178,8 @@ class Footer:
     recorded rules, and each row group's rows and statistics.
 
     A footer of up to :data:`DUCKDB_FOOTER_BYTES` is parsed by DuckDB where it is installed, so
-    that a process that only reads tables (`serve`, the answers) never loads pyarrow: 38 MB
-    of a server's memory. A larger one (the full game's lean tables: thousands of row groups,
+    that a process that only reads tables (`serve`, the answers) never loads pyarrow: 25 to
+    32 MB of a server's memory. A larger one (the full game's lean tables: thousands of row groups,
     where DuckDB's ``parquet_metadata`` takes twenty times pyarrow's tenth of a second), and
     any on a machine without DuckDB, by pyarrow. Both give the same fields (a test holds it on
     every file of a build); :attr:`meta` and :attr:`schema`, pyarrow's own objects for its
@@ -216,7 +213,7 @@ class Footer:
             try:
                 self._meta = pq.read_metadata(self.path)
             except (pa.ArrowException, OSError) as exc:
-                raise _unreadable(self.path, exc) from None
+                raise unreadable(self.path, exc, 160) from None
         return self._meta
 
     @property
@@ -295,11 +292,6 @@ class Footer:
         return Layout(groups, set(self.columns), alone)
 
 
-def _unreadable(path: Path, exc: BaseException) -> TableError:
-    first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-    return TableError(f"{path} is not a readable table ({first}); {rebuild_hint(path)}")
-
-
 def _footer_bytes(path: Path) -> int:
     """The length of a Parquet file's footer (its last 8 bytes: the length, then ``PAR1``);
     TableError for a file that does not end as Parquet does."""
@@ -311,9 +303,9 @@ def _footer_bytes(path: Path) -> int:
             f.seek(-8, os.SEEK_END)
             tail = f.read(8)
     except (OSError, ValueError) as exc:
-        raise _unreadable(path, exc) from None
+        raise unreadable(path, exc, 160) from None
     if tail[4:] != b"PAR1":
-        raise _unreadable(path, ValueError("no Parquet magic bytes at its end"))
+        raise unreadable(path, ValueError("no Parquet magic bytes at its end"))
     return int.from_bytes(tail[:4], "little")
 
 
@@ -348,7 +340,7 @@ def _duckdb_footer(
                 {"p": str(path)},
             ).fetchall()
     except engine().Error as exc:
-        raise _unreadable(path, exc) from None
+        raise unreadable(path, exc, 160) from None
     columns: list[str] = []
     at = 1  # the root's children, each with its descendants skipped
     while at < len(tree):
@@ -437,10 +429,7 @@ class SortedFile:
         try:
             self.file = pq.ParquetFile(self.path, metadata=self.footer.meta)
         except (pa.ArrowException, OSError) as exc:
-            first = (str(exc).splitlines() or ["unreadable"])[0]
-            raise TableError(
-                f"{self.path} is not a readable table ({first}); {rebuild_hint(self.path)}"
-            ) from None
+            raise unreadable(self.path, exc) from None
         self.rules: dict[str, Any] = self.footer.rules
         """The rules recorded for each variant the file holds."""
         self.columns = set(self.footer.columns)

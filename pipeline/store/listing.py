@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pipeline.errors import TableError, first_line
+
 #: Folder of the data directory that holds the variants stored in files of their own (large
 #: boards and big custom rule sets), one sub-folder each: variants/<variant>/<table>.parquet.
 OWN_DIR = "variants"
@@ -56,4 +58,12 @@ def rebuild_hint(path: Path, variant: str | None = None) -> str:
     return (
         "move it away and rebuild the variants it held "
         "(stb-pipeline build --force --variant all, and any other variants you use)"
+    )
+
+
+def unreadable(path: Path, exc: BaseException, most: int | None = None) -> TableError:
+    """The one line for a table file that cannot be read: its path, the reader's own first line
+    (cut to ``most`` characters where given) and how to rebuild it (:func:`rebuild_hint`)."""
+    return TableError(
+        f"{path} is not a readable table ({first_line(exc)[:most]}); {rebuild_hint(Path(path))}"
     )
