@@ -46,13 +46,42 @@ def cli() -> Callable[[list[str]], Result]:
     return invoke
 
 
+def once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder that ``make`` fills, made once per test run: under pytest-xdist the first worker
+    to ask makes it in the run's shared temporary folder while the others wait, so a build that
+    files on both workers use is not paid twice. Tests only read these folders (they copy one to
+    change it), as they already did within a worker."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        data = factory.mktemp(name)
+        make(data)
+        return data
+    from filelock import FileLock
+
+    root = factory.getbasetemp().parent  # the run's folder, above each worker's own
+    data, done = root / name, root / f"{name}.done"
+    with FileLock(root / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(data, ignore_errors=True)  # a worker that failed midway left it
+            data.mkdir()
+            make(data)  # made where it stays: a catalog names its own folder
+            done.touch()
+    return data
+
+
+def build_into(*args: str | Path) -> Callable[[Path], None]:
+    """A ``make`` for :func:`once`: ``stb-pipeline build ARGS --data-dir FOLDER``."""
+
+    def make(data: Path) -> None:
+        result = invoke(["build", *args, "--data-dir", data])
+        assert result.code == 0, result.stderr
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding `stb-pipeline build --variant all` (built once per session)."""
-    data = tmp_path_factory.mktemp("data")
-    result = invoke(["build", "--variant", "all", "--data-dir", data])
-    assert result.code == 0, result.stderr
-    return data
+    """A data directory holding `stb-pipeline build --variant all` (built once per run)."""
+    return once(tmp_path_factory, "data", build_into("--variant", "all"))
 
 
 #: The variants of :func:`built_more`: a game of four players and the stake game (stored on
@@ -65,14 +94,13 @@ BOX16 = "stb-16t-2d6-score"
 @pytest.fixture(scope="session")
 def built_more(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory holding :data:`MORE` and the 16-tile box :data:`BOX16` (built once
-    per session: about 5 s)."""
-    data = tmp_path_factory.mktemp("data-more")
-    result = invoke(["build", "--variant", ",".join(MORE), "--data-dir", data])
-    assert result.code == 0, result.stderr
-    box = ["build", "--tiles", "16", "--objective", "score", "--moves", "--data-dir", data]
-    result = invoke(box)
-    assert result.code == 0, result.stderr
-    return data
+    per run: about 5 s)."""
+
+    def make(data: Path) -> None:
+        build_into("--variant", ",".join(MORE))(data)
+        build_into("--tiles", "16", "--objective", "score", "--moves")(data)
+
+    return once(tmp_path_factory, "data-more", make)
 
 
 #: The N-player variants stored on their own, which `--variant all` leaves out (built by name).
@@ -92,16 +120,17 @@ def built_by_name(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     from pipeline.games.knucklebones.game import KnuckleRules
     from tests.support.knucklebones_lean import write_lean_pair
 
-    data = tmp_path_factory.mktemp("by-name") / "data"
-    shutil.copytree(built, data)
-    result = invoke(["build", "--variant", ",".join(BY_NAME), "--data-dir", data])
-    assert result.code == 0, result.stderr
-    write_lean_pair(data, LEAN_BOARD, KnuckleRules(2, 2, 3))
-    # players rated against the 2x2 board's exact tables (`query knucklebones_players`)
-    rated = ["knucklebones", "rate", "-v", RATED_BOARD, "--players", "greedy,ours-d1,ours-d2"]
-    result = invoke([*rated, "--decisions", "60", "--games", "200", "--data-dir", data, "-q"])
-    assert result.code == 0, result.stderr
-    return data
+    def make(folder: Path) -> None:
+        data = folder / "data"
+        shutil.copytree(built, data)
+        build_into("--variant", ",".join(BY_NAME))(data)
+        write_lean_pair(data, LEAN_BOARD, KnuckleRules(2, 2, 3))
+        # players rated against the 2x2 board's exact tables (`query knucklebones_players`)
+        rated = ["knucklebones", "rate", "-v", RATED_BOARD, "--players", "greedy,ours-d1,ours-d2"]
+        result = invoke([*rated, "--decisions", "60", "--games", "200", "--data-dir", data, "-q"])
+        assert result.code == 0, result.stderr
+
+    return once(tmp_path_factory, "by-name", make) / "data"
 
 
 #: What `doors` adds to the build of every variant: an N-player game and a big box, each stored
@@ -122,11 +151,10 @@ DOOR_VARIANTS = ["classic", "two-player", "knucklebones-2x2", "three-small", "st
 def doors(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of `built` with the variants of DOOR_BUILDS added (a copy: `built` stays as the
     plain build): every kind of table file the readers (catalog, polars, pyarrow) meet."""
-    import shutil
 
-    data = tmp_path_factory.mktemp("doors") / "data"
-    shutil.copytree(built, data)
-    for args in DOOR_BUILDS:
-        result = invoke(["build", *args, "--data-dir", data, "--quiet"])
-        assert result.code == 0, result.stderr
-    return data
+    def make(folder: Path) -> None:
+        shutil.copytree(built, folder / "data")
+        for args in DOOR_BUILDS:
+            build_into(*args, "--quiet")(folder / "data")
+
+    return once(tmp_path_factory, "doors", make) / "data"
