@@ -12,6 +12,8 @@ import json
 
 import numpy as np
 
+from tests.support.cuda_sim import poll_gently
+
 
 def main() -> dict:
     from pipeline.games.knucklebones.exact import gpu, solver
@@ -70,4 +72,5 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
+    poll_gently()
     print(json.dumps(main()))

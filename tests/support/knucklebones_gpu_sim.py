@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.support.cuda_sim import poll_gently
+
 #: What a GPU machine lacks (tests/support/without/sitecustomize.py refuses them).
 HEAVY = ("polars", "duckdb", "_duckdb", "matplotlib")
 #: The board `knucklebones solve-exact` runs on, on each device (28 positions: quick under the
@@ -139,4 +141,5 @@ def main(out_dir: Path) -> dict:
 
 
 if __name__ == "__main__":
+    poll_gently()
     print(json.dumps(main(Path(sys.argv[1]))))
