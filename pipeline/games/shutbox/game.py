@@ -16,14 +16,8 @@ import numpy as np
 from pipeline.games.base import Game, LegalMoves, SolvedView, Streamed, Stuck
 from pipeline.games.dice import MoveColumns, chance_columns, chances, roll_distribution, roll_grid
 from pipeline.games.shutbox.hooks import TileStrategyHooks
-from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
-    MAX_DICE,
-    MAX_SIDES,
-    MAX_TILES,
-    OBJECTIVES,
+from pipeline.games.shutbox.rules import (  # RuleSet re-exported: the family's face
     ONE,
-    ONE_DIE_MODES,
-    SCORINGS,
     USUAL,
     RuleSet,
     dice_pattern,

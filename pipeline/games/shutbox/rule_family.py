@@ -109,8 +109,6 @@ KEYS: tuple[Key, ...] = (
 KEY_NAMES: tuple[str, ...] = tuple(k.name for k in KEYS)
 #: Keys whose values depend on how many dice the rule rolls next (the look-ahead keys).
 LOOKAHEAD = frozenset({"totals", "chance"})
-#: What every rule does with a tie its keys leave.
-TIE_WORDS = "any tie left: the move holding the highest tile where the moves differ"
 #: Spec tokens of the one-die threshold: ``one-die-leT`` (T >= 1) or ``one-die-never``.
 ONE_DIE_PREFIX = "one-die-le"
 ONE_DIE_NEVER = "one-die-never"
