@@ -64,12 +64,12 @@ def warm_up() -> None:
 def numpy_solve(tiles: int, dice: int) -> np.ndarray:
     """Plain numpy rank-order solve of min E[score], always ``dice`` dice: values by id."""
     from pipeline.games.dice import roll_distribution
-    from pipeline.games.shutbox.game import RuleSet, ShutTheBox
+    from pipeline.games.shutbox.game import RuleSet, ShutTheBox, subsets_by_sum
 
     game = ShutTheBox(RuleSet(tiles=tiles, dice=dice, objective="score"))
     dist = roll_distribution(dice, 6)
     by_sum: dict[int, list[int]] = {}
-    for m, total in game.subsets_by_sum(dice * 6):
+    for m, total in subsets_by_sum(game.r, dice * 6):
         by_sum.setdefault(total, []).append(m)
     ids = np.arange(1 << tiles, dtype=np.int64)
     order = np.argsort(np.bitwise_count(ids.astype(np.uint64)), kind="stable")

@@ -37,6 +37,16 @@ class ChanceColumns(TypedDict):
     ch_node: np.ndarray
 
 
+class MoveColumns(TypedDict):
+    """A graph's move rows (:class:`pipeline.graph.Graph`'s ``mv_*`` arrays), grouped by node."""
+
+    mv_node: np.ndarray
+    mv_dst: np.ndarray
+    mv_scale: np.ndarray
+    mv_offset: np.ndarray
+    mv_label: np.ndarray
+
+
 def roll_grid(
     n_states: int, avail: dict[int, np.ndarray], dists: dict[int, list[tuple[int, int, int]]]
 ) -> np.ndarray:

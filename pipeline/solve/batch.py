@@ -91,8 +91,6 @@ def _solve_layers(
     ch_state, ch_choice, ch_node, prob, maximise, value, choice, node_value, sums, labels, best,
     tied,
 ):  # fmt: skip
-    # scratch arrays come from the caller: an allocation here would compile numpy's allocator
-    # for its type too, on a first run
     k_all = terminal.shape[1]
     for layer in range(states_off.shape[0] - 1):
         for j in range(states_off[layer], states_off[layer + 1]):
@@ -123,8 +121,6 @@ def _solve_layers(
                 end += 1
             _choose(chance, j, end, ch_choice, ch_node, prob, node_value, maximise, sums, labels,
                     best, tied)  # fmt: skip
-            # row by row, not value[owner, :] = best: numba's slice assignment from an array
-            # brings in its shape-mismatch message, whose formatting compiles for seconds
             for k in range(k_all):
                 value[owner, k] = best[k]
                 choice[owner, k] = tied[k]

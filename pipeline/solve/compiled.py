@@ -9,7 +9,10 @@ fills or uses as scratch), so there is nothing to count, while a helper called o
 with a dozen arrays would pay an atomic increment and decrement of each at every call (a fifth
 of the streamed box solve's time: 3.55 s against 2.73 s for 22 tiles x 3 dice on one thread);
 without it the kernels also compile quicker. A kernel that allocated would fail to compile,
-saying that it needs the reference counting.
+saying that it needs the reference counting (and an allocation would compile numpy's allocator
+for its type too, on a first run). Kernels write a row entry by entry, never ``a[i, :] = b``:
+numba's slice assignment from an array brings in its shape-mismatch message, whose string
+formatting compiles for seconds.
 """
 
 from __future__ import annotations

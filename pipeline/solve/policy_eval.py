@@ -36,9 +36,7 @@ class Policy:
 
     def validate(self, g: Graph) -> None:
         """Raise ValueError when the policy does not fit the graph."""
-        if self.move_prob.shape != g.mv_node.shape:
-            raise ValueError("policy arrays do not match the graph's shapes")
-        _check(g, self.move_prob.reshape(1, -1), self.choice)
+        stack(g, [self])
 
 
 @dataclass(frozen=True)
@@ -247,10 +245,7 @@ def _evaluate_layers(
     terminal, dst, mv_node, offset, scale, move_prob, chosen, ch_state, ch_node, prob,
     value, node_value, move_value, acc,
 ):  # fmt: skip
-    # Rows are written entry by entry (not value[i, :] = acc: numba's slice assignment from an
-    # array brings in its shape-mismatch message, whose string formatting compiles for
-    # seconds), and ``acc`` (room for a value per policy) comes from the caller: an allocation
-    # here would compile numpy's allocator for its type too. A first run pays both.
+    # ``acc``: the caller's room for a value per policy
     k_all = move_prob.shape[0]
     keep_moves = move_value.shape[0] > 0
     for layer in range(states_off.shape[0] - 1):

@@ -27,8 +27,6 @@ def _best_rows(
     best: np.ndarray,
     n_optimal: np.ndarray,
 ) -> None:
-    # the outputs come allocated: an allocation here would compile numpy's allocator for its
-    # type too, on a first run
     for node in range(starts.shape[0] - 1):
         best[node], n_optimal[node] = pick(
             move_value, label, starts[node], starts[node + 1], node_value[node]

@@ -164,8 +164,7 @@ def _fill_moves(mv_dst, scale, offset, value, mv_start, sign, move_value, node_v
 def _fill_choices(ch_start, ch_choice, ch_node, prob, node_value, sign, best_choice, n_choices,
                   totals, labels):  # fmt: skip
     """Per state: the value of each choice, the best (ties, by the tie rule, to the largest);
-    ``totals`` and ``labels``: the caller's room for one state's choices (an allocation here
-    would compile numpy's allocator for its type too, on a first run)."""
+    ``totals`` and ``labels``: the caller's room for one state's choices."""
     for s in range(ch_start.shape[0] - 1):
         i, end = ch_start[s], ch_start[s + 1]
         count = 0

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from pipeline.errors import UsageError
 from pipeline.games.base import Game, LegalMoves, Stuck
 from pipeline.games.dice import (
     DiceRules,
+    MoveColumns,
     chance_columns,
     chances,
     dice_choices,
@@ -472,16 +473,8 @@ class DoubleShutter(TileStrategyHooks, Game):
 
         from pipeline.games.columns import describe_distinct
 
-        n = self.r.columns
-
         def lists(found: np.ndarray) -> pl.Series:
-            signed = [
-                None
-                if lab < 0
-                else [t for t in range(1, n + 1) if lab >> (n + t - 1) & 1]
-                + [-t for t in range(1, n + 1) if lab >> (t - 1) & 1]
-                for lab in found.tolist()
-            ]
+            signed = [None if lab < 0 else self.move_tiles(lab) for lab in found.tolist()]
             return pl.Series("move", signed, dtype=pl.List(pl.Int8))
 
         return describe_distinct(np.asarray(label, dtype=np.int64), lists)
@@ -610,11 +603,7 @@ def assemble_graph(
         **chance_columns(avail, dists, node_of, width),
         node_state=node_state.astype(np.int64),
         node_roll=node_roll.astype(np.int64),
-        mv_node=mv.node,
-        mv_dst=mv.dst,
-        mv_scale=mv.scale,
-        mv_offset=mv.offset,
-        mv_label=mv.label,
+        **mv,
         maximise=maximise,
     )
 
@@ -627,7 +616,8 @@ def _move_rows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(node, successor index, label) of every legal move at a node that exists."""
     width = roll_ok.shape[1]
-    mv_node, mv_dst, mv_label = [], [], []
+    empty = np.zeros(0, dtype=np.int64)
+    mv_node, mv_dst, mv_label = [empty], [empty], [empty]
     for idx, dst, roll, label in moves:
         if roll >= width:
             continue
@@ -635,22 +625,7 @@ def _move_rows(
         mv_node.append(node_of[keep * width + roll])
         mv_dst.append(np.searchsorted(ids, dst[roll_ok[idx, roll]]))
         mv_label.append(np.full(keep.shape[0], label, dtype=np.int64))
-    empty = np.zeros(0, dtype=np.int64)
-    return (
-        np.concatenate(mv_node) if mv_node else empty,
-        np.concatenate(mv_dst) if mv_dst else empty,
-        np.concatenate(mv_label) if mv_label else empty,
-    )
-
-
-class _MoveArrays(NamedTuple):
-    """A graph's move rows in node order: the legal moves and a pass row per node without one."""
-
-    node: np.ndarray
-    dst: np.ndarray
-    scale: np.ndarray
-    offset: np.ndarray
-    label: np.ndarray
+    return np.concatenate(mv_node), np.concatenate(mv_dst), np.concatenate(mv_label)
 
 
 def _with_passes(
@@ -659,7 +634,7 @@ def _with_passes(
     label: np.ndarray,
     n_nodes: int,
     pass_value: Callable[[np.ndarray], np.ndarray],
-) -> _MoveArrays:
+) -> MoveColumns:
     """The moves plus a pass row (no successor, scale 0, offset ``pass_value(nodes)``) at each
     node without a move, sorted by node (stable: moves keep their order)."""
     stuck = np.flatnonzero(np.bincount(node, minlength=n_nodes) == 0)
@@ -667,10 +642,10 @@ def _with_passes(
     all_node = np.concatenate((node, stuck))
     order = np.argsort(all_node, kind="stable")
     offset = np.concatenate((np.zeros(n_moves), pass_value(stuck)))
-    return _MoveArrays(
-        node=all_node[order],
-        dst=np.concatenate((dst, np.full(stuck.shape[0], NO_STATE)))[order],
-        scale=(order < n_moves).astype(np.float64),
-        offset=offset[order],
-        label=np.concatenate((label, np.full(stuck.shape[0], PASS)))[order],
+    return MoveColumns(
+        mv_node=all_node[order],
+        mv_dst=np.concatenate((dst, np.full(stuck.shape[0], NO_STATE)))[order],
+        mv_scale=(order < n_moves).astype(np.float64),
+        mv_offset=offset[order],
+        mv_label=np.concatenate((label, np.full(stuck.shape[0], PASS)))[order],
     )

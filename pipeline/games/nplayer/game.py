@@ -37,6 +37,8 @@ tile, and a pass goes to a later seat, so every edge goes down in rank.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -184,7 +186,7 @@ class NPlayer(Game):
             rest = sizes[m ^ low]
             bit = low.bit_length()
             sizes[m] = [rest[0]] + [rest[j] | (rest[j - 1] << bit) for j in range(1, cap + 1)]
-        makeable = [_or(row[1:]) for row in sizes]
+        makeable = [functools.reduce(operator.or_, row[1:], 0) for row in sizes]
         stuck = np.zeros(self.n_masks, dtype=bool)
         for dice, ok in self.base.dice_available(masks).items():
             for total, _, _ in roll_distribution(dice, self.r.box.sides):
@@ -192,6 +194,22 @@ class NPlayer(Game):
                 stuck |= ok & blocked
         scores = self.mask_scores[stuck & (masks != 0)]
         return np.unique(scores)
+
+    def score_rows(self, scores: np.ndarray) -> np.ndarray:
+        """The row of each score among :attr:`possible_scores` (the rows of
+        :meth:`pass_vectors`; a score no turn ends with reads a neighbour, never used)."""
+        possible = self.possible_scores
+        return np.searchsorted(possible, scores).clip(0, max(len(possible) - 1, 0))
+
+    def next_blocks(self, seat: int, best: int, count: int, scores: np.ndarray) -> np.ndarray:
+        """The block of the next seat after ``seat`` (facing ``best`` held by ``count``
+        players) is stuck with each of ``scores``: below the best, the mover holds it alone;
+        level with it, one more holder; above it, the best stands."""
+        below = scores < best if seat > 1 else np.ones(scores.shape[0], dtype=bool)
+        tie = ~below & (scores == best)
+        nxt_best = np.where(below, scores, best)
+        nxt_count = np.where(below, 1, np.where(tie, count + 1, count))
+        return (nxt_best * (self.n - 1) + nxt_count - 1) * (self.n - 1) + seat - 1
 
     @cached_property
     def _possible_set(self) -> frozenset[int]:
@@ -356,9 +374,10 @@ class NPlayer(Game):
     def payoffs(self) -> tuple[np.ndarray, np.ndarray]:
         """(block numbers, payoff vectors [block, mask, entry]) of every state, solved seat by
         seat from the last."""
-        numbers, out, _ = self._solve(ext=False)
-        assert out is not None
-        return numbers, out
+        out = np.zeros((len(self._position), self.n_masks, self.width()))
+        for _ in self._solve_blocks(False, out=out):
+            pass
+        return self._numbers, out
 
     def outcomes(self, chaser: int = 0) -> dict[str, list[float]]:
         """Probabilities of how the game ends under optimal play, from player 1's full box:
@@ -389,7 +408,8 @@ class NPlayer(Game):
         their payoff, knowing it. With a policy given, every turn is played out (a last player
         already below the best score rolls on: the policy may want to), which changes nothing
         for optimal play."""
-        _, _, start = self._solve(ext=True, fixed=policies)
+        *_, (_, _, last) = self._solve_blocks(True, policies)  # player 1's block comes last
+        start = last[self.full]
         at = self.outcome_index()
         n = self.n
         return {
@@ -399,39 +419,23 @@ class NPlayer(Game):
             "tie": [float(start[at["tie"]])],
         }
 
-    def _solve(
-        self, ext: bool, fixed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-        """Solve every block, last seat first: (block numbers, vectors of every block (None with
-        ``ext``: only the starts are kept), player 1's start vector)."""
-        blocks = self.blocks()
-        index = {blk: i for i, (blk, *_) in enumerate(blocks)}
-        out = None if ext else np.zeros((len(blocks), self.n_masks, self.width(ext)))
-        last = np.zeros((self.n_masks, self.width(ext)))
-        for _, _, vectors in self._solve_blocks(ext, fixed, out, index):
-            last = vectors  # player 1's block comes last
-        numbers = np.array([blk for blk, *_ in blocks], dtype=np.int64)
-        return numbers, out, last[self.full].copy()
-
     def _solve_blocks(
         self,
         ext: bool,
         fixed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
         out: np.ndarray | None = None,
-        index: dict[int, int] | None = None,
         record: dict[str, np.ndarray] | None = None,
     ) -> Iterator[tuple[int, tuple[int, int, int], np.ndarray]]:
         """Solve every block, last seat first, yielding (block number, (seat, best, count),
         payoff vectors of its masks) after each; player 1's block comes last. The vectors go
-        into ``out[index[block]]`` when given (else a scratch array, overwritten by the next
-        block); ``record`` (see :meth:`new_record`) receives each block's choices. The seats of
-        ``fixed`` follow the given one-player policies (see :meth:`price`), on the game where
-        every turn is played out."""
+        into ``out`` at the block's position when given (else a scratch array, overwritten by
+        the next block); ``record`` (see :meth:`new_record`) receives each block's choices.
+        The seats of ``fixed`` follow the given one-player policies (see :meth:`price`), on the
+        game where every turn is played out."""
         from pipeline.games.nplayer import kernels  # numba loads only to solve
 
         csr = self._csr
-        scores = self.possible_scores
-        row_of = np.searchsorted(scores, self.mask_scores).clip(0, max(len(scores) - 1, 0))
+        row_of = self.score_rows(self.mask_scores)
         if record is None:
             record = self.new_record()
         scratch = np.zeros((self.n_masks, self.width(ext)))
@@ -444,7 +448,7 @@ class NPlayer(Game):
             terminal, term_row = self.terminal_rows(seat, ext)
             for best, count in self.contexts(seat):
                 number = self.block_of(seat, best, max(count, 1))
-                target = scratch if out is None or index is None else out[index[number]]
+                target = scratch if out is None else out[self._position[number]]
                 pick, choice = fixed.get(seat, free)
                 kernels.solve_block(
                     FIRST_SEAT + seat - 1,
@@ -532,25 +536,9 @@ class NPlayer(Game):
                 parts.setdefault(key, []).append(arr)
             n_nodes += arrays["node_state"].shape[0]
 
-        def joined(key: str) -> np.ndarray:
-            return np.concatenate(parts[key])
-
+        joined: dict[str, Any] = {key: np.concatenate(arrays) for key, arrays in parts.items()}
         return Graph(
-            state_id=joined("state_id"),
-            rank=joined("rank"),
-            terminal=joined("terminal"),
-            ch_state=joined("ch_state"),
-            ch_choice=joined("ch_choice"),
-            ch_count=joined("ch_count"),
-            ch_denom=joined("ch_denom"),
-            ch_node=joined("ch_node"),
-            node_state=joined("node_state"),
-            node_roll=joined("node_roll"),
-            mv_node=joined("mv_node"),
-            mv_dst=joined("mv_dst"),
-            mv_scale=joined("mv_scale"),
-            mv_offset=joined("mv_offset"),
-            mv_label=joined("mv_label"),
+            **joined,
             maximise=True,
             meta={"possible_scores": self.possible_scores.tolist()},
         )
@@ -573,27 +561,16 @@ class NPlayer(Game):
         mv_score = scores[b.node_state[b.mv_node[keep_mv]]]
         dst = np.where(mv_pass, NO_STATE, position * f + b.mv_dst[keep_mv])
         scale = np.where(mv_pass, 0.0, 1.0)
-        offset = np.zeros(mv_pass.shape[0])
         if seat < self.n:  # stuck: the next seat plays from the full box
-            below = mv_score < best if seat > 1 else np.ones(mv_pass.shape[0], dtype=bool)
-            tie = ~below & (mv_score == best)
-            nxt_best = np.where(below, mv_score, best)
-            nxt_count = np.where(below, 1, np.where(tie, count + 1, count))
-            nxt_block = (nxt_best * (self.n - 1) + nxt_count - 1) * (self.n - 1) + seat - 1
-            nxt_pos = self._positions(nxt_block)
+            nxt_pos = np.searchsorted(self._numbers, self.next_blocks(seat, best, count, mv_score))
             dst = np.where(mv_pass, nxt_pos * f + self.full, dst)
-            if self.n == 2:  # constant sum: the mover gets what the other does not
-                scale = np.where(mv_pass, -1.0, scale)
-                offset = np.where(mv_pass, self.total, 0.0)
-            else:
-                vec = self.pass_vectors(seat, best, count, self._starts(seat + 1))
-                row = np.searchsorted(self.possible_scores, mv_score)
-                row = row.clip(0, max(len(self.possible_scores) - 1, 0))
-                offset = np.where(mv_pass, vec[row, FIRST_SEAT + seat - 1], 0.0)
-        else:  # the last player stuck: the final payoff
-            vec = self.pass_vectors(seat, best, count, {})
-            row = np.searchsorted(self.possible_scores, mv_score)
-            row = row.clip(0, max(len(self.possible_scores) - 1, 0))
+        if seat < self.n and self.n == 2:  # constant sum: the mover gets what the other does not
+            scale = np.where(mv_pass, -1.0, scale)
+            offset = np.where(mv_pass, self.total, 0.0)
+        else:  # a fixed payoff to the next seat's start; the last player's: the final payoff
+            starts = self._starts(seat + 1) if seat < self.n else {}
+            vec = self.pass_vectors(seat, best, count, starts)
+            row = self.score_rows(mv_score)
             offset = np.where(mv_pass, vec[row, FIRST_SEAT + seat - 1], 0.0)
         terminal = np.where(alive, np.nan, self.terminal_vector(seat)[FIRST_SEAT + seat - 1])
         return {
@@ -620,9 +597,10 @@ class NPlayer(Game):
         """Block number -> its position among the blocks (graph index / 2**tiles)."""
         return {blk: i for i, (blk, *_) in enumerate(self.blocks())}
 
-    def _positions(self, blocks: np.ndarray) -> np.ndarray:
-        numbers = np.array(sorted(self._position), dtype=np.int64)
-        return np.searchsorted(numbers, blocks)
+    @cached_property
+    def _numbers(self) -> np.ndarray:
+        """Every block number, increasing (the order of the blocks)."""
+        return np.array(sorted(self._position), dtype=np.int64)
 
     def _starts(self, seat: int) -> dict[tuple[int, int], np.ndarray]:
         """Seat ``seat``'s payoff vectors at the full box, by (best score, tie count)."""
@@ -810,13 +788,6 @@ class NPlayer(Game):
                 f"{who} cannot finish a turn with score {score}; possible scores: "
                 f"{ranges_text(self.possible_scores.tolist())}"
             )
-
-
-def _or(values: list[int]) -> int:
-    out = 0
-    for v in values:
-        out |= v
-    return out
 
 
 def ranges_text(values: list[int]) -> str:

@@ -17,9 +17,9 @@ def room(
     ch_choice: np.ndarray, mv_start: np.ndarray, width: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The scratch arrays of :func:`solve_block` for a one-player graph's chance rows and moves
-    (a kernel's own allocation would compile numpy's allocator for its type too, on a first
-    run): each choice's payoffs, value to the mover and label (distinct numbers: at most the
-    largest plus one), and one node's move values."""
+    (a kernel allocates none: :mod:`pipeline.solve.compiled`): each choice's payoffs, value to
+    the mover and label (distinct numbers: at most the largest plus one), and one node's move
+    values."""
     most = int(np.max(ch_choice)) + 1 if ch_choice.shape[0] else 1
     moves = int(np.max(np.diff(mv_start))) if mv_start.shape[0] > 1 else 1
     return (
@@ -84,8 +84,6 @@ def solve_block(
     width = out.shape[1]
     for mask in range(n_masks):
         if not alive[mask]:
-            # entry by entry: numba's slice assignment from an array brings in its
-            # shape-mismatch message, whose string formatting compiles for seconds
             for j in range(width):
                 out[mask, j] = terminal[term_row[mask], j]
             continue

@@ -156,16 +156,7 @@ class NPlayerRules(CheckedRules):
     def slug(self) -> str:
         """A readable, deterministic variant name for a custom rule set."""
         box = self.box
-        parts = [f"stb{self.players}p-{box.tiles}t-{box.dice}d{box.sides}"]
-        if box.one_die != "never":
-            cond = [f"le{box.one_die_sum}"] if box.one_die_sum else []
-            if box.one_die_shut:
-                cond.append("shut" + ".".join(str(t) for t in box.one_die_shut))
-            parts.append(f"1d{box.one_die}" + ("-" + "-".join(cond) if cond else ""))
-        if box.max_per_move is not None:
-            parts.append(f"max{box.max_per_move}")
-        if box.scoring != "sum":
-            parts.append(box.scoring)
+        parts = [f"stb{self.players}p-{box.tiles}t-{box.dice}d{box.sides}", *box.slug_rules()]
         parts.append("share" if self.payoff == "share" else f"stake{self.shut_multiplier}")
         return "-".join(parts)
 

@@ -112,8 +112,8 @@ class _Box:
         game, f = self.game, self.game.n_masks
         alive = game.alive(seat, best)
         me = FIRST_SEAT + seat - 1
-        null = np.ones(f, dtype=bool)
         two = game.n == 2 and game.r.box.scoring == "sum"
+        later = seat > 1
         cols: dict[str, Any] = {
             "state_id": number * f + np.arange(f, dtype=np.int64),
             "tiles": self.text,
@@ -127,36 +127,17 @@ class _Box:
             "dice": np.ma.array(record["state_choice"].astype(np.int16), mask=~alive),
             "choice_options": np.where(alive, record["state_choices"], 0).astype(np.int16),
             "player": np.full(f, seat, dtype=np.int8),
-            "p1_score": np.ma.array(np.zeros(f, dtype=np.int16), mask=null),
-            "best_score": np.ma.array(np.full(f, best, dtype=np.int64), mask=null | (seat == 1)),
-            "best_count": np.ma.array(np.full(f, count, dtype=np.int8), mask=null | (seat == 1)),
-            "share_holder": np.ma.array(vectors[:, HOLDER].copy(), mask=null | (seat == 1)),
-            "share_beaten": np.ma.array(vectors[:, BEATEN].copy(), mask=null | (seat - 1 <= count)),
+            # p1_score: the course's column (two players with sum scoring)
+            "p1_score": _null_unless(np.full(f, best if two else 0, dtype=np.int16), two and later),
+            "best_score": _null_unless(np.full(f, best, dtype=np.int64), later),
+            "best_count": _null_unless(np.full(f, count, dtype=np.int8), later),
+            "share_holder": _null_unless(vectors[:, HOLDER].copy(), later),
+            "share_beaten": _null_unless(vectors[:, BEATEN].copy(), seat - 1 > count),
         }
-        if two and seat == 2:
-            cols["p1_score"] = np.full(f, best, dtype=np.int16)
-        if seat > 1:
-            cols["best_score"] = np.full(f, best, dtype=np.int64)
-            cols["best_count"] = np.full(f, count, dtype=np.int8)
-            cols["share_holder"] = vectors[:, HOLDER].copy()
-        if seat - 1 > count:
-            cols["share_beaten"] = vectors[:, BEATEN].copy()
         for k in range(1, MAX_PLAYERS + 1):
             if seat <= k <= game.n:
                 cols[f"share_{k}"] = vectors[:, FIRST_SEAT + k - 1].copy()
         return cols
-
-    def _next_start(self, seat: int, best: int, count: int, masks: np.ndarray) -> np.ndarray:
-        """The id of the next player's full box after ``seat`` is stuck in ``masks``."""
-        game = self.game
-        scores = self.score[masks]
-        below = scores < best if seat > 1 else np.ones(masks.shape[0], dtype=bool)
-        tie = ~below & (scores == best)
-        nxt_best = np.where(below, scores, best)
-        nxt_count = np.where(below, 1, np.where(tie, count + 1, count))
-        m = game.n - 1
-        block = (nxt_best * m + nxt_count - 1) * m + seat - 1
-        return block * game.n_masks + game.full
 
     def policy(self, blk: _Block) -> dict[str, Any]:
         number, seat, best, count, _, record = blk
@@ -169,7 +150,8 @@ class _Box:
         stuck = label == PASS
         dst = np.where(stuck, 0, b.mv_dst[pick]).astype(np.int64)
         last = seat == game.n
-        nxt = np.where(stuck, self._next_start(seat, best, count, masks), number * f + dst)
+        nxt_start = game.next_blocks(seat, best, count, self.score[masks]) * f + game.full
+        nxt = np.where(stuck, nxt_start, number * f + dst)
         kind = np.where(~stuck, "move", "end" if last else "pass")
         return {
             "state_id": number * f + masks,
@@ -208,3 +190,8 @@ class _Box:
             "regret": np.maximum(best_value - value, 0.0),
             "is_best": record["node_pick"][node] == legal,
         }
+
+
+def _null_unless(values: np.ndarray, shown: bool) -> Any:
+    """``values``, or a column of nulls (a masked array) where they are not ``shown``."""
+    return values if shown else np.ma.array(values, mask=np.ones(values.shape[0], dtype=bool))

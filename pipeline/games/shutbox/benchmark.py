@@ -23,7 +23,6 @@ from pipeline.errors import UsageError
 from pipeline.games.base import SolvedView
 from pipeline.games.columns import labels
 from pipeline.games.shutbox import strategies, strategy_kernels
-from pipeline.games.shutbox.names import DEFAULT_GAMES, DEFAULT_SEED  # noqa: F401
 from pipeline.games.shutbox.strategies import TileView
 from pipeline.solve import policy_eval, simulate
 from pipeline.solve.policy_eval import Policy, Reach

@@ -9,25 +9,20 @@ largest label" breaks ties towards the move holding the highest tile where two m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pipeline.games.base import Game, LegalMoves, SolvedView, Streamed, Stuck
-from pipeline.games.dice import chance_columns, chances, roll_distribution, roll_grid
+from pipeline.games.dice import MoveColumns, chance_columns, chances, roll_distribution, roll_grid
 from pipeline.games.shutbox.hooks import TileStrategyHooks
-from pipeline.games.shutbox.rules import (  # noqa: F401  (re-exported: the family's face)
-    MAX_DICE,
-    MAX_SIDES,
-    MAX_TILES,
-    OBJECTIVES,
+from pipeline.games.shutbox.rules import (  # RuleSet re-exported: the family's face
     ONE,
-    ONE_DIE_MODES,
-    SCORINGS,
     USUAL,
     RuleSet,
     dice_pattern,
     final_score,
+    masks_by_sum,
     objective_value,
     subsets_by_sum,
 )
@@ -43,16 +38,6 @@ if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without
 #: `serve`'s process), and a small box's build compiles one kernel fewer; the compiled rules
 #: are the same functions, bit for bit (tests/games/shutbox/test_dice_rule.py).
 PLAIN_STATES = 1 << 13
-
-
-class MoveArrays(TypedDict):
-    """The move rows of a :class:`Graph` (its ``mv_*`` fields), grouped by node."""
-
-    mv_node: np.ndarray
-    mv_dst: np.ndarray
-    mv_scale: np.ndarray
-    mv_offset: np.ndarray
-    mv_label: np.ndarray
 
 
 class ShutTheBox(TileStrategyHooks, Game):
@@ -126,10 +111,6 @@ class ShutTheBox(TileStrategyHooks, Game):
             return {self.r.dice: usual}
         return {1: (pattern & ONE) != 0, self.r.dice: usual}
 
-    def subsets_by_sum(self, max_sum: int) -> list[tuple[int, int]]:
-        """Every set of tiles (as (mask, sum)) with sum <= max_sum and at most the per-move cap."""
-        return subsets_by_sum(self.r, max_sum)
-
     def graph(self) -> Graph:
         """The game graph over all 2**tiles states.
 
@@ -169,19 +150,14 @@ class ShutTheBox(TileStrategyHooks, Game):
         roll_ok: np.ndarray,
         node_state: np.ndarray,
         ids: np.ndarray,
-    ) -> MoveArrays:
+    ) -> MoveColumns:
         """Every legal move, grouped by node, plus a pass row for each node without one.
 
         A count pass sizes each node's slots, a fill pass writes the moves into them (compiled,
         see kernels.py), so the tens of millions of rows of a big box are never sorted.
         """
-        width = roll_ok.shape[1]
-        by_sum: list[list[int]] = [[] for _ in range(width)]
-        for mask, total in self.subsets_by_sum(width - 1):
-            by_sum[total].append(mask)
         # Largest mask first inside a node: the order `best_moves` would pick among ties anyway.
-        sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
-        sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+        sub_masks, sub_start = masks_by_sum(self.r, roll_ok.shape[1])
         from pipeline.games.shutbox import kernels  # numba loads only to build graphs
 
         counts = kernels.count_moves(ids, roll_ok, sub_masks, sub_start)
@@ -198,7 +174,7 @@ class ShutTheBox(TileStrategyHooks, Game):
             ids, index_of, roll_ok, sub_masks, sub_start, starts, np.zeros(0, dtype=np.int32),
             mv_dst, mv_label, mv_scale, True,
         )  # fmt: skip
-        return MoveArrays(
+        return MoveColumns(
             mv_node=np.repeat(np.arange(counts.shape[0], dtype=np.int32), slots),
             mv_dst=mv_dst,
             mv_scale=mv_scale,
@@ -280,7 +256,7 @@ class ShutTheBox(TileStrategyHooks, Game):
         if found is None:
             top = max(rolls, default=0)
             by_roll: dict[int, list[int]] = {}
-            for mask, total in self.subsets_by_sum(top):
+            for mask, total in subsets_by_sum(self.r, top):
                 by_roll.setdefault(total, []).append(mask)
             parts = [sorted(by_roll.get(r, []), reverse=True) for r in rolls]
             found = (

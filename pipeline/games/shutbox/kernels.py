@@ -29,7 +29,6 @@ def stuck_value(s: int, rule: np.ndarray) -> float:
 def state_rules(ids: np.ndarray, rule: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The array forms: :func:`final_score`, :func:`stuck_value` and :func:`dice_pattern` of
     every state."""
-    # allocated here: a kernel's own allocation compiles numpy's allocator for its type too
     score = np.empty(ids.shape[0], dtype=np.int64)
     value = np.empty(ids.shape[0])
     pattern = np.empty(ids.shape[0], dtype=np.int64)

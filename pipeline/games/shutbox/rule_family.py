@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -108,8 +109,6 @@ KEYS: tuple[Key, ...] = (
 KEY_NAMES: tuple[str, ...] = tuple(k.name for k in KEYS)
 #: Keys whose values depend on how many dice the rule rolls next (the look-ahead keys).
 LOOKAHEAD = frozenset({"totals", "chance"})
-#: What every rule does with a tie its keys leave.
-TIE_WORDS = "any tie left: the move holding the highest tile where the moves differ"
 #: Spec tokens of the one-die threshold: ``one-die-leT`` (T >= 1) or ``one-die-never``.
 ONE_DIE_PREFIX = "one-die-le"
 ONE_DIE_NEVER = "one-die-never"
@@ -158,11 +157,6 @@ class Rule:
 KEY_BY_NAME = {k.name: k for k in KEYS}
 
 
-def signed_keys() -> list[tuple[str, int]]:
-    """Every key in both directions, in search order (each key: max, then min)."""
-    return [(k.name, sign) for k in KEYS for sign in (1, -1)]
-
-
 @functools.cache
 def orders(max_keys: int = MAX_KEYS) -> tuple[tuple[tuple[str, int], ...], ...]:
     """Every ordered choice of 1..``max_keys`` distinct keys, each with a direction: fewer keys
@@ -173,26 +167,15 @@ def orders(max_keys: int = MAX_KEYS) -> tuple[tuple[tuple[str, int], ...], ...]:
 
 def _orders(max_keys: int) -> Iterator[tuple[tuple[str, int], ...]]:
     """:func:`orders`, one at a time."""
-    signed = signed_keys()
     for size in range(1, max_keys + 1):
-        for combo in itertools.permutations(range(len(KEYS)), size):
+        for combo in itertools.permutations(KEY_NAMES, size):
             for signs in itertools.product((1, -1), repeat=size):
-                yield tuple(
-                    signed[2 * k + (0 if s > 0 else 1)] for k, s in zip(combo, signs, strict=True)
-                )
+                yield tuple(zip(combo, signs, strict=True))
 
 
 def count_orders(max_keys: int = MAX_KEYS) -> int:
     """How many key orders :func:`orders` yields."""
-    n = len(KEYS)
-    return sum(2**size * _falling(n, size) for size in range(1, max_keys + 1))
-
-
-def _falling(n: int, k: int) -> int:
-    out = 1
-    for i in range(k):
-        out *= n - i
-    return out
+    return sum(2**size * math.perm(len(KEYS), size) for size in range(1, max_keys + 1))
 
 
 #: The named strategies that are rules of the family (the same keys and the same tie rule):

@@ -33,6 +33,7 @@ from pipeline.games.shutbox.rule_family import MAX_KEYS, Rule
 from pipeline.games.shutbox.rule_keys import Box, BoxRules, box_rules, encode
 from pipeline.games.shutbox.rule_search import Objective, Searched
 from pipeline.games.shutbox.rules import RuleSet
+from pipeline.games.shutbox.strategies import get_strategy
 from pipeline.games.tiles import TileCodec
 from pipeline.graph import Graph
 from pipeline.solve import policy_eval
@@ -142,7 +143,7 @@ def search_rows(s: SolvedView, found: BoxSearch, named: list[benchmark.Evaluated
         )
         for e in named:
             value = {"shut": e.win_rate, "score": e.expected_score}.get(name, e.value[start])
-            strategy = _strategy(e.name)
+            strategy = get_strategy(e.name)
             size = len([k for k, _ in strategy.keys if k != "label"]) or None
             rows.append(
                 _row(name, "named", size, None, strategy.rule, e.name, None, float(value))
@@ -209,12 +210,6 @@ def _optimal_outcomes(found: BoxSearch, obj: Objective) -> tuple[float, float]:
     graphs = _outcome_graphs(found)
     values = policy_eval.evaluate_picks(graphs, rows, classes, none, obj.solution.choice)
     return float(values[0, 0, obj.start]), float(values[1, 0, obj.start])
-
-
-def _strategy(name: str):  # type: ignore[no-untyped-def]
-    from pipeline.games.shutbox.strategies import get_strategy
-
-    return get_strategy(name)
 
 
 def _row(
@@ -296,8 +291,9 @@ def _exception_row(
 ) -> dict:
     """One exception as a row, with its words."""
     mask = int(g.state_id[o.state])
-    move = _tiles(int(g.mv_label[o.row])) if o.node >= 0 else None
-    instead = _tiles(int(g.mv_label[o.replaced])) if o.node >= 0 else None
+    codec = TileCodec(found.box.r.tiles)
+    move = codec.tiles(int(g.mv_label[o.row])) if o.node >= 0 else None
+    instead = codec.tiles(int(g.mv_label[o.replaced])) if o.node >= 0 else None
     roll = int(g.node_roll[o.node]) if o.node >= 0 else None
     return {
         "objective": name,
@@ -305,13 +301,13 @@ def _exception_row(
         "spec": rule.spec,
         "n": n,
         "state_id": mask,
-        "tiles": TileCodec(found.box.r.tiles).text(mask),
+        "tiles": codec.text(mask),
         "roll": roll,
         "move": move,
         "instead_of": instead,
         "dice": o.dice or None,
         "instead_of_dice": o.replaced_dice or None,
-        "exception": words(_tiles(mask), roll, move, instead, o.dice, o.replaced_dice),
+        "exception": words(codec.tiles(mask), roll, move, instead, o.dice, o.replaced_dice),
         "reach": o.reach,
         "gain": o.gain,
         "value": o.value,
@@ -339,11 +335,6 @@ _EXCEPTION_SCHEMA = pl.Schema(
         "gap": pl.Float64(),
     }
 )
-
-
-def _tiles(mask: int) -> list[int]:
-    """The tiles of a bitmask, increasing."""
-    return [b + 1 for b in range(mask.bit_length()) if mask >> b & 1]
 
 
 def words(

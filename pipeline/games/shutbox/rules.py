@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from pipeline.games.dice import DiceRules, choice_problem, range_problem, target_problems
 
 MAX_TILES = 24
@@ -138,20 +140,26 @@ class RuleSet(DiceRules):
 
     def slug(self) -> str:
         """A readable, deterministic variant name for a custom rule set."""
-        parts = [f"stb-{self.tiles}t-{self.dice}d{self.sides}"]
+        parts = [f"stb-{self.tiles}t-{self.dice}d{self.sides}", *self.slug_rules()]
+        parts.append(self.objective + (f"{self.target}" if self.target is not None else ""))
+        return "-".join(parts)
+
+    def slug_rules(self) -> list[str]:
+        """The parts of a slug that name the one-die rule, the per-move cap and the scoring
+        (the N-player game's slug names its dice rules with them too)."""
+        parts = []
         if self.one_die != "never":
             cond = []
             if self.one_die_sum is not None:
                 cond.append(f"le{self.one_die_sum}")
             if self.one_die_shut:
-                cond.append("shut" + "".join(f"{t}." for t in self.one_die_shut).rstrip("."))
+                cond.append("shut" + ".".join(str(t) for t in self.one_die_shut))
             parts.append(f"1d{self.one_die}" + ("-" + "-".join(cond) if cond else ""))
         if self.max_per_move is not None:
             parts.append(f"max{self.max_per_move}")
         if self.scoring != "sum":
             parts.append(self.scoring)
-        parts.append(self.objective + (f"{self.target}" if self.target is not None else ""))
-        return "-".join(parts)
+        return parts
 
 
 def subsets_by_sum(rules: RuleSet, max_sum: int) -> list[tuple[int, int]]:
@@ -168,6 +176,19 @@ def subsets_by_sum(rules: RuleSet, max_sum: int) -> list[tuple[int, int]]:
 
     extend(1, 0, 0, 0)
     return out
+
+
+def masks_by_sum(rules: RuleSet, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled moves' candidates for rolls below ``width``: every set of tiles a move may
+    shut (:func:`subsets_by_sum`) grouped by sum, largest mask first within a sum (the first
+    tie met in a node is then the one the tie rule prefers), and where each sum's masks start
+    (int64 [width + 1])."""
+    by_sum: list[list[int]] = [[] for _ in range(width)]
+    for mask, total in subsets_by_sum(rules, width - 1):
+        by_sum[total].append(mask)
+    masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
+    start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+    return masks, start
 
 
 # -- the rules of one state, in numba's subset (plain Python here; compiled in kernels.py) -----

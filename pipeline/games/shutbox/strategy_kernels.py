@@ -91,8 +91,7 @@ def node_patterns(
 
 @kernel
 def _node_patterns(ranks, label, starts, nodes, out):  # type: ignore[no-untyped-def]
-    """:func:`node_patterns` into ``out`` (allocated by the caller: an allocation inside a
-    kernel compiles numpy's allocator for its type as well, on a first run)."""
+    """:func:`node_patterns` into ``out`` (allocated by the caller)."""
     n_keys = ranks.shape[0]
     for j in range(nodes.shape[0]):
         first = starts[nodes[j]]

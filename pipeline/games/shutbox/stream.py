@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.games.dice import roll_distribution
-from pipeline.games.shutbox.rules import RuleSet, subsets_by_sum
+from pipeline.games.shutbox.rules import RuleSet, masks_by_sum
 from pipeline.games.shutbox.stream_kernels import (
     NodeColumns,
     chunk_scratch,
@@ -83,12 +83,7 @@ def compile_rules(rules: RuleSet) -> Compiled:
         for total, ways, den in roll_distribution(dice, rules.sides):
             count[row, total] = ways
             denom[row] = den
-    by_sum: list[list[int]] = [[] for _ in range(width)]
-    for m, total in subsets_by_sum(rules, width - 1):
-        by_sum[total].append(m)
-    # Largest mask first, so the first tie met in a node is the one the graph solve prefers.
-    sub_masks = np.array([m for ms in by_sum for m in sorted(ms, reverse=True)], dtype=np.int64)
-    sub_start = np.concatenate(([0], np.cumsum([len(ms) for ms in by_sum]))).astype(np.int64)
+    sub_masks, sub_start = masks_by_sum(rules, width)
     return Compiled(
         rules,
         np.array(rules.vector(), dtype=np.int64),

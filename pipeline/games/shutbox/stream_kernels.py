@@ -174,8 +174,7 @@ def chunk_scratch(
     ids: np.ndarray, count: np.ndarray, sub_start: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The scratch of :func:`solve_chunk` over ``ids``, a row a block (a few blocks a thread):
-    each roll's node value and legal moves, and room for a node's candidates; allocated here, as
-    a kernel's own allocation compiles numpy's allocator too."""
+    each roll's node value and legal moves, and room for a node's candidates."""
     blocks, width = min(ids.shape[0], 64), count.shape[1]
     nv, nm = np.empty((blocks, width)), np.zeros((blocks, width), dtype=np.int64)
     return nv, nm, np.empty((blocks, max(int(np.diff(sub_start).max()), width)))
