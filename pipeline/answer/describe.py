@@ -28,15 +28,9 @@ def listing(answers: Answers) -> dict[str, Any]:
         elif entry.built:
             built.append({**item, "own_files": entry.own})
         else:
-            searchable = entry.view == "boards"
-            unbuilt.append(
-                {
-                    **item,
-                    # the full game is searched without tables (its build needs a GPU)
-                    "build": entry.build_command() if entry.variant.builds_anywhere else None,
-                    "searchable": searchable,
-                }
-            )
+            # the full game is searched without tables (its build needs a GPU)
+            build = entry.build_command() if entry.variant.builds_anywhere else None
+            unbuilt.append({**item, "build": build, "searchable": entry.view == "boards"})
     return {
         "built": built,
         "unbuilt": unbuilt,

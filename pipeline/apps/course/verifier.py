@@ -30,7 +30,6 @@ from pipeline.games.tiles import parse_tiles
 from pipeline.graph import group_starts
 from pipeline.stages import frames as stages
 from pipeline.store import tables
-from pipeline.store.outputs import write_output
 
 
 def two_player_game(variant: Variant) -> TwoPlayer:
@@ -63,11 +62,6 @@ def export_lines(data_dir: Path, variant: Variant) -> list[str]:
     tables.read_table(data_dir, "states", variant.name)  # a clear error when not built
     rows = sql.run_query("verifier_export", data_dir, variant=variant.name).sort("line_no")
     return rows["line"].to_list()
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a verifier file (ASCII text) atomically, its folder made where missing."""
-    write_output(path, text.encode("ascii"))
 
 
 @dataclass(frozen=True)

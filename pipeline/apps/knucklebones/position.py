@@ -260,12 +260,10 @@ def play(
 
 def _show(game: Knucklebones, pairs: np.ndarray, write: Callable[[str], None]) -> None:
     mine, theirs = game.scores(pairs[None, :])
-    write(f"solver ({int(theirs[0])})")
-    for row in board_rows(game, pairs, mover=False):
-        write(f"  {row}")
-    write(f"you ({int(mine[0])})")
-    for row in board_rows(game, pairs, mover=True):
-        write(f"  {row}")
+    for who, score, mover in (("solver", theirs, False), ("you", mine, True)):
+        write(f"{who} ({int(score[0])})")
+        for row in board_rows(game, pairs, mover=mover):
+            write(f"  {row}")
 
 
 def _ask_column(

@@ -586,13 +586,6 @@ def serve(
 
 
 def app_from_settings(settings: Settings) -> Starlette:
-    """The application of :class:`Settings` (one process)."""
-    return create_app(
-        Path(settings.data_dir),
-        cors=settings.cors,
-        allowed_hosts=settings.allowed_hosts,
-        cache_mb=settings.cache_mb,
-        search_workers=settings.search_workers,
-        search_queue=settings.search_queue,
-        answer_cache_mb=settings.answer_cache_mb,
-    )
+    """The application of :class:`Settings` (one process): its fields are
+    :func:`create_app`'s parameters."""
+    return create_app(**{**asdict(settings), "data_dir": Path(settings.data_dir)})
