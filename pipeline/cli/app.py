@@ -75,9 +75,11 @@ def _root(
     """Options of stb-pipeline itself (before any command)."""
 
 
-def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example: str) -> None:
-    """Register a command that runs ``stage_list`` for the chosen variants (--exact only where
-    values are solved)."""
+def _stage_command(name: str, summary: str, example: str) -> None:
+    """Register a command that runs stage ``name`` for the chosen variants (`solve` enumerates
+    first, as its values go into states.parquet; --exact only where values are solved);
+    ``example``: the variants of its help's example."""
+    stage_list = ("enumerate", "solve") if name == "solve" else (name,)
 
     @with_rules
     def command(
@@ -104,7 +106,7 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
         _run_stages(variant, custom, stage_list, data_dir, exact=exact)
 
     chosen = solving_command if "solve" in stage_list else command
-    chosen.__doc__ = f"{summary}\n\nExample: {example}"
+    chosen.__doc__ = f"{summary}\n\nExample: stb-pipeline {name} --variant {example}"
     app.command(name)(chosen)
 
 
@@ -196,38 +198,21 @@ def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
             out.print(f"{r.variant}: {r.note}", soft_wrap=False)
 
 
+_stage_command("enumerate", "Enumerate states into states.parquet (values left empty).", "classic")
 _stage_command(
-    "enumerate",
-    ("enumerate",),
-    "Enumerate states into states.parquet (values left empty).",
-    "stb-pipeline enumerate --variant classic",
+    "edges", "Write successor edges (state, dice, roll, probability, move, next).", "classic"
 )
+_stage_command("solve", "Solve values in rank order into states.parquet.", "lever")
 _stage_command(
-    "edges",
-    ("edges",),
-    "Write successor edges (state, dice, roll, probability, move, next).",
-    "stb-pipeline edges --variant classic",
-)
-_stage_command(
-    "solve",
-    ("enumerate", "solve"),
-    "Solve values in rank order into states.parquet.",
-    "stb-pipeline solve --variant lever",
-)
-_stage_command(
-    "policy",
-    ("policy",),
-    "Write the best move of every (state, roll) and every move's regret.",
-    "stb-pipeline policy --variant classic",
+    "policy", "Write the best move of every (state, roll) and every move's regret.", "classic"
 )
 _stage_command(
     "strategies",
-    ("strategies",),
     "Search the rules a person can remember (up to three move keys and a one-die threshold) on "
     "one-player boxes, each priced exactly, and the exceptions worth learning, into "
     "strategy_search.parquet and strategy_exceptions.parquet. Without --variant: every "
     "one-player box built in the data directory.",
-    "stb-pipeline strategies --variant lever,twelve-tiles",
+    "lever,twelve-tiles",
 )
 
 
@@ -239,22 +224,14 @@ Force = Annotated[
         "changed shared table held.",
     ),
 ]
+#: What --moves and --edges apply to.
+NO_GRAPH = (
+    "Boards built without a graph (custom boxes of 13+ tiles, the opt-in Knucklebones boards)"
+)
 Moves = Annotated[
-    bool,
-    typer.Option(
-        "--moves",
-        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-        "Knucklebones boards): also write every legal move and its regret.",
-    ),
+    bool, typer.Option("--moves", help=f"{NO_GRAPH}: also write every legal move and its regret.")
 ]
-Edges = Annotated[
-    bool,
-    typer.Option(
-        "--edges",
-        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-        "Knucklebones boards): also write the edges table.",
-    ),
-]
+Edges = Annotated[bool, typer.Option("--edges", help=f"{NO_GRAPH}: also write the edges table.")]
 Device = Annotated[
     str,
     typer.Option(

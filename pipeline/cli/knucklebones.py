@@ -128,20 +128,11 @@ def solve_cmd(
             f"objective ({a.variant}) decides"
         )
     table = Table("column", "win", "score difference", "exact")
+    looked = {"tables": "yes (from tables)", "book": "yes (book)"}.get(a.source)
     for cv in sorted(a.columns, key=lambda c: c.column):  # the board's order; * marks the pick
         mark = " *" if cv.best else ""
-        table.add_row(
-            f"{cv.column}{mark}",
-            _num(cv.win, ".6f"),
-            _num(cv.diff, "+.4f"),
-            "yes (from tables)"
-            if a.source == "tables"
-            else "yes (book)"
-            if a.source == "book"
-            else "yes"
-            if cv.exact
-            else "no",
-        )
+        exact = looked or ("yes" if cv.exact else "no")
+        table.add_row(f"{cv.column}{mark}", _num(cv.win, ".6f"), _num(cv.diff, "+.4f"), exact)
     out.print(table)
 
 
