@@ -53,9 +53,7 @@ def describe(answers: Answers, entry: Entry) -> dict[str, Any]:
     if entry.view == "boards":
         rules = answers.board_rules(entry.variant)
         out["board"] = {"columns": rules.columns, "rows": rules.rows, "faces": rules.faces}
-        out["exact"] = entry.built
-        out["default_depth"] = DEFAULT_DEPTH
-        out["max_depth"] = MAX_DEPTH
+        out.update(exact=entry.built, default_depth=DEFAULT_DEPTH, max_depth=MAX_DEPTH)
         out["start"] = {"board": rules.text(rules.start())}
         return out
     if not entry.built:

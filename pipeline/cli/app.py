@@ -482,6 +482,11 @@ def _kind(param: Any) -> Any:
 def run(argv: list[str]) -> int:
     """Run the CLI on ``argv``; return the exit code. Errors become one line on stderr."""
     err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)  # rich loads on an error only
+
+    def fail(message: str, code: int) -> int:
+        err.print(f"error: {message}", markup=False)
+        return code
+
     from pipeline import progress
 
     progress.set_quiet(bool(os.environ.get("STB_QUIET", "") not in ("", "0")))
@@ -491,30 +496,23 @@ def run(argv: list[str]) -> int:
     except PipelineError as exc:
         missing = isinstance(exc, TablesMissingError)
         where = _where_tables_are(argv) if missing else ""
-        err.print(f"error: {where}{exc}", markup=False)
-        return exc.exit_code
+        return fail(f"{where}{exc}", exc.exit_code)
     except typer.TyperException as exc:
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
             err.print(ctx.get_help(), markup=False)
-        else:
-            err.print(
-                f"error: {exc.format_message()}{_extra_hint(argv)} (see --help)", markup=False
-            )
-        return 2
+            return 2
+        return fail(f"{exc.format_message()}{_extra_hint(argv)} (see --help)", 2)
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
-        err.print("error: aborted", markup=False)
-        return 130
+        return fail("aborted", 130)
     except KeyboardInterrupt:
-        err.print(f"error: {INTERRUPTED}", markup=False)
-        return 130
+        return fail(INTERRUPTED, 130)
     except BrokenPipeError:
         raise  # the reader of stdout went away: main() ends quietly
     except MemoryError:  # numpy's and pyarrow's out-of-memory errors are MemoryErrors too
-        err.print(f"error: {OUT_OF_MEMORY}", markup=False)
-        return 1
+        return fail(OUT_OF_MEMORY, 1)
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
@@ -523,20 +521,18 @@ def run(argv: list[str]) -> int:
         plugin = plugin_at_fault(exc)
         if plugin is not None:  # an installed family's code failed, not the pipeline's
             first = (str(exc).splitlines() or [""])[0][:200]
-            err.print(f"error: {plugin} failed: {type(exc).__name__}: {first}", markup=False)
-            return 1
+            return fail(f"{plugin} failed: {type(exc).__name__}: {first}", 1)
         # Every failure a user can cause is a PipelineError; reaching here is a bug (the bad-input
         # tests fail on it). Still one line, so that scripts reading stderr are not flooded.
         first = str(exc).splitlines()[0] if str(exc) else ""
-        err.print(
-            f"error: internal error {type(exc).__name__}: {first} (a bug: please report it; "
+        return fail(
+            f"internal error {type(exc).__name__}: {first} (a bug: please report it; "
             "STB_DEBUG=1 shows the traceback)",
-            markup=False,
+            1,
         )
-        return 1
     code = result if isinstance(result, int) else 0
     if code == 130:  # typer turns Ctrl-C into this code without a word
-        err.print(f"error: {INTERRUPTED}", markup=False)
+        fail(INTERRUPTED, code)
     return code
 
 

@@ -54,11 +54,8 @@ kb = typer.Typer(
 def _kind(exact: bool, looked_up: str) -> str:
     """How exact a value is: from the tables, the opening book, searched to the end (exact)
     or estimated (said inside parentheses: never "(exact (book))")."""
-    if looked_up == "tables":
-        return "exact, from tables"
-    if looked_up == "book":
-        return "exact, from the book"
-    return "exact" if exact else "estimate"
+    looked = {"tables": "exact, from tables", "book": "exact, from the book"}.get(looked_up)
+    return looked or ("exact" if exact else "estimate")
 
 
 def _source(a: BoardAnswer) -> str:

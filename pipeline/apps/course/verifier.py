@@ -181,14 +181,8 @@ def _check_values(
     expected = np.where(ok, value[np.maximum(line_state, 0)], np.nan)
     wrong = ok & (np.abs(line_value - expected) > tolerance * np.maximum(1.0, np.abs(expected)))
     for i in np.flatnonzero(wrong).tolist():
-        problems.setdefault(
-            i,
-            Problem(
-                i + 1,
-                "incorrect value",
-                f"{lines[i].strip()!r}: the value is {float(expected[i])!r}",
-            ),
-        )
+        detail = f"{lines[i].strip()!r}: the value is {float(expected[i])!r}"
+        problems.setdefault(i, Problem(i + 1, "incorrect value", detail))
 
 
 def _check_order(
@@ -219,14 +213,8 @@ def _check_order(
     first = group_starts(src)
     for k, missing in zip(src[first].tolist(), dst[first].tolist(), strict=True):
         i = int(first_line[k])
-        problems.setdefault(
-            i,
-            Problem(
-                i + 1,
-                "missing successor",
-                f"{lines[i].strip()!r} comes before its successor {describe(game, ids[missing])}",
-            ),
-        )
+        detail = f"{lines[i].strip()!r} comes before its successor {describe(game, ids[missing])}"
+        problems.setdefault(i, Problem(i + 1, "missing successor", detail))
 
 
 def describe(game: TwoPlayer, state_id: int) -> str:
