@@ -222,7 +222,7 @@ def play_game(
     seat (optimally, by the tables); only the player's own choices are judged. Seat 0 watches
     the solver play every seat.
     """
-    check_seat(coach.variant, coach.players, seat)  # 0 watches every seat
+    check_seat(coach.variant, coach.players, seat)
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")

@@ -336,8 +336,8 @@ def rate_cmd(
     # checked before use, and to be of the board (ArtefactError: one line naming the file)
     model = None if evaluator is None else artefacts.read_evaluator(evaluator, rules)  # type: ignore[arg-type]
     made = _players(game, _usual_players(game, model) if players is None else players, model)
-    packaged = artefacts.decisions_path(rules).exists()  # type: ignore[arg-type]
-    if labelled is None and (decisions_file is not None or packaged):
+    packaged = artefacts.decisions_path(rules)  # type: ignore[arg-type]
+    if labelled is None and (decisions_file is not None or packaged.exists()):
         asked, drawn = file_decisions(rules, None, decisions_file, decisions, seed)  # type: ignore[arg-type]
         values = "exact, from the file"
     else:

@@ -65,14 +65,11 @@ class Asked:
         """The variant's board rules (:class:`pipeline.games.knucklebones.columns.BoardRules`)."""
         return self.answers.board_rules(self.variant)
 
-    @property
-    def built(self) -> bool | None:
-        """What :meth:`Answers.board` is told: None (look for the tables) or False."""
-        return None if self.tables else False
-
     def board(self, position: Any, die: int, depth: int | None) -> BoardAnswer:
-        """The one answer for ``position`` (a board rules' position) and ``die``."""
-        return self.answers.board(self.variant, position, die, depth, self.built)
+        """The one answer for ``position`` (a board rules' position) and ``die``: the tables
+        looked for (built None), or searched all the same (built False)."""
+        built = None if self.tables else False
+        return self.answers.board(self.variant, position, die, depth, built)
 
     def exact(self) -> bool:
         """Whether the answers come from the tables (the board's own objective is built)."""
