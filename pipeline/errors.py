@@ -40,17 +40,13 @@ class TablesMissingError(PipelineError):
 
 
 class TableError(PipelineError):
-    """A table on disk is unreadable, foreign or truncated."""
-
-    exit_code = 1
+    """A table on disk is unreadable, foreign or truncated (exit 1)."""
 
 
 class ArtefactError(PipelineError):
     """A file the package reads that is not what it must be: an evaluator, opening book or
     labelled set that is damaged, of another board, or holds values out of range (one line
     naming the file). Exit 1, as for a table that cannot be read."""
-
-    exit_code = 1
 
 
 class ContractError(PipelineError):
@@ -63,14 +59,10 @@ class PluginError(PipelineError):
     """An installed game family (a plugin) that failed: its variant's game could not be made,
     or its code raised. Exit 1: the installation is at fault, not the input."""
 
-    exit_code = 1
-
 
 class OutputError(PipelineError):
     """Standard output cannot be written: closed (``>&-``), or its disk is full (``> /dev/full``).
     Exit 1, as for any file that cannot be written."""
-
-    exit_code = 1
 
 
 class GuardedStdout:

@@ -95,14 +95,9 @@ class Task:
         note: str | None = None,
     ) -> None:
         """Set how far the job is, or rename it, or change its total or its note."""
-        if done is not None:
-            self.done = done
-        if what is not None:
-            self.what = what
-        if total is not None:
-            self.total = total
-        if note is not None:
-            self.note = note
+        for name, value in (("done", done), ("what", what), ("total", total), ("note", note)):
+            if value is not None:
+                setattr(self, name, value)
         self._sync()
 
     def elapsed(self) -> float:
@@ -189,23 +184,23 @@ def tracked(items: Iterable[T], what: str, total: int | None = None, unit: str =
 def log(line: str) -> None:
     """One line of record beside the jobs (above the bar on a terminal, plain elsewhere),
     silenced with them by ``--quiet``."""
-    if is_quiet():
-        return
-    bar = _ticker["rich"]
-    if bar is not None:
-        bar.console.print(line, markup=False, highlight=False)
-    else:
-        _write(line)
+    if not is_quiet():
+        _say(line)
 
 
 def warn(line: str) -> None:
     """One ``warning:`` line on stderr, shown even with ``--quiet``: something was skipped that
     the user should know about (a broken plugin), while the command goes on."""
+    _say(f"warning: {line}")
+
+
+def _say(line: str) -> None:
+    """One line above the bar on a terminal, else plain on stderr."""
     bar = _ticker["rich"]
     if bar is not None:
-        bar.console.print(f"warning: {line}", markup=False, highlight=False)
+        bar.console.print(line, markup=False, highlight=False)
     else:
-        _write(f"warning: {line}")
+        _write(line)
 
 
 def _finish(job: Task, ended: str) -> None:

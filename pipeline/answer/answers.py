@@ -239,7 +239,8 @@ class Answers:
             if a == b:
                 if stuck is None:
                     stuck = self._stuck(game, states, state_id)
-                out.append(stuck_roll(r, *stuck))
+                kind, nxt, value = stuck  # a roll without a legal move
+                out.append(RollBest(r, kind, None, value, 0, nxt))
                 continue
             k, _ = pick(vals, labels, a, b, best_of(vals, a, b, maximise))
             out.append(RollBest(r, "move", tiles(labels[k]), vals[k], b - a, nexts[k]))
@@ -315,13 +316,8 @@ class Answers:
         out = []
         for name, values in game.position_fields(ids).items():
             choices = np.unique(values[values != 0]).tolist()
-            out.append(
-                {
-                    "name": name,
-                    "choices": choices if len(choices) <= MAX_CHOICES else None,
-                    "optional": True,
-                }
-            )
+            shown = choices if len(choices) <= MAX_CHOICES else None
+            out.append({"name": name, "choices": shown, "optional": True})
         self._fields[variant.name] = (states, out)
         return out
 
@@ -365,11 +361,6 @@ class RollMoves:
 
 #: Distinct values of a position field listed as choices (more: a number to type).
 MAX_CHOICES = 200
-
-
-def stuck_roll(roll: int, kind: str, nxt: int | None, value: float) -> RollBest:
-    """A roll without a legal move."""
-    return RollBest(roll, kind, None, value, 0, nxt)
 
 
 def _state_info(game: Any, states: States, state_id: int, row: StateRow) -> StateInfo:

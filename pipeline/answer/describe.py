@@ -28,15 +28,9 @@ def listing(answers: Answers) -> dict[str, Any]:
         elif entry.built:
             built.append({**item, "own_files": entry.own})
         else:
-            searchable = entry.view == "boards"
-            unbuilt.append(
-                {
-                    **item,
-                    # the full game is searched without tables (its build needs a GPU)
-                    "build": entry.build_command() if entry.variant.builds_anywhere else None,
-                    "searchable": searchable,
-                }
-            )
+            # the full game is searched without tables (its build needs a GPU)
+            build = entry.build_command() if entry.variant.builds_anywhere else None
+            unbuilt.append({**item, "build": build, "searchable": entry.view == "boards"})
     return {
         "built": built,
         "unbuilt": unbuilt,
@@ -59,9 +53,7 @@ def describe(answers: Answers, entry: Entry) -> dict[str, Any]:
     if entry.view == "boards":
         rules = answers.board_rules(entry.variant)
         out["board"] = {"columns": rules.columns, "rows": rules.rows, "faces": rules.faces}
-        out["exact"] = entry.built
-        out["default_depth"] = DEFAULT_DEPTH
-        out["max_depth"] = MAX_DEPTH
+        out.update(exact=entry.built, default_depth=DEFAULT_DEPTH, max_depth=MAX_DEPTH)
         out["start"] = {"board": rules.text(rules.start())}
         return out
     if not entry.built:

@@ -61,8 +61,6 @@ from pipeline.store.outputs import check_output, resolved, write_output
 #: share of each) take about 6 MB; the stake game's digital scores make 395 blocks of long
 #: numbers, which a page should not carry (browse it with `stb-pipeline serve`).
 MAX_VARIANT_BYTES = 8_000_000
-#: Blocks of an N-player variant checked at a time (memory: a few tens of MB each).
-CHECK_BLOCKS = 16
 #: Why a variant is listed but not embedded, and where to see it instead.
 TOO_BIG = "too big to embed ({mb:.1f} MB of data; the page takes {limit:.0f} MB a variant)"
 ELSEWHERE = "browse it with `stb-pipeline serve`, or ask `stb-pipeline move --variant {name}`"
@@ -120,7 +118,7 @@ def pick_names(
     (then each must be built). UsageError for a variant that is not Shut the Box, for one
     player or for N (the page draws one row of tiles)."""
     built = built or {}
-    customs = [n for n, v in sorted(built.items()) if n not in REGISTRY and fits(v)]
+    customs = [n for n, v in sorted(built.items()) if n not in REGISTRY and why_not(v) is None]
     flat = [part for name in names for part in name.split(",") if part]
     if not flat or flat == ["all"]:
         return [*default_variants(), *customs], False
@@ -142,12 +140,6 @@ def drawn(variant: Variant) -> bool:
     return variant.view == "tiles"
 
 
-def fits(variant: Variant) -> bool:
-    """Whether the page takes ``variant`` by default: it draws it, with at most
-    :data:`MAX_TILES` tiles."""
-    return why_not(variant) is None
-
-
 def why_not(variant: Variant) -> str | None:
     """Why the page leaves ``variant`` out (None: it does not)."""
     if not drawn(variant):
@@ -162,12 +154,8 @@ def left_out(data_dir: Path, chosen: list[str]) -> list[tuple[str, str]]:
     """The variants built in ``data_dir`` that are not among ``chosen`` because the page
     cannot take them, each with why (said, so that none goes missing without a word)."""
     entries = directory.of(data_dir).snapshot().entries
-    out = []
-    for name in sorted(n for n, e in entries.items() if e.built and n not in chosen):
-        why = why_not(entries[name].variant)
-        if why is not None:
-            out.append((name, why))
-    return out
+    others = sorted(n for n, e in entries.items() if e.built and n not in chosen)
+    return [(n, why) for n in others if (why := why_not(entries[n].variant)) is not None]
 
 
 def check_rules(variant: Variant, rules: dict[str, Any] | None) -> dict[str, Any]:
@@ -186,12 +174,6 @@ def check_rules(variant: Variant, rules: dict[str, Any] | None) -> dict[str, Any
     return rules
 
 
-def is_nplayer(variant: Variant) -> bool:
-    """Whether ``variant`` is a game of players in turn (no edges table: its rolls come from
-    the rules)."""
-    return variant.players > 1
-
-
 def built_rules(data_dir: Path, name: str, variant: Variant | None = None) -> dict[str, Any] | None:
     """The rules ``name`` (``variant``: a custom one) was built with, or None when a table the
     page reads lacks it (in the shared file or the variant's own, ``variants/<name>/``)."""
@@ -199,7 +181,7 @@ def built_rules(data_dir: Path, name: str, variant: Variant | None = None) -> di
     if entry is not None and entry.damaged:
         raise TableError(entry.damaged)
     needed: tuple[str, ...] = ("states", "policy", "moves")
-    if not is_nplayer(variant or get_variant(name)):
+    if (variant or get_variant(name)).players <= 1:  # players in turn have no edges table
         needed += ("edges",)
     return entry.rules if entry is not None and entry.holds(needed) else None
 
@@ -411,7 +393,7 @@ def payload_of(data_dir: Path, name: str, rules: dict[str, Any]) -> dict[str, An
     """The payload of a one-player or an N-player variant."""
     answers = for_dir(data_dir)
     variant = REGISTRY.get(name) or variant_from_rules(name, rules) or get_variant(name)
-    if is_nplayer(variant):
+    if variant.players > 1:
         return nplayer_payload(answers, variant, rules)
     return variant_payload(answers, variant, rules)
 

@@ -120,10 +120,6 @@ class Coach:
         """The full box (player 1's, in the games of several players)."""
         return self.game.start_state()
 
-    def check_seat(self, seat: int) -> None:
-        """UsageError unless ``seat`` is one of the game's (0 watches every seat)."""
-        check_seat(self.variant, self.players, seat)
-
     def answer(self, state_id: int, roll: int | None = None) -> Answer:
         """The library's answer for a state (and a roll)."""
         return self.answers.position(self._variant, state_id=state_id, roll=roll)
@@ -144,13 +140,10 @@ class Coach:
             s.seat: float(s.share) for s in shares if s.seat is not None and s.share is not None
         }
 
+    @lru_cache(maxsize=4096)  # noqa: B019  (the coach lives as long as its game)
     def info(self, state_id: int) -> dict[str, Any]:
         """What the game shows of a state: tiles, value, terminal, score, open_sum, dice, player,
         p1_score, best_score, best_count."""
-        return self._info(state_id)
-
-    @lru_cache(maxsize=4096)  # noqa: B019  (the coach lives as long as its game)
-    def _info(self, state_id: int) -> dict[str, Any]:
         state = self.answers.expect(self._variant, state_id=state_id)
         mask = np.array([state_id % self.n_masks], dtype=np.int64)
         best = state.fields.get("best_score")
@@ -186,7 +179,7 @@ class Coach:
         """Every legal move after ``roll``, best first (empty when the player is stuck)."""
         return [
             Option(
-                _tiles_label(m.move),
+                " ".join(str(t) for t in m.move or []),
                 m.value,
                 m.regret,
                 m.best,
@@ -196,10 +189,6 @@ class Coach:
             )
             for m in self.answer(state_id, roll).moves
         ]
-
-    def rolls(self, state_id: int) -> list[int]:
-        """The rolls possible in a state (any number of dice)."""
-        return [r.roll for r in self.answer(state_id).rolls]
 
 
 def _shut_the_box(game: Game, name: str, view: str) -> Any:
@@ -233,7 +222,7 @@ def play_game(
     seat (optimally, by the tables); only the player's own choices are judged. Seat 0 watches
     the solver play every seat.
     """
-    coach.check_seat(seat)
+    check_seat(coach.variant, coach.players, seat)
     seed = secrets.randbelow(2**31) if seed is None else seed
     if not 0 <= seed < 2**63:
         raise UsageError(f"--seed must be between 0 and {2**63 - 1}, not {seed}")
@@ -386,11 +375,22 @@ class _Session:
             self.console.print(f"No move shuts tiles adding to {roll}: the game ends.")
         self.console.print(f"[bold]{record.outcome}[/]")
 
-    def choose(self, options: list[Option], kind: str) -> Option | None:
-        """The player's pick among ``options`` (None: stop)."""
-        return _choose(
-            self.ask, self.console, options, kind, self.coach.objective, self.show_values
-        )
+    def choose(self, ranked: list[Option], kind: str) -> Option | None:
+        """Show the options and take the player's pick (None: stop).
+
+        With values shown the options are ranked best first; in a quiz they are listed in a
+        neutral order (fewest dice, lowest tiles first) and the ranking is shown after the pick.
+        """
+        objective, console = self.coach.objective, self.console
+        shown = ranked if self.show_values else sorted(ranked, key=_neutral_order)
+        console.print(_options_table(shown, kind, objective, self.show_values))
+        question = "How many dice?" if kind == "dice" else "Which move?"
+        pick = self.ask(f"{question} (1-{len(shown)})", len(shown))
+        if pick is None:
+            return None
+        if not self.show_values:
+            console.print(_options_table(ranked, kind, objective, True))
+        return shown[pick - 1]
 
     def judge(
         self,
@@ -469,25 +469,6 @@ def _outcome_in_turn(info: dict[str, Any], seat: int, stuck: bool, scores: dict[
     return f"Scores: {listing}. P{names[1:]} wins on {low}: {you}."
 
 
-def _choose(
-    ask: Ask, console: Console, ranked: list[Option], kind: str, objective: str, show_values: bool
-) -> Option | None:
-    """Show the options and take the player's pick (None: stop).
-
-    With values shown the options are ranked best first; in a quiz they are listed in a neutral
-    order (fewest dice, lowest tiles first) and the ranking is shown after the pick.
-    """
-    shown = ranked if show_values else sorted(ranked, key=_neutral_order)
-    console.print(_options_table(shown, kind, objective, show_values))
-    question = "How many dice?" if kind == "dice" else "Which move?"
-    pick = ask(f"{question} (1-{len(shown)})", len(shown))
-    if pick is None:
-        return None
-    if not show_values:
-        console.print(_options_table(ranked, kind, objective, True))
-    return shown[pick - 1]
-
-
 def _neutral_order(option: Option) -> tuple[int, list[int]]:
     """Order that gives nothing away: by number of dice, or by the tiles shut."""
     return (option.dice or 0, [int(t) for t in option.label.split() if t.isdigit()])
@@ -526,10 +507,6 @@ def _options_table(options: list[Option], kind: str, objective: str, show_values
         cells = [_fmt(o.value, objective), _fmt_loss(o.loses, objective)] if show_values else []
         table.add_row(str(i), label, *cells)
     return table
-
-
-def _tiles_label(move: list[int] | None) -> str:
-    return " ".join(str(t) for t in move or [])
 
 
 def _spaced(tiles: str) -> str:

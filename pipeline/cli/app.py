@@ -75,9 +75,11 @@ def _root(
     """Options of stb-pipeline itself (before any command)."""
 
 
-def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example: str) -> None:
-    """Register a command that runs ``stage_list`` for the chosen variants (--exact only where
-    values are solved)."""
+def _stage_command(name: str, summary: str, example: str) -> None:
+    """Register a command that runs stage ``name`` for the chosen variants (`solve` enumerates
+    first, as its values go into states.parquet; --exact only where values are solved);
+    ``example``: the variants of its help's example."""
+    stage_list = ("enumerate", "solve") if name == "solve" else (name,)
 
     @with_rules
     def command(
@@ -104,7 +106,7 @@ def _stage_command(name: str, stage_list: tuple[str, ...], summary: str, example
         _run_stages(variant, custom, stage_list, data_dir, exact=exact)
 
     chosen = solving_command if "solve" in stage_list else command
-    chosen.__doc__ = f"{summary}\n\nExample: {example}"
+    chosen.__doc__ = f"{summary}\n\nExample: stb-pipeline {name} --variant {example}"
     app.command(name)(chosen)
 
 
@@ -196,38 +198,21 @@ def print_reports(reports: "list[StageReport]", data_dir: Path) -> None:
             out.print(f"{r.variant}: {r.note}", soft_wrap=False)
 
 
+_stage_command("enumerate", "Enumerate states into states.parquet (values left empty).", "classic")
 _stage_command(
-    "enumerate",
-    ("enumerate",),
-    "Enumerate states into states.parquet (values left empty).",
-    "stb-pipeline enumerate --variant classic",
+    "edges", "Write successor edges (state, dice, roll, probability, move, next).", "classic"
 )
+_stage_command("solve", "Solve values in rank order into states.parquet.", "lever")
 _stage_command(
-    "edges",
-    ("edges",),
-    "Write successor edges (state, dice, roll, probability, move, next).",
-    "stb-pipeline edges --variant classic",
-)
-_stage_command(
-    "solve",
-    ("enumerate", "solve"),
-    "Solve values in rank order into states.parquet.",
-    "stb-pipeline solve --variant lever",
-)
-_stage_command(
-    "policy",
-    ("policy",),
-    "Write the best move of every (state, roll) and every move's regret.",
-    "stb-pipeline policy --variant classic",
+    "policy", "Write the best move of every (state, roll) and every move's regret.", "classic"
 )
 _stage_command(
     "strategies",
-    ("strategies",),
     "Search the rules a person can remember (up to three move keys and a one-die threshold) on "
     "one-player boxes, each priced exactly, and the exceptions worth learning, into "
     "strategy_search.parquet and strategy_exceptions.parquet. Without --variant: every "
     "one-player box built in the data directory.",
-    "stb-pipeline strategies --variant lever,twelve-tiles",
+    "lever,twelve-tiles",
 )
 
 
@@ -239,22 +224,14 @@ Force = Annotated[
         "changed shared table held.",
     ),
 ]
+#: What --moves and --edges apply to.
+NO_GRAPH = (
+    "Boards built without a graph (custom boxes of 13+ tiles, the opt-in Knucklebones boards)"
+)
 Moves = Annotated[
-    bool,
-    typer.Option(
-        "--moves",
-        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-        "Knucklebones boards): also write every legal move and its regret.",
-    ),
+    bool, typer.Option("--moves", help=f"{NO_GRAPH}: also write every legal move and its regret.")
 ]
-Edges = Annotated[
-    bool,
-    typer.Option(
-        "--edges",
-        help="Boards built without a graph (custom boxes of 13+ tiles, the opt-in "
-        "Knucklebones boards): also write the edges table.",
-    ),
-]
+Edges = Annotated[bool, typer.Option("--edges", help=f"{NO_GRAPH}: also write the edges table.")]
 Device = Annotated[
     str,
     typer.Option(
@@ -505,6 +482,11 @@ def _kind(param: Any) -> Any:
 def run(argv: list[str]) -> int:
     """Run the CLI on ``argv``; return the exit code. Errors become one line on stderr."""
     err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)  # rich loads on an error only
+
+    def fail(message: str, code: int) -> int:
+        err.print(f"error: {message}", markup=False)
+        return code
+
     from pipeline import progress
 
     progress.set_quiet(bool(os.environ.get("STB_QUIET", "") not in ("", "0")))
@@ -514,30 +496,23 @@ def run(argv: list[str]) -> int:
     except PipelineError as exc:
         missing = isinstance(exc, TablesMissingError)
         where = _where_tables_are(argv) if missing else ""
-        err.print(f"error: {where}{exc}", markup=False)
-        return exc.exit_code
+        return fail(f"{where}{exc}", exc.exit_code)
     except typer.TyperException as exc:
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
             err.print(ctx.get_help(), markup=False)
-        else:
-            err.print(
-                f"error: {exc.format_message()}{_extra_hint(argv)} (see --help)", markup=False
-            )
-        return 2
+            return 2
+        return fail(f"{exc.format_message()}{_extra_hint(argv)} (see --help)", 2)
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
-        err.print("error: aborted", markup=False)
-        return 130
+        return fail("aborted", 130)
     except KeyboardInterrupt:
-        err.print(f"error: {INTERRUPTED}", markup=False)
-        return 130
+        return fail(INTERRUPTED, 130)
     except BrokenPipeError:
         raise  # the reader of stdout went away: main() ends quietly
     except MemoryError:  # numpy's and pyarrow's out-of-memory errors are MemoryErrors too
-        err.print(f"error: {OUT_OF_MEMORY}", markup=False)
-        return 1
+        return fail(OUT_OF_MEMORY, 1)
     except Exception as exc:
         if os.environ.get("STB_DEBUG"):
             raise
@@ -546,20 +521,18 @@ def run(argv: list[str]) -> int:
         plugin = plugin_at_fault(exc)
         if plugin is not None:  # an installed family's code failed, not the pipeline's
             first = (str(exc).splitlines() or [""])[0][:200]
-            err.print(f"error: {plugin} failed: {type(exc).__name__}: {first}", markup=False)
-            return 1
+            return fail(f"{plugin} failed: {type(exc).__name__}: {first}", 1)
         # Every failure a user can cause is a PipelineError; reaching here is a bug (the bad-input
         # tests fail on it). Still one line, so that scripts reading stderr are not flooded.
         first = str(exc).splitlines()[0] if str(exc) else ""
-        err.print(
-            f"error: internal error {type(exc).__name__}: {first} (a bug: please report it; "
+        return fail(
+            f"internal error {type(exc).__name__}: {first} (a bug: please report it; "
             "STB_DEBUG=1 shows the traceback)",
-            markup=False,
+            1,
         )
-        return 1
     code = result if isinstance(result, int) else 0
     if code == 130:  # typer turns Ctrl-C into this code without a word
-        err.print(f"error: {INTERRUPTED}", markup=False)
+        fail(INTERRUPTED, code)
     return code
 
 

@@ -55,13 +55,13 @@ def export_verifier(
     """
     from pipeline.apps.course import verifier
     from pipeline.store.layout import default_data_dir
-    from pipeline.store.outputs import check_output
+    from pipeline.store.outputs import check_output, write_output
 
     chosen, custom = verifier.pick_two_player(variant, tiles, dice, sides, one_die_sum)
     check_output(output, data_dir or default_data_dir(), force)
     with verifier.tables_for(chosen, custom, data_dir or default_data_dir()) as source:
         lines = verifier.export_lines(source, chosen)
-    verifier.write_text_atomic(output, "".join(f"{line}\n" for line in lines))
+    write_output(output, "".join(f"{line}\n" for line in lines).encode("ascii"))  # atomic
     typer.echo(f"wrote {len(lines):,} lines of {chosen.name} to {output}")
 
 

@@ -54,11 +54,8 @@ kb = typer.Typer(
 def _kind(exact: bool, looked_up: str) -> str:
     """How exact a value is: from the tables, the opening book, searched to the end (exact)
     or estimated (said inside parentheses: never "(exact (book))")."""
-    if looked_up == "tables":
-        return "exact, from tables"
-    if looked_up == "book":
-        return "exact, from the book"
-    return "exact" if exact else "estimate"
+    looked = {"tables": "exact, from tables", "book": "exact, from the book"}.get(looked_up)
+    return looked or ("exact" if exact else "estimate")
 
 
 def _source(a: BoardAnswer) -> str:
@@ -128,20 +125,11 @@ def solve_cmd(
             f"objective ({a.variant}) decides"
         )
     table = Table("column", "win", "score difference", "exact")
+    looked = {"tables": "yes (from tables)", "book": "yes (book)"}.get(a.source)
     for cv in sorted(a.columns, key=lambda c: c.column):  # the board's order; * marks the pick
         mark = " *" if cv.best else ""
-        table.add_row(
-            f"{cv.column}{mark}",
-            _num(cv.win, ".6f"),
-            _num(cv.diff, "+.4f"),
-            "yes (from tables)"
-            if a.source == "tables"
-            else "yes (book)"
-            if a.source == "book"
-            else "yes"
-            if cv.exact
-            else "no",
-        )
+        exact = looked or ("yes" if cv.exact else "no")
+        table.add_row(f"{cv.column}{mark}", _num(cv.win, ".6f"), _num(cv.diff, "+.4f"), exact)
     out.print(table)
 
 

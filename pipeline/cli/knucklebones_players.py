@@ -220,8 +220,6 @@ def train_cmd(
 
     Example: stb-pipeline knucklebones train -v knucklebones-3x2 --games 20000 -o 3x2-d6.npz
     """
-    from rich.table import Table
-
     from pipeline.apps.knucklebones.distill import labelled_file, train
     from pipeline.games.knucklebones.players.artefacts import evaluator_writer
     from pipeline.games.knucklebones.players.training import Settings
@@ -241,7 +239,7 @@ def train_cmd(
         deeper=deeper, leaves=leaves,
     )  # fmt: skip
     _write(output, evaluator_writer(found.evaluator))
-    out.print(_ratings_table(Table, found.ratings))
+    out.print(_ratings_table(found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     out.print(
         f"weights written to {output}: {found.ratings[0].player} {verdict} the search on every "
@@ -315,13 +313,12 @@ def rate_cmd(
 
     Example: stb-pipeline knucklebones rate -v knucklebones-3x2 --players greedy,ours-d4,net-d3
     """
-    from rich.table import Table
-
     from pipeline.apps.knucklebones.distill import held_out_positions
     from pipeline.apps.knucklebones.rating import METHOD, rate_all, write_rows
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
     from pipeline.apps.knucklebones.self_play import held_decisions as file_decisions
     from pipeline.games.knucklebones.game import board_game
+    from pipeline.games.knucklebones.players import artefacts
 
     _check(seed, games)
     within("--decisions", decisions, 10, 1_000_000)
@@ -336,9 +333,11 @@ def rate_cmd(
     name = variant or DEFAULT_BOARD
     asked_write, write = write, _where_rows_go(data_dir, name, write)  # before the rating
     game = board_game(rules)  # type: ignore[arg-type]
-    model = _evaluator(rules, evaluator)
+    # checked before use, and to be of the board (ArtefactError: one line naming the file)
+    model = None if evaluator is None else artefacts.read_evaluator(evaluator, rules)  # type: ignore[arg-type]
     made = _players(game, _usual_players(game, model) if players is None else players, model)
-    if labelled is None and (decisions_file is not None or _has_file(rules)):
+    packaged = artefacts.decisions_path(rules)  # type: ignore[arg-type]
+    if labelled is None and (decisions_file is not None or packaged.exists()):
         asked, drawn = file_decisions(rules, None, decisions_file, decisions, seed)  # type: ignore[arg-type]
         values = "exact, from the file"
     else:
@@ -347,7 +346,7 @@ def rate_cmd(
         drawn = f"{labelled}" if labelled else f"{games:,} games between the project's players"
         values = held.meta["values"]
     ratings = rate_all(made, asked, seed + 2)
-    out.print(_ratings_table(Table, ratings))
+    out.print(_ratings_table(ratings))
     out.print(f"{len(asked):,} held-out decisions from {drawn} (seed {seed}); values: "
               f"{values}")  # fmt: skip
     if write:
@@ -413,23 +412,10 @@ def _players(game: object, names: str, model: object = None) -> dict:
     return {name: named_player(game, name, model) for name in found}  # type: ignore[arg-type]
 
 
-def _has_file(rules: object) -> bool:
-    """Whether the package holds exact decisions of ``rules``' board (the full game's)."""
-    from pipeline.games.knucklebones.players import artefacts
+def _ratings_table(ratings: list) -> object:
+    from rich.table import Table
 
-    return artefacts.decisions_path(rules).exists()  # type: ignore[arg-type]
-
-
-def _evaluator(rules: object, file: Path | None) -> object:
-    """The evaluator in ``file`` (`knucklebones train` or `self-play`), checked before use and
-    to be of ``rules``' board (ArtefactError, one line naming the file); None without one."""
-    from pipeline.games.knucklebones.players import artefacts
-
-    return None if file is None else artefacts.read_evaluator(file, rules)  # type: ignore[arg-type]
-
-
-def _ratings_table(table_type: type, ratings: list) -> object:
-    table = table_type(
+    table = Table(
         "player", "optimal", "middle game", "mean regret", "worst regret", "points lost",
         "ms a move",
     )  # fmt: skip

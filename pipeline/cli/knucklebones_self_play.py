@@ -10,12 +10,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
-from pipeline.cli.knucklebones_players import (
-    DecisionsFile,
-    Leaves,
-    WeightsOutput,
-    check_close,
-)
+from pipeline.cli.knucklebones_players import DecisionsFile, Leaves, WeightsOutput, check_close
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
 from pipeline.errors import UsageError
 
@@ -61,12 +56,7 @@ def self_play_cmd(
 
     Example: stb-pipeline knucklebones self-play -v knucklebones -o 3x3-d6.npz
     """
-    from rich.table import Table
-
-    from pipeline.apps.knucklebones.position import (
-        FULL_GAME,
-        board_variant,
-    )
+    from pipeline.apps.knucklebones.position import FULL_GAME, board_variant
     from pipeline.apps.knucklebones.self_play import self_play
     from pipeline.cli.knucklebones_players import _check_output, _ratings_table, _write
     from pipeline.games.knucklebones.players.artefacts import evaluator_writer
@@ -100,7 +90,7 @@ def self_play_cmd(
         rules, plan, depth, deeper, Path(data_dir), decisions, decisions_file, command, leaves
     )
     _write(output, evaluator_writer(found.evaluator))
-    out.print(_ratings_table(Table, found.ratings))
+    out.print(_ratings_table(found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     last = found.rounds[-1]
     out.print(

@@ -38,12 +38,8 @@ USAGE = (
     f"usage: {PROG} (--one | --two) (--expect | --move) TILES [P1SCORE] [ROLL] "
     "[--tiles N] [--dice D] [--sides S] [--one-die-sum K]"
 )
-RULE_FLAGS = {
-    "--tiles": "tiles",
-    "--dice": "dice",
-    "--sides": "sides",
-    "--one-die-sum": "one_die_sum",
-}
+#: The rule options (``--one-die-sum``) and the rules they set (``one_die_sum``).
+RULE_FLAGS = {f"--{k.replace('_', '-')}": k for k in ("tiles", "dice", "sides", "one_die_sum")}
 #: Positional arguments after TILES for each (player, question).
 EXTRA_ARGS = {
     (1, "expect"): (),

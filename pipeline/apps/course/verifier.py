@@ -30,7 +30,6 @@ from pipeline.games.tiles import parse_tiles
 from pipeline.graph import group_starts
 from pipeline.stages import frames as stages
 from pipeline.store import tables
-from pipeline.store.outputs import write_output
 
 
 def two_player_game(variant: Variant) -> TwoPlayer:
@@ -63,11 +62,6 @@ def export_lines(data_dir: Path, variant: Variant) -> list[str]:
     tables.read_table(data_dir, "states", variant.name)  # a clear error when not built
     rows = sql.run_query("verifier_export", data_dir, variant=variant.name).sort("line_no")
     return rows["line"].to_list()
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a verifier file (ASCII text) atomically, its folder made where missing."""
-    write_output(path, text.encode("ascii"))
 
 
 @dataclass(frozen=True)
@@ -187,14 +181,8 @@ def _check_values(
     expected = np.where(ok, value[np.maximum(line_state, 0)], np.nan)
     wrong = ok & (np.abs(line_value - expected) > tolerance * np.maximum(1.0, np.abs(expected)))
     for i in np.flatnonzero(wrong).tolist():
-        problems.setdefault(
-            i,
-            Problem(
-                i + 1,
-                "incorrect value",
-                f"{lines[i].strip()!r}: the value is {float(expected[i])!r}",
-            ),
-        )
+        detail = f"{lines[i].strip()!r}: the value is {float(expected[i])!r}"
+        problems.setdefault(i, Problem(i + 1, "incorrect value", detail))
 
 
 def _check_order(
@@ -225,14 +213,8 @@ def _check_order(
     first = group_starts(src)
     for k, missing in zip(src[first].tolist(), dst[first].tolist(), strict=True):
         i = int(first_line[k])
-        problems.setdefault(
-            i,
-            Problem(
-                i + 1,
-                "missing successor",
-                f"{lines[i].strip()!r} comes before its successor {describe(game, ids[missing])}",
-            ),
-        )
+        detail = f"{lines[i].strip()!r} comes before its successor {describe(game, ids[missing])}"
+        problems.setdefault(i, Problem(i + 1, "missing successor", detail))
 
 
 def describe(game: TwoPlayer, state_id: int) -> str:

@@ -55,7 +55,7 @@ class Values:
 
     def lookups(self) -> dict[str, Lookup]:
         """Each objective's values as a lookup of state ids."""
-        return {k: _lookup(v) for k, v in self.values.items()}
+        return {k: v.__getitem__ for k, v in self.values.items()}
 
 
 def provenance(source: str, tolerance: float, since: float) -> dict[str, Any]:
@@ -73,13 +73,6 @@ def provenance(source: str, tolerance: float, since: float) -> dict[str, Any]:
         "tolerance": tolerance,
         "values": source,
     }
-
-
-def _lookup(values: np.ndarray) -> Lookup:
-    def read(ids: np.ndarray) -> np.ndarray:
-        return values[ids]
-
-    return read
 
 
 def exact_values(rules: KnuckleRules, data_dir: Path | None) -> Values:

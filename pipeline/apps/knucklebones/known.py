@@ -108,11 +108,8 @@ def check_sample(data_dir: Path, rules: KnuckleRules, samples: int, seed: int) -
             else:
                 live[k] += 1
                 moves = succ[i].reshape(rules.faces, rules.columns)
-                recomputed = float(
-                    np.mean(
-                        [max(offset - got[at[int(r)], k] for r in row if r >= 0) for row in moves]
-                    )
-                )
+                best = [max(offset - got[at[int(r)], k] for r in row if r >= 0) for row in moves]
+                recomputed = float(np.mean(best))
             worst[k] = max(worst[k], abs(value - recomputed))
     # the values read are float32: each is within half an ulp of the stored bound's midpoint
     scale = (1.0, float(game.r.slots * game.r.faces * game.r.rows))

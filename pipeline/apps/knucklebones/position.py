@@ -65,14 +65,11 @@ class Asked:
         """The variant's board rules (:class:`pipeline.games.knucklebones.columns.BoardRules`)."""
         return self.answers.board_rules(self.variant)
 
-    @property
-    def built(self) -> bool | None:
-        """What :meth:`Answers.board` is told: None (look for the tables) or False."""
-        return None if self.tables else False
-
     def board(self, position: Any, die: int, depth: int | None) -> BoardAnswer:
-        """The one answer for ``position`` (a board rules' position) and ``die``."""
-        return self.answers.board(self.variant, position, die, depth, self.built)
+        """The one answer for ``position`` (a board rules' position) and ``die``: the tables
+        looked for (built None), or searched all the same (built False)."""
+        built = None if self.tables else False
+        return self.answers.board(self.variant, position, die, depth, built)
 
     def exact(self) -> bool:
         """Whether the answers come from the tables (the board's own objective is built)."""
@@ -260,12 +257,10 @@ def play(
 
 def _show(game: Knucklebones, pairs: np.ndarray, write: Callable[[str], None]) -> None:
     mine, theirs = game.scores(pairs[None, :])
-    write(f"solver ({int(theirs[0])})")
-    for row in board_rows(game, pairs, mover=False):
-        write(f"  {row}")
-    write(f"you ({int(mine[0])})")
-    for row in board_rows(game, pairs, mover=True):
-        write(f"  {row}")
+    for who, score, mover in (("solver", theirs, False), ("you", mine, True)):
+        write(f"{who} ({int(score[0])})")
+        for row in board_rows(game, pairs, mover=mover):
+            write(f"  {row}")
 
 
 def _ask_column(

@@ -28,12 +28,6 @@ from pipeline.games.knucklebones.players.engine import Play
 from pipeline.games.knucklebones.players.labels import Labelled
 from pipeline.solve.tolerance import ties
 
-#: The players a rating measures when none are named.
-DEFAULT_PLAYERS = (
-    "greedy", "seed-d4", "ours-d1", "ours-d2", "ours-d3", "ours-d4", "ours-d5", "ours-d6",
-    "net-d1", "net-d2", "net-d3",
-)  # fmt: skip
-
 
 @dataclass(frozen=True)
 class Decisions:

@@ -137,7 +137,9 @@ class SearchPool:
                 )
             return self._executor
 
-    def _admit(self) -> None:
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(positions, *args)`` in a worker, awaited without blocking the event loop;
+        :class:`Busy` when the queue is full or the worker died."""
         with self._lock:
             if self._inflight >= self.queue:
                 raise Busy(
@@ -145,15 +147,6 @@ class SearchPool:
                     f"takes at once: try again in {RETRY_AFTER_S} s"
                 )
             self._inflight += 1
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._inflight -= 1
-
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(positions, *args)`` in a worker, awaited without blocking the event loop;
-        :class:`Busy` when the queue is full or the worker died."""
-        self._admit()
         try:
             pool = self._pool()
             try:
@@ -163,7 +156,8 @@ class SearchPool:
                 self._replace(pool)
                 raise Busy("a search worker stopped; try again") from None
         finally:
-            self._leave()
+            with self._lock:
+                self._inflight -= 1
 
     def _replace(self, broken: ProcessPoolExecutor) -> None:
         """Drop a pool whose worker died (the next search starts a new one)."""

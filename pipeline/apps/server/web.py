@@ -99,21 +99,17 @@ def status_of(exc: Exception) -> int:
     tables' or a full search queue (503)."""
     if isinstance(exc, UnknownVariantError | TablesMissingError):
         return 404  # no such page: a variant no family knows, or one not built
-    if isinstance(exc, UsageError):
-        return 400
     if isinstance(exc, TableError | Busy):
         return 503
-    if isinstance(exc, PipelineError):
+    if isinstance(exc, PipelineError):  # a UsageError among them
         return 400
     return 500
 
 
 def one_line(exc: Exception) -> str:
     """The error as the one line the CLI would print (never a traceback)."""
-    if isinstance(exc, PipelineError):
-        text = str(exc)
-    else:
-        text = "internal error; the server log has the details"
+    internal = "internal error; the server log has the details"
+    text = str(exc) if isinstance(exc, PipelineError) else internal
     return (text.splitlines() or ["error"])[0]
 
 
@@ -586,13 +582,6 @@ def serve(
 
 
 def app_from_settings(settings: Settings) -> Starlette:
-    """The application of :class:`Settings` (one process)."""
-    return create_app(
-        Path(settings.data_dir),
-        cors=settings.cors,
-        allowed_hosts=settings.allowed_hosts,
-        cache_mb=settings.cache_mb,
-        search_workers=settings.search_workers,
-        search_queue=settings.search_queue,
-        answer_cache_mb=settings.answer_cache_mb,
-    )
+    """The application of :class:`Settings` (one process): its fields are
+    :func:`create_app`'s parameters."""
+    return create_app(**{**asdict(settings), "data_dir": Path(settings.data_dir)})
