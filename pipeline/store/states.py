@@ -34,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import TableError, TablesMissingError, UsageError
+from pipeline.errors import TableError, UsageError
 from pipeline.store import directory
 from pipeline.store.directory import Directory, Version
 from pipeline.store.footers import Group, Layout, Reader, SortedFile, footer, open_file, signature
 from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, variant_file
+from pipeline.store.listing import no_rows, not_built
 
 #: Memory for the arrays of every variant held at once (MB), unless told otherwise.
 DEFAULT_CACHE_MB = 256
@@ -254,10 +255,7 @@ class PointStates(States):
             return math.nan
         value = found[self.wanted.index("value")]
         if value is None:
-            raise UsageError(
-                f"variant {self.name} is enumerated but not solved: run "
-                f"`stb-pipeline build --variant {self.name}`"
-            )
+            raise _unsolved(self.name)
         return float(value)
 
     def values(self, ids: np.ndarray) -> np.ndarray:
@@ -421,10 +419,7 @@ class Index:
             settle(self.data_dir)  # a commit in progress or interrupted: finish it first
             path = self.path(table, key[0])
             if not path.exists():
-                raise TablesMissingError(
-                    f"{path} does not exist: run `stb-pipeline build --variant {key[0]}` "
-                    "(or build with the same custom rule options) first"
-                )
+                raise not_built(path, key[0])
             where = str(path)
             version = self._version(where)
             value, nbytes = read(path)
@@ -459,10 +454,7 @@ class Index:
         if "value" not in have or "state_id" not in have:
             raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
         if not first:
-            raise TablesMissingError(
-                f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
-                f"{name}` (or build with the same custom rule options) first"
-            )
+            raise no_rows(path, name)
         row = dict(zip(have, first[0], strict=True))
         if row.get("objective") is None:
             raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
@@ -476,10 +468,7 @@ class Index:
     def _read(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
         layout = footer(path).layout(name)
         if not layout.groups or layout.rows == 0:
-            raise TablesMissingError(
-                f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
-                f"{name}` (or build with the same custom rule options) first"
-            )
+            raise no_rows(path, name)
         wanted = [c for c in (*BASE_COLUMNS, *columns) if c in layout.columns]
         if "value" not in wanted or "state_id" not in layout.columns:
             raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
@@ -522,7 +511,7 @@ class Index:
         if path.parent.name != name or path.parent.parent.name != OWN_DIR:
             return self._read(path, name, ())  # the shared file: small variants, held whole
         found = open_file(path)
-        if not found.sorted_by_id or set(found.rules) - {name}:
+        if not found.layout.sorted_by_id or set(found.rules) - {name}:
             return self._read(path, name, ())
         first = found.first(["objective", "maximise"]) if "objective" in found.columns else {}
         if first.get("objective") is None:
@@ -583,10 +572,7 @@ class Index:
                 last=last,
             )
             if np.ma.is_masked(found["value"]):
-                raise UsageError(
-                    f"variant {name} is enumerated but not solved: run "
-                    f"`stb-pipeline build --variant {name}`"
-                )
+                raise _unsolved(name)
             got = np.asarray(found["state_id"], dtype=np.int64)
             if got.size and (got.min() < low or got.max() > top):
                 raise TableError(f"{path}: state ids beyond its statistics; {rebuild_hint(path)}")
@@ -666,3 +652,9 @@ def _filled(column: str, found: np.ndarray) -> np.ndarray:
     if column in BASE_COLUMNS:
         return np.ma.filled(found, 0).astype(np.int8)
     return np.ma.filled(np.ma.asarray(found, dtype=np.float64), np.nan)
+
+
+def _unsolved(name: str) -> UsageError:
+    return UsageError(
+        f"variant {name} is enumerated but not solved: run `stb-pipeline build --variant {name}`"
+    )

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline._version import __version__
-from pipeline.errors import PipelineError, TableError, TablesMissingError, first_line
+from pipeline.errors import PipelineError, TableError, first_line
 from pipeline.store import directory, footers, manifest, schema
 from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
     _fsync_dir,
@@ -46,6 +46,7 @@ from pipeline.store.layout import (  # noqa: F401  (part of this module's interf
     table_path,
     variant_file,
 )
+from pipeline.store.listing import no_rows, not_built
 from pipeline.store.merging import (  # noqa: F401  (part of this module's interface)
     COLUMNS_KEY,
     RULES_KEY,
@@ -139,20 +140,12 @@ def read_table(
     files = [variant_file(data_dir, name, variant)] if variant else table_files(data_dir, name)
     files = [f for f in files if f.exists()]
     if not files:
-        hint = variant or "all"
-        raise TablesMissingError(
-            f"{table_path(data_dir, name)} does not exist: run `stb-pipeline build --variant "
-            f"{hint}` (or build with the same custom rule options) first"
-        )
+        raise not_built(table_path(data_dir, name), variant or "all")
     frames = [_read_file(path, variant) for path in files]
     frame = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
     frame = frame.with_columns(schema.derived_polars(name, frame.columns))
     if variant is not None and frame.height == 0:
-        raise TablesMissingError(
-            f"{files[0]} has no rows for variant {variant!r}: "
-            f"run `stb-pipeline build --variant {variant}` "
-            "(or build with the same custom rule options) first"
-        )
+        raise no_rows(files[0], variant)
     return frame
 
 
