@@ -49,6 +49,14 @@ def signature(path: Path | str) -> tuple[int, int, int]:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
+def maybe_signature(path: Path | str) -> tuple[int, int, int] | None:
+    """:func:`signature`, None where the file is gone."""
+    try:
+        return signature(path)
+    except OSError:
+        return None
+
+
 def decode_rules(metadata: Mapping[bytes, bytes] | None, path: Path | str) -> dict[str, Any]:
     """The rules a table file records (its ``stb.rules`` metadata: JSON, one rule set by
     variant); none where it records none. TableError naming the file where they are not a JSON

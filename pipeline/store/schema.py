@@ -8,7 +8,8 @@ A game may add columns of its own after them. `data/README.md` says what each co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
@@ -55,12 +56,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("best_count", "i8"),
         ("share_holder", "f64"),
         ("share_beaten", "f64"),
-        ("share_1", "f64"),
-        ("share_2", "f64"),
-        ("share_3", "f64"),
-        ("share_4", "f64"),
-        ("share_5", "f64"),
-        ("share_6", "f64"),
+        *((f"share_{k}", "f64") for k in range(1, 7)),
     ),
     "edges": (
         ("variant", "str"),
@@ -185,11 +181,6 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 GAME_TABLES = ("summary", "benchmarks")
 #: Every table a data directory can hold.
 ALL_TABLES = (*COLUMNS, *GAME_TABLES)
-
-
-#: Columns only the streamed build fills (big custom boxes): the move as a bitmask of tiles
-#: (bit t - 1 for tile t), standing in for the list and text columns it leaves null.
-MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})
 
 
 #: Columns a file may leave null because they follow from the row's other columns: the policy
@@ -333,10 +324,14 @@ _SQL_TYPES = {
 }
 
 
+def _typed(code: str, scalar: Mapping[str, Any], listed: Callable[[Any], Any]) -> Any:
+    """A column type code as an engine's type: ``scalar``'s, or ``listed`` of it (``list[i8]``)."""
+    return listed(scalar[code[5:-1]]) if code.startswith("list[") else scalar[code]
+
+
 def sql_type(table: str, column: str) -> str:
     """DuckDB's name of the type of ``table``'s ``column`` in the one schema (``tinyint[]``)."""
-    code = dict(COLUMNS[table])[column]
-    return _SQL_TYPES[code[5:-1]] + "[]" if code.startswith("list[") else _SQL_TYPES[code]
+    return str(_typed(dict(COLUMNS[table])[column], _SQL_TYPES, lambda t: t + "[]"))
 
 
 def derived_polars(table: str, columns: list[str]) -> list[pl.Expr]:
@@ -369,9 +364,7 @@ def _dtype(code: str) -> pl.DataType:
         "f64": pl.Float64(),
         "bool": pl.Boolean(),
     }
-    if code.startswith("list["):
-        return pl.List(scalar[code[5:-1]])
-    return scalar[code]
+    return _typed(code, scalar, pl.List)
 
 
 def polars_type(table: str, column: str) -> pl.DataType:
@@ -401,7 +394,4 @@ def arrow_fields(table: str) -> list[tuple[str, object]]:
         "f64": pa.float64(),
         "bool": pa.bool_(),
     }
-    return [
-        (name, pa.list_(scalar[code[5:-1]]) if code.startswith("list[") else scalar[code])
-        for name, code in COLUMNS[table]
-    ]
+    return [(name, _typed(code, scalar, pa.list_)) for name, code in COLUMNS[table]]

@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import TableError, UsageError
-from pipeline.store import directory
+from pipeline.store import directory, footers
 from pipeline.store.directory import Directory, Version
-from pipeline.store.footers import Group, Layout, Reader, SortedFile, footer, open_file, signature
+from pipeline.store.footers import Group, Layout, Reader, SortedFile, footer, open_file
 from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, variant_file
 from pipeline.store.listing import no_rows, not_built
 
@@ -140,23 +140,7 @@ class HeldStates(States):
             k = int(np.searchsorted(self.ids, state_id))
             if k >= self.size or int(self.ids[k]) != state_id:
                 return None
-        return self._row(k)
-
-    def _row(self, k: int) -> StateRow:
-        cols = self.cols
-        extra = {
-            key: (None if v != v else float(v))  # NaN: null in the table
-            for key, col in cols.items()
-            if key not in BASE_COLUMNS
-            for v in (col[k],)
-        }
-        return StateRow(
-            float(self.value[k]),
-            int(cols["dice"][k]) if "dice" in cols else 0,
-            int(cols["choice_options"][k]) if "choice_options" in cols else 0,
-            bool(cols["terminal"][k]) if "terminal" in cols else False,
-            extra,
-        )
+        return _state_row(float(self.value[k]), {c: col[k] for c, col in self.cols.items()})
 
     def all_ids(self) -> np.ndarray:
         """Every state id held, increasing."""
@@ -268,20 +252,7 @@ class PointStates(States):
         found = self.known[state_id]
         if found is None:
             return None
-        value = self._value(found)
-        got = dict(zip(self.wanted, found, strict=True))
-        extra = {
-            key: None if v is None or v != v else float(v)  # NaN and null: null in the table
-            for key, v in got.items()
-            if key not in BASE_COLUMNS
-        }
-        return StateRow(
-            value,
-            int(got.get("dice") or 0),
-            int(got.get("choice_options") or 0),
-            bool(got.get("terminal") or False),
-            extra,
-        )
+        return _state_row(self._value(found), dict(zip(self.wanted, found, strict=True)))
 
     @property
     def nbytes(self) -> int:
@@ -381,11 +352,7 @@ class Index:
         if self.directory is None:
             return None
         found = self.directory.version(where)
-        try:
-            now: tuple[int, int, int] | None = signature(where)
-        except OSError:
-            now = None
-        if found is None or found[0] != now:
+        if found is None or found[0] != footers.maybe_signature(where):
             found = self.directory.refresh().version(where)
         return found
 
@@ -592,6 +559,22 @@ class Index:
             cols = {c: arr[order] for c, arr in cols.items()}
         held = HeldStates(name, ids, value, cols, objective, maximise, low if dense else 0)
         return held, held.nbytes
+
+
+def _state_row(value: float, got: dict[str, Any]) -> StateRow:
+    """A state's row from its value and columns (a missing base column: 0, False)."""
+    extra = {
+        key: None if v is None or v != v else float(v)  # NaN and null: null in the table
+        for key, v in got.items()
+        if key not in BASE_COLUMNS
+    }
+    return StateRow(
+        value,
+        int(got.get("dice") or 0),
+        int(got.get("choice_options") or 0),
+        bool(got.get("terminal") or False),
+        extra,
+    )
 
 
 def _group_states(

@@ -117,14 +117,6 @@ def _footer(path: Path) -> footers.Footer:
         ) from None
 
 
-def check_ours(path: Path) -> list[str]:
-    """The columns of one table file; TableError unless it is readable and one of ours."""
-    columns = file_columns(path)
-    if "variant" not in columns:
-        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
-    return columns
-
-
 def read_table(
     data_dir: Path, name: str, variant: str | None = None, sweep: bool = True
 ) -> pl.DataFrame:
@@ -153,7 +145,8 @@ def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
     """One table file's rows (only ``variant``'s when given); TableError when unreadable."""
     import polars as pl
 
-    check_ours(path)
+    if "variant" not in file_columns(path):
+        raise manifest.not_ours(path)
     try:
         lazy = pl.scan_parquet(path)
         if variant is not None:
@@ -211,9 +204,7 @@ def merged_rows(
     all_rules: dict[str, Any] = {}
     if old is not None:
         if "variant" not in old.column_names:
-            raise TableError(
-                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
-            )
+            raise manifest.not_ours(path)
         all_rules = footers.decode_rules(old.schema.metadata, path)
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
