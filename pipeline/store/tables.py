@@ -287,29 +287,26 @@ def _staged_entry(name: str, table: pa.Table | StagedTable, tmp: Path) -> dict[s
     if isinstance(table, StagedTable):
         if name in manifest.TIMING_COLUMNS or table.path != tmp:
             raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
-        digest = table.sha256 or manifest.file_sha256(tmp)
-        return {
-            "rows": table.num_rows,
-            "sha256": digest,
-            "content_sha256": digest,
-            "variants": dict(sorted(table.variants.items())),
-        }
-    import polars as pl  # not for a staged table: a streamed build commits without polars
+        digest = content = table.sha256 or manifest.file_sha256(tmp)
+        variants = dict(sorted(table.variants.items()))
+    else:
+        import polars as pl  # not for a staged table: a streamed build commits without polars
 
-    _write_synced(tmp, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
-    digest = manifest.file_sha256(tmp)
-    variants = pl.from_arrow(table.select(["variant"]))
-    assert isinstance(variants, pl.DataFrame)
-    counts = variants.group_by("variant").len().sort("variant").rows()
-    return {
-        "rows": table.num_rows,
-        "sha256": digest,
-        "content_sha256": (
+        _write_synced(tmp, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
+        digest = manifest.file_sha256(tmp)
+        found = pl.from_arrow(table.select(["variant"]))
+        assert isinstance(found, pl.DataFrame)
+        variants = dict(found.group_by("variant").len().sort("variant").rows())
+        content = (
             manifest.content_sha256(name, table)
             if name in manifest.TIMING_COLUMNS
             else digest  # the file is that very encoding
-        ),
-        "variants": dict(counts),
+        )
+    return {
+        "rows": table.num_rows,
+        "sha256": digest,
+        "content_sha256": content,
+        "variants": variants,
     }
 
 
