@@ -24,19 +24,9 @@ from typing import TYPE_CHECKING, Any
 from pipeline._version import __version__
 from pipeline.errors import PipelineError, TableError, first_line
 from pipeline.store import directory, footers, manifest, schema
-from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
-    _fsync_dir,
-    _pid_alive,
-    _tmp_name,
-    _tmp_pid,
-    _write_synced,
-    write_bytes_atomic,
-    write_file_atomic,
-)
+from pipeline.store.files import _tmp_name, _write_synced, write_bytes_atomic, write_file_atomic
 from pipeline.store.layout import (  # noqa: F401  (part of this module's interface)
     JOURNAL_NAME,
-    LOCK_NAME,
-    LOCK_TIMEOUT_S,
     data_lock,
     ensure_writable,
     logical_name,
