@@ -38,7 +38,7 @@ from pipeline.errors import PipelineError, TableError, TablesMissingError, Usage
 from pipeline.games.published import Published, published
 from pipeline.games.registry import REGISTRY, variant_from_rules
 from pipeline.store import manifest, sources, views
-from pipeline.store.files import _fsync_dir, _pid_alive, why
+from pipeline.store.files import _fsync_dir, _pid_alive, _write_synced, why
 from pipeline.store.footers import encode_rules
 from pipeline.store.layout import settle
 from pipeline.store.outputs import check_output_folder, refuse_data_files, resolved
@@ -331,10 +331,7 @@ def _description(name: str, rules: dict[str, Any]) -> str:
 def _write_text(path: Path, text: str) -> None:
     """Write a text file of the dataset (flushed to disk)."""
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _write_synced(path, lambda fh: fh.write(text.encode("utf-8")))
     except OSError as exc:
         raise PipelineError(f"cannot write {path.name}: {why(path, exc)}") from None
 
