@@ -107,15 +107,15 @@ class Param:
 def query_file(name: str) -> Traversable:
     """The file of a library query (``best_opening_roll``); UsageError for anything else, with
     the names it most likely meant."""
+    known = [q for q, _ in list_queries()]
     lower = name.lower() if isinstance(name, str) else ""
-    if lower != name and lower in [q for q, _ in list_queries()]:  # STRATEGY_CARD
+    if lower != name and lower in known:  # STRATEGY_CARD
         raise UsageError(f"unknown query {name!r}; did you mean {lower}?")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise UsageError(
             f"query {name!r} is not a query name (names are words such as best_opening_roll; "
             "stb-pipeline query --list shows them)"
         )
-    known = [q for q, _ in list_queries()]
     if not known:
         raise UsageError(f"no query files in {QUERIES_DIR}: the installation is incomplete")
     if name not in known:
