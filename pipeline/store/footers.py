@@ -461,7 +461,6 @@ class SortedFile:
         """The row-group index (what :meth:`Footer.layout` gives)."""
         groups = self.layout.groups
         self.rows = np.array([g.rows for g in groups], dtype=np.int64)
-        self.starts = np.array([g.start for g in groups], dtype=np.int64)
         self.lows = np.array([-1 if g.lo is None else g.lo for g in groups], dtype=np.int64)
         self.highs = np.array([-1 if g.hi is None else g.hi for g in groups], dtype=np.int64)
 
