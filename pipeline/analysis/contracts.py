@@ -200,10 +200,10 @@ def lean_samples(data_dir: Path) -> list[sql.LeanSample]:
 def _check_columns(data_dir: Path) -> None:
     """TableError when a table the contracts read is unreadable or lacks a shared column."""
     for name, columns in REQUIRED_COLUMNS.items():
-        found = tables.table_columns(data_dir, name)
+        path = tables.table_path(data_dir, name)  # its footer only: cheap on any table
+        found = tables.file_columns(path) if path.exists() else None
         lacking = [c for c in columns if found is not None and c not in found]
         if lacking:
-            path = tables.table_path(data_dir, name)
             raise TableError(
                 f"{path} is not one of our tables (no column {', '.join(lacking)}); "
                 f"{manifest.REBUILD}"

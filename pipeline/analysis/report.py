@@ -506,7 +506,10 @@ def start_values(states: pl.DataFrame, built: Mapping[str, Variant] | None = Non
     rows = []
     for (variant,), part in states.group_by("variant", maintain_order=True):
         start = None
-        found = _variant(str(variant), built or {})
+        try:
+            found: Variant | None = lookup(str(variant), built or {})
+        except PipelineError:  # nothing names it any more
+            found = None
         if found is not None:
             sid = found.make().start_state()
             hit = part.filter(pl.col("state_id") == sid)
@@ -533,14 +536,6 @@ SECTIONS: list[tuple[str, Callable[[Tables], Section]]] = [
     ("Players in turn: payoff by seat", seat_payoffs),
     ("Knucklebones", knucklebones),
 ]
-
-
-def _variant(name: str, built: Mapping[str, Variant]) -> Variant | None:
-    """The variant called ``name``, or None when nothing names it any more."""
-    try:
-        return lookup(name, built)
-    except PipelineError:
-        return None
 
 
 # -- page -------------------------------------------------------------------------------------

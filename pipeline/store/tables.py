@@ -76,15 +76,6 @@ def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
         ) from None
 
 
-def table_columns(data_dir: Path, name: str) -> list[str] | None:
-    """The column names of a table (None when it does not exist); TableError when unreadable.
-
-    Reads only the Parquet footer, so it is cheap on tables of hundreds of millions of rows.
-    """
-    path = table_path(data_dir, name)
-    return file_columns(path) if path.exists() else None
-
-
 def declared_columns(path: Path) -> list[str] | None:
     """The columns a lean file says it holds (:data:`COLUMNS_KEY`), or None for a file with
     every column of its table."""
