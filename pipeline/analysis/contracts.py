@@ -200,10 +200,10 @@ def lean_samples(data_dir: Path) -> list[sql.LeanSample]:
 def _check_columns(data_dir: Path) -> None:
     """TableError when a table the contracts read is unreadable or lacks a shared column."""
     for name, columns in REQUIRED_COLUMNS.items():
-        found = tables.table_columns(data_dir, name)
+        path = tables.table_path(data_dir, name)  # its footer only: cheap on any table
+        found = tables.file_columns(path) if path.exists() else None
         lacking = [c for c in columns if found is not None and c not in found]
         if lacking:
-            path = tables.table_path(data_dir, name)
             raise TableError(
                 f"{path} is not one of our tables (no column {', '.join(lacking)}); "
                 f"{manifest.REBUILD}"
@@ -306,8 +306,7 @@ def _catalog_result(data_dir: Path, fix: bool) -> ContractResult:
         "changed": "holds views other than the ones it records (changed by hand?)",
     }
     problems = [] if now == "current" else [f"{catalog.CATALOG_NAME} {why[now]}"]
-    frame = pl.DataFrame({"problem": problems}, schema={"problem": pl.String})
-    return ContractResult("catalog", description, frame, checked=1)
+    return problem_result("catalog", description, problems, 1)
 
 
 def _journal_result(data_dir: Path) -> ContractResult:
@@ -315,18 +314,14 @@ def _journal_result(data_dir: Path) -> ContractResult:
     tables are then neither surely old nor new)."""
     description = f"No commit is left unfinished ({layout.JOURNAL_NAME} finished or absent)."
     problem = layout.unfinished_commit(data_dir)
-    problems = pl.DataFrame(
-        {"problem": [problem] if problem else []}, schema={"problem": pl.String}
-    )
-    return ContractResult("journal", description, problems, checked=1)
+    return problem_result("journal", description, [problem] if problem else [], 1)
 
 
 def _temporary_result(data_dir: Path) -> ContractResult:
     """Whether the data directory holds temporary files of builds that were killed."""
     description = "No temporary file of a killed build is left (verify --fix removes them)."
     found = [p.relative_to(data_dir).as_posix() for p in layout.stale_temporaries(data_dir)]
-    problems = pl.DataFrame({"problem": found}, schema={"problem": pl.String})
-    return ContractResult("temporary", description, problems, checked=len(found))
+    return problem_result("temporary", description, found, len(found))
 
 
 def _schema_result(data_dir: Path) -> ContractResult:
@@ -349,12 +344,15 @@ def _schema_result(data_dir: Path) -> ContractResult:
         if found[: len(want)] != want:
             missing = [c for c in want if c not in found]
             problems.append(f"{path}: lacks {missing}" if missing else f"{path}: column order")
-    return ContractResult(
-        "schema",
-        description,
-        pl.DataFrame({"problem": problems}, schema={"problem": pl.String}),
-        checked=len(files),
-    )
+    return problem_result("schema", description, problems, len(files))
+
+
+def problem_result(
+    name: str, description: str, problems: list[str], checked: int, title: str = ""
+) -> ContractResult:
+    """The result of a check that is not a SQL file: one row per problem found."""
+    frame = pl.DataFrame({"problem": problems}, schema={"problem": pl.String})
+    return ContractResult(name, description, frame, checked=checked, title=title)
 
 
 def first_rows(result: ContractResult, n: int = 5) -> pl.DataFrame:

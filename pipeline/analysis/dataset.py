@@ -38,7 +38,7 @@ from pipeline.errors import PipelineError, TableError, TablesMissingError, Usage
 from pipeline.games.published import Published, published
 from pipeline.games.registry import REGISTRY, variant_from_rules
 from pipeline.store import manifest, sources, views
-from pipeline.store.files import _fsync_dir, _pid_alive, why
+from pipeline.store.files import _fsync_dir, _pid_alive, _write_synced, why
 from pipeline.store.footers import encode_rules
 from pipeline.store.layout import settle
 from pipeline.store.outputs import check_output_folder, refuse_data_files, resolved
@@ -240,7 +240,9 @@ def _write_tables(
                 )
             except duckdb.Error as exc:  # a full disk, a file gone
                 raise PipelineError(f"cannot write {relative}: {first_line(exc)[:200]}") from None
-            written.append(_File(table, variant, relative, counts[table][variant], _sha256(path)))
+            written.append(
+                _File(table, variant, relative, counts[table][variant], manifest.file_sha256(path))
+            )
             job.advance()
     return written
 
@@ -326,18 +328,10 @@ def _description(name: str, rules: dict[str, Any]) -> str:
     return custom.description if custom is not None else "a custom rule set"
 
 
-def _sha256(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    return manifest.file_sha256(path)
-
-
 def _write_text(path: Path, text: str) -> None:
     """Write a text file of the dataset (flushed to disk)."""
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _write_synced(path, lambda fh: fh.write(text.encode("utf-8")))
     except OSError as exc:
         raise PipelineError(f"cannot write {path.name}: {why(path, exc)}") from None
 
@@ -345,7 +339,7 @@ def _write_text(path: Path, text: str) -> None:
 def _write_sums(tmp: Path) -> None:
     """SHA256SUMS: ``sha256  path`` of every other file, as ``sha256sum -c`` reads them."""
     lines = [
-        f"{_sha256(p)}  {p.relative_to(tmp).as_posix()}"
+        f"{manifest.file_sha256(p)}  {p.relative_to(tmp).as_posix()}"
         for p in sorted(tmp.rglob("*"))
         if p.is_file() and p.name != SUMS
     ]

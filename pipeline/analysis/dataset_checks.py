@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from pipeline.analysis import contracts, sql
 from pipeline.errors import ContractError, TableError, UsageError, first_line
 from pipeline.games.published import published
@@ -166,8 +164,7 @@ def _result(
     name: str, description: str, problems: list[str], checked: int
 ) -> contracts.ContractResult:
     """A check's result: its problems as rows."""
-    frame = pl.DataFrame({"problem": problems}, schema={"problem": pl.String})
-    return contracts.ContractResult(name, description, frame, checked=checked, title=TITLES[name])
+    return contracts.problem_result(name, description, problems, checked, TITLES[name])
 
 
 def start_value(con: Any, variant: Variant) -> float | None:

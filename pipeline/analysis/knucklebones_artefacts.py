@@ -345,14 +345,8 @@ def check_packaged(models: Path | None = None, exact: ExactValues | None = None)
     for path in files:
         named = NAMED.fullmatch(path.name)
         if named is None:
-            out.append(
-                Finding(
-                    path.name,
-                    "named after its board and kind",
-                    False,
-                    "e.g. 3x2-d6-book.npz, 3x2-d6-labelled.parquet, 3x2-d6.npz",
-                )
-            )
+            example = "e.g. 3x2-d6-book.npz, 3x2-d6-labelled.parquet, 3x2-d6.npz"
+            out.append(Finding(path.name, "named after its board and kind", False, example))
             continue
         kind = KIND_OF[named.group(4)]
         readable = f"a readable {KINDS[kind]} of the board its name says"

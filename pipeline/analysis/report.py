@@ -345,7 +345,7 @@ def rule_card(t: Tables) -> Section:
         lines.append((str(named["line"][0]), "#999999", ":"))
     for line, colour, style in lines:
         value = float(card.filter(pl.col("line") == line)["value"][0])
-        text = f"{line}: {_card_value(value, percent)}"
+        text = f"{line}: {value:.3%}" if percent else f"{line}: {value:.3f}"
         ax.axhline(value * scale, color=colour, linestyle=style, linewidth=1, label=text)
     ax.set_xlabel("exceptions learnt (each the one that pays most, recomputed exactly)")
     ax.set_ylabel("P(shut the box), %" if percent else f"expected final score ({objective})")
@@ -371,11 +371,6 @@ def rule_card(t: Tables) -> Section:
     )
     tables_html = _html_table(shown) + _html_table(top)
     return Section("rule_card", "Rules a person can remember", text, fig, tables_html)
-
-
-def _card_value(value: float, percent: bool) -> str:
-    """A card's value as the chart's legend writes it."""
-    return f"{value:.3%}" if percent else f"{value:.3f}"
 
 
 def double_shutter_pn(t: Tables) -> Section:
@@ -422,13 +417,8 @@ def two_player_curve(t: Tables) -> Section:
         "Each point is player 2's state with every tile open after player 1 finished on that "
         "score; `stb-pipeline query two_player_p2_curve` gives the same numbers where built."
     )
-    return Section(
-        "two_player_p2",
-        "Two players: player 2's chance",
-        text,
-        fig,
-        _html_table(start.select("p1_score", "value")),
-    )
+    table = _html_table(start.select("p1_score", "value"))
+    return Section("two_player_p2", "Two players: player 2's chance", text, fig, table)
 
 
 def seat_payoffs(t: Tables) -> Section:
@@ -496,13 +486,10 @@ def knucklebones(t: Tables) -> Section:
     ax.invert_yaxis()
     ax.set_xlabel("win rate, %")
     ax.set_title("Knucklebones: strategies' win rates")
-    keep = [
-        c
-        for c in ("variant", "strategy", "method", "games", "win_rate", "ci_low", "ci_high")
-        if c in rows.columns
-    ]
+    keep = ("variant", "strategy", "method", "games", "win_rate", "ci_low", "ci_high")
+    shown = rows.select([c for c in keep if c in rows.columns])
     text = "Benchmark rows of the Knucklebones variants; solved variants below."
-    tables_html = _html_table(rows.select(keep)) + _html_table(built)
+    tables_html = _html_table(shown) + _html_table(built)
     return Section("knucklebones", "Knucklebones", text, fig, tables_html)
 
 
@@ -519,7 +506,10 @@ def start_values(states: pl.DataFrame, built: Mapping[str, Variant] | None = Non
     rows = []
     for (variant,), part in states.group_by("variant", maintain_order=True):
         start = None
-        found = _variant(str(variant), built or {})
+        try:
+            found: Variant | None = lookup(str(variant), built or {})
+        except PipelineError:  # nothing names it any more
+            found = None
         if found is not None:
             sid = found.make().start_state()
             hit = part.filter(pl.col("state_id") == sid)
@@ -546,14 +536,6 @@ SECTIONS: list[tuple[str, Callable[[Tables], Section]]] = [
     ("Players in turn: payoff by seat", seat_payoffs),
     ("Knucklebones", knucklebones),
 ]
-
-
-def _variant(name: str, built: Mapping[str, Variant]) -> Variant | None:
-    """The variant called ``name``, or None when nothing names it any more."""
-    try:
-        return lookup(name, built)
-    except PipelineError:
-        return None
 
 
 # -- page -------------------------------------------------------------------------------------
@@ -661,7 +643,8 @@ def _page(sections: list[Section], skipped: list[tuple[str, str]], data_dir: Pat
     for s in sections:
         parts.append(f'<h2 id="{s.key}">{html.escape(s.title)}</h2>')
         if s.text:
-            parts.append(f"<p>{_inline_code(html.escape(s.text))}</p>")
+            code = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(s.text))  # `code` spans
+            parts.append(f"<p>{code}</p>")
         if s.png:
             data = base64.b64encode(s.png).decode()
             parts.append(
@@ -675,8 +658,3 @@ def _page(sections: list[Section], skipped: list[tuple[str, str]], data_dir: Pat
         parts.append("</ul>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
-
-
-def _inline_code(text: str) -> str:
-    """`code` spans as <code>."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)

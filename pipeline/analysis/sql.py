@@ -73,7 +73,6 @@ if TYPE_CHECKING:  # polars loads for a result as a frame (run_query), not for q
 QUERIES_DIR: Traversable = resources.files("pipeline").joinpath("queries")
 #: What a query name may look like: a file stem, never a path.
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
-PARAM_TYPES = ("int", "float", "text", "variant")
 _PARAM_LINE = re.compile(
     r"(?P<name>[a-z][a-z0-9_]*) (?P<kind>int|float|text|variant)"
     r"(?: (?P<low>-?[0-9.]+)\.\.(?P<high>-?[0-9.]+)| one of (?P<choices>\S+))?"
@@ -99,30 +98,24 @@ class Param:
         if self.choices:
             return f"one of {', '.join(self.choices)}"
         if self.low is not None and self.high is not None:
-            low, high = (
-                (int(self.low), int(self.high)) if self.kind == "int" else (self.low, self.high)
-            )
-            kind = "an integer" if self.kind == "int" else "a number"
-            return (
-                f"{kind} from {low:,} to {high:,}"
-                if self.kind == "int"
-                else f"{kind} from {low:g} to {high:g}"
-            )
+            if self.kind == "int":
+                return f"an integer from {int(self.low):,} to {int(self.high):,}"
+            return f"a number from {self.low:g} to {self.high:g}"
         return "a variant name" if self.kind == "variant" else self.kind
 
 
 def query_file(name: str) -> Traversable:
     """The file of a library query (``best_opening_roll``); UsageError for anything else, with
     the names it most likely meant."""
+    known = [q for q, _ in list_queries()]
     lower = name.lower() if isinstance(name, str) else ""
-    if lower != name and lower in [q for q, _ in list_queries()]:  # STRATEGY_CARD
+    if lower != name and lower in known:  # STRATEGY_CARD
         raise UsageError(f"unknown query {name!r}; did you mean {lower}?")
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise UsageError(
             f"query {name!r} is not a query name (names are words such as best_opening_roll; "
             "stb-pipeline query --list shows them)"
         )
-    known = [q for q, _ in list_queries()]
     if not known:
         raise UsageError(f"no query files in {QUERIES_DIR}: the installation is incomplete")
     if name not in known:
@@ -150,21 +143,13 @@ def read_sql(path: Traversable | Path) -> str:
 
 def header(path: Traversable | Path) -> dict[str, str]:
     """The `-- key: value` header lines of a query file (``param`` lines: see :func:`params`)."""
-    out: dict[str, str] = {}
-    for key, value in _header_lines(path):
-        if key != "param":
-            out[key] = value
-    return out
+    return {key: value for key, value in _header_lines(path) if key != "param"}
 
 
 def params(path: Traversable | Path) -> dict[str, Param]:
     """The variables a query file declares, by name; UsageError on a malformed declaration."""
-    found: dict[str, Param] = {}
-    for key, value in _header_lines(path):
-        if key == "param":
-            param = parse_param(value)
-            found[param.name] = param
-    return found
+    found = [parse_param(value) for key, value in _header_lines(path) if key == "param"]
+    return {param.name: param for param in found}
 
 
 def parse_param(text: str) -> Param:

@@ -52,10 +52,7 @@ class Background:
         """Queue ``fn(*args)`` after the calls of ``key`` already queued; while the queue is
         full, wait (or help); raise the worker's error."""
         with self._cond:
-            while len(self._queue) >= self._depth:
-                self._check()
-                if not (self._caller_runs and self._help()):
-                    self._cond.wait(POLL)
+            self._wait_while(lambda: len(self._queue) >= self._depth)
             self._check()
             self._queue.append((key, fn, args))
             self._cond.notify_all()
@@ -64,10 +61,7 @@ class Background:
         """Wait until every queued call has run (helping, with ``caller_runs``), stop the
         worker, and raise its error, if any."""
         with self._cond:
-            while self._queue or self._busy:
-                self._check()
-                if not (self._caller_runs and self._help()):
-                    self._cond.wait(POLL)
+            self._wait_while(lambda: bool(self._queue or self._busy))
             self._done = True
             self._cond.notify_all()
         self._thread.join()
@@ -81,6 +75,14 @@ class Background:
             self._queue.clear()
             self._cond.notify_all()
         self._thread.join()
+
+    def _wait_while(self, busy: Callable[[], bool]) -> None:
+        """Wait while ``busy()`` (helping, with ``caller_runs``), raising the worker's error
+        (called holding the lock)."""
+        while busy():
+            self._check()
+            if not (self._caller_runs and self._help()):
+                self._cond.wait(POLL)
 
     def _check(self) -> None:
         """Raise the worker's error, or say that it has stopped (called holding the lock)."""
@@ -105,6 +107,12 @@ class Background:
         item = self._take()
         if item is None:
             return False
+        self._call(item)
+        return True
+
+    def _call(self, item: tuple[Hashable, Callable[..., Any], tuple[Any, ...]]) -> None:
+        """Run a call taken from the queue without the lock (held on entry and exit), its key
+        free again after it, whether it returned or raised."""
         key, fn, args = item
         self._cond.release()
         try:
@@ -113,7 +121,6 @@ class Background:
             self._cond.acquire()
             self._busy.discard(key)
             self._cond.notify_all()
-        return True
 
     def _run(self) -> None:
         with self._cond:
@@ -124,16 +131,8 @@ class Background:
                         return
                     self._cond.wait(POLL)
                     continue
-                key, fn, args = item
-                self._cond.release()
                 try:
-                    fn(*args)
+                    self._call(item)
                 except BaseException as exc:  # handed to the producer, which raises it
-                    self._cond.acquire()
                     self._error = exc
-                    self._busy.discard(key)
-                    self._cond.notify_all()
                     return
-                self._cond.acquire()
-                self._busy.discard(key)
-                self._cond.notify_all()

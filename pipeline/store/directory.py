@@ -39,7 +39,7 @@ from typing import Any
 from pipeline.errors import PipelineError, TableError, UnknownVariantError, UsageError
 from pipeline.games.registry import REGISTRY, Variant, lookup, variant_from_rules
 from pipeline.store import manifest
-from pipeline.store.footers import file_rules, signature
+from pipeline.store.footers import file_rules, maybe_signature, signature
 from pipeline.store.layout import OWN_DIR, settle, table_files
 from pipeline.store.listing import unreadable
 from pipeline.store.manifest import manifest_path
@@ -191,18 +191,12 @@ class Directory:
         sha256 of it (two stats: a process without a watcher sees a file changed at once)."""
         if self._watchers:
             return self.look().version(path)
-        try:
-            now = signature(path)
-        except OSError:
-            return None
-        return (now, self._manifest_shas().get(path))
+        now = maybe_signature(path)
+        return None if now is None else (now, self._manifest_shas().get(path))
 
     def _manifest_shas(self) -> dict[str, str]:
         """The manifest's sha256 of each table file (read again only when it changed)."""
-        try:
-            stamp: tuple[int, int, int] | None = signature(manifest_path(self.data_dir))
-        except OSError:
-            stamp = None
+        stamp = maybe_signature(manifest_path(self.data_dir))
         found = self._shas
         if found is None or found[0] != stamp:
             shas = {str(self.data_dir / f"{k}.parquet"): v for k, v in _shas(self.data_dir).items()}
@@ -356,11 +350,7 @@ def _look(data_dir: Path, shas: Callable[[], dict[str, str]]) -> Look:
         for path in table_files(data_dir, table):
             with contextlib.suppress(OSError):  # gone since the listing: not there
                 files[str(path)] = signature(path)
-    try:
-        stamp: tuple[int, int, int] | None = signature(manifest_path(data_dir))
-    except OSError:
-        stamp = None
-    return Look(files, stamp, shas())
+    return Look(files, maybe_signature(manifest_path(data_dir)), shas())
 
 
 def _shas(data_dir: Path) -> dict[str, str]:

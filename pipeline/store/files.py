@@ -211,13 +211,11 @@ def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
     try:
         _write_synced(tmp, write)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         with contextlib.suppress(OSError):  # its folder may be a file: then there is no tmp
             tmp.unlink(missing_ok=True)
-        raise PipelineError(f"cannot write {path}: {why(path, exc)}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise PipelineError(f"cannot write {path}: {why(path, exc)}") from None
         raise
     _fsync_dir(path.parent)
 

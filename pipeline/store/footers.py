@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -47,6 +47,14 @@ def signature(path: Path | str) -> tuple[int, int, int]:
     Every reader of a data directory compares it (a commit renames new files in)."""
     st = os.stat(path)
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def maybe_signature(path: Path | str) -> tuple[int, int, int] | None:
+    """:func:`signature`, None where the file is gone."""
+    try:
+        return signature(path)
+    except OSError:
+        return None
 
 
 def decode_rules(metadata: Mapping[bytes, bytes] | None, path: Path | str) -> dict[str, Any]:
@@ -267,17 +275,10 @@ class Footer:
             self._index[column] = found
         return found
 
-    @property
-    def layout_all(self) -> Layout:
-        """Every row group with its state id range (None where a group has no statistics)."""
-        return self._layout(None)
-
-    def layout(self, name: str) -> Layout:
+    def layout(self, name: str | None = None) -> Layout:
         """Where ``name``'s rows lie in the file: its row groups (a row group holds one variant;
-        a file without the ``variant`` column holds one) and the file's columns."""
-        return self._layout(name)
-
-    def _layout(self, name: str | None) -> Layout:
+        a file without the ``variant`` column holds one) and the file's columns; without
+        ``name``, every row group (a state id range None where a group has no statistics)."""
         ids = self.stats("state_id") or [None] * self.groups
         names = self.stats("variant") or [None] * self.groups
         groups, start, alone = [], 0, True
@@ -382,27 +383,44 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-_footers: OrderedDict[str, Footer] = OrderedDict()
-_footers_lock = threading.Lock()
+_T = TypeVar("_T")
+
+
+class _Kept(Generic[_T]):
+    """What was made from each file (its footer parsed, the file opened), kept while the file
+    on disk is the same (inode, time, size: one stat to check), the least recently used
+    dropped past ``most`` files."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._kept: OrderedDict[str, tuple[tuple[int, int, int], _T]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: Path | str, make: Callable[[tuple[int, int, int]], _T]) -> _T:
+        """What ``make(signature)`` made of the file at ``path``, made again when it changed."""
+        key = str(path)
+        now = signature(key)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None and found[0] == now:
+                self._kept.move_to_end(key)
+                return found[1]
+        made = make(now)
+        with self._lock:
+            self._kept[key] = (now, made)  # in place of an older version of the file
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.most:
+                self._kept.popitem(last=False)
+        return made
+
+
+_footers: _Kept[Footer] = _Kept(MAX_FOOTERS)
 
 
 def footer(path: Path | str) -> Footer:
     """``path``'s footer, parsed once per version of the file (inode, time, size: one stat to
     check); TableError for a file that is not readable Parquet, OSError when it is gone."""
-    key = str(path)
-    now = signature(key)
-    with _footers_lock:
-        found = _footers.get(key)
-        if found is not None and found.signature == now:
-            _footers.move_to_end(key)
-            return found
-    parsed = Footer(Path(path), now)
-    with _footers_lock:
-        _footers[key] = parsed
-        _footers.move_to_end(key)
-        while len(_footers) > MAX_FOOTERS:
-            _footers.popitem(last=False)
-    return parsed
+    return _footers.get(path, lambda now: Footer(Path(path), now))
 
 
 def file_rules(path: Path | str) -> dict[str, Any]:
@@ -435,7 +453,7 @@ class SortedFile:
         self.columns = set(self.footer.columns)
         ids = self.footer.stats("state_id")
         self.has_ranges = bool(ids) and all(s is not None and s.min is not None for s in ids)
-        whole = self.footer.layout_all
+        whole = self.footer.layout()
         if not self.has_ranges:  # some group without statistics: none of them is ranged
             unranged = [Group(g.start, g.rows, None, None) for g in whole.groups]
             whole = Layout(unranged, whole.columns, True)
@@ -443,15 +461,8 @@ class SortedFile:
         """The row-group index (what :meth:`Footer.layout` gives)."""
         groups = self.layout.groups
         self.rows = np.array([g.rows for g in groups], dtype=np.int64)
-        self.starts = np.array([g.start for g in groups], dtype=np.int64)
         self.lows = np.array([-1 if g.lo is None else g.lo for g in groups], dtype=np.int64)
         self.highs = np.array([-1 if g.hi is None else g.hi for g in groups], dtype=np.int64)
-
-    @property
-    def sorted_by_id(self) -> bool:
-        """Whether the row groups hold increasing, disjoint ranges of state ids (so one id is
-        in one known row group)."""
-        return self.layout.sorted_by_id
 
     def first(self, columns: list[str]) -> dict[str, Any]:
         """The first row's ``columns`` (the lean file's constants: its objective, direction)."""
@@ -506,25 +517,10 @@ def _numpy(column: Any) -> np.ndarray:
     return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 
-_open: OrderedDict[tuple[str, int, int, int], SortedFile] = OrderedDict()
-_open_lock = threading.Lock()
+_open: _Kept[SortedFile] = _Kept(MAX_OPEN)
 
 
 def open_file(path: Path) -> SortedFile:
     """``path`` opened (its footer parsed), or the copy already open while the file on disk is
     the same (inode, time, size)."""
-    path = Path(path)
-    key = (str(path), *signature(path))
-    with _open_lock:
-        found = _open.get(key)
-        if found is not None:
-            _open.move_to_end(key)
-            return found
-    opened = SortedFile(path)
-    with _open_lock:
-        for old in [k for k in _open if k[0] == key[0]]:  # an older version of the file
-            del _open[old]
-        _open[key] = opened
-        while len(_open) > MAX_OPEN:
-            _open.popitem(last=False)
-    return opened
+    return _open.get(Path(path), lambda _: SortedFile(Path(path)))

@@ -16,7 +16,6 @@ from pipeline.errors import PipelineError, TableError
 from pipeline.store.files import _fsync_dir, _pid_alive, _tmp_pid, why, write_bytes_atomic
 from pipeline.store.listing import (  # noqa: F401  (part of this module's interface)
     OWN_DIR,
-    TABLE_NAME,
     all_table_files,
     rebuild_hint,
     table_files,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pipeline.errors import TableError, first_line
+from pipeline.errors import TableError, TablesMissingError, first_line
 
 #: Folder of the data directory that holds the variants stored in files of their own (large
 #: boards and big custom rule sets), one sub-folder each: variants/<variant>/<table>.parquet.
@@ -66,4 +66,21 @@ def unreadable(path: Path, exc: BaseException, most: int | None = None) -> Table
     (cut to ``most`` characters where given) and how to rebuild it (:func:`rebuild_hint`)."""
     return TableError(
         f"{path} is not a readable table ({first_line(exc)[:most]}); {rebuild_hint(Path(path))}"
+    )
+
+
+def not_built(path: Path, variant: str) -> TablesMissingError:
+    """The one line for a table file that does not exist, with the command that builds it."""
+    return TablesMissingError(
+        f"{path} does not exist: run `stb-pipeline build --variant {variant}` "
+        "(or build with the same custom rule options) first"
+    )
+
+
+def no_rows(path: Path, variant: str) -> TablesMissingError:
+    """The one line for a table file without rows of ``variant``, with the command that builds
+    them."""
+    return TablesMissingError(
+        f"{path} has no rows for variant {variant!r}: run `stb-pipeline build --variant "
+        f"{variant}` (or build with the same custom rule options) first"
     )

@@ -37,6 +37,11 @@ REBUILD = (
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the whole pipeline package
 
 
+def not_ours(path: Path) -> TableError:
+    """The one line for a file that is not one of our tables (it has no ``variant`` column)."""
+    return TableError(f"{path} is not one of our tables (no variant column); {REBUILD}")
+
+
 @lru_cache(maxsize=1)
 def code_hash() -> str:
     """sha256 over the pipeline package's Python sources (relative path and bytes, sorted)."""

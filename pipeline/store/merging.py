@@ -356,9 +356,7 @@ def _open_old(path: Path) -> tuple[Any, dict[str, Any], pl.DataFrame | None]:
         found = footer(path)
         old = pq.ParquetFile(path, metadata=found.meta)
         if "variant" not in found.columns:
-            raise TableError(
-                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
-            )
+            raise manifest.not_ours(path)
         rules = found.rules
         empty = pl.from_arrow(old.schema_arrow.empty_table())
         assert isinstance(empty, pl.DataFrame)

@@ -8,7 +8,8 @@ A game may add columns of its own after them. `data/README.md` says what each co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
@@ -55,12 +56,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("best_count", "i8"),
         ("share_holder", "f64"),
         ("share_beaten", "f64"),
-        ("share_1", "f64"),
-        ("share_2", "f64"),
-        ("share_3", "f64"),
-        ("share_4", "f64"),
-        ("share_5", "f64"),
-        ("share_6", "f64"),
+        *((f"share_{k}", "f64") for k in range(1, 7)),
     ),
     "edges": (
         ("variant", "str"),
@@ -185,11 +181,6 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 GAME_TABLES = ("summary", "benchmarks")
 #: Every table a data directory can hold.
 ALL_TABLES = (*COLUMNS, *GAME_TABLES)
-
-
-#: Columns only the streamed build fills (big custom boxes): the move as a bitmask of tiles
-#: (bit t - 1 for tile t), standing in for the list and text columns it leaves null.
-MASK_COLUMNS = frozenset({"best_move_mask", "move_mask"})
 
 
 #: Columns a file may leave null because they follow from the row's other columns: the policy
@@ -321,22 +312,30 @@ def derived_select(table: str) -> str:
     return "* replace (" + ", ".join(f"{sql} as {col}" for col, sql in filled.items()) + ")"
 
 
-#: DuckDB's name of each column type code.
-_SQL_TYPES = {
-    "str": "varchar",
-    "i8": "tinyint",
-    "i16": "smallint",
-    "i32": "integer",
-    "i64": "bigint",
-    "f64": "double",
-    "bool": "boolean",
+#: Each column type code's type in DuckDB, and the names of its polars and pyarrow types.
+_TYPES = {
+    "str": ("varchar", "String", "string"),
+    "i8": ("tinyint", "Int8", "int8"),
+    "i16": ("smallint", "Int16", "int16"),
+    "i32": ("integer", "Int32", "int32"),
+    "i64": ("bigint", "Int64", "int64"),
+    "f64": ("double", "Float64", "float64"),
+    "bool": ("boolean", "Boolean", "bool_"),
 }
+
+
+def _typed(code: str, engine: int, module: Any, listed: Callable[[Any], Any]) -> Any:
+    """A column type code as an engine's type: its name in :data:`_TYPES` (``engine``: its
+    place there) made by ``module`` (None: the name itself), or ``listed`` of it (``list[i8]``)."""
+    inner = code[5:-1] if code.startswith("list[") else code
+    name = _TYPES[inner][engine]
+    kind = name if module is None else getattr(module, name)()
+    return kind if inner == code else listed(kind)
 
 
 def sql_type(table: str, column: str) -> str:
     """DuckDB's name of the type of ``table``'s ``column`` in the one schema (``tinyint[]``)."""
-    code = dict(COLUMNS[table])[column]
-    return _SQL_TYPES[code[5:-1]] + "[]" if code.startswith("list[") else _SQL_TYPES[code]
+    return str(_typed(dict(COLUMNS[table])[column], 0, None, lambda t: t + "[]"))
 
 
 def derived_polars(table: str, columns: list[str]) -> list[pl.Expr]:
@@ -360,18 +359,7 @@ def derived_polars(table: str, columns: list[str]) -> list[pl.Expr]:
 def _dtype(code: str) -> pl.DataType:
     import polars as pl
 
-    scalar = {
-        "str": pl.String(),
-        "i8": pl.Int8(),
-        "i16": pl.Int16(),
-        "i32": pl.Int32(),
-        "i64": pl.Int64(),
-        "f64": pl.Float64(),
-        "bool": pl.Boolean(),
-    }
-    if code.startswith("list["):
-        return pl.List(scalar[code[5:-1]])
-    return scalar[code]
+    return _typed(code, 1, pl, pl.List)
 
 
 def polars_type(table: str, column: str) -> pl.DataType:
@@ -392,16 +380,4 @@ def arrow_fields(table: str) -> list[tuple[str, object]]:
     """``table``'s columns as (name, pyarrow type), for writers that stream Arrow batches."""
     import pyarrow as pa
 
-    scalar = {
-        "str": pa.string(),
-        "i8": pa.int8(),
-        "i16": pa.int16(),
-        "i32": pa.int32(),
-        "i64": pa.int64(),
-        "f64": pa.float64(),
-        "bool": pa.bool_(),
-    }
-    return [
-        (name, pa.list_(scalar[code[5:-1]]) if code.startswith("list[") else scalar[code])
-        for name, code in COLUMNS[table]
-    ]
+    return [(name, _typed(code, 2, pa, pa.list_)) for name, code in COLUMNS[table]]

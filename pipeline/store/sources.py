@@ -90,7 +90,7 @@ def _inspect(root: Path, path: Path, table: str, variant: str | None) -> TableFi
     not a readable table of ours."""
     found = footer(path)
     if "variant" not in found.columns:
-        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
+        raise manifest.not_ours(path)
     tiles = _tile_count(found, variant) if variant is not None else None
     lean = found.declared is not None
     return TableFile(table, path.relative_to(root).as_posix(), variant, found.columns, tiles, lean)

@@ -34,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import TableError, TablesMissingError, UsageError
-from pipeline.store import directory
+from pipeline.errors import TableError, UsageError
+from pipeline.store import directory, footers
 from pipeline.store.directory import Directory, Version
-from pipeline.store.footers import Group, Layout, Reader, SortedFile, footer, open_file, signature
+from pipeline.store.footers import Group, Layout, Reader, SortedFile, footer, open_file
 from pipeline.store.layout import OWN_DIR, rebuild_hint, settle, variant_file
+from pipeline.store.listing import no_rows, not_built
 
 #: Memory for the arrays of every variant held at once (MB), unless told otherwise.
 DEFAULT_CACHE_MB = 256
@@ -139,23 +140,7 @@ class HeldStates(States):
             k = int(np.searchsorted(self.ids, state_id))
             if k >= self.size or int(self.ids[k]) != state_id:
                 return None
-        return self._row(k)
-
-    def _row(self, k: int) -> StateRow:
-        cols = self.cols
-        extra = {
-            key: (None if v != v else float(v))  # NaN: null in the table
-            for key, col in cols.items()
-            if key not in BASE_COLUMNS
-            for v in (col[k],)
-        }
-        return StateRow(
-            float(self.value[k]),
-            int(cols["dice"][k]) if "dice" in cols else 0,
-            int(cols["choice_options"][k]) if "choice_options" in cols else 0,
-            bool(cols["terminal"][k]) if "terminal" in cols else False,
-            extra,
-        )
+        return _state_row(float(self.value[k]), {c: col[k] for c, col in self.cols.items()})
 
     def all_ids(self) -> np.ndarray:
         """Every state id held, increasing."""
@@ -254,10 +239,7 @@ class PointStates(States):
             return math.nan
         value = found[self.wanted.index("value")]
         if value is None:
-            raise UsageError(
-                f"variant {self.name} is enumerated but not solved: run "
-                f"`stb-pipeline build --variant {self.name}`"
-            )
+            raise _unsolved(self.name)
         return float(value)
 
     def values(self, ids: np.ndarray) -> np.ndarray:
@@ -270,20 +252,7 @@ class PointStates(States):
         found = self.known[state_id]
         if found is None:
             return None
-        value = self._value(found)
-        got = dict(zip(self.wanted, found, strict=True))
-        extra = {
-            key: None if v is None or v != v else float(v)  # NaN and null: null in the table
-            for key, v in got.items()
-            if key not in BASE_COLUMNS
-        }
-        return StateRow(
-            value,
-            int(got.get("dice") or 0),
-            int(got.get("choice_options") or 0),
-            bool(got.get("terminal") or False),
-            extra,
-        )
+        return _state_row(self._value(found), dict(zip(self.wanted, found, strict=True)))
 
     @property
     def nbytes(self) -> int:
@@ -383,11 +352,7 @@ class Index:
         if self.directory is None:
             return None
         found = self.directory.version(where)
-        try:
-            now: tuple[int, int, int] | None = signature(where)
-        except OSError:
-            now = None
-        if found is None or found[0] != now:
+        if found is None or found[0] != footers.maybe_signature(where):
             found = self.directory.refresh().version(where)
         return found
 
@@ -421,10 +386,7 @@ class Index:
             settle(self.data_dir)  # a commit in progress or interrupted: finish it first
             path = self.path(table, key[0])
             if not path.exists():
-                raise TablesMissingError(
-                    f"{path} does not exist: run `stb-pipeline build --variant {key[0]}` "
-                    "(or build with the same custom rule options) first"
-                )
+                raise not_built(path, key[0])
             where = str(path)
             version = self._version(where)
             value, nbytes = read(path)
@@ -459,10 +421,7 @@ class Index:
         if "value" not in have or "state_id" not in have:
             raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
         if not first:
-            raise TablesMissingError(
-                f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
-                f"{name}` (or build with the same custom rule options) first"
-            )
+            raise no_rows(path, name)
         row = dict(zip(have, first[0], strict=True))
         if row.get("objective") is None:
             raise TableError(f"{path}: {name} has no objective; {rebuild_hint(path, name)}")
@@ -476,10 +435,7 @@ class Index:
     def _read(self, path: Path, name: str, columns: Sequence[str]) -> tuple[States, int]:
         layout = footer(path).layout(name)
         if not layout.groups or layout.rows == 0:
-            raise TablesMissingError(
-                f"{path} has no rows for variant {name!r}: run `stb-pipeline build --variant "
-                f"{name}` (or build with the same custom rule options) first"
-            )
+            raise no_rows(path, name)
         wanted = [c for c in (*BASE_COLUMNS, *columns) if c in layout.columns]
         if "value" not in wanted or "state_id" not in layout.columns:
             raise TableError(f"{path} lacks the state_id and value columns; {rebuild_hint(path)}")
@@ -522,7 +478,7 @@ class Index:
         if path.parent.name != name or path.parent.parent.name != OWN_DIR:
             return self._read(path, name, ())  # the shared file: small variants, held whole
         found = open_file(path)
-        if not found.sorted_by_id or set(found.rules) - {name}:
+        if not found.layout.sorted_by_id or set(found.rules) - {name}:
             return self._read(path, name, ())
         first = found.first(["objective", "maximise"]) if "objective" in found.columns else {}
         if first.get("objective") is None:
@@ -583,10 +539,7 @@ class Index:
                 last=last,
             )
             if np.ma.is_masked(found["value"]):
-                raise UsageError(
-                    f"variant {name} is enumerated but not solved: run "
-                    f"`stb-pipeline build --variant {name}`"
-                )
+                raise _unsolved(name)
             got = np.asarray(found["state_id"], dtype=np.int64)
             if got.size and (got.min() < low or got.max() > top):
                 raise TableError(f"{path}: state ids beyond its statistics; {rebuild_hint(path)}")
@@ -606,6 +559,22 @@ class Index:
             cols = {c: arr[order] for c, arr in cols.items()}
         held = HeldStates(name, ids, value, cols, objective, maximise, low if dense else 0)
         return held, held.nbytes
+
+
+def _state_row(value: float, got: dict[str, Any]) -> StateRow:
+    """A state's row from its value and columns (a missing base column: 0, False)."""
+    extra = {
+        key: None if v is None or v != v else float(v)  # NaN and null: null in the table
+        for key, v in got.items()
+        if key not in BASE_COLUMNS
+    }
+    return StateRow(
+        value,
+        int(got.get("dice") or 0),
+        int(got.get("choice_options") or 0),
+        bool(got.get("terminal") or False),
+        extra,
+    )
 
 
 def _group_states(
@@ -666,3 +635,9 @@ def _filled(column: str, found: np.ndarray) -> np.ndarray:
     if column in BASE_COLUMNS:
         return np.ma.filled(found, 0).astype(np.int8)
     return np.ma.filled(np.ma.asarray(found, dtype=np.float64), np.nan)
+
+
+def _unsolved(name: str) -> UsageError:
+    return UsageError(
+        f"variant {name} is enumerated but not solved: run `stb-pipeline build --variant {name}`"
+    )

@@ -22,21 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline._version import __version__
-from pipeline.errors import PipelineError, TableError, TablesMissingError, first_line
+from pipeline.errors import PipelineError, TableError, first_line
 from pipeline.store import directory, footers, manifest, schema
-from pipeline.store.files import (  # noqa: F401  (part of this module's interface)
-    _fsync_dir,
-    _pid_alive,
-    _tmp_name,
-    _tmp_pid,
-    _write_synced,
-    write_bytes_atomic,
-    write_file_atomic,
-)
+from pipeline.store.files import _tmp_name, _write_synced, write_bytes_atomic, write_file_atomic
 from pipeline.store.layout import (  # noqa: F401  (part of this module's interface)
     JOURNAL_NAME,
-    LOCK_NAME,
-    LOCK_TIMEOUT_S,
     data_lock,
     ensure_writable,
     logical_name,
@@ -46,6 +36,7 @@ from pipeline.store.layout import (  # noqa: F401  (part of this module's interf
     table_path,
     variant_file,
 )
+from pipeline.store.listing import no_rows, not_built
 from pipeline.store.merging import (  # noqa: F401  (part of this module's interface)
     COLUMNS_KEY,
     RULES_KEY,
@@ -85,15 +76,6 @@ def read_arrow(data_dir: Path, name: str) -> pa.Table | None:
         ) from None
 
 
-def table_columns(data_dir: Path, name: str) -> list[str] | None:
-    """The column names of a table (None when it does not exist); TableError when unreadable.
-
-    Reads only the Parquet footer, so it is cheap on tables of hundreds of millions of rows.
-    """
-    path = table_path(data_dir, name)
-    return file_columns(path) if path.exists() else None
-
-
 def declared_columns(path: Path) -> list[str] | None:
     """The columns a lean file says it holds (:data:`COLUMNS_KEY`), or None for a file with
     every column of its table."""
@@ -116,14 +98,6 @@ def _footer(path: Path) -> footers.Footer:
         ) from None
 
 
-def check_ours(path: Path) -> list[str]:
-    """The columns of one table file; TableError unless it is readable and one of ours."""
-    columns = file_columns(path)
-    if "variant" not in columns:
-        raise TableError(f"{path} is not one of our tables (no variant column); {manifest.REBUILD}")
-    return columns
-
-
 def read_table(
     data_dir: Path, name: str, variant: str | None = None, sweep: bool = True
 ) -> pl.DataFrame:
@@ -139,20 +113,12 @@ def read_table(
     files = [variant_file(data_dir, name, variant)] if variant else table_files(data_dir, name)
     files = [f for f in files if f.exists()]
     if not files:
-        hint = variant or "all"
-        raise TablesMissingError(
-            f"{table_path(data_dir, name)} does not exist: run `stb-pipeline build --variant "
-            f"{hint}` (or build with the same custom rule options) first"
-        )
+        raise not_built(table_path(data_dir, name), variant or "all")
     frames = [_read_file(path, variant) for path in files]
     frame = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
     frame = frame.with_columns(schema.derived_polars(name, frame.columns))
     if variant is not None and frame.height == 0:
-        raise TablesMissingError(
-            f"{files[0]} has no rows for variant {variant!r}: "
-            f"run `stb-pipeline build --variant {variant}` "
-            "(or build with the same custom rule options) first"
-        )
+        raise no_rows(files[0], variant)
     return frame
 
 
@@ -160,7 +126,8 @@ def _read_file(path: Path, variant: str | None) -> pl.DataFrame:
     """One table file's rows (only ``variant``'s when given); TableError when unreadable."""
     import polars as pl
 
-    check_ours(path)
+    if "variant" not in file_columns(path):
+        raise manifest.not_ours(path)
     try:
         lazy = pl.scan_parquet(path)
         if variant is not None:
@@ -218,9 +185,7 @@ def merged_rows(
     all_rules: dict[str, Any] = {}
     if old is not None:
         if "variant" not in old.column_names:
-            raise TableError(
-                f"{path} is not one of our tables (no variant column); {manifest.REBUILD}"
-            )
+            raise manifest.not_ours(path)
         all_rules = footers.decode_rules(old.schema.metadata, path)
         old_frame = pl.from_arrow(old)
         assert isinstance(old_frame, pl.DataFrame)
@@ -303,29 +268,26 @@ def _staged_entry(name: str, table: pa.Table | StagedTable, tmp: Path) -> dict[s
     if isinstance(table, StagedTable):
         if name in manifest.TIMING_COLUMNS or table.path != tmp:
             raise ValueError(f"{name}: a staged table must be keyless, at {tmp}")
-        digest = table.sha256 or manifest.file_sha256(tmp)
-        return {
-            "rows": table.num_rows,
-            "sha256": digest,
-            "content_sha256": digest,
-            "variants": dict(sorted(table.variants.items())),
-        }
-    import polars as pl  # not for a staged table: a streamed build commits without polars
+        digest = content = table.sha256 or manifest.file_sha256(tmp)
+        variants = dict(sorted(table.variants.items()))
+    else:
+        import polars as pl  # not for a staged table: a streamed build commits without polars
 
-    _write_synced(tmp, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
-    digest = manifest.file_sha256(tmp)
-    variants = pl.from_arrow(table.select(["variant"]))
-    assert isinstance(variants, pl.DataFrame)
-    counts = variants.group_by("variant").len().sort("variant").rows()
-    return {
-        "rows": table.num_rows,
-        "sha256": digest,
-        "content_sha256": (
+        _write_synced(tmp, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))
+        digest = manifest.file_sha256(tmp)
+        found = pl.from_arrow(table.select(["variant"]))
+        assert isinstance(found, pl.DataFrame)
+        variants = dict(found.group_by("variant").len().sort("variant").rows())
+        content = (
             manifest.content_sha256(name, table)
             if name in manifest.TIMING_COLUMNS
             else digest  # the file is that very encoding
-        ),
-        "variants": dict(counts),
+        )
+    return {
+        "rows": table.num_rows,
+        "sha256": digest,
+        "content_sha256": content,
+        "variants": variants,
     }
 
 
