@@ -9,13 +9,13 @@ compiles them for the GPU as device functions.
 
 from __future__ import annotations
 
+import os
 import types
 from typing import Any
 
 from numba import cuda, float64, int64
 
 from pipeline.games.knucklebones import rules
-from pipeline.games.knucklebones.exact.gpu import simulated
 
 
 def interpreted(module: types.ModuleType) -> dict[str, Any]:
@@ -36,7 +36,8 @@ def interpreted(module: types.ModuleType) -> dict[str, Any]:
 # numba-cuda compiles the rules' njit functions (and those they call) for the GPU. The simulator
 # hands kernels its own array wrappers, which compiled CPU functions cannot take: it runs the
 # rules' Python source instead (the same definitions, interpreted, the functions they call too).
-_found = interpreted(rules) if simulated() else vars(rules)
+_simulated = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+_found = interpreted(rules) if _simulated else vars(rules)
 unrank, successors, dice, final_value, combine, gain = (
     _found[k] for k in ("unrank", "successors", "dice", "final_value", "combine", "gain")
 )
