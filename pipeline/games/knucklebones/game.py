@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from itertools import combinations_with_replacement
 from math import comb
 from typing import TYPE_CHECKING, Any
 
@@ -174,17 +175,9 @@ class PairTables:
 
 def enumerate_columns(rows: int, faces: int) -> np.ndarray:
     """Every column (multiset of at most ``rows`` dice) as counts per face, by size then value."""
-    out: list[tuple[int, ...]] = []
-
-    def extend(prefix: list[int], left: int, face: int) -> None:
-        if face == faces:
-            out.append(tuple(prefix))
-            return
-        for c in range(left + 1):
-            extend([*prefix, c], left - c, face + 1)
-
-    extend([], rows, 0)
-    counts = np.array(out, dtype=np.int64)
+    # a column is a multiset of ``rows`` slots, each a face or empty (the extra value ``faces``)
+    slots = combinations_with_replacement(range(faces + 1), rows)
+    counts = np.array([np.bincount(s, minlength=faces + 1)[:faces] for s in slots], np.int64)
     order = np.lexsort((*counts.T[::-1], counts.sum(1)))
     return counts[order]
 

@@ -78,9 +78,7 @@ def read_evaluator(file: Path, board: KnuckleRules | None = None) -> Evaluator:
     """An evaluator from its .npz file, every array checked against the board its record
     names, and that against ``board`` where given (:mod:`.contents`: ArtefactError, one line
     naming the file, for anything else)."""
-    found = contents.read_npz(file, "evaluator")
-    meta = contents.record(found, file, "evaluator")
-    rules = contents.board(meta, file, "evaluator", board)
+    found, meta, rules = contents.read_npz(file, "evaluator", board)
     arrays = contents.check_evaluator(found, ARRAYS, rules, file)
     return Evaluator(
         rules.columns, rules.rows, rules.faces, arrays, contents.diff_scale(meta, file), meta
@@ -125,9 +123,7 @@ def read_book(file: Path, board: KnuckleRules | None = None) -> Book:
     """A book from its .npz file, compact or not (values as float64 either way), its ids and
     values checked against the board its record names, and that against ``board`` where given
     (:mod:`.contents`: ArtefactError, one line naming the file, for anything else)."""
-    found = contents.read_npz(file, "book")
-    meta = contents.record(found, file, "book")
-    rules = contents.board(meta, file, "book", board)
+    found, meta, rules = contents.read_npz(file, "book", board)
     ids = contents.book_ids(found, rules, file)
     win, diff = contents.book_values(found, len(ids), rules, file)
     plies = contents.book_plies(meta, rules, file)

@@ -54,8 +54,11 @@ def read_whole(file: Path, kind: str, load: Callable[[Path], T]) -> T:
         raise refuse(file, kind, f"it cannot be read ({reason(exc)})") from None
 
 
-def read_npz(file: Path, kind: str) -> dict[str, np.ndarray]:
-    """Every array of an .npz artefact, read whole (no pickled object is ever loaded)."""
+def read_npz(
+    file: Path, kind: str, expected: KnuckleRules | None
+) -> tuple[dict[str, np.ndarray], dict[str, Any], KnuckleRules]:
+    """Every array of an .npz artefact, read whole (no pickled object is ever loaded), its
+    JSON record (``meta``) and the board the record names (checked against ``expected``)."""
 
     def load(file: Path) -> dict[str, np.ndarray]:
         found = np.load(file, allow_pickle=False)
@@ -64,15 +67,12 @@ def read_npz(file: Path, kind: str) -> dict[str, np.ndarray]:
         with found:
             return {name: np.asarray(found[name]) for name in found.files}
 
-    return read_whole(file, kind, load)
-
-
-def record(arrays: dict[str, np.ndarray], file: Path, kind: str) -> dict[str, Any]:
-    """The JSON record (``meta``) of an .npz artefact."""
+    arrays = read_whole(file, kind, load)
     meta = arrays.get("meta")
     if meta is None or meta.shape != () or meta.dtype.kind not in "US":
         raise refuse(file, kind, "it has no record (meta)")
-    return parse_record(str(meta), file, kind)
+    record = parse_record(str(meta), file, kind)
+    return arrays, record, board(record, file, kind, expected)
 
 
 def parse_record(text: str | bytes, file: Path, kind: str) -> dict[str, Any]:
