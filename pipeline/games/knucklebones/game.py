@@ -188,12 +188,8 @@ def n_positions(n_pairs: int, columns: int) -> int:
 
 
 def binomials(n: int, k: int) -> np.ndarray:
-    """Table ``b[i, j] = C(i, j)`` for ``i <= n``, ``j <= k`` (int64)."""
-    b = np.zeros((n + 1, k + 1), dtype=np.int64)
-    for i in range(n + 1):
-        for j in range(min(i, k) + 1):
-            b[i, j] = comb(i, j)
-    return b
+    """Table ``b[i, j] = C(i, j)`` for ``i <= n``, ``j <= k`` (int64; 0 where ``j > i``)."""
+    return np.array([[comb(i, j) for j in range(k + 1)] for i in range(n + 1)], dtype=np.int64)
 
 
 def rank_multisets(sorted_pairs: np.ndarray, binom: np.ndarray) -> np.ndarray:

@@ -43,6 +43,7 @@ move values live in the state's rows, one per placement below the root.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Any, NamedTuple, cast
 
 import numba
@@ -238,13 +239,8 @@ class Searcher:
         return value, choices
 
     def _moves(self) -> list[tuple[int, Eval]]:
-        rows = self.state.rows[0]
-        out = []
-        for r in rows:
-            if r[0] < 0:
-                break
-            out.append((int(r[0]), _eval(r[1], r[2], r[3])))
-        return out
+        moves = takewhile(lambda r: r[0] >= 0, self.state.rows[0])  # a column -1 after the last
+        return [(int(r[0]), _eval(r[1], r[2], r[3])) for r in moves]
 
 
 def compiled(kernel: Any, *args: Any) -> Any:
