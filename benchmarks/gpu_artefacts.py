@@ -169,7 +169,7 @@ def prepare_step(args: argparse.Namespace) -> int:
 
     from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-    from pipeline.games.knucklebones.players import book, labels, positions
+    from pipeline.games.knucklebones.players import book, positions
 
     plan = plan_of(args)
     t0 = time.perf_counter()
@@ -179,7 +179,7 @@ def prepare_step(args: argparse.Namespace) -> int:
         print(f"{plan.inputs} holds positions of the {meta['board']} board, not {plan.board}")
         return 2
     state_id = positions.with_successors(game, state_id, source, ply, plan.successors_of)[0]
-    nxt = labels.choice_ids(game.r, state_id)
+    nxt = successor_ids(game.r, state_id)
     booked = book.reachable(game, plan.plies)
     sample = sample_ids(game.n_states, plan.samples, plan.seed)
     live = ~game.terminal_mask(pairs_of(game.r, sample))

@@ -4,20 +4,20 @@ first, columns in the user's order), each legal column's successor as the oppone
 the search's values where no table is built.
 
 The values of exact tables are looked up by the answer layer; a column is worth its successor's
-value seen from the other side (:attr:`BoardRules.move_value`). A board is solved for two
+value seen from the other side (:meth:`BoardRules.move_value_of`). A board is solved for two
 objectives (:data:`FIELDS`), the win chance and the score difference: the answer shows both where
 both are built, and ranks by the variant's own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, KnuckleRules, read_board
+from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, board_game, read_board
 
 # the objectives' value names, the same in an answer as in a labelled set
 from pipeline.games.knucklebones.players.labels import FIELDS
@@ -40,20 +40,10 @@ class BoardRules:
     def __init__(self, game: Knucklebones) -> None:
         self.game = game
         r = game.r
-        self.columns, self.rows, self.faces, self.objective = (
-            r.columns,
-            r.rows,
-            r.faces,
-            r.objective,
-        )
+        self.columns, self.rows, self.faces = r.columns, r.rows, r.faces
+        self.objective = r.objective
         self._searcher: Searcher | None = None
         self._recorded: dict[str, dict[str, object]] = {}
-
-    @property
-    def move_value(self) -> tuple[float, float]:
-        """A column is worth ``offset + scale * value(successor)``: the successor is the
-        opponent's position (1 - P(win), or minus the expected difference)."""
-        return move_value(self.objective)
 
     @property
     def fields(self) -> dict[str, str]:
@@ -61,8 +51,10 @@ class BoardRules:
         return dict(FIELDS)
 
     def move_value_of(self, objective: str) -> tuple[float, float]:
-        """:attr:`move_value` in ``objective`` (the twin's, for the other objective)."""
-        return move_value(objective)
+        """A column's value in ``objective`` (this board's, or its twin's) is ``offset + scale *
+        value(successor)``: the successor is the opponent's position (1 - P(win), or minus the
+        expected difference)."""
+        return (1.0, -1.0) if objective == "wins" else (0.0, -1.0)
 
     @property
     def other_objective(self) -> str:
@@ -74,10 +66,7 @@ class BoardRules:
         how the answer finds the tables of each objective, whatever the variants' names."""
         found = self._recorded.get(objective)
         if found is None:  # made once: every answer compares them with the built tables'
-            r = self.game.r
-            found = self._recorded[objective] = KnuckleRules(
-                r.columns, r.rows, r.faces, objective
-            ).to_dict()
+            found = self._recorded[objective] = replace(self.game.r, objective=objective).to_dict()
         return found
 
     def start(self) -> Position:
@@ -166,9 +155,7 @@ class BoardRules:
     def deeper(self) -> int | None:
         """How deep the board's trusted evaluator searches its close calls (its record's
         ``deeper``; None: no deeper than :attr:`default_depth`)."""
-        found = self.evaluator
-        deeper = None if found is None else found.meta.get("deeper")
-        return int(deeper) if deeper else None
+        return self._recorded_int("deeper")
 
     def player_name(self, depth: int, deeper: int | None, leaves: int | None) -> str:
         """The searched answer's player as it is rated: ``net-d3+5/12000``, ``ours-d4``."""
@@ -180,21 +167,21 @@ class BoardRules:
     def leaves(self) -> int | None:
         """How far the board's trusted evaluator's close calls go (its record's ``leaves``:
         as far as about that many leaves; None: no bound)."""
+        return self._recorded_int("leaves")
+
+    def _recorded_int(self, key: str) -> int | None:
+        """The trusted evaluator's record's ``key``, a number (None: no evaluator, or not set)."""
         found = self.evaluator
-        leaves = None if found is None else found.meta.get("leaves")
-        return int(leaves) if leaves else None
+        value = None if found is None else found.meta.get(key)
+        return int(value) if value else None
 
     def searcher(self) -> Searcher:
         """The search over this board (its transposition table kept across answers)."""
-        from pipeline.games.knucklebones.game import KnuckleRules
         from pipeline.games.knucklebones.players.search import Searcher
 
         if self._searcher is None:
-            r = self.game.r
             # the search maximises the win chance, then the difference, whatever the objective
-            self._searcher = Searcher(
-                Knucklebones(KnuckleRules(r.columns, r.rows, r.faces)), evaluator=self.evaluator
-            )
+            self._searcher = Searcher(board_game(self.game.r), evaluator=self.evaluator)
         return self._searcher
 
     def _kind(self) -> int:
@@ -280,9 +267,3 @@ class BoardRules:
         are one move, the first)."""
         srt = np.sort(position.pairs)
         return int(np.searchsorted(srt, position.pairs[column - 1]))
-
-
-def move_value(objective: str) -> tuple[float, float]:
-    """A column's value in ``objective`` is ``offset + scale * value(successor)``: the
-    successor is the opponent's position (1 - P(win), or minus the expected difference)."""
-    return (1.0, -1.0) if objective == "wins" else (0.0, -1.0)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from itertools import combinations_with_replacement
 from math import comb
 from typing import TYPE_CHECKING, Any
 
@@ -174,17 +175,9 @@ class PairTables:
 
 def enumerate_columns(rows: int, faces: int) -> np.ndarray:
     """Every column (multiset of at most ``rows`` dice) as counts per face, by size then value."""
-    out: list[tuple[int, ...]] = []
-
-    def extend(prefix: list[int], left: int, face: int) -> None:
-        if face == faces:
-            out.append(tuple(prefix))
-            return
-        for c in range(left + 1):
-            extend([*prefix, c], left - c, face + 1)
-
-    extend([], rows, 0)
-    counts = np.array(out, dtype=np.int64)
+    # a column is a multiset of ``rows`` slots, each a face or empty (the extra value ``faces``)
+    slots = combinations_with_replacement(range(faces + 1), rows)
+    counts = np.array([np.bincount(s, minlength=faces + 1)[:faces] for s in slots], np.int64)
     order = np.lexsort((*counts.T[::-1], counts.sum(1)))
     return counts[order]
 
@@ -195,12 +188,8 @@ def n_positions(n_pairs: int, columns: int) -> int:
 
 
 def binomials(n: int, k: int) -> np.ndarray:
-    """Table ``b[i, j] = C(i, j)`` for ``i <= n``, ``j <= k`` (int64)."""
-    b = np.zeros((n + 1, k + 1), dtype=np.int64)
-    for i in range(n + 1):
-        for j in range(min(i, k) + 1):
-            b[i, j] = comb(i, j)
-    return b
+    """Table ``b[i, j] = C(i, j)`` for ``i <= n``, ``j <= k`` (int64; 0 where ``j > i``)."""
+    return np.array([[comb(i, j) for j in range(k + 1)] for i in range(n + 1)], dtype=np.int64)
 
 
 def rank_multisets(sorted_pairs: np.ndarray, binom: np.ndarray) -> np.ndarray:
@@ -419,38 +408,24 @@ class Knucklebones(Game):
         opp = "/".join(self.t.column_text(int(self.t.pair_opp[p])) for p in pairs)
         return f"{mover};{opp}"
 
-    def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
-        """Columns tiles (the position as text), n_open, score and both players' totals."""
-        return self.describe_pairs(self.positions[state_id])
-
     def board_texts(self, pos: np.ndarray) -> pl.Series:
         """The ``tiles`` text ("mover;opponent", see :meth:`board_text`) of rows of sorted pair
         indices."""
         import polars as pl  # the graph build's frames only: the solvers run without it
 
         # Text per facing pair, gathered natively by polars (no Python object per row).
-        col_txt = [self.t.column_text(i) for i in range(self.t.n_columns)]
-        mover_txt = pl.Series([col_txt[i] for i in self.t.pair_mover], dtype=pl.String)
-        opp_txt = pl.Series([col_txt[i] for i in self.t.pair_opp], dtype=pl.String)
-        c = self.r.columns
-        frame = pl.DataFrame(
-            [mover_txt.gather(pl.Series(pos[:, j])).alias(f"m{j}") for j in range(c)]
-            + [opp_txt.gather(pl.Series(pos[:, j])).alias(f"o{j}") for j in range(c)]
-        )
-        return frame.select(
-            tiles=pl.concat_str(
-                [
-                    pl.concat_str([f"m{j}" for j in range(c)], separator="/"),
-                    pl.concat_str([f"o{j}" for j in range(c)], separator="/"),
-                ],
-                separator=";",
-            )
-        )["tiles"]
+        sides = []
+        for cols in (self.t.pair_mover, self.t.pair_opp):
+            text = pl.Series([self.t.column_text(i) for i in cols], dtype=pl.String)
+            rows = [text.gather(pos[:, j]) for j in range(self.r.columns)]
+            sides.append(pl.concat_str(rows, separator="/"))
+        return pl.select(tiles=pl.concat_str(sides, separator=";"))["tiles"]
 
-    def describe_pairs(self, pos: np.ndarray) -> pl.DataFrame:
-        """:meth:`describe_states` of rows of sorted pair indices (the states' positions)."""
+    def describe_states(self, state_id: np.ndarray) -> pl.DataFrame:
+        """Columns tiles (the position as text), n_open, score and both players' totals."""
         import polars as pl  # the graph build's frames only: the solvers run without it
 
+        pos = self.positions[state_id]
         mine, theirs = self.scores(pos)
         empty = 2 * self.r.slots - self.t.mover_size[pos].sum(1) - self.t.opp_size[pos].sum(1)
         return pl.DataFrame(
@@ -512,23 +487,14 @@ def parse_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list
     matter.
     Raises UsageError with a one-line reason for anything else.
     """
-    raw = text.strip()
-    cols = raw.split("/")
+    cols = text.strip().split("/")
     if len(cols) != rules.columns:
         raise UsageError(
             f"{who} {text!r}: expected {rules.columns} columns separated by '/', got {len(cols)}"
         )
     out: list[list[int]] = []
     for i, col in enumerate(cols):
-        dice: list[int] = []
-        for ch in col.strip():
-            if ch in "-_.":
-                continue
-            if not (ch.isascii() and ch.isdigit()) or not 1 <= int(ch) <= rules.faces:
-                raise UsageError(
-                    f"{who} {text!r}: {ch!r} in column {i + 1} is not a die face 1..{rules.faces}"
-                )
-            dice.append(int(ch))
+        dice = [d for ch in col.strip() if (d := _die(ch, rules, f"{who} {text!r}", "column", i))]
         if len(dice) > rules.rows:
             raise UsageError(
                 f"{who} {text!r}: column {i + 1} holds {len(dice)} dice, at most {rules.rows}"
@@ -556,7 +522,8 @@ def parse_grid(text: str, rules: KnuckleRules, who: str = "board") -> list[list[
     in a column does not matter, so gaps inside a column are accepted.
     Raises UsageError with a one-line reason for anything else.
     """
-    lines = [line.strip() for line in _grid_lines(text)]
+    rows = text.replace("\\n", "\n").replace("\r\n", "\n").strip().split("\n")
+    lines = [line.strip() for line in rows]
     if len(lines) != rules.rows or any(len(line) != rules.columns for line in lines):
         sizes = ", ".join(str(len(line)) for line in lines)
         raise UsageError(
@@ -566,19 +533,19 @@ def parse_grid(text: str, rules: KnuckleRules, who: str = "board") -> list[list[
     out: list[list[int]] = [[] for _ in range(rules.columns)]
     for r, line in enumerate(lines):
         for c, ch in enumerate(line):
-            if ch in "-_.":
-                continue
-            if not (ch.isascii() and ch.isdigit()) or not 1 <= int(ch) <= rules.faces:
-                raise UsageError(
-                    f"{who} {text!r}: {ch!r} in row {r + 1} is not a die face 1..{rules.faces}"
-                )
-            out[c].append(int(ch))
+            if d := _die(ch, rules, f"{who} {text!r}", "row", r):
+                out[c].append(d)
     return [sorted(col) for col in out]
 
 
-def _grid_lines(text: str) -> list[str]:
-    """The rows of a grid board: real newlines or literal backslash-n, blank ends dropped."""
-    return text.replace("\\n", "\n").replace("\r\n", "\n").strip().split("\n")
+def _die(ch: str, rules: KnuckleRules, where: str, line: str, k: int) -> int:
+    """The face a board's character holds (0: an empty slot, "_", "-" or "."); UsageError
+    naming ``where`` and the ``line`` (column or row) ``k`` for anything else."""
+    if ch in "-_.":
+        return 0
+    if not (ch.isascii() and ch.isdigit()) or not 1 <= int(ch) <= rules.faces:
+        raise UsageError(f"{where}: {ch!r} in {line} {k + 1} is not a die face 1..{rules.faces}")
+    return int(ch)
 
 
 def read_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:

@@ -4,15 +4,15 @@ These are the scalar kernels of the exact solvers (CPU, Dask, GPU), the search a
 unranking a state id into its sorted facing pairs, a move (:func:`move_pair`, :func:`turned_after`)
 and the successor id of every (face, column) move, the dice on each board (:func:`dice`,
 :func:`ended`), the score difference (:func:`score_diff`) and the value of a finished game, and the
-greedy player's gain (:func:`gain`); :class:`Board` holds the arrays they read, for the search and
-the players. They are plain ``numba.njit`` functions that use nothing but scalar arithmetic, loops
-and caller-provided arrays (no allocation, no NumPy calls), so the same definitions are compiled by
-numba for the CPU (:mod:`pipeline.games.knucklebones.exact.cpu`,
-:mod:`pipeline.games.knucklebones.players.search`, :mod:`~.players.engine`) and, called from a
-``numba.cuda.jit`` kernel, as device functions for the GPU
-(:mod:`pipeline.games.knucklebones.exact.gpu`): numba-cuda compiles an ``njit`` function called from
-a kernel for the CUDA target. There is one copy of the rules, so the backends cannot drift apart;
-the tests compare them state by state, and with
+greedy player's gain (:func:`gain`), reading the arrays of
+:class:`~pipeline.games.knucklebones.exact.cpu.Tables`. They are plain ``numba.njit`` functions
+that use nothing but scalar arithmetic, loops and caller-provided arrays (no allocation, no NumPy
+calls), so the same definitions are compiled by numba for the CPU
+(:mod:`pipeline.games.knucklebones.exact.cpu`, :mod:`pipeline.games.knucklebones.players.search`,
+:mod:`~.players.engine`) and, called from a ``numba.cuda.jit`` kernel, as device functions for the
+GPU (:mod:`pipeline.games.knucklebones.exact.gpu`): numba-cuda compiles an ``njit`` function called
+from a kernel for the CUDA target. There is one copy of the rules, so the backends cannot drift
+apart; the tests compare them state by state, and with
 :meth:`pipeline.games.knucklebones.game.Knucklebones.play`, the same move on boards in play.
 
 Arrays are passed as arrays and row indices rather than row views: on the CPU a view costs an
@@ -22,45 +22,10 @@ kernel's local arrays.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
-
-import numpy as np
 from numba import njit
-
-if TYPE_CHECKING:
-    from pipeline.games.knucklebones.game import Knucklebones
 
 #: A full column's gain (:func:`gain`): below any real one.
 NO_GAIN = -(2**62)
-
-
-class Board(NamedTuple):
-    """The arrays the compiled rules read for one board and die (int64, contiguous), as the
-    search and the players pass them: one argument, always of the same types."""
-
-    columns: int
-    faces: int
-    slots: int
-    moved: np.ndarray
-    swap: np.ndarray
-    mover_size: np.ndarray
-    opp_size: np.ndarray
-    mover_score: np.ndarray
-    opp_score: np.ndarray
-    binom: np.ndarray
-
-
-def board(game: Knucklebones) -> Board:
-    """The rule book's arrays of ``game``'s board and die."""
-    t, r = game.t, game.r
-
-    def flat(a: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(a, dtype=np.int64)
-
-    return Board(
-        r.columns, r.faces, r.slots, flat(t.moved), flat(t.swap), flat(t.mover_size),
-        flat(t.opp_size), flat(t.mover_score), flat(t.opp_score), flat(game.binom),
-    )  # fmt: skip
 
 
 @njit(cache=True)

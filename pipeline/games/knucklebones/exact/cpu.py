@@ -68,6 +68,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -75,17 +76,10 @@ from numba import njit, prange
 from numba.typed import List as NumbaList
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import rules as move_rules
 from pipeline.games.knucklebones.exact.solution import Solution, midpoint
 from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
+from pipeline.games.knucklebones.rules import combine, dice, ended, final_value, successors, unrank
 from pipeline.solve.ties import best_of, pick
-
-# The move rules, shared with the GPU kernels (pipeline/games/knucklebones/rules.py).
-_unrank = move_rules.unrank
-_successors = move_rules.successors
-_dice = move_rules.dice
-_final_value = move_rules.final_value
-_combine = move_rules.combine
 
 #: Default bound on |value - exact value| (the stopping rule: max(U - L) <= 2 * tol).
 DEFAULT_TOLERANCE = 1e-11
@@ -98,9 +92,9 @@ BLOCKS_PER_THREAD = 8
 BATCH = 16
 
 
-@dataclass(frozen=True)
-class Tables:
-    """Everything the kernels need about one board and die, as flat int64 arrays."""
+class Tables(NamedTuple):
+    """Everything the kernels need about one board and die, as flat int64 arrays: one kernel
+    argument, always of the same types (also the search's and the players' ``board``)."""
 
     columns: int
     faces: int
@@ -158,22 +152,21 @@ def shard_bounds(n_states: int, shards: int) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _init_shard(lo, hi, c, slots, n_pairs, binom, mover_size, opp_size, mover_score, opp_score,
-                wins, low, high, out, level, blocks):  # fmt: skip
+def _init_shard(lo, hi, tb, out, level, blocks):
     """Bounds of ids lo..hi-1 into ``out`` (terminal: exact; live: low, high) and each state's
     total dice into ``level`` (-1 for terminal positions), in ``blocks`` parallel blocks."""
-    n = hi - lo
+    n, c = hi - lo, tb.columns
     nb = min(n, blocks)
     for b in prange(nb):
         p = np.empty(c, dtype=np.int64)
         for i in range(b * n // nb, (b + 1) * n // nb):
-            _unrank(lo + i, c, n_pairs, binom, p)
-            mine, theirs = _dice(p, c, mover_size, opp_size)
-            if mine == slots or theirs == slots:
-                out[i, 0] = out[i, 1] = _final_value(p, c, mover_score, opp_score, wins)
+            unrank(lo + i, c, tb.n_pairs, tb.binom, p)
+            mine, theirs = dice(p, c, tb.mover_size, tb.opp_size)
+            if mine == tb.slots or theirs == tb.slots:
+                out[i, 0] = out[i, 1] = final_value(p, c, tb.mover_score, tb.opp_score, tb.wins)
                 level[i] = -1
             else:
-                out[i, 0], out[i, 1] = low, high
+                out[i, 0], out[i, 1] = tb.low, tb.high
                 level[i] = mine + theirs
 
 
@@ -210,15 +203,16 @@ def _lookup(r, lo, hi, local, others, starts):
 
 
 @njit(cache=True)
-def _sweep_run(act, n_act, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
-               offset, sw, q, ids, lows, highs):  # fmt: skip
+def _sweep_run(act, n_act, lo, hi, local, others, starts, order, pairs, tb, sw, q, ids, lows,
+               highs):  # fmt: skip
     """Update the states order[act[:n_act]] in place; returns (largest change, largest gap).
 
     All successor ids of the batch first, then all their values: the value reads (random, in
     an array far larger than the caches) are then independent loads the CPU overlaps, instead
     of one cache miss after another."""
+    c, f = tb.columns, tb.faces
     for t in range(n_act):
-        _successors(pairs, act[t], c, f, moved, swap, binom, sw, q, ids, t)
+        successors(pairs, act[t], c, f, tb.moved, tb.swap, tb.binom, sw, q, ids, t)
     for t in range(n_act):
         for m in range(f * c):
             if ids[t, m] >= 0:
@@ -226,7 +220,7 @@ def _sweep_run(act, n_act, lo, hi, local, others, starts, order, pairs, c, f, mo
     ch, gp = 0.0, 0.0
     for t in range(n_act):
         k = order[act[t]]
-        new_lo, new_hi = _combine(ids, lows, highs, t, c, f, offset)
+        new_lo, new_hi = combine(ids, lows, highs, t, c, f, tb.offset)
         ch = max(ch, abs(new_lo - local[k, 0]), abs(new_hi - local[k, 1]))
         local[k, 0], local[k, 1] = new_lo, new_hi
         gp = max(gp, new_hi - new_lo)
@@ -234,19 +228,16 @@ def _sweep_run(act, n_act, lo, hi, local, others, starts, order, pairs, c, f, mo
 
 
 @njit(cache=True, parallel=True)
-def _sweep_level(a, b, lo, hi, local, others, starts, order, pairs, c, f, moved, swap, binom,
-                 offset, change, gap):  # fmt: skip
+def _sweep_level(a, b, lo, hi, local, others, starts, order, pairs, tb, change, gap):
     """Gauss-Seidel update, in place, of the states order[a:b] (one dice count), in
-    ``change.shape[0]`` blocks run in parallel, each in batches of BATCH states; each block's
-    largest change and largest U - L go to change[blk], gap[blk]. A block may read a state
-    another block is writing: it then sees the old or the new bound of it, and both are valid
-    bounds, so the result stays a proof; with one thread the blocks run in order and the sweep
-    is bitwise reproducible.
+    ``change.shape[0]`` blocks run in parallel (a proof whatever they read of each other, see
+    the module docstring), each in batches of BATCH states; each block's largest change and
+    largest U - L go to change[blk], gap[blk].
 
     States whose bounds have met (L == U) are skipped: they hold the exact value, and no later
     update can move it (L only rises and U only falls, both around it). On 2x2 that is 68 % of
     the live states after the first sweep."""
-    n = b - a
+    n, c, f = b - a, tb.columns, tb.faces
     nb = min(n, change.shape[0])
     for blk in prange(nb):
         sw = np.empty(c, dtype=np.int64)
@@ -264,21 +255,12 @@ def _sweep_level(a, b, lo, hi, local, others, starts, order, pairs, c, f, moved,
                 act[n_act] = i
                 n_act += 1
             if n_act == BATCH or (i == end - 1 and n_act > 0):
-                c1, g1 = _sweep_run(
-                    act, n_act, lo, hi, local, others, starts, order, pairs, c, f, moved, swap,
-                    binom, offset, sw, q, ids, lows, highs,
-                )  # fmt: skip
+                c1, g1 = _sweep_run(act, n_act, lo, hi, local, others, starts, order, pairs, tb,
+                                    sw, q, ids, lows, highs)  # fmt: skip
                 ch, gp = max(ch, c1), max(gp, g1)
                 n_act = 0
         change[blk], gap[blk] = ch, gp
     return nb
-
-
-@njit(cache=True, parallel=True)
-def _live_pairs(lo, order, c, n_pairs, binom, out):
-    """The sorted pairs of each state lo + order[i] into out[i] (unranked once, not per sweep)."""
-    for i in prange(order.shape[0]):
-        _unrank(lo + order[i], c, n_pairs, binom, out[i])
 
 
 # -- kernels: the compact phase -------------------------------------------------------------
@@ -310,13 +292,12 @@ def _compact_map(order, values, nb, cmap):
 
 
 @njit(cache=True, parallel=True)
-def _compact_moves(lo, order, pairs, values, cmap, c, f, moved, swap, binom, offset, nb,
-                   src, succ, floor):  # fmt: skip
+def _compact_moves(lo, order, pairs, values, cmap, tb, nb, src, succ, floor):
     """For each open state (compact index t, at sweep position i): src[t] = order[i], and per
     face the compact index of each successor still open (succ[t, v * c + j], -1: none) and
     ``floor[t, v]``, the best move value among the successors already exact (-inf: none).
     Exact successors never change again, so their part of the max is computed once here."""
-    n = order.shape[0]
+    n, c, f = order.shape[0], tb.columns, tb.faces
     for blk in prange(nb):
         sw = np.empty(c, dtype=np.int64)
         q = np.empty(c, dtype=np.int64)
@@ -327,7 +308,7 @@ def _compact_moves(lo, order, pairs, values, cmap, c, f, moved, swap, binom, off
             if t < 0:
                 continue
             src[t] = k
-            _successors(pairs, i, c, f, moved, swap, binom, sw, q, ids, 0)
+            successors(pairs, i, c, f, tb.moved, tb.swap, tb.binom, sw, q, ids, 0)
             for v in range(f):
                 best = -np.inf
                 for m in range(v * c, v * c + c):
@@ -339,7 +320,7 @@ def _compact_moves(lo, order, pairs, values, cmap, c, f, moved, swap, binom, off
                     if x >= 0:
                         succ[t, m] = x
                     else:  # exact: lower == upper
-                        best = max(best, offset - values[r - lo, 0])
+                        best = max(best, tb.offset - values[r - lo, 0])
                 floor[t, v] = best
 
 
@@ -377,13 +358,13 @@ def _compact_sweep(a, b, cv, succ, floor, c, f, offset, change, gap):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _pairs_of(ids, c, n_pairs, binom, nb, out):
-    """The sorted pairs of each state ids[i] into out[i], in ``nb`` parallel blocks."""
+def _pairs_of(lo, ids, c, n_pairs, binom, nb, out):
+    """The sorted pairs of each state lo + ids[i] into out[i], in ``nb`` parallel blocks."""
     n = ids.shape[0]
     for blk in prange(nb):
         p = np.empty(c, dtype=np.int64)
         for i in range(blk * n // nb, (blk + 1) * n // nb):
-            _unrank(ids[i], c, n_pairs, binom, p)
+            unrank(lo + ids[i], c, n_pairs, binom, p)
             for k in range(c):
                 out[i, k] = p[k]
 
@@ -407,17 +388,15 @@ def _best_move(ids, v, c, value, offset, vals, cols):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_size, opp_size,
-                  offset):  # fmt: skip
+def _policy_block(a, b, value, tb):
     """Policy rows of the live states among ids a..b-1 (state, then face: the graph's nodes),
     and each row's successor ids by column label (-1: no such move)."""
-    n = b - a
+    n, c, f = b - a, tb.columns, tb.faces
     live = np.zeros(n + 1, dtype=np.int64)
     for i in prange(n):
         p = np.empty(c, dtype=np.int64)
-        _unrank(a + i, c, n_pairs, binom, p)
-        mine, theirs = _dice(p, c, mover_size, opp_size)
-        live[i + 1] = mine < slots and theirs < slots
+        unrank(a + i, c, tb.n_pairs, tb.binom, p)
+        live[i + 1] = not ended(p, c, tb.slots, tb.mover_size, tb.opp_size)
     row = np.cumsum(live)
     m = row[-1] * f
     state = np.empty(m, dtype=np.int64)
@@ -436,13 +415,13 @@ def _policy_block(a, b, value, c, f, slots, n_pairs, moved, swap, binom, mover_s
             ids = np.empty((1, f * c), dtype=np.int64)
             vals = np.empty(c)
             cols = np.arange(c)
-            _unrank(a + i, c, n_pairs, binom, p[0])
-            _successors(p, 0, c, f, moved, swap, binom, sw, q, ids, 0)
+            unrank(a + i, c, tb.n_pairs, tb.binom, p[0])
+            successors(p, 0, c, f, tb.moved, tb.swap, tb.binom, sw, q, ids, 0)
             for v in range(f):
                 k = row[i] * f + v
                 state[k], roll[k] = a + i, v + 1
                 label[k], nxt[k], val[k], tied[k], moves[k] = _best_move(
-                    ids[0], v, c, value, offset, vals, cols
+                    ids[0], v, c, value, tb.offset, vals, cols
                 )
                 for j in range(c):
                     succ[k, j] = ids[0, v * c + j]
@@ -469,20 +448,23 @@ def _blocks() -> int:
     return numba.get_num_threads() * BLOCKS_PER_THREAD
 
 
+def _parts(n: int) -> int:
+    """Parallel blocks of a loop over ``n`` states (at least one)."""
+    return max(1, min(n, _blocks()))
+
+
 def init_shard(tb: Tables, lo: int, hi: int, dtype: type = np.float64) -> Shard:
     """The starting bounds of ids ``lo..hi-1`` and their sweep order."""
     if hi - lo >= 2**31:
         raise UsageError("a shard holds at most 2**31 - 1 positions: use more shards")
     values: np.ndarray = np.empty((hi - lo, 2), dtype=dtype)
     level = np.empty(hi - lo, dtype=np.int8)
-    _init_shard(
-        lo, hi, tb.columns, tb.slots, tb.n_pairs, tb.binom, tb.mover_size, tb.opp_size,
-        tb.mover_score, tb.opp_score, tb.wins, tb.low, tb.high, values, level, _blocks(),
-    )  # fmt: skip
+    _init_shard(lo, hi, tb, values, level, _blocks())
     order, level_starts = _order_by_level(level, 2 * tb.slots)
     del level
     pairs = np.empty((order.shape[0], tb.columns), np.int16 if tb.n_pairs < 2**15 else np.int32)
-    _live_pairs(lo, order, tb.columns, tb.n_pairs, tb.binom, pairs)
+    # unranked once, not per sweep
+    _pairs_of(lo, order, tb.columns, tb.n_pairs, tb.binom, _parts(order.shape[0]), pairs)
     return Shard(lo, hi, values, order, level_starts, pairs)
 
 
@@ -491,18 +473,22 @@ def sweep_shard(
 ) -> tuple[float, float]:
     """One sweep of ``shard`` in place, reading other shards' (previous) values from
     ``others`` (id range starts[k]..starts[k + 1]); returns (largest change, largest U - L)."""
-    runs = np.diff(shard.level_starts)
+    return _by_level(
+        shard.level_starts, _sweep_level, shard.lo, shard.hi, shard.values, NumbaList(others),
+        starts, shard.order, shard.pairs, tb,
+    )  # fmt: skip
+
+
+def _by_level(level_starts: np.ndarray, kernel: Any, *args: Any) -> tuple[float, float]:
+    """A sweep by dice count: ``kernel(a, b, *args, change, gap)`` updates the run a..b-1 of
+    the sweep order in parallel blocks (it returns how many, each block's largest change and
+    U - L in ``change`` and ``gap``); returns (largest change, largest U - L) over every run."""
     change, gap = np.zeros(_blocks()), np.zeros(_blocks())
-    typed = NumbaList(others)
     residual, width = 0.0, 0.0
-    for g in range(runs.shape[0]):
-        a, b = int(shard.level_starts[g]), int(shard.level_starts[g + 1])
+    for a, b in pairwise(level_starts.tolist()):
         if a == b:
             continue
-        nb = _sweep_level(
-            a, b, shard.lo, shard.hi, shard.values, typed, starts, shard.order, shard.pairs,
-            tb.columns, tb.faces, tb.moved, tb.swap, tb.binom, tb.offset, change, gap,
-        )  # fmt: skip
+        nb = kernel(a, b, *args, change, gap)
         residual = max(residual, float(change[:nb].max()))
         width = max(width, float(gap[:nb].max()))
     return residual, width
@@ -518,6 +504,39 @@ def check_tolerance(tol: float, max_sweeps: int) -> None:
         raise UsageError(f"tolerance must be positive, not {tol}")
     if max_sweeps < 1:
         raise UsageError(f"max sweeps must be at least 1, not {max_sweeps}")
+
+
+def iterate(
+    sweep: Callable[[int], tuple[float, float]],
+    n: int,
+    tol: float,
+    max_sweeps: int,
+    progress: Progress | None,
+    start: tuple[int, float, float] = (0, np.inf, np.inf),
+    stop: bool = False,
+    deadline: float | None = None,
+) -> tuple[int, float, float, float]:
+    """Every exact solver's loop: ``sweep(k)`` (sweep ``k`` over ``n`` ids: largest change and
+    U - L) from ``start`` (a checkpoint's sweep, change and U - L) until U - L <= 2 ``tol``;
+    (sweeps, change, U - L, seconds of sweeps). After ``max_sweeps`` UsageError, or with
+    ``stop`` a stop there or past ``deadline`` (a ``perf_counter`` time), bounds still valid."""
+    sweeps, residual, width = start
+    swept = 0.0
+    while width > 2 * tol:
+        if stop and (
+            sweeps >= max_sweeps or (deadline is not None and time.perf_counter() > deadline)
+        ):
+            break
+        if sweeps >= max_sweeps:
+            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
+        t1 = time.perf_counter()
+        residual, width = sweep(sweeps + 1)
+        sweeps += 1
+        dt = time.perf_counter() - t1
+        swept += dt
+        if progress is not None:
+            progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
+    return sweeps, residual, width, swept
 
 
 def solve(
@@ -545,57 +564,37 @@ def solve(
     # numba.config sets its attributes at run time, so a type checker cannot see them
     numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
     try:
-        return _solve(rules, tol, max_sweeps, shards, dtype, progress, compact)
-    finally:
-        numba.set_num_threads(before)
+        t0 = time.perf_counter()
+        tb = tables(rules)
+        starts = shard_bounds(tb.n_states, shards)
+        parts = [init_shard(tb, int(a), int(b), dtype) for a, b in pairwise(starts)]
+        small: Compact | None = None
 
-
-def _solve(
-    rules: KnuckleRules,
-    tol: float,
-    max_sweeps: int,
-    shards: int,
-    dtype: type,
-    progress: Progress | None,
-    compact: bool = True,
-) -> Solution:
-    """:func:`solve` with the threads set."""
-    t0 = time.perf_counter()
-    tb = tables(rules)
-    starts = shard_bounds(tb.n_states, shards)
-    parts = [init_shard(tb, int(a), int(b), dtype) for a, b in pairwise(starts)]
-    sweeps, residual, width = 0, np.inf, np.inf
-    swept = 0.0
-    small: Compact | None = None
-    while width > 2 * tol:
-        if sweeps >= max_sweeps:
-            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
-        t1 = time.perf_counter()
-        if small is not None:
-            residual, width = small.sweep(tb)
-        else:
+        def sweep(_: int) -> tuple[float, float]:
+            nonlocal small
+            if small is not None:
+                return small.sweep(tb)
             previous = [s.values for s in parts]
             if shards > 1:  # Jacobi between shards: each reads the others' values first
                 for s in parts:
                     s.values = s.values.copy()
             found = [sweep_shard(tb, s, previous, starts) for s in parts]
-            residual = max(r for r, _ in found)
-            width = max(w for _, w in found)
+            residual, width = max(r for r, _ in found), max(w for _, w in found)
             if compact and shards == 1 and width > 2 * tol:
                 small = Compact.of(tb, parts[0])
                 # the compact problem holds its own moves: the sweep order and pairs can go
                 parts[0].order, parts[0].pairs = parts[0].order[:0], parts[0].pairs[:0]
-        sweeps += 1
-        dt = time.perf_counter() - t1
-        swept += dt
-        if progress is not None:
-            progress(sweeps, residual, width / 2, tb.n_states / dt)
-    if small is not None:
-        small.scatter(parts[0].values)
-    value = np.concatenate([midpoint(s.values) for s in parts])
-    return Solution.of(
-        rules, value, "cpu", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
-    )
+            return residual, width
+
+        sweeps, residual, width, swept = iterate(sweep, tb.n_states, tol, max_sweeps, progress)
+        if small is not None:
+            parts[0].values[small.src] = small.values  # the bounds back in the shard's array
+        value = np.concatenate([midpoint(s.values) for s in parts])
+        return Solution.of(
+            rules, value, "cpu", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept
+        )
+    finally:
+        numba.set_num_threads(before)
 
 
 @dataclass
@@ -621,9 +620,8 @@ class Compact:
         succ = np.empty((n, tb.faces * tb.columns), dtype=np.int32)
         floor = np.empty((n, tb.faces), dtype=np.float64)
         _compact_moves(
-            shard.lo, shard.order, shard.pairs, shard.values, cmap, tb.columns, tb.faces,
-            tb.moved, tb.swap, tb.binom, tb.offset, _blocks(), src, succ, floor,
-        )  # fmt: skip
+            shard.lo, shard.order, shard.pairs, shard.values, cmap, tb, _blocks(), src, succ, floor
+        )
         opened = np.zeros(shard.order.shape[0] + 1, dtype=np.int64)
         np.cumsum(cmap[shard.order] >= 0, out=opened[1:])
         del cmap
@@ -631,22 +629,10 @@ class Compact:
 
     def sweep(self, tb: Tables) -> tuple[float, float]:
         """One sweep in place; returns (largest change, largest U - L)."""
-        change, gap = np.zeros(_blocks()), np.zeros(_blocks())
-        residual, width = 0.0, 0.0
-        for a, b in pairwise(self.level_starts.tolist()):
-            if a == b:
-                continue
-            nb = _compact_sweep(
-                a, b, self.values, self.succ, self.floor, tb.columns, tb.faces, tb.offset,
-                change, gap,
-            )  # fmt: skip
-            residual = max(residual, float(change[:nb].max()))
-            width = max(width, float(gap[:nb].max()))
-        return residual, width
-
-    def scatter(self, values: np.ndarray) -> None:
-        """Write the bounds back into the shard's array."""
-        values[self.src] = self.values
+        return _by_level(
+            self.level_starts, _compact_sweep, self.values, self.succ, self.floor, tb.columns,
+            tb.faces, tb.offset,
+        )  # fmt: skip
 
 
 def policy_blocks(
@@ -680,11 +666,7 @@ def policy_block(rules: KnuckleRules, value: np.ndarray, a: int, b: int) -> dict
         "state_id", "roll", "best_move", "next_state_id", "value", "n_optimal", "n_moves",
         "successors",
     )  # fmt: skip
-    cols = _policy_block(
-        a, b, value, tb.columns, tb.faces, tb.slots, tb.n_pairs, tb.moved, tb.swap, tb.binom,
-        tb.mover_size, tb.opp_size, tb.offset,
-    )  # fmt: skip
-    return dict(zip(names, cols, strict=True))
+    return dict(zip(names, _policy_block(a, b, value, tb), strict=True))
 
 
 def pairs_of(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
@@ -693,20 +675,21 @@ def pairs_of(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
     tb = tables(rules)
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     out = np.empty((ids.shape[0], tb.columns), dtype=np.int64)
-    _pairs_of(ids, tb.columns, tb.n_pairs, tb.binom, max(1, min(ids.shape[0], _blocks())), out)
+    _pairs_of(0, ids, tb.columns, tb.n_pairs, tb.binom, _parts(ids.shape[0]), out)
     return out
 
 
 @njit(cache=True)
-def _successor_ids(ids, c, f, n_pairs, moved, swap, binom, out):
+def _successor_ids(ids, tb, out):
     """out[i, v * c + j]: the successor id of move (face v + 1, column j) of state ids[i]
     (-1: no such move; every entry -1 for a finished game)."""
+    c = tb.columns
     p = np.empty((1, c), dtype=np.int64)
     sw = np.empty(c, dtype=np.int64)
     q = np.empty(c, dtype=np.int64)
     for i in range(ids.shape[0]):
-        _unrank(ids[i], c, n_pairs, binom, p[0])
-        _successors(p, 0, c, f, moved, swap, binom, sw, q, out, i)
+        unrank(ids[i], c, tb.n_pairs, tb.binom, p[0])
+        successors(p, 0, c, tb.faces, tb.moved, tb.swap, tb.binom, sw, q, out, i)
 
 
 def successor_ids(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
@@ -716,5 +699,5 @@ def successor_ids(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
     tb = tables(rules)
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     out = np.empty((ids.shape[0], tb.faces * tb.columns), dtype=np.int64)
-    _successor_ids(ids, tb.columns, tb.faces, tb.n_pairs, tb.moved, tb.swap, tb.binom, out)
+    _successor_ids(ids, tb, out)
     return out

@@ -49,6 +49,7 @@ from pipeline.games.knucklebones.exact.cpu import (
     Shard,
     check_tolerance,
     init_shard,
+    iterate,
     shard_bounds,
     sweep_shard,
     tables,
@@ -249,14 +250,31 @@ def solve_distributed(
     if address and checkpoint_dir is None:
         raise UsageError("--address needs --checkpoint-dir on a filesystem every worker reads")
     temporary = checkpoint_dir is None
-    root = (
-        Path(tempfile.mkdtemp(prefix="kb-vi-")) if checkpoint_dir is None else Path(checkpoint_dir)
-    )
+    root = Path(tempfile.mkdtemp(prefix="kb-vi-") if checkpoint_dir is None else checkpoint_dir)
     root.mkdir(parents=True, exist_ok=True)
     client = _client(workers, address)
     try:
         plan = _plan(client, rules, shards, np.dtype(dtype).name, root if resume else None)
-        return _run(client, plan, root, resume, tol, max_sweeps, progress)
+        t0 = time.perf_counter()
+        n, n_states = len(plan.starts) - 1, plan.starts[-1]
+        sweep, residual, width = _start(client, plan, root, resume)
+        width = 2 * width if np.isfinite(width) else width  # state.json stores the bound
+
+        def run(k: int) -> tuple[float, float]:
+            residual, width = _sweep(client, plan, root, k)
+            state = {"plan": plan.to_dict(), "sweep": k, "residual": residual, "bound": width / 2}
+            _write_state(root, state)
+            shutil.rmtree(root / f"sweep-{k - 1:06d}", ignore_errors=True)
+            return residual, width
+
+        sweep, residual, width, swept = iterate(
+            run, n_states, tol, max_sweeps, progress, (sweep, residual, width)
+        )
+        value = _values(root, sweep, n)
+        return Solution.of(
+            plan.rules, value, "dask", np.dtype(plan.dtype).type, width / 2, residual, sweep,
+            time.perf_counter() - t0, swept,
+        )  # fmt: skip
     finally:
         cluster = None if address else client.cluster
         client.close()
@@ -264,38 +282,3 @@ def solve_distributed(
             cluster.close()
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
-
-
-def _run(
-    client: Any,
-    plan: Plan,
-    root: Path,
-    resume: bool,
-    tol: float,
-    max_sweeps: int,
-    progress: Progress | None,
-) -> Solution:
-    """The sweeps of :func:`solve_distributed`, from sweep 0 or the checkpoint."""
-    t0 = time.perf_counter()
-    n, n_states = len(plan.starts) - 1, plan.starts[-1]
-    sweep, residual, width = _start(client, plan, root, resume)
-    swept = 0.0
-    width = 2 * width if np.isfinite(width) else width  # state.json stores the bound
-    while width > 2 * tol:
-        if sweep >= max_sweeps:
-            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
-        t1 = time.perf_counter()
-        residual, width = _sweep(client, plan, root, sweep + 1)
-        sweep += 1
-        record = {"residual": residual, "bound": width / 2}
-        _write_state(root, {"plan": plan.to_dict(), "sweep": sweep, **record})
-        shutil.rmtree(root / f"sweep-{sweep - 1:06d}", ignore_errors=True)
-        dt = time.perf_counter() - t1
-        swept += dt
-        if progress is not None:
-            progress(sweep, residual, width / 2, n_states / dt)
-    value = _values(root, sweep, n)
-    return Solution.of(
-        plan.rules, value, "dask", np.dtype(plan.dtype).type, width / 2, residual, sweep,
-        time.perf_counter() - t0, swept,
-    )  # fmt: skip

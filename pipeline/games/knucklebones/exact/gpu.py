@@ -258,7 +258,7 @@ def solve(
     rules: KnuckleRules,
     tol: float = exact.DEFAULT_TOLERANCE,
     max_sweeps: int = exact.DEFAULT_MAX_SWEEPS,
-    progress: Callable[[int, float, float, float], None] | None = None,
+    progress: exact.Progress | None = None,
     dtype: type | None = None,
     threads: int | None = None,
 ) -> Solution:
@@ -286,8 +286,8 @@ def solve(
     out = cuda.device_array(2, dtype=np.float64)
     init[blocks, threads](*init_args(tb, d, bounds))
     args = sweep_args(tb, d, bounds, out)
-    sweeps, residual, width, swept = _iterate(
-        lambda: sweep[blocks, threads](*args), out, n, tol, max_sweeps, progress
+    sweeps, residual, width, swept = exact.iterate(
+        _sweeps(lambda: sweep[blocks, threads](*args), out), n, tol, max_sweeps, progress
     )
     return Solution.of(
         rules, bounds, "cuda", dtype, width / 2, residual, sweeps, time.perf_counter() - t0, swept,
@@ -300,11 +300,12 @@ def solve(
 GATHER_CHUNK = 1 << 22
 
 
-@lru_cache(maxsize=1)
-def _gather_kernel() -> Any:
+@lru_cache(maxsize=8)
+def _made(maker: str, *args: int) -> Any:
+    """The kernel ``gpu_kernels.<maker>(*args)`` makes (compiled on first use)."""
     from pipeline.games.knucklebones.exact import gpu_kernels
 
-    return gpu_kernels.make_gather()
+    return getattr(gpu_kernels, maker)(*args)
 
 
 def gather(bounds: Any, ids: np.ndarray, chunk: int = GATHER_CHUNK) -> np.ndarray:
@@ -312,7 +313,7 @@ def gather(bounds: Any, ids: np.ndarray, chunk: int = GATHER_CHUNK) -> np.ndarra
     solve's ``bounds`` (a device array [n, 2]), copied to the host ``chunk`` ids at a time:
     what :meth:`Solution.at` does for a solution left on the GPU."""
     cuda = cuda_module()
-    kernel = _gather_kernel()
+    kernel = _made("make_gather")
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     out = np.empty(ids.shape[0], dtype=np.float64)
     for a in range(0, ids.shape[0], chunk):
@@ -337,45 +338,17 @@ def _bounds_dtype(cuda: Any, n: int, tol: float, dtype: type | None, what: str) 
     return dtype
 
 
-def _iterate(
-    sweep: Callable[[], None],
-    out: Any,
-    n: int,
-    tol: float,
-    max_sweeps: int,
-    progress: Callable[[int, float, float, float], None] | None,
-    stop: bool = False,
-    deadline: float | None = None,
-) -> tuple[int, float, float, float]:
-    """Sweep over ``n`` ids until the bounds are within ``tol``: (sweeps, largest change, largest
-    width, seconds of sweeps); ``out`` holds a sweep's change and width. After ``max_sweeps``
-    UsageError, or with ``stop`` a stop there or past ``deadline`` (a ``perf_counter`` time),
-    the bounds still valid but wider than ``tol``."""
-    sweeps, residual, width, swept = 0, np.inf, np.inf, 0.0
-    while width > 2 * tol:
-        if stop and (
-            sweeps >= max_sweeps or (deadline is not None and time.perf_counter() > deadline)
-        ):
-            break
-        if sweeps >= max_sweeps:
-            raise UsageError(f"value iteration did not reach {tol:g} in {max_sweeps} sweeps")
-        t1 = time.perf_counter()
+def _sweeps(launch: Callable[[], None], out: Any) -> Callable[[int], tuple[float, float]]:
+    """A sweep as :func:`exact.iterate` runs it: ``launch`` with ``out`` zeroed, then the
+    sweep's largest change and width read back from ``out`` (which waits for the kernel)."""
+
+    def sweep(_: int) -> tuple[float, float]:
         out.copy_to_device(np.zeros(2))
-        sweep()
-        residual, width = (float(x) for x in out.copy_to_host())  # waits for the kernel
-        dt = time.perf_counter() - t1
-        swept += dt
-        sweeps += 1
-        if progress is not None:
-            progress(sweeps, residual, width / 2, n / max(dt, 1e-9))
-    return sweeps, residual, width, swept
+        launch()
+        residual, width = (float(x) for x in out.copy_to_host())
+        return residual, width
 
-
-@lru_cache(maxsize=8)
-def _greedy_kernel(c: int, f: int, tpb: int) -> Any:
-    from pipeline.games.knucklebones.exact import gpu_kernels
-
-    return gpu_kernels.make_greedy(c, f, tpb)
+    return sweep
 
 
 def greedy_solve(
@@ -383,7 +356,7 @@ def greedy_solve(
     tol: float = FLOAT32_TOLERANCE,
     max_sweeps: int = exact.DEFAULT_MAX_SWEEPS,
     seconds: float | None = None,
-    progress: Callable[[int, float, float, float], None] | None = None,
+    progress: exact.Progress | None = None,
     dtype: type | None = None,
     threads: int | None = None,
 ) -> Any:
@@ -407,16 +380,16 @@ def greedy_solve(
     t0 = time.perf_counter()
     blocks, threads = launch_shape(cuda, 2 * n, threads)
     init, _ = kernels(tb.columns, tb.faces, threads)
-    sweep = _greedy_kernel(tb.columns, tb.faces, threads)
+    sweep = _made("make_greedy", tb.columns, tb.faces, threads)
     d = {k: cuda.to_device(getattr(tb, k)) for k in TABLE_NAMES}
     bounds = cuda.device_array((2 * n, 2), dtype=dtype)
     out = cuda.device_array(2, dtype=np.float64)
     for half in (bounds[:n], bounds[n:]):  # a finished game's value, whoever is to move
         init[blocks, threads](*init_args(tb, d, half))
     args = greedy_args(tb, d, bounds, out)
-    sweeps, _, width, swept = _iterate(
-        lambda: sweep[blocks, threads](*args), out, 2 * n, tol, max_sweeps, progress, True,
-        None if seconds is None else t0 + seconds,
+    sweeps, _, width, swept = exact.iterate(
+        _sweeps(lambda: sweep[blocks, threads](*args), out), 2 * n, tol, max_sweeps, progress,
+        stop=True, deadline=None if seconds is None else t0 + seconds,
     )  # fmt: skip
     # the empty boards are state id 0: the perfect player's row, then greedy's
     perfect = bounds[0:1].copy_to_host()[0].astype(np.float64)
@@ -449,8 +422,8 @@ def compile_artefact_ptx(
         ids = np.zeros(1, dtype=np.int64)
         out = np.zeros(2, dtype=np.float64)
         host = {k: getattr(tb, k) for k in TABLE_NAMES}
-        gather_ptx = ptx(_gather_kernel(), (bounds, ids, out))
+        gather_ptx = ptx(_made("make_gather"), (bounds, ids, out))
         greedy_ptx = ptx(
-            _greedy_kernel(tb.columns, tb.faces, THREADS), greedy_args(tb, host, bounds, out)
+            _made("make_greedy", tb.columns, tb.faces, THREADS), greedy_args(tb, host, bounds, out)
         )
     return ArtefactPtx(gather_ptx, greedy_ptx, cc)

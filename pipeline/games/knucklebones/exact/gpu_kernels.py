@@ -33,16 +33,14 @@ def interpreted(module: types.ModuleType) -> dict[str, Any]:
     return found
 
 
-if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
-    # The simulator hands kernels its own array wrappers, which compiled CPU functions cannot
-    # take: it runs the rules' Python source instead (the same definitions, interpreted, the
-    # functions they call included).
-    _source = interpreted(rules)
-    unrank, successors, dice = _source["unrank"], _source["successors"], _source["dice"]
-    final_value, combine, gain = _source["final_value"], _source["combine"], _source["gain"]
-else:  # numba-cuda compiles these njit functions (and those they call) for the GPU
-    unrank, successors, dice = rules.unrank, rules.successors, rules.dice
-    final_value, combine, gain = rules.final_value, rules.combine, rules.gain
+# numba-cuda compiles the rules' njit functions (and those they call) for the GPU. The simulator
+# hands kernels its own array wrappers, which compiled CPU functions cannot take: it runs the
+# rules' Python source instead (the same definitions, interpreted, the functions they call too).
+_simulated = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+_found = interpreted(rules) if _simulated else vars(rules)
+unrank, successors, dice, final_value, combine, gain = (
+    _found[k] for k in ("unrank", "successors", "dice", "final_value", "combine", "gain")
+)
 
 
 def make(c: int, f: int, tpb: int) -> tuple[Any, Any]:

@@ -27,12 +27,6 @@ from pipeline.games.knucklebones.game import KnuckleRules
 DEVICES = ("cpu", "cuda")
 
 
-def check_device(device: str) -> None:
-    """UsageError unless ``device`` is one of :data:`DEVICES`."""
-    if device not in DEVICES:
-        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
-
-
 def backend(
     device: str = "cpu",
     workers: int = 0,
@@ -42,7 +36,8 @@ def backend(
 ) -> str:
     """Which solver runs (``cpu``, ``dask`` or ``cuda``) for these options; UsageError, before
     any work, for options that do not go together."""
-    check_device(device)
+    if device not in DEVICES:
+        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
     if workers < 0:
         raise UsageError(f"--workers must be 0 (this process) or more, not {workers}")
     distributed = workers > 0 or address is not None

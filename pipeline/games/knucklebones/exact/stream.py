@@ -83,57 +83,52 @@ class StreamedKnucklebones(Knucklebones):
     devices = solver.DEVICES
 
     def stream(self, tables: Sequence[str], device: str = "cpu") -> Streamed:
-        """The graph-free build (:func:`stream`). UsageError for the full game on the CPU."""
-        return stream(self, tables, device)
+        """The build of the board's tables by the graph-free solver (see the module docstring),
+        solved on the CPU or, with ``device="cuda"``, on one GPU (:mod:`.gpu`).
 
+        A board above :data:`MAX_STREAM_STATES` positions (the full game) is built on the GPU
+        only, as the lean states table of :func:`lean_stream`; UsageError on the CPU (it is
+        solved there by ``stb-pipeline knucklebones solve-exact`` on a Dask cluster instead).
+        """
+        n_states = self.n_states
+        if device == "cuda":
+            from pipeline.games.knucklebones.exact import gpu
 
-def stream(game: Knucklebones, tables: Sequence[str], device: str = "cpu") -> Streamed:
-    """The build of ``game``'s tables by the graph-free solver (see the module docstring),
-    solved on the CPU or, with ``device="cuda"``, on one GPU (:mod:`.gpu`).
-
-    A board above :data:`MAX_STREAM_STATES` positions (the full game) is built on the GPU
-    only, as the lean states table of :func:`lean_stream`; UsageError on the CPU (it is solved
-    there by ``stb-pipeline knucklebones solve-exact`` on a Dask cluster instead).
-    """
-    n_states = game.n_states
-    if device == "cuda":
-        from pipeline.games.knucklebones.exact import gpu
-
-        gpu.cuda_module()  # no numba-cuda or no GPU: say so before any work
-        if n_states > MAX_STREAM_STATES:
-            return lean_stream(game)
-    elif n_states > MAX_STREAM_STATES:
-        raise UsageError(
-            f"{n_states:,} positions are too many to build on the CPU (the bounds alone take "
-            f"{16 * n_states / 1e9:.0f} GB): build it with --device cuda on one GPU, or solve "
-            "it with `stb-pipeline knucklebones solve-exact --workers N` "
-            "(docs/knucklebones-full-game.md)"
-        )
-    wanted = tuple(tables)
-    found: dict[str, Any] = {"nodes": 0, "moves": 0}
-    offset = 1.0 if game.r.objective == "wins" else 0.0
-    out = Streamed(
-        tables=wanted,
-        batches=iter(()),
-        constants={
-            "states": {"objective": game.objective, "maximise": True},
-            "policy": {"stuck": False, "kind": "move"},
-            "edges": {
-                "dice": 1,
-                "prob": 1 / game.r.faces,
-                "reward": offset,
-                "sign": -1,
-                "kind": "move",
+            gpu.cuda_module()  # no numba-cuda or no GPU: say so before any work
+            if n_states > MAX_STREAM_STATES:
+                return lean_stream(self)
+        elif n_states > MAX_STREAM_STATES:
+            raise UsageError(
+                f"{n_states:,} positions are too many to build on the CPU (the bounds alone take "
+                f"{16 * n_states / 1e9:.0f} GB): build it with --device cuda on one GPU, or solve "
+                "it with `stb-pipeline knucklebones solve-exact --workers N` "
+                "(docs/knucklebones-full-game.md)"
+            )
+        wanted = tuple(tables)
+        found: dict[str, Any] = {"nodes": 0, "moves": 0}
+        offset = 1.0 if self.r.objective == "wins" else 0.0
+        out = Streamed(
+            tables=wanted,
+            batches=iter(()),
+            constants={
+                "states": {"objective": self.objective, "maximise": True},
+                "policy": {"stuck": False, "kind": "move"},
+                "edges": {
+                    "dice": 1,
+                    "prob": 1 / self.r.faces,
+                    "reward": offset,
+                    "sign": -1,
+                    "kind": "move",
+                },
             },
-        },
-        options={t: parquet_options(t) for t in wanted},
-        n_states=n_states,
-        start_value=lambda: float(found["solution"].value[game.start_state()]),
-        counts=lambda: (found["nodes"], found["moves"]),
-        what="value iteration without a graph",
-    )
-    out.batches = _batches(game, out, found, device)
-    return out
+            options={t: parquet_options(t) for t in wanted},
+            n_states=n_states,
+            start_value=lambda: float(found["solution"].value[self.start_state()]),
+            counts=lambda: (found["nodes"], found["moves"]),
+            what="value iteration without a graph",
+        )
+        out.batches = _batches(self, out, found, device)
+        return out
 
 
 def _solve(game: Knucklebones, device: str, tol: float, dtype: type | None = None) -> Solution:

@@ -29,7 +29,7 @@ from pipeline.games.knucklebones.game import KnuckleRules, board_name
 from pipeline.games.knucklebones.players import contents
 from pipeline.games.knucklebones.players.book import Book
 from pipeline.games.knucklebones.players.evaluator import ARRAYS, Evaluator
-from pipeline.games.knucklebones.players.labels import FIELDS, Labelled, choice_ids
+from pipeline.games.knucklebones.players.labels import FIELDS, Labelled
 
 T = TypeVar("T")
 
@@ -78,9 +78,7 @@ def read_evaluator(file: Path, board: KnuckleRules | None = None) -> Evaluator:
     """An evaluator from its .npz file, every array checked against the board its record
     names, and that against ``board`` where given (:mod:`.contents`: ArtefactError, one line
     naming the file, for anything else)."""
-    found = contents.read_npz(file, "evaluator")
-    meta = contents.record(found, file, "evaluator")
-    rules = contents.board(meta, file, "evaluator", board)
+    found, meta, rules = contents.read_npz(file, "evaluator", board)
     arrays = contents.check_evaluator(found, ARRAYS, rules, file)
     return Evaluator(
         rules.columns, rules.rows, rules.faces, arrays, contents.diff_scale(meta, file), meta
@@ -125,9 +123,7 @@ def read_book(file: Path, board: KnuckleRules | None = None) -> Book:
     """A book from its .npz file, compact or not (values as float64 either way), its ids and
     values checked against the board its record names, and that against ``board`` where given
     (:mod:`.contents`: ArtefactError, one line naming the file, for anything else)."""
-    found = contents.read_npz(file, "book")
-    meta = contents.record(found, file, "book")
-    rules = contents.board(meta, file, "book", board)
+    found, meta, rules = contents.read_npz(file, "book", board)
     ids = contents.book_ids(found, rules, file)
     win, diff = contents.book_values(found, len(ids), rules, file)
     plies = contents.book_plies(meta, rules, file)
@@ -149,9 +145,9 @@ def to_arrow(labelled: Labelled, compact: bool = False) -> Any:
 
     ``compact``: values and choices as float32 (each within half a float32 ulp of the float64
     value: 3e-8 for a win chance, 4e-6 for a score difference of 100) and no
-    ``next_state_id`` column (it follows from the state id: :func:`choice_ids`). The full
-    game's 18 choices then cost about 110 bytes a position instead of 450, so that 100,000
-    positions fit in one file of a GPU call's 16 MiB."""
+    ``next_state_id`` column (it follows from the state id: :func:`~.cpu.successor_ids`). The
+    full game's 18 choices then cost about 110 bytes a position instead of 450, so that
+    100,000 positions fit in one file of a GPU call's 16 MiB."""
     import pyarrow as pa
 
     width = labelled.faces * labelled.columns
@@ -186,9 +182,7 @@ def labelled_writer(labelled: Labelled, compact: bool = False) -> Writer:
     table = to_arrow(labelled, compact)
     options: dict[str, Any] = {"compression": "zstd"}
     if compact:
-        floats = [n for n in labelled.values] + [
-            f"choice_{n}.list.element" for n in labelled.values
-        ]
+        floats = [*labelled.values, *(f"choice_{n}.list.element" for n in labelled.values)]
         options.update(compression_level=9, use_byte_stream_split=floats,
                        use_dictionary=["source"])  # fmt: skip
     return lambda fh: pq.write_table(table, fh, **options)
@@ -200,7 +194,9 @@ def read_labelled(file: Path, board: KnuckleRules | None = None) -> Labelled:
     every id and value checked against the board its record names, and that against
     ``board`` where given (:mod:`.contents`: ArtefactError, one line naming the file, for
     anything else)."""
-    table = _labelled_table(file)
+    import pyarrow.parquet as pq
+
+    table = contents.read_whole(file, "labelled", pq.read_table)
     meta = table.schema.metadata or {}
     if META_KEY not in meta:
         raise contents.refuse(file, "labelled", f"it has no {META_KEY.decode()} record")
@@ -216,7 +212,9 @@ def read_labelled(file: Path, board: KnuckleRules | None = None) -> Labelled:
 
     state_id = contents.ids(table["state_id"].to_numpy(), "state_id", rules, file, "labelled")
     if compact:  # the successors follow from the ids
-        nxt = choice_ids(rules, state_id)
+        from pipeline.games.knucklebones.exact.cpu import successor_ids
+
+        nxt = successor_ids(rules, state_id)
     else:
         nxt = np.asarray(fixed("next_state_id"), dtype=np.int64)
     out = Labelled(
@@ -228,22 +226,6 @@ def read_labelled(file: Path, board: KnuckleRules | None = None) -> Labelled:
         out.choices[name] = np.asarray(fixed(f"choice_{name}"), dtype=np.float64)
     contents.labelled_values(out.values, out.choices, nxt, rules, file)
     return out
-
-
-def _labelled_table(file: Path) -> Any:
-    """A labelled set's Arrow table, read whole; ArtefactError for a file Parquet cannot read."""
-    import pyarrow.parquet as pq
-
-    file = Path(file)
-    if not file.is_file():
-        what = "a folder" if file.is_dir() else "no regular file"
-        raise contents.refuse(file, "labelled", f"it is {what}")
-    try:
-        return pq.read_table(file)
-    except Exception as exc:  # a damaged file raises whatever its bytes lead pyarrow to
-        raise contents.refuse(
-            file, "labelled", f"it cannot be read ({contents.reason(exc)})"
-        ) from None
 
 
 # -- exact decisions (the full game's held-out set) ----------------------------------------------

@@ -15,13 +15,16 @@ equation, the exact solve's values) is the contract of
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from pipeline.errors import ArtefactError, PipelineError
 from pipeline.games.knucklebones.game import KnuckleRules, board_game, board_name
+
+T = TypeVar("T")
 
 #: What an artefact of each kind is called in a message.
 KINDS = {"evaluator": "evaluator's weights", "book": "opening book", "labelled": "labelled set"}
@@ -38,28 +41,38 @@ def reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def read_npz(file: Path, kind: str) -> dict[str, np.ndarray]:
-    """Every array of an .npz artefact, read whole (no pickled object is ever loaded)."""
+def read_whole(file: Path, kind: str, load: Callable[[Path], T]) -> T:
+    """``load(file)``: an artefact read whole; refused where it is no regular file or its
+    reader fails."""
     file = Path(file)
     if not file.is_file():
         what = "a folder" if file.is_dir() else "no regular file"
         raise refuse(file, kind, f"it is {what}")
     try:
+        return load(file)
+    except Exception as exc:  # a damaged file raises whatever its bytes lead the reader to
+        raise refuse(file, kind, f"it cannot be read ({reason(exc)})") from None
+
+
+def read_npz(
+    file: Path, kind: str, expected: KnuckleRules | None
+) -> tuple[dict[str, np.ndarray], dict[str, Any], KnuckleRules]:
+    """Every array of an .npz artefact, read whole (no pickled object is ever loaded), its
+    JSON record (``meta``) and the board the record names (checked against ``expected``)."""
+
+    def load(file: Path) -> dict[str, np.ndarray]:
         found = np.load(file, allow_pickle=False)
         if not isinstance(found, np.lib.npyio.NpzFile):
             raise ValueError("an .npy array, not an .npz archive")
         with found:
             return {name: np.asarray(found[name]) for name in found.files}
-    except Exception as exc:  # a damaged file raises whatever its bytes lead numpy to
-        raise refuse(file, kind, f"it cannot be read ({reason(exc)})") from None
 
-
-def record(arrays: dict[str, np.ndarray], file: Path, kind: str) -> dict[str, Any]:
-    """The JSON record (``meta``) of an .npz artefact."""
+    arrays = read_whole(file, kind, load)
     meta = arrays.get("meta")
     if meta is None or meta.shape != () or meta.dtype.kind not in "US":
         raise refuse(file, kind, "it has no record (meta)")
-    return parse_record(str(meta), file, kind)
+    record = parse_record(str(meta), file, kind)
+    return arrays, record, board(record, file, kind, expected)
 
 
 def parse_record(text: str | bytes, file: Path, kind: str) -> dict[str, Any]:
@@ -84,9 +97,7 @@ def board(
         rules = KnuckleRules(*sizes)
     except (KeyError, TypeError, PipelineError):
         raise refuse(file, kind, "its record names no board (columns, rows, faces)") from None
-    if expected is not None and (rules.columns, rules.rows, rules.faces) != (
-        expected.columns, expected.rows, expected.faces,
-    ):  # fmt: skip
+    if expected is not None and board_name(rules) != board_name(expected):
         raise refuse(
             file, kind, f"it records the {board_name(rules)} board, not {board_name(expected)}"
         )
@@ -137,9 +148,7 @@ def evaluator_shapes(rules: KnuckleRules, arrays: dict[str, np.ndarray]) -> dict
     its layers taken from the file, each layer's input the last one's output)."""
     t = board_game(rules).t
     counts = rules.columns * rules.rows + 1
-    width = arrays["E"].shape[-1] if arrays["E"].ndim == 2 else -1
-    h1 = arrays["W1"].shape[-1] if arrays["W1"].ndim == 2 else -1
-    h2 = arrays["W2"].shape[-1] if arrays["W2"].ndim == 2 else -1
+    width, h1, h2 = (arrays[k].shape[-1] if arrays[k].ndim == 2 else -1 for k in ("E", "W1", "W2"))
     return {
         "E": (t.n_pairs, width), "C": (counts * counts, width), "G": (2 * rules.faces, width),
         "W1": (width, h1), "b1": (h1,), "W2": (h1, h2), "b2": (h2,), "W3": (h2, 2), "b3": (2,),

@@ -76,16 +76,12 @@ def opening_decisions(game: Knucklebones) -> list[Decision]:
     return out
 
 
-def player_rng(seed: int, name: str) -> np.random.Generator:
-    """A player's own tie-break generator: the same picks whoever else plays."""
-    return np.random.default_rng([seed, zlib.crc32(name.encode())])
-
-
 def picks(
     decisions: list[Decision], players: Mapping[str, Play], seed: int
 ) -> dict[str, np.ndarray]:
     """Each player's column (0-based) at every decision, in order."""
-    rngs = {name: player_rng(seed, name) for name in players}
+    # each player's own tie-break generator: the same picks whoever else plays
+    rngs = {name: np.random.default_rng([seed, zlib.crc32(name.encode())]) for name in players}
     return {
         name: np.array([p(d.pairs, d.die, rngs[name]) for d in decisions], dtype=np.int64)
         for name, p in players.items()
@@ -106,25 +102,19 @@ def decision_rows(
     players = {name: named_player(game, name) for name in PLAYERS}
     kinds = (opening_decisions(game), sample_decisions(game, games, seed))
     chosen = [picks(found, players, seed) for found in kinds]
-    rows: dict[str, list] = {k: [] for k in ("kind", "decision", "ply", "state_id", "board")}
-    rows.update({k: [] for k in ("roll", "column_number", "next_state_id")})
-    rows.update({pick_column(name): [] for name in PLAYERS})
+    names = ["kind", "decision", "ply", "state_id", "board", "roll", "column_number"]
+    names += ["next_state_id", *(pick_column(name) for name in PLAYERS)]
+    rows: dict[str, list] = {k: [] for k in names}
     n = 0
     for found, picked in zip(kinds, chosen, strict=True):
         for i, d in enumerate(found):
             state = game.state_of(d.pairs)
             board = game.board_text(d.pairs)
             for col, after in game.successors(d.pairs, d.die):
-                rows["kind"].append(d.kind)
-                rows["decision"].append(n)
-                rows["ply"].append(d.ply)
-                rows["state_id"].append(state)
-                rows["board"].append(board)
-                rows["roll"].append(d.die)
-                rows["column_number"].append(col + 1)
-                rows["next_state_id"].append(game.state_of(after))
-                for name in PLAYERS:
-                    rows[pick_column(name)].append(bool(picked[name][i] == col))
+                row = [d.kind, n, d.ply, state, board, d.die, col + 1, game.state_of(after)]
+                row += [bool(picked[name][i] == col) for name in PLAYERS]
+                for k, value in zip(names, row, strict=True):
+                    rows[k].append(value)
             n += 1
     out: dict[str, np.ndarray | list[str]] = {
         k: (v if k in ("kind", "board") else np.asarray(v)) for k, v in rows.items()

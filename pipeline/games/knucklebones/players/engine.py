@@ -141,8 +141,7 @@ class Player:
     def pick(self, pairs: np.ndarray, die: int, u: float = 0.0, eps: float = 0.0) -> int:
         """The column for ``die`` given the draw ``u`` (and the exploration rate ``eps``)."""
         s = self.searcher
-        srt = s.root(pairs)
-        s.check(self.policy.kind, max(self.policy.depth, self.policy.deeper))
+        srt = s.root(pairs, self.policy.kind, max(self.policy.depth, self.policy.deeper))
         args = (die, u, eps, *self.policy.row, s.board, s.state)
         j = compiled(choose, *args)(*args)
         if j < 0:
@@ -224,14 +223,10 @@ def play_drawn(
         np.array([p.row for p in made], dtype=np.int64),
         np.ascontiguousarray(seats, dtype=np.int64), np.ascontiguousarray(dice, dtype=np.int64),
         np.ascontiguousarray(uniforms, dtype=np.float64), float(eps), s.board, s.state,
-        *_arrays(out),
+        out.pairs, out.ply, out.game, out.result,
     )  # fmt: skip
     n = compiled(play_games, *args)(*args)
     return Games(out.pairs[:n], out.ply[:n], out.game[:n], out.result)
-
-
-def _arrays(out: Games) -> tuple[np.ndarray, ...]:
-    return out.pairs, out.ply, out.game, out.result
 
 
 # -- the kernels ---------------------------------------------------------------------------

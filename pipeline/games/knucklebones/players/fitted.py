@@ -127,14 +127,14 @@ def learn(
             if current is not None:
                 residual = float(np.abs(predict(fitter, pairs)[0] - win).mean())
             err = fitter.fit(pairs, win, diff, plan.epochs)
-            current = fitter.evaluator({})
+            current = fitter.net.evaluator({})
             done.append(Round(k, len(pairs), residual, err, time.perf_counter() - t0))
             if report is not None:
                 report(done[-1])
             if _settled(done, plan.stop):
                 break
     record = {"method": METHOD, "plan": plan.record(), "rounds": [asdict(r) for r in done]}
-    return fitter.evaluator(record), done
+    return fitter.net.evaluator(record), done
 
 
 def _settled(done: list[Round], stop: float) -> bool:
@@ -155,9 +155,8 @@ def round_positions(
     from pipeline.games.knucklebones.exact.cpu import pairs_of
 
     seed = plan.seed * 1_000_003 + 2 * k
-    drawn = positions.uniform_positions(game, plan.uniform, seed) if plan.uniform else None
+    ids = [positions.uniform_positions(game, plan.uniform, seed)] if plan.uniform else []
     players = (*positions.PLAYERS, "net-d1") if current is not None else positions.PLAYERS
-    ids = [drawn] if drawn is not None else []
     if plan.games:
         met = engine.play(game, players, plan.games, seed + 1, plan.explore, current)
         ids.append(game.canonical(met.pairs))

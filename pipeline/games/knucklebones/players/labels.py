@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
+from pipeline.games.knucklebones.game import Knucklebones
 
 #: Each objective a board is solved for and the name of its value, in a labelled set, in an
 #: answer (:mod:`pipeline.games.knucklebones.columns`) and in the search's
@@ -90,13 +90,6 @@ class Labelled:
 # -- labels ----------------------------------------------------------------------------------
 
 
-def choice_ids(rules: KnuckleRules, ids: np.ndarray) -> np.ndarray:
-    """[len(ids), faces * columns]: each choice's successor id (-1: no such move)."""
-    from pipeline.games.knucklebones.exact.cpu import successor_ids
-
-    return successor_ids(rules, ids)
-
-
 def label(
     game: Knucklebones,
     state_id: np.ndarray,
@@ -107,12 +100,12 @@ def label(
 ) -> Labelled:
     """The labelled set of positions ``state_id`` (in play, each once) from ``lookups``: per
     objective (``wins``, ``score``) a function of state ids to exact values."""
-    from pipeline.games.knucklebones.exact.cpu import pairs_of
+    from pipeline.games.knucklebones.exact.cpu import pairs_of, successor_ids
 
     state_id = np.asarray(state_id, dtype=np.int64)
     pairs = pairs_of(game.r, state_id)
     dice = game.t.mover_size[pairs].sum(1) + game.t.opp_size[pairs].sum(1)
-    nxt = choice_ids(game.r, state_id)
+    nxt = successor_ids(game.r, state_id)
     out = Labelled(
         game.r.columns, game.r.rows, game.r.faces, state_id, np.asarray(source),
         np.asarray(ply, dtype=np.int16), dice.astype(np.int16), nxt, meta=dict(meta or {}),

@@ -33,16 +33,17 @@ node, not only the moves chosen -- ends the game within the depth. On a board so
 tables, a searcher given the exact values (``known``) returns them wherever it meets a
 position: those values are exact too, and marked as coming from the tables.
 
-The kernels are compiled as the solvers' are (:mod:`pipeline.solve.compiled`): on their first
-call, kept on disk, always called with the same types (the board's arrays in one
-:class:`~pipeline.games.knucklebones.rules.Board`, the search's own in one :class:`State`), and
-allocating nothing: the positions of the line searched, their turned boards and each decision's
+The kernels are compiled as the solvers' are (:mod:`pipeline.solve.compiled`): on their first call,
+kept on disk, always called with the same types (the board's arrays in one
+:class:`~pipeline.games.knucklebones.exact.cpu.Tables`, the search's own in one :class:`State`),
+and allocating nothing: the positions of the line searched, their turned boards and each decision's
 move values live in the state's rows, one per placement below the root.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Any, NamedTuple, cast
 
 import numba
@@ -50,6 +51,7 @@ import numpy as np
 
 from pipeline import progress
 from pipeline.games.knucklebones import rules
+from pipeline.games.knucklebones.exact.cpu import tables
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.players.evaluator import empty_net, net_leaf
 from pipeline.solve.compiled import inline_kernel, kernel
@@ -139,7 +141,7 @@ class Searcher:
         arrays (:meth:`~pipeline.games.knucklebones.players.evaluator.Evaluator.packed`)."""
         self.game = game
         self.evaluator = evaluator
-        self.board = rules.board(game)
+        self.board = tables(game.r)
         if known is not None and known.shape != (game.n_states, 2):
             raise ValueError(f"known values must have shape ({game.n_states}, 2)")
         c = game.r.columns
@@ -162,8 +164,10 @@ class Searcher:
         if not 0 <= depth < LEVELS:
             raise ValueError(f"a search goes 0 to {LEVELS - 1} placements deep, not {depth}")
 
-    def root(self, pairs: np.ndarray) -> np.ndarray:
-        """Set the position searched next (any column order); its sorted pairs."""
+    def root(self, pairs: np.ndarray, kind: int, depth: int) -> np.ndarray:
+        """Set the position searched next (any column order), ``kind`` ``depth`` deep
+        (:meth:`check`); its sorted pairs."""
+        self.check(kind, depth)
         srt = np.sort(np.asarray(pairs, dtype=np.int64))
         self.state.stack[0, :] = srt
         self.state.params[4] = CLOSE
@@ -175,16 +179,14 @@ class Searcher:
 
     def evaluate(self, pairs: np.ndarray, depth: int, kind: int = OURS) -> Eval:
         """Value of a position before the roll (chance node), searching ``depth`` placements."""
-        self.check(kind, depth)
-        self.root(pairs)
+        self.root(pairs, kind, depth)
         return _eval(*self.searches()(0, depth, -1, kind, self.board, self.state))
 
     def move_values(
         self, pairs: np.ndarray, face: int, depth: int, kind: int = OURS
     ) -> list[tuple[int, Eval]]:
         """Every distinct legal column (index into sorted ``pairs``) with its value for the die."""
-        self.check(kind, depth)
-        self.root(pairs)
+        self.root(pairs, kind, depth)
         self.searches()(0, depth, face - 1, kind, self.board, self.state)
         return self._moves()
 
@@ -197,8 +199,7 @@ class Searcher:
         (:func:`close_call`, in the kind's objective, or ``by_diff`` in the score
         difference), as far as ``leaves`` allows (:func:`close_depth`; 0: no bound); (the
         depth searched, the values, the pick's index among them)."""
-        self.check(kind, max(depth, deeper))
-        self.root(pairs)
+        self.root(pairs, kind, max(depth, deeper))
         self.searches()
         diff = (kind in (SEED, NET_SCORE)) if by_diff is None else by_diff
         # the kernel's own source, run here: it calls the compiled search, and a first answer
@@ -238,13 +239,8 @@ class Searcher:
         return value, choices
 
     def _moves(self) -> list[tuple[int, Eval]]:
-        rows = self.state.rows[0]
-        out = []
-        for r in rows:
-            if r[0] < 0:
-                break
-            out.append((int(r[0]), _eval(r[1], r[2], r[3])))
-        return out
+        moves = takewhile(lambda r: r[0] >= 0, self.state.rows[0])  # a column -1 after the last
+        return [(int(r[0]), _eval(r[1], r[2], r[3])) for r in moves]
 
 
 def compiled(kernel: Any, *args: Any) -> Any:
@@ -391,11 +387,7 @@ def search(level, depth, face, kind, board, state):
             # an evaluator's leaf costs thousands of multiply-adds: the table keeps it too,
             # for the leaves that several move orders reach (half of them, four deep)
             w, d = _leaf(level, kind, board, state)
-            state.tt_key[slot] = key
-            state.tt_val[slot, 0] = w
-            state.tt_val[slot, 1] = d
-            state.tt_val[slot, 2] = ESTIMATE
-            return w, d, ESTIMATE
+            return _keep(state, slot, key, w, d, ESTIMATE)
     sw = state.turned[level]
     for k in range(c):
         sw[k] = board.swap[pairs[k]]
@@ -429,12 +421,17 @@ def search(level, depth, face, kind, board, state):
     exact = ESTIMATE if ex_lo == ESTIMATE else ex_hi
     if one:
         return tw, td, exact
-    tw, td = tw / board.faces, td / board.faces
+    return _keep(state, slot, key, tw / board.faces, td / board.faces, exact)
+
+
+@inline_kernel
+def _keep(state, slot, key, w, d, exact):
+    """(w, d, exact), kept in the transposition table's ``slot`` under ``key``."""
     state.tt_key[slot] = key
-    state.tt_val[slot, 0] = tw
-    state.tt_val[slot, 1] = td
+    state.tt_val[slot, 0] = w
+    state.tt_val[slot, 1] = d
     state.tt_val[slot, 2] = exact
-    return tw, td, exact
+    return w, d, exact
 
 
 @kernel
@@ -512,7 +509,7 @@ def search_many(positions, depth, kind, board, state, value, choices):
         for m in range(choices.shape[1]):
             for k in range(3):
                 choices[i, m, k] = np.nan
-        if _over(positions[i], board):
+        if rules.ended(positions[i], c, board.slots, board.mover_size, board.opp_size):
             continue
         for v in range(board.faces):
             search(root, depth, v, kind, board, state)
@@ -521,9 +518,3 @@ def search_many(positions, depth, kind, board, state, value, choices):
                 j = int(rows[r, 0])
                 for k in range(3):
                     choices[i, v * c + j, k] = rows[r, k + 1]
-
-
-@inline_kernel
-def _over(pairs, board):
-    """Whether the game of the sorted ``pairs`` is over."""
-    return rules.ended(pairs, board.columns, board.slots, board.mover_size, board.opp_size)

@@ -170,7 +170,8 @@ class Network:
         return g
 
     def evaluator(self, meta: dict) -> Evaluator:
-        """The fitted evaluator: the pair vectors as a table, the perceptron dropped."""
+        """The network as it stands, as an evaluator with the record ``meta``: the pair vectors
+        as a table, the perceptron dropped."""
         E, _ = self.table()
         found = {"E": E, **{k: self.p[k] for k in ARRAYS if k != "E"}}
         # float32 values held as float64: the evaluator answers alike before and after saving
@@ -226,28 +227,18 @@ def fit(
 ) -> Evaluator:
     """An evaluator of ``game``'s board fitted to ``labelled``'s examples (:func:`examples`);
     ``report(epoch, mean absolute error of the win chance)`` after each epoch."""
-    with one_thread():
-        return _fit(game, labelled, settings, meta, report)
-
-
-def _fit(
-    game: Knucklebones,
-    labelled: Labelled,
-    settings: Settings,
-    meta: dict | None,
-    report: Callable[[int, float], None] | None,
-) -> Evaluator:
     from pipeline.games.knucklebones.exact.cpu import pairs_of
 
-    ids, win, diff = examples(labelled)
-    fitter = Fitter(game, settings)
-    siblings = sibling_choices(labelled) if settings.rank_weight > 0 else np.zeros((0, 1), int)
-    # each sibling's row among the examples (every one is an example: a choice's successor)
-    rows = np.where(siblings >= 0, np.searchsorted(ids, np.maximum(siblings, 0)), -1)
-    fitter.fit(pairs_of(game.r, ids), win, diff, settings.epochs, rows, report)
-    return fitter.evaluator(
-        {**(meta or {}), "examples": len(ids), "settings": settings.__dict__ | {}}
-    )
+    with one_thread():
+        ids, win, diff = examples(labelled)
+        fitter = Fitter(game, settings)
+        siblings = sibling_choices(labelled) if settings.rank_weight > 0 else np.zeros((0, 1), int)
+        # each sibling's row among the examples (every one is an example: a choice's successor)
+        rows = np.where(siblings >= 0, np.searchsorted(ids, np.maximum(siblings, 0)), -1)
+        fitter.fit(pairs_of(game.r, ids), win, diff, settings.epochs, rows, report)
+        return fitter.net.evaluator(
+            {**(meta or {}), "examples": len(ids), "settings": settings.__dict__ | {}}
+        )
 
 
 class Fitter:
@@ -314,10 +305,6 @@ class Fitter:
             if report is not None:
                 report(epoch, err)
         return err
-
-    def evaluator(self, meta: dict) -> Evaluator:
-        """The network as it stands, as an evaluator with the record ``meta``."""
-        return self.net.evaluator(meta)
 
 
 def one_thread() -> Any:
