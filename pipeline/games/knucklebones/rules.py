@@ -5,7 +5,7 @@ unranking a state id into its sorted facing pairs, a move (:func:`move_pair`, :f
 and the successor id of every (face, column) move, the dice on each board (:func:`dice`,
 :func:`ended`), the score difference (:func:`score_diff`) and the value of a finished game, and the
 greedy player's gain (:func:`gain`), reading the arrays of
-:class:`~pipeline.games.knucklebones.exact.cpu.Tables`. They are plain ``numba.njit`` functions
+:class:`Tables` (made here by :func:`tables`). They are plain ``numba.njit`` functions
 that use nothing but scalar arithmetic, loops and caller-provided arrays (no allocation, no NumPy
 calls), so the same definitions are compiled by numba for the CPU
 (:mod:`pipeline.games.knucklebones.exact.cpu`, :mod:`pipeline.games.knucklebones.players.search`,
@@ -22,10 +22,65 @@ kernel's local arrays.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit
+
+from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
 
 #: A full column's gain (:func:`gain`): below any real one.
 NO_GAIN = -(2**62)
+
+
+class Tables(NamedTuple):
+    """Everything the kernels need about one board and die, as flat int64 arrays: one kernel
+    argument, always of the same types (also the search's and the players' ``board``)."""
+
+    columns: int
+    faces: int
+    slots: int
+    n_pairs: int
+    n_states: int
+    moved: np.ndarray  # [pair, face]: the pair after placing face + 1, swapped (-1: full)
+    swap: np.ndarray  # pair seen from the other side
+    binom: np.ndarray  # binom[i, j] = C(i, j), for the colex rank
+    mover_size: np.ndarray
+    opp_size: np.ndarray
+    mover_score: np.ndarray
+    opp_score: np.ndarray
+    offset: float  # a move's value is offset - V(next): 1 (wins) or 0 (score)
+    wins: bool
+    low: float  # a priori bounds of every value
+    high: float
+
+
+@lru_cache(maxsize=8)
+def tables(rules: KnuckleRules) -> Tables:
+    """The kernel tables of ``rules`` (cached: Dask tasks of one worker share them)."""
+    t = PairTables(rules.rows, rules.faces)
+    c = rules.columns
+    wins = rules.objective == "wins"
+    most = float(c * rules.faces * rules.rows**2)  # the largest board score
+    return Tables(
+        columns=c,
+        faces=rules.faces,
+        slots=rules.slots,
+        n_pairs=t.n_pairs,
+        n_states=n_positions(t.n_pairs, c),
+        moved=t.moved.astype(np.int64),
+        swap=np.ascontiguousarray(t.swap, dtype=np.int64),
+        binom=binomials(t.n_pairs + c, c),
+        mover_size=t.mover_size.astype(np.int64),
+        opp_size=t.opp_size.astype(np.int64),
+        mover_score=t.mover_score.astype(np.int64),
+        opp_score=t.opp_score.astype(np.int64),
+        offset=1.0 if wins else 0.0,
+        wins=wins,
+        low=0.0 if wins else -most,
+        high=1.0 if wins else most,
+    )
 
 
 @njit(cache=True)

@@ -66,9 +66,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import Any
 
 import numba
 import numpy as np
@@ -77,8 +76,17 @@ from numba.typed import List as NumbaList
 
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.exact.solution import Solution, midpoint
-from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
-from pipeline.games.knucklebones.rules import combine, dice, ended, final_value, successors, unrank
+from pipeline.games.knucklebones.game import KnuckleRules
+from pipeline.games.knucklebones.rules import (
+    Tables,
+    combine,
+    dice,
+    ended,
+    final_value,
+    successors,
+    tables,
+    unrank,
+)
 from pipeline.solve.ties import best_of, pick
 
 #: Default bound on |value - exact value| (the stopping rule: max(U - L) <= 2 * tol).
@@ -90,55 +98,6 @@ POLICY_BLOCK = 1_000_000
 BLOCKS_PER_THREAD = 8
 #: States whose successor values are read together (overlapping the cache misses).
 BATCH = 16
-
-
-class Tables(NamedTuple):
-    """Everything the kernels need about one board and die, as flat int64 arrays: one kernel
-    argument, always of the same types (also the search's and the players' ``board``)."""
-
-    columns: int
-    faces: int
-    slots: int
-    n_pairs: int
-    n_states: int
-    moved: np.ndarray  # [pair, face]: the pair after placing face + 1, swapped (-1: full)
-    swap: np.ndarray  # pair seen from the other side
-    binom: np.ndarray  # binom[i, j] = C(i, j), for the colex rank
-    mover_size: np.ndarray
-    opp_size: np.ndarray
-    mover_score: np.ndarray
-    opp_score: np.ndarray
-    offset: float  # a move's value is offset - V(next): 1 (wins) or 0 (score)
-    wins: bool
-    low: float  # a priori bounds of every value
-    high: float
-
-
-@lru_cache(maxsize=8)
-def tables(rules: KnuckleRules) -> Tables:
-    """The kernel tables of ``rules`` (cached: Dask tasks of one worker share them)."""
-    t = PairTables(rules.rows, rules.faces)
-    c = rules.columns
-    wins = rules.objective == "wins"
-    most = float(c * rules.faces * rules.rows**2)  # the largest board score
-    return Tables(
-        columns=c,
-        faces=rules.faces,
-        slots=rules.slots,
-        n_pairs=t.n_pairs,
-        n_states=n_positions(t.n_pairs, c),
-        moved=t.moved.astype(np.int64),
-        swap=np.ascontiguousarray(t.swap, dtype=np.int64),
-        binom=binomials(t.n_pairs + c, c),
-        mover_size=t.mover_size.astype(np.int64),
-        opp_size=t.opp_size.astype(np.int64),
-        mover_score=t.mover_score.astype(np.int64),
-        opp_score=t.opp_score.astype(np.int64),
-        offset=1.0 if wins else 0.0,
-        wins=wins,
-        low=0.0 if wins else -most,
-        high=1.0 if wins else most,
-    )
 
 
 def shard_bounds(n_states: int, shards: int) -> np.ndarray:

@@ -35,7 +35,7 @@ position: those values are exact too, and marked as coming from the tables.
 
 The kernels are compiled as the solvers' are (:mod:`pipeline.solve.compiled`): on their first call,
 kept on disk, always called with the same types (the board's arrays in one
-:class:`~pipeline.games.knucklebones.exact.cpu.Tables`, the search's own in one :class:`State`),
+:class:`~pipeline.games.knucklebones.rules.Tables`, the search's own in one :class:`State`),
 and allocating nothing: the positions of the line searched, their turned boards and each decision's
 move values live in the state's rows, one per placement below the root.
 """
@@ -51,7 +51,6 @@ import numpy as np
 
 from pipeline import progress
 from pipeline.games.knucklebones import rules
-from pipeline.games.knucklebones.exact.cpu import tables
 from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.players.evaluator import empty_net, net_leaf
 from pipeline.solve.compiled import inline_kernel, kernel
@@ -141,7 +140,7 @@ class Searcher:
         arrays (:meth:`~pipeline.games.knucklebones.players.evaluator.Evaluator.packed`)."""
         self.game = game
         self.evaluator = evaluator
-        self.board = tables(game.r)
+        self.board = rules.tables(game.r)
         if known is not None and known.shape != (game.n_states, 2):
             raise ValueError(f"known values must have shape ({game.n_states}, 2)")
         c = game.r.columns
