@@ -16,6 +16,10 @@ test *ARGS:
 bench:
     python benchmarks/bench_solver.py
 
+# Compile the kernels the package ships again (pipeline/solve/kernel_bundle/; a test says when)
+kernels:
+    python -m pipeline.solve.shipped
+
 # Lint and check formatting
 lint:
     ruff check .

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pipeline import _kernel_target
 from pipeline._version import __version__
+
+# before any module of the package imports numba: the CPU its kernels are compiled for
+_kernel_target.choose()
 
 __all__ = [
     "__version__",

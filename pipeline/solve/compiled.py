@@ -13,6 +13,9 @@ saying that it needs the reference counting (and an allocation would compile num
 for its type too, on a first run). Kernels write a row entry by entry, never ``a[i, :] = b``:
 numba's slice assignment from an array brings in its shape-mismatch message, whose string
 formatting compiles for seconds.
+
+The kernels the commands use ship compiled with the package (:mod:`pipeline.solve.shipped`):
+every module that defines a cached kernel imports this one, so that numba looks there first.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+
+from pipeline.solve import shipped
+
+# numba looks in the kernels shipped with the package before it compiles one (shipped.py)
+shipped.install()
 
 F = TypeVar("F", bound=Callable[..., Any])
 

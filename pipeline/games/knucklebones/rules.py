@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.games.knucklebones.game import KnuckleRules, PairTables, binomials, n_positions
+from pipeline.solve import compiled  # noqa: F401 -- numba looks in the shipped kernels first
 
 #: A full column's gain (:func:`gain`): below any real one.
 NO_GAIN = -(2**62)
