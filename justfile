@@ -18,7 +18,7 @@ bench:
 
 # Compile the kernels the package ships again (pipeline/solve/kernel_bundle/; a test says when)
 kernels:
-    python -m pipeline.solve.shipped
+    python benchmarks/make_kernel_bundle.py
 
 # Lint and check formatting
 lint:

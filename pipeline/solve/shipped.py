@@ -1,10 +1,10 @@
 """Kernels shipped compiled with the package, so that a person's first command does not compile.
 
-numba compiles each kernel at its first call and keeps it on disk (:mod:`pipeline.solve.compiled`);
-the first command therefore spends seconds compiling (the full game's first search about 12 CPU
-seconds of 14). The package carries the kernels its commands use, compiled for the portable CPU
-of :mod:`pipeline._kernel_target`, in ``pipeline/solve/kernel_bundle/``: numba's own cache files,
-a folder a module, and a manifest (``manifest.json``) saying what they were made from.
+numba compiles each kernel at its first call and keeps it on disk (:mod:`pipeline.solve.compiled`),
+so a first command spends seconds compiling (a first search of the largest board about 12 CPU
+seconds of 14). The package carries the kernels its commands use, compiled for the portable CPU of
+:mod:`pipeline._kernel_target`, in ``pipeline/solve/kernel_bundle/``: numba's own cache files, a
+folder a module, and a manifest (``manifest.json``) saying what they were made from.
 
 Where numba finds no kernel in its cache, :func:`install` makes it look in the bundle before it
 compiles, and keeps what it finds in its cache, so the bundle is read once. The bundle serves only
@@ -14,9 +14,9 @@ cache, and each module they import from the package, checked here against the ma
 are checked against their SHA-256 before numba unpickles them. Anywhere else numba compiles, as it
 did before. ``STB_KERNEL_BUNDLE=off`` turns the bundle off (the maker does, to compile afresh).
 
-``python -m pipeline.solve.shipped`` makes the bundle again (``just kernels``): it runs the
-commands of :data:`WORKLOAD` with an empty cache and keeps what they compiled. A test fails while
-the bundle no longer matches the code, naming that command.
+``python benchmarks/make_kernel_bundle.py`` makes the bundle again (``just kernels``): it runs
+the first commands with an empty cache and keeps what they compiled. A test fails while the
+bundle no longer matches the code (:func:`stale`), naming that command.
 """
 
 from __future__ import annotations
@@ -26,10 +26,7 @@ import functools
 import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,33 +38,17 @@ BUNDLE = Path(__file__).resolve().with_name("kernel_bundle")
 MANIFEST = BUNDLE / "manifest.json"
 SWITCH = "STB_KERNEL_BUNDLE"
 
-#: The commands whose kernels are shipped, each run once in an empty folder: the README's first
-#: commands (every standard variant's build, a custom box, the strategy benchmark, the full
-#: Knucklebones game's search, which the server's answers share), a box large enough to be
-#: streamed, the exact Knucklebones solver, its players' games and the strategy search.
-WORKLOAD: tuple[tuple[str, ...], ...] = (
-    ("build", "--variant", "all", "-q"),
-    ("build", "--tiles", "12", "--dice", "3", "-q"),
-    ("build", "--tiles", "16", "--dice", "3", "--objective", "score", "-q"),
-    ("benchmark", "--games", "2000", "-q"),
-    ("knucklebones", "solve", "44_/1__/___", "2__/___/___", "4"),
-    ("knucklebones", "solve-exact", "--columns", "2", "--rows", "2", "--faces", "4"),
-    ("knucklebones", "benchmark", "--games", "4", "--depths", "1,2", "-q"),
-    ("strategies", "--variant", "lever", "-q"),
-)
-
-
 #: Modules every kernel module imports that hold no kernel code: the package's face, the CPU's
 #: choice (numba's own cache key holds the CPU) and this loader. An edit of them leaves the
 #: compiled kernels as they were.
 UNGUARDED = frozenset({"__init__.py", "_version.py", "_kernel_target.py", "solve/shipped.py"})
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     import llvmlite  # type: ignore[import-untyped]
     import numba
 
@@ -88,12 +69,12 @@ def _manifest() -> dict[str, Any] | None:
 
     try:
         manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
-        if not isinstance(manifest, dict) or manifest.get("versions") != _versions():
+        if not isinstance(manifest, dict) or manifest.get("versions") != versions():
             return None
         if (config.CPU_NAME, config.CPU_FEATURES) != (_kernel_target.TARGET, ""):  # type: ignore[attr-defined]
             return None
         for name, digest in manifest["guarded"].items():
-            if _sha256(PACKAGE / name) != digest:
+            if sha256(PACKAGE / name) != digest:
                 return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -113,7 +94,7 @@ def _load(cache: Any, sig: Any, target_context: Any) -> Any:
     base = cache._impl.filename_base
     files = manifest["files"]
     names = [n for n in files if n.startswith(f"{module}/{base}.")]
-    if not names or any(_sha256(BUNDLE / n) != files[n] for n in names):
+    if not names or any(sha256(BUNDLE / n) != files[n] for n in names):
         return None
     # numba's own stamp: the module's bytes, so a module edited since the bundle misses here
     shipped = IndexDataCacheFile(str(folder), base, cache._cache_file._source_stamp)
@@ -150,10 +131,10 @@ def install() -> None:
     caching.Cache._load_overload = load_overload  # type: ignore[method-assign]
 
 
-# -- making the bundle ---------------------------------------------------------------------
+# -- what the bundle is made of (benchmarks/make_kernel_bundle.py makes it) -----------------
 
 
-def _imports(path: Path) -> set[Path]:
+def imports(path: Path) -> set[Path]:
     """The package's modules that ``path`` imports at its top level: all that a kernel can read
     (an import inside a function serves that function only, and kernels import nothing)."""
     found: set[Path] = set()
@@ -173,7 +154,7 @@ def _imports(path: Path) -> set[Path]:
     return found
 
 
-def _closure(modules: Iterable[Path]) -> set[Path]:
+def closure(modules: Iterable[Path]) -> set[Path]:
     """``modules`` and every module of the package they import, at any remove."""
     seen: set[Path] = set()
     todo = list(modules)
@@ -181,63 +162,8 @@ def _closure(modules: Iterable[Path]) -> set[Path]:
         path = todo.pop()
         if path not in seen:
             seen.add(path)
-            todo.extend(_imports(path) - seen)
+            todo.extend(imports(path) - seen)
     return seen
-
-
-def make(workload: Iterable[tuple[str, ...]] = WORKLOAD) -> dict[str, Any]:
-    """Run ``workload`` with an empty cache and the bundle off, and keep what it compiled as the
-    bundle (replacing the old one)."""
-    from numba.core.caching import _CacheLocator
-
-    sources = {p: p for p in PACKAGE.rglob("*.py")}
-    with tempfile.TemporaryDirectory() as tmp:
-        cache, work = Path(tmp, "cache"), Path(tmp, "work")
-        work.mkdir()
-        env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), SWITCH: "off"}
-        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE.parent), env.get("PYTHONPATH", "")])
-        run = "import sys; from pipeline.cli.app import run; sys.exit(run(sys.argv[1:]))"
-        for command in workload:
-            subprocess.run([sys.executable, "-c", run, *command], cwd=work, env=env, check=True)
-        # numba's folder for each of the package's source folders (its user-provided locator)
-        folders = {
-            _CacheLocator.get_suitable_cache_subpath(str(p)): p.parent for p in sources.values()
-        }
-        staging = Path(tmp, "bundle")
-        files: dict[str, str] = {}
-        modules: set[Path] = set()
-        for found in sorted(cache.rglob("*.nb[ic]")):
-            folder = folders.get(found.parent.name)
-            source = folder / (found.name.split(".", 1)[0] + ".py") if folder else None
-            if source is None or not source.is_file():
-                continue
-            rel = source.relative_to(PACKAGE.parent).with_suffix("")
-            name = f"{'.'.join(rel.parts)}/{found.name}"
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(found, staging / name)
-            files[name] = _sha256(found)
-            modules.add(source)
-        guarded = {
-            p.relative_to(PACKAGE).as_posix(): _sha256(p)
-            for p in sorted(_closure(modules))
-            if p.relative_to(PACKAGE).as_posix() not in UNGUARDED
-        }
-        manifest = {
-            "versions": _versions(),
-            "workload": [list(c) for c in workload],
-            "guarded": guarded,
-            "files": files,
-        }
-        (staging / "manifest.json").write_text(
-            json.dumps(manifest, indent=1, sort_keys=True) + "\n"
-        )
-        old = BUNDLE.with_name(BUNDLE.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if BUNDLE.exists():
-            BUNDLE.rename(old)
-        shutil.copytree(staging, BUNDLE)
-        shutil.rmtree(old, ignore_errors=True)
-    return manifest
 
 
 def stale() -> list[str]:
@@ -251,19 +177,11 @@ def stale() -> list[str]:
     problems = [
         f"{name}: changed since the bundle was made"
         for name, digest in guarded.items()
-        if not (PACKAGE / name).is_file() or _sha256(PACKAGE / name) != digest
+        if not (PACKAGE / name).is_file() or sha256(PACKAGE / name) != digest
     ]
     problems += [
         f"kernel_bundle/{name}: damaged"
         for name, digest in files.items()
-        if not (BUNDLE / name).is_file() or _sha256(BUNDLE / name) != digest
+        if not (BUNDLE / name).is_file() or sha256(BUNDLE / name) != digest
     ]
     return problems
-
-
-if __name__ == "__main__":
-    made = make()
-    size = sum((BUNDLE / n).stat().st_size for n in made["files"])
-    print(
-        f"{len(made['files'])} files, {size / 1e6:.1f} MB, {len(made['guarded'])} modules guarded"
-    )

@@ -71,8 +71,8 @@ def test_the_bundle_matches_the_code() -> None:
     """Every module the shipped kernels are made of is as it was when they were compiled."""
     problems = shipped.stale()
     assert problems == [], (
-        "the shipped kernels are stale: run `python -m pipeline.solve.shipped` (just kernels)\n"
-        + "\n".join(problems)
+        "the shipped kernels are stale: run `just kernels`"
+        " (python benchmarks/make_kernel_bundle.py)\n" + "\n".join(problems)
     )
 
 
@@ -97,7 +97,7 @@ def test_a_first_full_game_search_loads_instead_of_compiling(tmp_path: Path) -> 
     compiled, serves = _counts(out)
     assert "best column 3: win 0.6195  score difference +6.120" in out
     versions = json.loads(shipped.MANIFEST.read_text())["versions"]
-    if _portable_host() and versions == shipped._versions():
+    if _portable_host() and versions == shipped.versions():
         assert serves and compiled == 0
     else:
         assert not serves and compiled > 0
@@ -161,7 +161,7 @@ def test_every_cached_kernel_module_makes_numba_look_in_the_bundle() -> None:
         if "cache=True" in text or "@kernel" in text or "@inline_kernel" in text:
             if path == loader:
                 continue
-            assert loader in shipped._closure([path]), path
+            assert loader in shipped.closure([path]), path
 
 
 def test_the_cpu_target_is_chosen_only_where_nothing_else_decided(
