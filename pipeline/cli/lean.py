@@ -117,6 +117,8 @@ def _lookup(name: str | None, data_dir: str | None, tiles: str) -> float | None:
         progress.set_quiet(os.environ.get("STB_QUIET", "") not in ("", "0"))
     variant = select_one(name, None, {})
     if variant.family not in FAMILIES or variant.name in PLUGIN_OF:
+        return None  # an installed family's: its game is made (and may fail) before an answer
+    if not getattr(variant.make, "__module__", "").startswith("pipeline.games."):
         return None
     if type(variant.codec) is not TileCodec:
         return None
