@@ -84,7 +84,12 @@ def test_cli_build_streams_states_and_policy_and_verifies(
     assert "solved without a graph" in result.stdout
     assert "moves and edges skipped" in result.stdout
     own = tmp_path / "variants" / separate_2x2
-    assert sorted(p.name for p in own.iterdir()) == ["policy.parquet", "states.parquet"]
+    # (and the one-shot `expect`'s lookup of its states: pipeline.store.lookup)
+    assert sorted(p.name for p in own.iterdir()) == [
+        "policy.parquet",
+        "states.lookup",
+        "states.parquet",
+    ]
     assert "0.571747648" in result.stdout  # docs/variants.md: 2x2 starts at 0.5717476480
     rules = file_rules(tmp_path / "variants" / separate_2x2 / "states.parquet")
     assert rules == {separate_2x2: KnuckleRules(2, 2).to_dict()}
