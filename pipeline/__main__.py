@@ -1,3 +1,3 @@
-from pipeline.cli.app import main
+from pipeline.cli.lean import main
 
 main()

@@ -16,6 +16,10 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+#: What an interrupted command says (Ctrl-C, SIGTERM, SIGHUP), exit 130.
+INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
+
+
 class PipelineError(Exception):
     """Base class: a problem the user can fix. ``exit_code`` is what the CLI exits with."""
 

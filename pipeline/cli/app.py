@@ -36,7 +36,13 @@ from pipeline.cli.options import (
     with_position,
     with_rules,
 )
-from pipeline.errors import PipelineError, TablesMissingError, UsageError, exit_with
+from pipeline.errors import (
+    INTERRUPTED,
+    PipelineError,
+    TablesMissingError,
+    UsageError,
+    exit_with,
+)
 from pipeline.games.registry import REGISTRY, Variant
 
 if TYPE_CHECKING:
@@ -561,7 +567,6 @@ def _where_tables_are(argv: list[str]) -> str:
     return f"{hint}: " if hint else ""
 
 
-INTERRUPTED = "interrupted; every table on disk is complete (old or new)"
 OUT_OF_MEMORY = (
     "out of memory; every table on disk is as it was (build fewer variants at once, or use a "
     "machine with more memory)"

@@ -155,6 +155,10 @@ def recover(data_dir: Path) -> None:
             # before the journal goes: a commit cut short here rewrites the catalog when it
             # is finished
             unwritten = _write_catalog(data_dir)
+            # the one-shot `expect`'s values beside each states file written (pipeline.store.lookup)
+            from pipeline.store import lookup
+
+            lookup.refresh(data_dir, [final for _, final in renames])
             journal_path.unlink()
             _fsync_dir(data_dir)
         except OSError as exc:

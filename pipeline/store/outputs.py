@@ -228,10 +228,11 @@ def refuse_data_files(path: Path, data_dir: Path | None, option: str = "-o") -> 
 DATASET_NAMES = ("dataset.json", "SHA256SUMS")
 
 
-#: Names at the top of a data directory that belong to it: the catalog, the manifest and the
-#: folder of the variants' own files (besides any ``*.parquet``, read as a table, and any name
-#: starting with a dot: the lock, the journal, temporary files).
-DATA_DIR_NAMES = ("stb.duckdb", "manifest.json", "variants")
+#: Names at the top of a data directory that belong to it: the catalog, the manifest, the
+#: one-shot `expect`'s lookup (:mod:`pipeline.store.lookup`) and the folder of the variants' own
+#: files (besides any ``*.parquet``, read as a table, and any name starting with a dot: the
+#: lock, the journal, temporary files).
+DATA_DIR_NAMES = ("stb.duckdb", "manifest.json", "states.lookup", "variants")
 
 
 def among_tables(path: Path, data_dir: Path) -> str | None:

@@ -123,7 +123,12 @@ def test_large_boards_stream_states_and_policy_into_their_own_files(tmp_path: Pa
     assert result.code == 0, result.stderr
     assert "without a graph" in result.stdout
     own = tmp_path / "variants" / "stb-17t-3d6-shut"
-    assert sorted(p.name for p in own.iterdir()) == ["policy.parquet", "states.parquet"]
+    # (and the one-shot `expect`'s lookup of its states: pipeline.store.lookup)
+    assert sorted(p.name for p in own.iterdir()) == [
+        "policy.parquet",
+        "states.lookup",
+        "states.parquet",
+    ]
     assert not (tmp_path / "policy.parquet").exists()
     policy = tables.read_table(tmp_path, "policy", "stb-17t-3d6-shut")
     moving = policy.filter(~pl.col("stuck"))

@@ -117,7 +117,11 @@ def main(out_dir: Path) -> dict:
     decisions = pq.read_table(data / "variants" / "kb-sim-2x2-d3" / "decisions.parquet")
     found["lean"] = {
         "files": sorted(p.name for p in (data / "variants").iterdir()),
-        "tables": sorted(p.name for p in (data / "variants" / "kb-sim-2x2-d3").iterdir()),
+        "tables": sorted(
+            p.name
+            for p in (data / "variants" / "kb-sim-2x2-d3").iterdir()
+            if p.suffix == ".parquet"
+        ),
         "verify": [verified.code, verified.stdout[-2000:] + verified.stderr[-2000:]],
         "decision_kinds": sorted(set(decisions["kind"].to_pylist())),
         "rows": int(meta.num_rows),

@@ -84,7 +84,12 @@ def test_cli_build_streams_states_and_policy_and_verifies(
     assert "solved without a graph" in result.stdout
     assert "moves and edges skipped" in result.stdout
     own = tmp_path / "variants" / separate_2x2
-    assert sorted(p.name for p in own.iterdir()) == ["policy.parquet", "states.parquet"]
+    # (and the one-shot `expect`'s lookup of its states: pipeline.store.lookup)
+    assert sorted(p.name for p in own.iterdir()) == [
+        "policy.parquet",
+        "states.lookup",
+        "states.parquet",
+    ]
     assert "0.571747648" in result.stdout  # docs/variants.md: 2x2 starts at 0.5717476480
     rules = file_rules(tmp_path / "variants" / separate_2x2 / "states.parquet")
     assert rules == {separate_2x2: KnuckleRules(2, 2).to_dict()}
@@ -93,7 +98,8 @@ def test_cli_build_streams_states_and_policy_and_verifies(
         ["build", "--variant", separate_2x2, "--moves", "--edges", "--force", "-d", tmp_path]
     )
     assert again.code == 0, again.stderr
-    assert sorted(p.name for p in own.iterdir()) == [f"{t}.parquet" for t in sorted(TABLES)]
+    tables = sorted(p.name for p in own.iterdir() if p.name != "states.lookup")
+    assert tables == [f"{t}.parquet" for t in sorted(TABLES)]
     checked = cli(["verify", "-d", tmp_path])
     assert checked.code == 0, checked.stdout
     assert "contracts/bellman: 127,765 rows checked, 0 violations" in checked.stdout

@@ -1,0 +1,387 @@
+"""The console script's lean door (`pipeline.cli.lean`) and the lookup it reads
+(`pipeline.store.lookup`): a one-shot `expect` answers as the full command does, bit for bit,
+from the values a build keeps beside each states file, and a lookup that is missing, stale or
+damaged is never trusted (the full command answers instead)."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tomllib
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.cli import app, lean
+from pipeline.games.registry import REGISTRY, select_one
+from pipeline.store import lookup
+from tests.conftest import BOX16, MORE, REPO
+
+#: Positions asked of each variant (a sample of its states, and a few ids it does not have).
+SAMPLE = 40
+
+
+def both(argv: list[str]) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+    """(code, stdout, stderr) of the lean door and of the full command, in this process."""
+    found = []
+    for run in (lean.run, app.run):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = run([str(a) for a in argv])
+        found.append((code, out.getvalue(), err.getvalue()))
+    return found[0], found[1]
+
+
+def states_of(data: Path, name: str) -> dict[int, float | None]:
+    """Every state id of ``name`` and its value, as the states file holds it."""
+    own = data / "variants" / name / "states.parquet"
+    if own.exists():
+        table = pq.read_table(own, columns=["state_id", "value"])
+    else:
+        table = pq.read_table(data / "states.parquet", columns=["variant", "state_id", "value"])
+        table = table.filter(pa.compute.equal(table["variant"], name))
+    return dict(zip(table["state_id"].to_pylist(), table["value"].to_pylist(), strict=True))
+
+
+def tiles_text(variant, state_id: int) -> str:
+    return ",".join(str(t) for t in variant.codec.tiles(state_id))
+
+
+def check_variant(data: Path, name: str) -> int:
+    """Ask ``name`` about a sample of positions through both doors: the same output each
+    time, and every tile game's finite value answered by the lookup itself, bit for bit.
+    The number answered by the lookup."""
+    variant = select_one(name, None, {})
+    held = states_of(data, name)
+    rnd = random.Random(name)
+    ids = rnd.sample(sorted(held), min(SAMPLE, len(held)))
+    answered = 0
+    if variant.codec is None:  # not the lean door's: the full command answers, as before
+        for text in ("123", "000000000", "front=1234 back=6789", "4_/1_;_/3_"):
+            argv = ["expect", "-v", name, text, "-d", data]
+            assert lean.answer([str(a) for a in argv]) is None
+            lean_out, full_out = both(argv)
+            assert lean_out == full_out, argv
+        return 0
+    top = max(held)
+    for state_id in [*ids, top + 1, (top + 1) * 2 - 1]:
+        if state_id >= 1 << variant.codec.n_tiles:
+            continue
+        argv = ["expect", tiles_text(variant, state_id), "--variant", name, "-d", str(data)]
+        found = lean.answer(argv)
+        lean_out, full_out = both(argv)
+        assert lean_out == full_out, argv
+        value = held.get(state_id)
+        if state_id and value is not None and value == value:  # (0: the shut box, refused)
+            assert found is not None, argv
+            assert struct.pack("<d", found) == struct.pack("<d", value), argv
+            answered += 1
+        else:
+            assert found is None, argv
+    return answered
+
+
+def test_every_variant_of_all(built: Path) -> None:
+    names = sorted(v.name for v in REGISTRY.values() if v.in_all)
+    answered = {name: check_variant(built, name) for name in names}
+    assert answered["classic"] > 0 and answered["twelve-tiles"] > 0
+    assert {n for n, k in answered.items() if k} == {
+        n for n in names if REGISTRY[n].codec is not None
+    }
+
+
+def test_variants_stored_on_their_own(built_more: Path) -> None:
+    """A rules-named box streamed into files of its own, and the N-player games beside it."""
+    assert check_variant(built_more, BOX16) > 0
+    for name in MORE:
+        check_variant(built_more, name)
+    for name in (BOX16, *MORE[1:]):
+        assert (built_more / "variants" / name / lookup.NAME).is_file()
+
+
+def test_a_build_writes_the_lookup(built: Path) -> None:
+    head = (built / lookup.NAME).read_bytes()
+    assert head.startswith(lookup.MAGIC)
+    assert lookup.value(str(built.resolve()), "classic", 0b111111111) is not None
+
+
+#: Bad input and every other command line the door leaves to the full command (HOSTILE-INPUTS:
+#: names and numbers, paths given to read); "D" stands for the built data directory.
+BAD = [
+    ["expect"],
+    ["expect", "-h"],
+    ["expect", "--help"],
+    ["expect", "123", "--help", "-d", "D"],
+    ["--help"],
+    [],
+    ["--version"],
+    ["expect", "", "-d", "D"],
+    ["expect", "  ", "-d", "D"],
+    ["expect", ",", "-d", "D"],
+    ["expect", "1,,2", "-d", "D"],
+    ["expect", "0", "-d", "D"],
+    ["expect", "10", "-d", "D"],
+    ["expect", "11", "-d", "D"],
+    ["expect", "-1", "-d", "D"],
+    ["expect", "\u0661\u0662\u0663", "-d", "D"],
+    ["expect", "\uff11\uff12", "-d", "D"],
+    ["expect", "1" * 10_000, "-d", "D"],
+    ["expect", "9" * 40, "-d", "D"],
+    ["expect", "123", "456", "-d", "D"],
+    ["expect", "123", "--", "-d", "D"],
+    ["expect", "--", "123", "-d", "D"],
+    ["expect", "123", "-v", "", "-d", "D"],
+    ["expect", "123", "-v", " ", "-d", "D"],
+    ["expect", "123", "-v", "all", "-d", "D"],
+    ["expect", "123", "-v", "custom", "-d", "D"],
+    ["expect", "123", "-v", "CLASSIC", "-d", "D"],
+    ["expect", "123", "-v", "clasic", "-d", "D"],
+    ["expect", "123", "-v", "classic,lever", "-d", "D"],
+    ["expect", "123", "-v", "x" * 10_000, "-d", "D"],
+    ["expect", "123", "-v", "lever", "-v", "classic", "-d", "D"],
+    ["expect", "123", "--variant=lever", "-d", "D"],
+    ["expect", "123", "--variant=", "-d", "D"],
+    ["expect", "123", "-vlever", "-d", "D"],
+    ["expect", "123", "-v"],
+    ["expect", "123", "-d"],
+    ["expect", "123", "-d", ""],
+    ["expect", "123", "-d", "  "],
+    ["expect", "123", "--data-dir="],
+    ["expect", "123", "-d", "/dev/null"],
+    ["expect", "123", "-d", "/proc/self/status"],
+    ["expect", "123", "-d", "a" * 300],
+    ["expect", "123", "-d", "D/missing"],
+    ["expect", "123", "-d", "D", "-d", "D"],
+    ["expect", "123", "--player", "2", "-d", "D"],
+    ["expect", "123", "--p1-score", "-1", "-d", "D"],
+    ["expect", "123", "--best-score", "nan", "-d", "D"],
+    ["expect", "123", "--tiles", "12", "-d", "D"],
+    ["expect", "123", "--tiles", "9", "--dice", "2", "-d", "D"],
+    ["expect", "123", "--nope", "-d", "D"],
+    ["expect", "123", "-v", "two-player", "-d", "D"],
+    ["expect", "12", "-v", "six-tiles-one-die", "-d", "D"],
+    ["expect", "123456789", "-v", "six-tiles-one-die", "-d", "D"],
+    ["expect", "1,2,10", "-v", "twelve-tiles", "-d", "D"],
+    ["expect", "11,12", "-v", "twelve-tiles", "-d", "D"],
+    ["expect", "1112", "-v", "twelve-tiles", "-d", "D"],
+    ["expect", "123", "-v", "stb-12t-3d6-shut", "-d", "D"],
+    ["expect", "123", "-v", "stb-99t-3d6-shut", "-d", "D"],
+    ["move", "12345", "7", "-d", "D"],
+    ["Expect", "123", "-d", "D"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=lambda a: " ".join(a)[:60] or "(none)")
+def test_bad_input_and_other_commands_as_before(argv: list[str], built: Path) -> None:
+    """Every line the door does not answer is the full command's, word for word."""
+    argv = [a.replace("D", str(built)) if a.startswith("D") else a for a in argv]
+    lean_out, full_out = both(argv)
+    assert lean_out == full_out
+    if argv[:1] == ["expect"] and not {"-h", "--help"} & set(argv) and full_out[0]:
+        assert full_out[0] in (1, 2) and full_out[2].count("\n") == 1, full_out
+
+
+def test_parse_reads_only_the_simple_forms() -> None:
+    assert lean.parse(["expect", "123"]) == (None, None, "123")
+    assert lean.parse(["expect", "-d", "x", "123", "-v", "lever"]) == ("lever", "x", "123")
+    assert lean.parse(["expect", "--data-dir=x", "--variant", "a", "1"]) == ("a", "x", "1")
+    for argv in (
+        ["move", "123", "7"],
+        ["expect"],
+        ["expect", "1", "2"],
+        ["expect", "1", "-v", "a", "-v", "a"],
+        ["expect", "1", "-v", "-d"],
+        ["expect", "1", "-h"],
+        ["expect", "1", "--player", "2"],
+        ["expect", "1", "-vlever"],
+        ["expect", "1", "--"],
+    ):
+        assert lean.parse(argv) is None, argv
+
+
+@pytest.fixture
+def copy(built: Path, tmp_path: Path) -> Path:
+    """A copy of `built` to damage."""
+    data = tmp_path / "data"
+    shutil.copytree(built, data)
+    return data
+
+
+CLASSIC = ["expect", "123456789", "-v", "classic"]
+
+
+def untrusted(data: Path) -> None:
+    """The lookup of ``data`` is not used, and the full command answers as it would."""
+    argv = [*CLASSIC, "-d", str(data)]
+    assert lean.answer(argv) is None
+    lean_out, full_out = both(argv)
+    assert lean_out == full_out
+
+
+def section(data: Path, name: str) -> tuple[int, int]:
+    """Where ``name``'s section of the shared lookup starts, and its length."""
+    with open(data / lookup.NAME, "rb") as fh:
+        head = lookup._header(fh)
+    assert head is not None
+    found = head["variants"][name]
+    return head["body"] + found["offset"], found["bytes"]
+
+
+def flip(path: Path, at: int) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[at] ^= 0x40
+    path.write_bytes(bytes(raw))
+
+
+def test_a_damaged_section_is_not_trusted(copy: Path) -> None:
+    start, size = section(copy, "classic")
+    assert size == 8 * 512  # dense: state id k at byte 8k
+    flip(copy / lookup.NAME, start + 8 * 0b111111111)  # the start state's value itself
+    untrusted(copy)
+    # another variant's section is still good
+    argv = ["expect", "123456", "-v", "lever", "-d", str(copy)]
+    assert lean.answer(argv) is not None
+
+
+@pytest.mark.parametrize("where", ["magic", "length", "header", "digest"])
+def test_a_damaged_header_is_not_trusted(copy: Path, where: str) -> None:
+    with open(copy / lookup.NAME, "rb") as fh:
+        head = lookup._header(fh)
+    assert head is not None
+    at = {
+        "magic": 0,
+        "length": len(lookup.MAGIC),
+        "header": len(lookup.MAGIC) + 20,
+        "digest": head["body"] - 5,  # the header's sha256 ends where the sections begin
+    }[where]
+    flip(copy / lookup.NAME, at)
+    untrusted(copy)
+
+
+def test_a_truncated_or_foreign_lookup_is_not_trusted(copy: Path, built_more: Path) -> None:
+    path = copy / lookup.NAME
+    whole = path.read_bytes()
+    start, _ = section(copy, "classic")
+    for cut in (0, 5, len(lookup.MAGIC) + 4, 200, start + 100):
+        path.write_bytes(whole[:cut])
+        untrusted(copy)
+    path.write_bytes(os.urandom(4096))
+    untrusted(copy)
+    shutil.copy(built_more / lookup.NAME, path)  # a lookup of another states file
+    untrusted(copy)
+    path.unlink()
+    untrusted(copy)
+    path.mkdir()
+    untrusted(copy)
+    path.rmdir()
+    os.mkfifo(path)  # never opened for a blocking read
+    untrusted(copy)
+
+
+def test_a_changed_states_file_is_not_trusted(copy: Path) -> None:
+    """The states file rewritten behind the lookup's back, one value changed by one ulp: the
+    lookup (made from the old file) is never used, and the answer is the new file's."""
+    states = copy / "states.parquet"
+    table = pq.read_table(states)
+    values = table["value"].to_pylist()
+    names, ids = table["variant"].to_pylist(), table["state_id"].to_pylist()
+    k = next(
+        i for i, (n, s) in enumerate(zip(names, ids, strict=True)) if (n, s) == ("classic", 511)
+    )
+    old = values[k]
+    values[k] = math.nextafter(old, math.inf)
+    column = table.schema.get_field_index("value")
+    changed = table.set_column(column, table.schema.field(column), pa.array(values, pa.float64()))
+    pq.write_table(changed, states, compression="zstd")
+    untrusted(copy)
+    lean_out, _ = both([*CLASSIC, "-d", str(copy)])
+    assert lean_out[1] == f"{values[k]!r}\n" != f"{old!r}\n"
+
+
+def test_a_pending_commit_or_a_temporary_file_leaves_it_to_the_full_command(copy: Path) -> None:
+    argv = [*CLASSIC, "-d", str(copy)]
+    assert lean.answer(argv) is not None
+    stray = copy / ".states.parquet.999999999.tmp"  # a writer that is gone: the full path sweeps
+    stray.write_bytes(b"x")
+    untrusted(copy)
+    assert not stray.exists()
+    own = copy / "variants" / "x"
+    own.mkdir(parents=True)
+    (own / ".states.parquet.999999999.tmp").write_bytes(b"x")
+    assert lean.answer(argv) is None
+    shutil.rmtree(copy / "variants")
+    assert lean.answer(argv) is not None
+
+
+def test_a_lookup_without_a_finite_value_is_not_used(copy: Path) -> None:
+    """A lookup written for a file whose value is NaN: the full command answers (whatever it
+    says), never the lookup."""
+    states = copy / "states.parquet"
+    table = pq.read_table(states)
+    values = [
+        math.nan if (n, s) == ("classic", 511) else v
+        for n, s, v in zip(
+            table["variant"].to_pylist(), table["state_id"].to_pylist(),
+            table["value"].to_pylist(), strict=True,
+        )
+    ]  # fmt: skip
+    column = table.schema.get_field_index("value")
+    pq.write_table(
+        table.set_column(column, table.schema.field(column), pa.array(values, pa.float64())),
+        states,
+    )
+    assert lookup.write(states, shared=True)
+    untrusted(copy)
+
+
+def run_script(argv: list[str], cwd: Path, stdout: int | None = subprocess.PIPE, **kw):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "STB_QUIET": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *argv],
+        cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, check=False, **kw,
+    )  # fmt: skip
+
+
+def test_the_door_loads_no_heavy_library(built: Path, tmp_path: Path) -> None:
+    code = (
+        "import sys\nfrom pipeline.cli.lean import run\n"
+        f"assert run(['expect', '-d', {str(built)!r}, '123456789']) == 0\n"
+        "heavy = {'numpy', 'duckdb', '_duckdb', 'pyarrow', 'polars', 'typer', 'rich', 'click'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    found = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[-1] == "[]"
+    value = found.stdout.splitlines()[0]
+    assert value == run_script(["expect", "123456789", "-d", str(built)], tmp_path).stdout.strip()
+
+
+def test_the_console_script_is_the_door() -> None:
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["stb-pipeline"] == "pipeline.cli.lean:main"
+    assert "pipeline.cli.lean import main" in (REPO / "pipeline" / "__main__.py").read_text()
+
+
+def test_a_full_disk_is_one_line_as_before(built: Path, tmp_path: Path) -> None:
+    """Standard output that cannot be written: one line and exit 1, as the full command says."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    argv = ["expect", "123456789", "-d", str(built)]
+    with open("/dev/full", "w") as full:
+        found = run_script(argv, tmp_path, stdout=full.fileno())
+    assert found.returncode == 1
+    assert found.stderr.splitlines() == [
+        "error: cannot write to standard output: No space left on device"
+    ]
