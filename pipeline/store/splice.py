@@ -30,9 +30,11 @@ MAGIC = b"PAR1"
 
 # Field ids of parquet.thrift (parquet-format) that the splice reads or moves.
 FILE_NUM_ROWS, FILE_ROW_GROUPS = 3, 4
-GROUP_COLUMNS, GROUP_FILE_OFFSET, GROUP_ORDINAL = 1, 5, 7
+GROUP_COLUMNS, GROUP_TOTAL_BYTES, GROUP_FILE_OFFSET = 1, 2, 5
+GROUP_COMPRESSED, GROUP_ORDINAL = 6, 7
 CHUNK_FILE_OFFSET, CHUNK_META = 2, 3
 CHUNK_OFFSET_INDEX, CHUNK_COLUMN_INDEX = 4, 6
+META_COMPRESSED = 7
 META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE, META_BLOOM_FILTER = 9, 10, 11, 14
 #: Row group ordinals are Thrift i16.
 MAX_ORDINAL = (1 << 15) - 1
@@ -108,6 +110,58 @@ def shifted(groups: Sequence[thrift.Struct], by: int, first: int) -> list[thrift
                 for fid in (META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE):
                     _move(column, fid, by)
     return list(groups)
+
+
+def merged(parts: Sequence[tuple[Part, Sequence[str]]], columns: Sequence[str], meta: Part) -> Part:
+    """One row group of ``columns`` (in this order) from parts of one row group each holding
+    some of them, the same rows: each given with the names of its columns, in its order.
+    ``meta`` is a part of the whole schema (no rows: :func:`encode_part` of None) whose footer
+    the result takes.
+
+    A column chunk is encoded from its own column alone, so the result is, byte for byte, the
+    part :func:`encode_part` makes of the whole row group (a test holds it): the chunks are
+    laid one after another in ``columns``' order, their offsets moved, and the row group's
+    sizes summed. The writer encodes a table's constant and null columns (a third of a big
+    box's policy columns) once per row group size, and the others for each row group."""
+    found: dict[str, tuple[thrift.Struct, memoryview]] = {}
+    totals = [0, 0]
+    rows = {part.rows for part, _ in parts}
+    if len(rows) != 1:
+        raise ValueError(f"parts of different rows: {sorted(rows)}")
+    for part, names in parts:
+        (group,) = part.meta.get(FILE_ROW_GROUPS)[1]
+        chunks = group.get(GROUP_COLUMNS)[1]
+        if len(chunks) != len(names):
+            raise ValueError(f"a part of {len(chunks)} columns given {len(names)} names")
+        for name, chunk in zip(names, chunks, strict=True):
+            column = chunk.get(CHUNK_META)
+            start = column.get(META_DICTIONARY_PAGE) or column.get(META_DATA_PAGE)
+            size = column.get(META_COMPRESSED)
+            found[name] = chunk, part.chunks[start - 4 : start - 4 + size]
+        totals[0] += group.get(GROUP_TOTAL_BYTES)
+        totals[1] += group.get(GROUP_COMPRESSED)
+    position = len(MAGIC)
+    out: list[thrift.Struct] = []
+    for name in columns:
+        chunk, data = found[name]
+        chunk = copy.deepcopy(chunk)
+        column = chunk.get(CHUNK_META)
+        by = position - (column.get(META_DICTIONARY_PAGE) or column.get(META_DATA_PAGE))
+        _move(chunk, CHUNK_FILE_OFFSET, by)
+        for fid in (META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE):
+            _move(column, fid, by)
+        out.append(chunk)
+        position += len(data)
+    group = copy.deepcopy(parts[0][0].meta.get(FILE_ROW_GROUPS)[1][0])
+    group.set(GROUP_COLUMNS, (thrift.STRUCT, out))
+    group.set(GROUP_TOTAL_BYTES, totals[0])
+    group.set(GROUP_FILE_OFFSET, len(MAGIC))
+    group.set(GROUP_COMPRESSED, totals[1])
+    whole = copy.deepcopy(meta.meta)
+    whole.set(FILE_NUM_ROWS, rows.pop())
+    whole.set(FILE_ROW_GROUPS, (thrift.STRUCT, [group]))
+    joined = b"".join(found[name][1] for name in columns)
+    return Part(memoryview(joined), whole, int(whole.get(FILE_NUM_ROWS)))
 
 
 def footer(first: thrift.Struct, groups: list[thrift.Struct], rows: int) -> bytes:

@@ -37,6 +37,8 @@ ROW_GROUP_ROWS = 1 << 20
 #: Row groups per table handed to the encoders and not yet in the file, beyond one per thread:
 #: enough to keep every thread busy, few enough to bound memory.
 QUEUE_BATCHES = 2
+#: Row group sizes whose encoded constant columns a table keeps (:meth:`_TableWriter._encoded`).
+CONSTANT_PARTS = 8
 #: Environment variable that sets the number of encoding threads (default: every core).
 THREADS_ENV = "STB_WRITE_THREADS"
 #: Seconds at a time the producer waits for room, to notice a failed encoder.
@@ -136,12 +138,14 @@ def record_batch(
     cols: Columns,
     schema: pa.Schema,
     constants: Mapping[str, Any],
-    cache: dict[tuple[str, int], pa.Array] | None = None,
+    cache: dict[str, pa.Array] | None = None,
 ) -> pa.RecordBatch:
     """One Arrow record batch of ``schema`` from numpy columns (masked entries become null) or
     Arrow arrays (e.g. list or string columns; cast to the schema's type). ``cache`` keeps the
-    constant columns by (name, rows) for the next batch of the same size: building a table's
-    twenty null columns anew took as long as encoding a batch of two real ones."""
+    constant columns by name for the next batches, each a prefix (a slice, no copy) of the
+    longest column made so far: building a table's constant and null columns anew for each
+    batch took as long as encoding a batch of the real ones, and a big box's batches come in a
+    dozen sizes."""
     n = len(next(iter(cols.values()))) if cols else 0
     unknown = set(cols) - set(schema.names)
     if unknown:  # a misnamed column would otherwise be written as nulls, silently
@@ -157,21 +161,67 @@ def record_batch(
             mask = np.ma.getmaskarray(col) if isinstance(col, np.ma.MaskedArray) else None
             if mask is not None and not mask.any():
                 mask = None  # no validity bitmap when nothing is null
-            arrays.append(pa.array(np.ma.getdata(col), type=f.type, mask=mask))
-        elif cache is not None and (f.name, n) in cache:
-            arrays.append(cache[f.name, n])
-        elif f.name in constants and pa.types.is_dictionary(f.type):
-            dictionary = pa.array([constants[f.name]], type=f.type.value_type)
-            arrays.append(pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), dictionary))
-        elif f.name in constants:
-            arrays.append(pa.repeat(pa.scalar(constants[f.name], type=f.type), n))
-        else:
+            arrays.append(numpy_column(np.ma.getdata(col), f.type, mask))
+        elif f.name not in constants:
             raise ValueError(f"no column {f.name!r} in the batch and no constant for it")
-        if cache is not None and f.name not in cols:
-            if len(cache) > 4 * len(schema):  # batches of many sizes: start afresh
-                cache.clear()
-            cache[f.name, n] = arrays[-1]
+        elif cache is None:
+            arrays.append(constant_column(f, constants[f.name], n))
+        else:
+            made = cache.get(f.name)
+            if made is None or len(made) < n:
+                # room for the next batches too, up to a row group's worth
+                size = max(n, min(2 * len(made), ROW_GROUP_ROWS)) if made is not None else n
+                made = cache[f.name] = constant_column(f, constants[f.name], size)
+            arrays.append(made.slice(0, n))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+#: numpy's type of each Arrow type :func:`numpy_column` takes over without a copy.
+_NUMPY: dict[pa.DataType, np.dtype[Any]] = {
+    pa.int8(): np.dtype(np.int8),
+    pa.int16(): np.dtype(np.int16),
+    pa.int32(): np.dtype(np.int32),
+    pa.int64(): np.dtype(np.int64),
+    pa.float64(): np.dtype(np.float64),
+}
+
+
+def numpy_column(data: np.ndarray, kind: pa.DataType, mask: np.ndarray | None) -> pa.Array:
+    """``data`` as an Arrow array of type ``kind``, null where ``mask`` is true. Numbers of the
+    same type and booleans are wrapped straight from their buffers (``pa.array`` takes the
+    same values, but its first call imports pandas: a second of a small build); anything else
+    (a cast) goes through ``pa.array``."""
+    n = len(data)
+    validity = None if mask is None else pa.py_buffer(np.packbits(~mask, bitorder="little"))
+    if kind == pa.bool_() and data.dtype == np.bool_:
+        values = pa.py_buffer(np.packbits(data, bitorder="little"))
+    elif _NUMPY.get(kind) == data.dtype and data.flags.c_contiguous:
+        values = pa.py_buffer(data)
+    else:
+        return pa.array(data, type=kind, mask=mask)
+    return pa.Array.from_buffers(kind, n, [validity, values])
+
+
+def constant_column(field: pa.Field, value: Any, n: int) -> pa.Array:
+    """``n`` rows of ``value`` (None: null) of ``field``'s type (a dictionary type: one entry,
+    every index 0). Built from numpy where it can be (``pa.scalar`` and ``pa.array`` of a
+    list import pandas)."""
+    kind = field.type
+    if pa.types.is_dictionary(kind):
+        indices = numpy_column(np.zeros(n, np.int32), pa.int32(), None)
+        return pa.DictionaryArray.from_arrays(
+            indices, constant_column(field.with_type(kind.value_type), value, 1)
+        )
+    if value is None:
+        return pa.nulls(n, kind)
+    if kind == pa.string() and isinstance(value, str):
+        data = value.encode()
+        offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+    if kind == pa.bool_() or kind in _NUMPY:
+        dtype = np.dtype(np.bool_) if kind == pa.bool_() else _NUMPY[kind]
+        return numpy_column(np.full(n, value, dtype=dtype), kind, None)
+    return pa.repeat(pa.scalar(value, type=kind), n)
 
 
 def _physical(schema: pa.Schema, constants: Mapping[str, Any]) -> pa.Schema:
@@ -222,6 +272,10 @@ class _TableWriter:
         self.position = len(splice.MAGIC)
         self.cond = threading.Condition()
         self.local = threading.local()  # each encoder's constant columns (record_batch's cache)
+        # the constant columns of a row group, encoded, by (columns, rows): see _encoded
+        self.constant_parts: dict[tuple[tuple[str, ...], int], splice.Part] = {}
+        # the file of no rows: the footer a spliced row group takes (and an empty table's)
+        self.empty = splice.encode_part(None, self.schema, self.options, self.metadata)
         self._write(splice.MAGIC)
 
     def __enter__(self) -> _TableWriter:
@@ -252,7 +306,7 @@ class _TableWriter:
                 self.cond.wait(POLL)
         self._check()
         if self.first is None:  # no rows: the file of an empty table, as a writer leaves it
-            self.first = splice.encode_part(None, self.schema, self.options, self.metadata)
+            self.first = self.empty
         self._write(splice.footer(self.first.meta, self.groups, self.rows))
         try:
             self.file.close()  # on disk, its sha256 known
@@ -280,11 +334,7 @@ class _TableWriter:
         try:
             if self.stopped or self.error is not None:
                 return
-            cache = self.local.__dict__.setdefault("cache", {})
-            table = pa.Table.from_batches(
-                [record_batch(c, self.schema, self.constants, cache) for c in batches]
-            )
-            part = splice.encode_part(table, self.schema, self.options, self.metadata)
+            part = self._encoded(batches)
             with self.cond:
                 self.ready[seq] = part
                 if self.appending:  # the thread appending will find it
@@ -296,6 +346,54 @@ class _TableWriter:
                 self.error = self.error or exc
                 self.appending = False
                 self.cond.notify_all()
+
+    def _encoded(self, batches: list[Columns]) -> splice.Part:
+        """``batches`` encoded as one row group. Where every batch gives the same columns and
+        the others are constants (a big box's policy: 7 of 13), the given ones are encoded
+        here and the constant ones once per row group size (:meth:`_constant_part`), the two
+        parts spliced into the part of the whole row group (:func:`pipeline.store.splice.merged`:
+        the same bytes)."""
+        cache = self.local.__dict__.setdefault("cache", {})
+        names = batches[0].keys()
+        given = [n for n in self.schema.names if n in names]
+        rest = [n for n in self.schema.names if n not in names]
+        rows = sum(len(next(iter(c.values()))) if c else 0 for c in batches)
+        if (
+            not given
+            or not rest
+            or rows == 0
+            or any(c.keys() != names for c in batches[1:])
+            or any(n not in self.constants for n in rest)  # record_batch says which
+        ):
+            table = pa.Table.from_batches(
+                [record_batch(c, self.schema, self.constants, cache) for c in batches]
+            )
+            return splice.encode_part(table, self.schema, self.options, self.metadata)
+        schema = pa.schema([self.schema.field(n) for n in given])
+        table = pa.Table.from_batches(
+            [record_batch(c, schema, self.constants, cache) for c in batches], schema=schema
+        )
+        part = splice.encode_part(table, schema, self.options, self.metadata)
+        return splice.merged(
+            [(part, given), (self._constant_part(rest, rows), rest)], self.schema.names, self.empty
+        )
+
+    def _constant_part(self, names: list[str], rows: int) -> splice.Part:
+        """The constant columns ``names`` of a row group of ``rows`` rows, encoded (once per
+        size: a big box's row groups are mostly a million rows each)."""
+        key = (tuple(names), rows)
+        with self.cond:
+            part = self.constant_parts.get(key)
+        if part is None:
+            schema = pa.schema([self.schema.field(n) for n in names])
+            columns = [constant_column(f, self.constants[f.name], rows) for f in schema]
+            table = pa.Table.from_arrays(columns, schema=schema)
+            part = splice.encode_part(table, schema, self.options, self.metadata)
+            with self.cond:
+                if len(self.constant_parts) >= CONSTANT_PARTS:  # the oldest size goes
+                    del self.constant_parts[next(iter(self.constant_parts))]
+                self.constant_parts[key] = part
+        return part
 
     def _append_ready(self) -> None:
         """Append the parts that are next in order, until the next one is not encoded yet."""

@@ -163,3 +163,138 @@ def test_write_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(stream_writer.THREADS_ENV, "many")
     with pytest.raises(UsageError, match=stream_writer.THREADS_ENV):  # one line, exit 2
         stream_writer.write_threads()
+
+
+def store_policy(n: int, seed: int) -> tuple[pa.Schema, dict, dict[str, np.ndarray]]:
+    """The policy as a big box's build writes it: the store's every column (lists, texts), its
+    constants (the variant, and null for what the batches leave out) and a batch of rows."""
+    from pipeline.stages.streamed import written_schema
+
+    schema = written_schema("policy", None, META)
+    constants = {**dict.fromkeys(schema.names), "variant": "v"}
+    cols = {k: v for k, v in policy_rows(n, seed).items() if k not in ("stuck", "next_state_id")}
+    return stream_writer._physical(schema, constants), constants, cols
+
+
+def test_a_row_group_spliced_from_parts_of_its_columns_is_the_whole_ones() -> None:
+    schema, constants, cols = store_policy(3000, 1)
+    options = parquet_options()["policy"]
+    table = pa.Table.from_batches([stream_writer.record_batch(cols, schema, constants)])
+    given = [n for n in schema.names if n in cols]
+    rest = [n for n in schema.names if n not in cols]  # between the given ones: lists, texts
+    parts = [
+        (splice.encode_part(table.select(names), pa.schema([schema.field(n) for n in names]),
+                            options, META), names)
+        for names in (rest, given)
+    ]  # fmt: skip
+    empty = splice.encode_part(None, schema, options, META)
+    got = splice.merged(parts, schema.names, empty)
+    want = splice.encode_part(table, schema, options, META)
+    assert bytes(got.chunks) == bytes(want.chunks)
+    assert thrift.dumps(got.meta) == thrift.dumps(want.meta)
+    assert got.rows == want.rows == 3000
+    rest_schema = pa.schema([schema.field(n) for n in rest])
+    shorter = splice.encode_part(table.slice(0, 10).select(rest), rest_schema, options, META)
+    with pytest.raises(ValueError, match="different rows"):
+        splice.merged([(shorter, rest), parts[1]], schema.names, empty)
+
+
+def test_constant_columns_are_encoded_once_per_row_group_size_and_give_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(stream_writer.THREADS_ENV, "2")
+    monkeypatch.setattr(stream_writer, "ROW_GROUP_ROWS", 1000)
+    made: list[int] = []
+    encode = splice.encode_part
+
+    def counted(table, schema, options, metadata):
+        if table is not None and "state_id" not in schema.names:
+            made.append(table.num_rows)
+        return encode(table, schema, options, metadata)
+
+    monkeypatch.setattr(splice, "encode_part", counted)
+    schema, constants, _ = store_policy(1, 0)
+    sizes = [1000, 1000, 400, 600, 1000, 1000, 1200, 1000, 7]
+    batches = [store_policy(n, i)[2] for i, n in enumerate(sizes)]
+    path = tmp_path / "policy.parquet"
+    stream_writer.write_streamed_many(
+        {"policy": path},
+        ({"policy": b} for b in batches),
+        {"policy": store_policy(1, 0)[0].with_metadata(META)},
+        {"policy": constants},
+        {"policy": parquet_options()["policy"]},
+    )
+    # row groups of 1000 rows (six of them), 1200 and 7: their constant columns encoded once
+    # each size (two threads may both encode a size at once)
+    assert sorted(set(made)) == [7, 1000, 1200] and made.count(1000) <= 2
+    cuts = [0, 1000, 2000, 3000, 4000, 5000, 6200, 7200, 7207]
+    whole = pa.concat_tables(
+        [pa.Table.from_batches([stream_writer.record_batch(b, schema, constants)]) for b in batches]
+    )
+    groups = [whole.slice(lo, hi - lo) for lo, hi in itertools.pairwise(cuts)]
+    assert path.read_bytes() == one_writer(groups, schema, parquet_options()["policy"])
+    read = pl.read_parquet(path)
+    assert read.height == sum(sizes) and read["tiles"].null_count() == sum(sizes)
+    assert read["variant"].unique().to_list() == ["v"]
+
+
+@pytest.mark.parametrize(
+    ("data", "kind", "mask"),
+    [
+        (np.arange(5, dtype=np.int16), pa.int16(), None),
+        (np.arange(5, dtype=np.int32), pa.int32(), np.array([0, 1, 0, 0, 1], bool)),
+        (np.array([True, False, True] * 7), pa.bool_(), None),
+        (np.array([True, False, True] * 7), pa.bool_(), np.arange(21) % 4 == 0),
+        (np.arange(10.0)[::2], pa.float64(), None),  # not contiguous: pa.array copies it
+        (np.arange(5, dtype=np.int64), pa.int16(), None),  # a cast: pa.array
+        (np.zeros(0, np.int64), pa.int64(), None),
+    ],
+)
+def test_numpy_columns_are_what_pa_array_makes(data, kind, mask) -> None:
+    got = stream_writer.numpy_column(data, kind, mask)
+    want = pa.array(data, type=kind, mask=mask)
+    assert got.type == kind and got.equals(want) and got.null_count == want.null_count
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        (pa.string(), "score"),
+        (pa.string(), None),
+        (pa.list_(pa.int8()), None),
+        (pa.bool_(), False),
+        (pa.float64(), 0.0),
+        (pa.int16(), 3),
+        (pa.dictionary(pa.int32(), pa.string()), "stb-24t-3d6-score"),
+    ],
+)
+def test_constant_columns_are_the_value_repeated(kind, value) -> None:
+    got = stream_writer.constant_column(pa.field("c", kind), value, 5)
+    plain = kind.value_type if pa.types.is_dictionary(kind) else kind
+    assert got.type == kind and got.to_pylist() == [value] * 5
+    assert got.cast(plain).equals(pa.array([value] * 5, type=plain))
+
+
+def test_writing_a_streamed_table_does_not_import_pandas(tmp_path: Path) -> None:
+    """pa.array and pa.scalar import pandas on their first call: a second of a small build."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from pipeline.games.shutbox.stream import schemas\n"
+        "from pipeline.store import stream_writer\n"
+        "cols = {'state_id': np.arange(9), 'roll': np.full(9, 3, np.int16),\n"
+        "        'stuck': np.zeros(9, bool), 'value': np.zeros(9)}\n"
+        "stream_writer.write_streamed(Path(sys.argv[1]), [cols], schemas()['policy'],\n"
+        "                             {'variant': 'v', 'best_move_mask': None,\n"
+        "                              'next_state_id': None, 'n_optimal': 1, 'n_moves': 2})\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "p.parquet")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "False"
+    assert pq.read_table(tmp_path / "p.parquet").num_rows == 9

