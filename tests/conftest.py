@@ -78,6 +78,56 @@ def build_into(*args: str | Path) -> Callable[[Path], None]:
     return make
 
 
+#: The files whose tests take longest (about a minute or more of a worker's time each, mostly in
+#: a few tests: builds killed, boards solved, the CUDA simulator, commands run as a person would):
+#: given to the workers first, so that the run does not end with one worker in one of them while
+#: the other has nothing left. The other files follow, those with the most tests first (as
+#: pytest-xdist orders them itself, which ``--no-loadscope-reorder`` in pyproject.toml leaves
+#: to this).
+LONG_FILES = (
+    "store/test_kill_safety.py",
+    "games/knucklebones/test_knucklebones_artefacts.py",
+    "games/knucklebones/test_knucklebones_gpu.py",
+    "games/knucklebones/test_knucklebones_artefact_contract.py",
+    "store/test_catalog.py",
+    "docs/test_readme.py",
+    "games/knucklebones/test_knucklebones_vi.py",
+    "analysis/test_verify.py",
+    "apps/test_explorer.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files in the order the workers take them: :data:`LONG_FILES`, then by number of tests
+    (each file's tests keep their order)."""
+    files = [str(Path(item.path).relative_to(REPO / "tests")) for item in items]
+    count: dict[str, int] = {}
+    for file in files:
+        count[file] = count.get(file, 0) + 1
+    rank = {file: i for i, file in enumerate(LONG_FILES)}
+    first = {file: i for i, file in reversed(list(enumerate(files)))}
+    order = sorted(range(len(items)), key=lambda i: (
+        rank.get(files[i], len(rank)), -count[files[i]], first[files[i]], i
+    ))  # fmt: skip
+    items[:] = [items[i] for i in order]
+
+
+#: The shared builds (:func:`once`) each pytest-xdist worker makes before its first test, so
+#: that the two workers build them side by side instead of one waiting for a build the other
+#: started; a build no collected test uses is not made. Other workers (and a run without
+#: them) build each when a test first asks for it.
+FIRST_BUILDS = {"gw0": ("built", "built_by_name"), "gw1": ("built_more", "doors")}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def first_builds(request: pytest.FixtureRequest) -> None:
+    """The builds of :data:`FIRST_BUILDS` for this worker."""
+    used = {name for item in request.session.items for name in item.fixturenames}
+    for name in FIRST_BUILDS.get(os.environ.get("PYTEST_XDIST_WORKER", ""), ()):
+        if name in used:
+            request.getfixturevalue(name)
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory holding `stb-pipeline build --variant all` (built once per run)."""
