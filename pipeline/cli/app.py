@@ -9,7 +9,6 @@ Every domain error becomes one line on stderr and its exit code (see ``pipeline.
 import copy
 import errno
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, get_args
@@ -574,18 +573,12 @@ OUT_OF_MEMORY = (
 
 
 def main() -> None:
-    """Console-script entry point."""
-    # `kill` (SIGTERM) or a closed terminal (SIGHUP) would end the process without running
-    # any cleanup; as an interrupt they remove their temporary files on the way out.
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _interrupt)
+    """The full command's entry point (the console script's door, :mod:`pipeline.cli.lean`,
+    answers a one-shot `expect` before it)."""
+    from pipeline.cli.lean import catch_signals
+
+    catch_signals()
     exit_with(lambda: run(sys.argv[1:]))
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """Signal handler: stop as Ctrl-C does."""
-    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

@@ -24,11 +24,17 @@ import sys
 OPTIONS = {"-v": "variant", "--variant": "variant", "-d": "data_dir", "--data-dir": "data_dir"}
 
 
-def main() -> None:
-    """Console-script entry point (as :func:`pipeline.cli.app.main`)."""
+def catch_signals() -> None:
+    """`kill` (SIGTERM) or a closed terminal (SIGHUP) would end the process without running any
+    cleanup; as an interrupt they remove their temporary files on the way out."""
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _interrupt)
+
+
+def main() -> None:
+    """Console-script entry point (:func:`pipeline.cli.app.main` without this door)."""
+    catch_signals()
     from pipeline.errors import exit_with
 
     exit_with(lambda: run(sys.argv[1:]))
