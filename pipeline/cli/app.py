@@ -575,7 +575,7 @@ OUT_OF_MEMORY = (
 def main() -> None:
     """The full command's entry point (the console script's door, :mod:`pipeline.cli.lean`,
     answers a one-shot `expect` before it)."""
-    from pipeline.cli.lean import catch_signals
+    from pipeline.cli.signals import catch_signals
 
     catch_signals()
     exit_with(lambda: run(sys.argv[1:]))

@@ -16,7 +16,6 @@ command's by construction; the tests compare the two on every variant.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 #: The options this door reads (each with a value); any other word starting with "-" is the
@@ -24,25 +23,14 @@ import sys
 OPTIONS = {"-v": "variant", "--variant": "variant", "-d": "data_dir", "--data-dir": "data_dir"}
 
 
-def catch_signals() -> None:
-    """`kill` (SIGTERM) or a closed terminal (SIGHUP) would end the process without running any
-    cleanup; as an interrupt they remove their temporary files on the way out."""
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _interrupt)
-
-
 def main() -> None:
     """Console-script entry point (:func:`pipeline.cli.app.main` without this door)."""
+    from pipeline.cli.signals import catch_signals
+
     catch_signals()
     from pipeline.errors import exit_with
 
     exit_with(lambda: run(sys.argv[1:]))
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """Signal handler: stop as Ctrl-C does."""
-    raise KeyboardInterrupt
 
 
 def run(argv: list[str]) -> int:
