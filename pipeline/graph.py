@@ -110,10 +110,6 @@ class Graph:
         np.cumsum(counts, out=starts[1:])  # in place: no third array of the nodes' length
         return starts
 
-    def rank_sorted(self) -> bool:
-        """Whether states are indexed in non-decreasing rank (layers are contiguous)."""
-        return bool(np.all(np.diff(self.rank) >= 0))
-
 
 def as_index(a: np.ndarray) -> np.ndarray:
     """``a`` as the int64 C array the compiled kernels take (no copy when it is one already).

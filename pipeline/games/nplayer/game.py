@@ -56,8 +56,6 @@ from pipeline.graph import NO_STATE, PASS, Graph
 if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
     import polars as pl
 
-TIE = 0.5
-
 
 class NPlayer(Game):
     """The N-player game for a :class:`NPlayerRules`; values are the mover's expected payoff."""
@@ -214,21 +212,6 @@ class NPlayer(Game):
     @cached_property
     def _possible_set(self) -> frozenset[int]:
         return frozenset(self.possible_scores.tolist())
-
-    def scores_from_start(self) -> np.ndarray:
-        """Sorted scores reachable from the full box (for comparison with possible_scores)."""
-        b = self.one_player_graph
-        reach = np.zeros(self.n_masks, dtype=bool)
-        reach[self.full] = True
-        src = b.node_state[b.mv_node]
-        count = np.bitwise_count(src.astype(np.uint64))
-        real = b.mv_label != PASS
-        for layer in range(self.r.box.tiles, 0, -1):  # moves only go to fewer open tiles
-            hit = real & (count == layer) & reach[src]
-            reach[b.mv_dst[hit]] = True
-        stuck = b.node_state[b.mv_node[~real]]
-        stuck = stuck[reach[stuck] & (stuck != 0)]
-        return np.unique(self.mask_scores[stuck])
 
     def contexts(self, seat: int) -> list[tuple[int, int]]:
         """(best score, tie count) pairs seat ``seat`` can face; (0, 0) for seat 1."""

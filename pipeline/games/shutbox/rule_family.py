@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -171,11 +170,6 @@ def _orders(max_keys: int) -> Iterator[tuple[tuple[str, int], ...]]:
         for combo in itertools.permutations(KEY_NAMES, size):
             for signs in itertools.product((1, -1), repeat=size):
                 yield tuple(zip(combo, signs, strict=True))
-
-
-def count_orders(max_keys: int = MAX_KEYS) -> int:
-    """How many key orders :func:`orders` yields."""
-    return sum(2**size * math.perm(len(KEYS), size) for size in range(1, max_keys + 1))
 
 
 #: The named strategies that are rules of the family (the same keys and the same tie rule):

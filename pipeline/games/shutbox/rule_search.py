@@ -143,10 +143,6 @@ class Searched:
         """int64 [P]: the number of keys of each distinct policy's simplest rule."""
         return self.sizes[self.first]
 
-    def rule_values(self, objective: str) -> np.ndarray:
-        """float64 [R]: every rule's value for ``objective``."""
-        return self.values[objective][self.policy]
-
     def best(self, objective: str, size: int, top: int = TOP) -> list[tuple[Rule, int, float]]:
         """The ``top`` best distinct policies whose simplest rule has ``size`` keys, best first:
         (that rule, how many rules play it, its value). Equal values keep search order."""

@@ -158,17 +158,6 @@ class StreamSolver:
             [0, used[0].sum(), used[1].sum(), (used[0] | used[1]).sum()], dtype=np.int64
         )
 
-    def node_total(self) -> int:
-        """Number of (state, roll) nodes, i.e. policy rows, without solving (e.g. the height of
-        a ``tables.ChunkedRows``)."""
-        per_pattern = self.per_pattern()
-        total = 0
-        for k, size in enumerate(layer_sizes(self.rules.tiles)):
-            ids = np.empty(size, dtype=np.int64)
-            layer_ids(self.rules.tiles, k, ids)
-            total += int(node_counts(ids, self.c.rule, per_pattern).sum())
-        return total
-
     def rows_per_state(self, regrets: bool, edges: bool) -> int:
         """The most rows one state can add to any table asked for (to size chunks)."""
         cands = np.diff(self.c.sub_start)

@@ -13,6 +13,7 @@ from pipeline.errors import UsageError
 from pipeline.games.nplayer.game import NPlayer as TwoPlayer
 from pipeline.games.nplayer.game import ranges_text
 from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
+from pipeline.graph import PASS
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves, solve_rank_order
 from tests.support.two_player_reference import reference_solver
@@ -98,7 +99,7 @@ def test_state_counts_and_possible_scores() -> None:
     # P1 can end a turn with any score 1..43 (44 and 45 always have a move), from any position
     # and equally from the full box; one block of 512 masks for P1 and for each score.
     assert game.possible_scores.tolist() == list(range(1, 44))
-    assert game.scores_from_start().tolist() == list(range(1, 44))
+    assert scores_from_start(game).tolist() == list(range(1, 44))
     assert g.n_states == 512 * 44
     mask, score = game.split_ids(g.state_id)
     sums = game.base.open_sums(mask)
@@ -149,7 +150,7 @@ def test_possible_scores_may_exceed_those_from_the_full_box() -> None:
     """With 4 tiles and 2d6 only a stuck P1 position never reached from the full box scores 9."""
     game = TwoPlayer(TwoPlayerRules.make(tiles=4))
     assert 9 in game.possible_scores.tolist()
-    assert 9 not in game.scores_from_start().tolist()
+    assert 9 not in scores_from_start(game).tolist()
     assert game.parse_state("234", p1_score=9) == 9 * 16 + 0b1110
 
 
@@ -235,3 +236,19 @@ def test_random_small_rules_against_independent_solver(
     np.testing.assert_allclose(values, ref, rtol=0, atol=1e-12)
     # P2 blocks exist exactly for the scores some P1 position can be stuck at
     assert sorted(set(score.tolist()) - {0}) == game.possible_scores.tolist()
+
+
+def scores_from_start(game: TwoPlayer) -> np.ndarray:
+    """Sorted scores reachable from the full box (for comparison with possible_scores)."""
+    b = game.one_player_graph
+    reach = np.zeros(game.n_masks, dtype=bool)
+    reach[game.full] = True
+    src = b.node_state[b.mv_node]
+    count = np.bitwise_count(src.astype(np.uint64))
+    real = b.mv_label != PASS
+    for layer in range(game.r.box.tiles, 0, -1):  # moves only go to fewer open tiles
+        hit = real & (count == layer) & reach[src]
+        reach[b.mv_dst[hit]] = True
+    stuck = b.node_state[b.mv_node[~real]]
+    stuck = stuck[reach[stuck] & (stuck != 0)]
+    return np.unique(game.mask_scores[stuck])
