@@ -21,7 +21,7 @@ import duckdb
 import polars as pl
 
 from pipeline.analysis import sql
-from pipeline.errors import ContractError, TableError, UsageError
+from pipeline.errors import ContractError, TableError
 from pipeline.store import catalog, layout, manifest, schema, tables
 
 CONTRACTS_DIR: Traversable = sql.QUERIES_DIR.joinpath("contracts")
@@ -222,16 +222,6 @@ def _recorded_tables(data_dir: Path) -> set[str]:
                 f"run `stb-pipeline build --force --variant {variants}`"
             )
     return set(recorded)
-
-
-def contract_rows(name: str, data_dir: Path, variant: str | None = None) -> pl.DataFrame:
-    """The rows breaking contract ``name`` (e.g. ``bellman``) in ``data_dir``; none when it holds.
-
-    UsageError for a name that is not one of :func:`contract_names`.
-    """
-    if name not in contract_names():
-        raise UsageError(f"unknown contract {name!r}; contracts: {', '.join(contract_names())}")
-    return run_contract(name, Path(data_dir), variant, set()).violations
 
 
 def run_contract(

@@ -57,8 +57,6 @@ class Section:
     figure: Figure | None = None
     table_html: str = ""
     png: bytes = b""
-    tight: bool = True
-    """Crop the chart to its contents (drawing it twice; the big grid lays itself out)."""
 
 
 @dataclass
@@ -583,17 +581,17 @@ def _section(
         report.skipped.append((title, str(why)))
         return None
     if section.figure is not None:
-        section.png = _png(section.figure, section.tight)
+        section.png = _png(section.figure)
         path = report.out_dir / f"{section.key}.png"
         write_bytes_atomic(path, section.png)
         report.charts.append(path)
     return section
 
 
-def _png(fig: Figure, tight: bool = True) -> bytes:
+def _png(fig: Figure) -> bytes:
     """The figure as PNG bytes (and the figure closed)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight" if tight else None)
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return buffer.getvalue()
 

@@ -83,7 +83,7 @@ class BoardTables:
         snap = self.directory.snapshot()
         if snap.unreadable_states:
             raise TableError(snap.unreadable_states[0])
-        return snap.built()
+        return snap.recorded
 
     def find(self, name: str, rules: Any) -> Found:
         """The tables of ``rules``' board and die (a :class:`BoardRules`): ``name`` for its own

@@ -134,7 +134,7 @@ def _check_searchable(variants: Sequence[Variant], data_dir: Path) -> None:
     for a variant whose game has no rules to search, TablesMissingError for one not built in
     ``data_dir`` (its strategy rows would sit beside no states rows, and every query refuses
     a variant without them)."""
-    built = directory.scan(data_dir).built()
+    built = directory.scan(data_dir).recorded
     for variant in variants:
         if not variant.make().searches_rules:
             family = variant.family

@@ -136,10 +136,6 @@ class Snapshot:
     """The rules every ``states`` file records, by variant (those no family reads back too:
     a board built under a name of its own is found by its rules)."""
 
-    def built(self) -> dict[str, dict[str, Any]]:
-        """Every built variant's recorded rules, by name."""
-        return self.recorded
-
     def customs(self) -> dict[str, Variant]:
         """The variants built here under names the registry does not know (built or damaged),
         made from their recorded rules."""
@@ -259,7 +255,7 @@ class Directory:
     def find(self, rules: Mapping[str, Any], prefer: str = "") -> str | None:
         """The built variant whose tables record ``rules``: ``prefer`` where it is one, else
         the first by name (None: no such build)."""
-        built = self.snapshot().built()
+        built = self.snapshot().recorded
         if built.get(prefer) == rules:
             return prefer
         return next((n for n in sorted(built) if built[n] == rules), None)

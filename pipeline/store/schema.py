@@ -187,9 +187,9 @@ ALL_TABLES = (*COLUMNS, *GAME_TABLES)
 #: of a box built without a graph (13 tiles or more: up to hundreds of millions of rows) leaves out
 #: the best move's next state (the state's tiles less the move's: state_id XOR best_move_mask)
 #: whether the roll is stuck (no best move) and the row's kind (`end` when stuck, else `move`), a
-#: quarter less to encode and to store. Every
-#: reader fills them in from these DuckDB expressions (:func:`derived_select`) or their polars
-#: twins (:func:`derived_polars`); a row that has the column keeps it.
+#: quarter less to encode and to store. Every reader fills them in from these DuckDB expressions
+#: (the views': :func:`tile_select`) or their polars twins (:func:`derived_polars`); a row
+#: that has the column keeps it.
 DERIVED: dict[str, dict[str, str]] = {
     "policy": {
         "next_state_id": "coalesce(next_state_id, xor(state_id, best_move_mask))",
@@ -301,15 +301,6 @@ def _tile_sources(table: str, present: set[str]) -> list[tuple[str, str | None]]
         for column, source in TILE_SOURCES.get(table, {}).items()
         if column in present and (source or "next_state_id") in present
     ]
-
-
-def derived_select(table: str) -> str:
-    """A DuckDB select list of every column of ``table`` with its :data:`DERIVED` columns
-    filled in (``*`` when it has none)."""
-    filled = DERIVED.get(table)
-    if not filled:
-        return "*"
-    return "* replace (" + ", ".join(f"{sql} as {col}" for col, sql in filled.items()) + ")"
 
 
 #: Each column type code's type in DuckDB, and the names of its polars and pyarrow types.

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline._version import __version__
 from pipeline.errors import PipelineError, TableError, first_line
 from pipeline.store import directory, footers, manifest, schema
-from pipeline.store.files import _tmp_name, _write_synced, write_bytes_atomic, write_file_atomic
+from pipeline.store.files import _tmp_name, _write_synced, write_bytes_atomic
 from pipeline.store.layout import (  # noqa: F401  (part of this module's interface)
     JOURNAL_NAME,
     data_lock,
@@ -342,10 +342,3 @@ def _kept_rows(
     # in the old rows' order: polars promises no order of a join's rows unless asked, and the
     # same rows in another order are another file (a build must write the same bytes)
     return old.join(new_keys.unique(), on=list(keys), how="anti", maintain_order="left")
-
-
-def write_atomic(path: Path, table: pa.Table) -> None:
-    """Write one Parquet table atomically (see :func:`write_file_atomic`)."""
-    import pyarrow.parquet as pq
-
-    write_file_atomic(path, lambda fh: pq.write_table(table, fh, **WRITE_OPTIONS))

@@ -8,14 +8,19 @@ from pathlib import Path
 
 import matplotlib.image as mpimg
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from matplotlib.container import ErrorbarContainer
 
 from pipeline.analysis import report
 from pipeline.analysis.report import PAGE, build_report  # sets the Agg backend first
-from pipeline.store import tables
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _write(path: Path, table: pa.Table) -> None:
+    pq.write_table(table, path)
 
 
 def assert_real_png(path: Path) -> None:
@@ -66,7 +71,7 @@ def add_synthetic_tables(data: Path) -> None:
         "seed",
     ]
     bench = pl.DataFrame(rows, schema=columns, orient="row")
-    tables.write_atomic(data / "benchmarks.parquet", bench.to_arrow())
+    _write(data / "benchmarks.parquet", bench.to_arrow())
     summary = pl.DataFrame(
         {
             "variant": ["double-shutter"] * 21 + ["three-player"] * 6,
@@ -76,7 +81,7 @@ def add_synthetic_tables(data: Path) -> None:
             "value": [*(0.9**n for n in range(21)), 0.34, 0.33, 0.33, 0.001, 0.002, 0.01],
         }
     )
-    tables.write_atomic(data / "summary.parquet", summary.to_arrow())
+    _write(data / "summary.parquet", summary.to_arrow())
     states = pl.read_parquet(data / "states.parquet")
     two = pl.DataFrame(
         {
@@ -90,7 +95,7 @@ def add_synthetic_tables(data: Path) -> None:
         }
     )
     merged = pl.concat([states, two], how="diagonal_relaxed")
-    tables.write_atomic(data / "states.parquet", merged.to_arrow())
+    _write(data / "states.parquet", merged.to_arrow())
 
 
 @pytest.fixture(scope="module")
@@ -185,9 +190,7 @@ def test_strategy_chart_title_names_what_is_drawn(
     data = tmp_path / "data"
     data.mkdir()
     bench = pl.read_parquet(report_data / "benchmarks.parquet")
-    tables.write_atomic(
-        data / "benchmarks.parquet", bench.filter(pl.col("method").is_in(methods)).to_arrow()
-    )
+    _write(data / "benchmarks.parquet", bench.filter(pl.col("method").is_in(methods)).to_arrow())
     section = report.strategy_comparison(report.Tables(data))
     assert section.figure is not None
     ax = section.figure.axes[0]

@@ -9,12 +9,28 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
 
+from pipeline.analysis.contracts import run_contract
 from pipeline.store.layout import variant_file
-from pipeline.store.schema import derived_select
+from pipeline.store.schema import DERIVED
 
 #: The tolerance the tests compare values with.
 TOL = 1e-12
+
+
+def contract_rows(name: str, data_dir: Path, variant: str | None = None) -> pl.DataFrame:
+    """The rows breaking contract ``name`` (e.g. ``bellman``); none when it holds."""
+    return run_contract(name, Path(data_dir), variant, set()).violations
+
+
+def derived_select(table: str) -> str:
+    """A DuckDB select list of every column of ``table`` with its :data:`DERIVED` columns
+    filled in (``*`` when it has none)."""
+    filled = DERIVED.get(table)
+    if not filled:
+        return "*"
+    return "* replace (" + ", ".join(f"{sql} as {col}" for col, sql in filled.items()) + ")"
 
 
 def rows(data: Path, table: str, variant: str, where: str, **params: Any) -> list[dict]:

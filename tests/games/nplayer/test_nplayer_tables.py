@@ -9,13 +9,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.analysis.contracts import contract_rows
 from pipeline.analysis.sql import run_query
 from pipeline.games.nplayer.game import NPlayer
 from pipeline.games.nplayer.rules import NPlayerRules
 from pipeline.solve.rank_order import solve_rank_order
 from pipeline.store import tables
 from tests.conftest import invoke
+from tests.support.tables import contract_rows
 
 RULES = [
     "--players",

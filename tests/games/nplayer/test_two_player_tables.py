@@ -8,9 +8,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.analysis.contracts import contract_rows
 from pipeline.analysis.sql import run_query
 from pipeline.store import tables
+from tests.support.tables import contract_rows
 
 SEED = "002_966add8e0a53f14d.txt"
 VARIANT = "two-player"

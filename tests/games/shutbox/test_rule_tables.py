@@ -171,7 +171,7 @@ def test_strategies_command_searches_what_build_does_not(cli, tmp_path: Path) ->
 def test_the_contract_holds_and_catches_a_curve_that_gets_worse(
     built: Path, tmp_path: Path
 ) -> None:
-    from pipeline.analysis.contracts import contract_rows
+    from tests.support.tables import contract_rows
 
     assert contract_rows("strategy_search", built).height == 0
     data = tmp_path / "data"
