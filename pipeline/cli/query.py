@@ -160,7 +160,7 @@ def answer(
     except ModuleNotFoundError:  # a GPU machine: DuckDB and Arrow alone, the rows as CSV
         rows = sql.query_arrow(name, data_dir, **params)
         if output is not None:
-            outputs.export_arrow(rows, chosen, output)
+            outputs.export(rows, chosen, output)
             out.print(f"{rows.num_rows} rows written to {output}")
         else:
             print(outputs.arrow_to_csv(rows), end="")

@@ -39,13 +39,6 @@ def to_csv(frame: pl.DataFrame) -> str:
     return flatten_lists(frame).write_csv()
 
 
-def to_parquet(frame: pl.DataFrame) -> bytes:
-    """The frame as Parquet bytes."""
-    buffer = io.BytesIO()
-    frame.write_parquet(buffer)
-    return buffer.getvalue()
-
-
 def arrow_to_csv(table: pa.Table) -> str:
     """An Arrow table as CSV text, list columns as text such as ``[3, 6]`` (a query's result
     where polars is not installed, as on a GPU machine)."""
@@ -64,27 +57,22 @@ def arrow_to_csv(table: pa.Table) -> str:
     return buffer.getvalue().decode()
 
 
-def export_arrow(table: pa.Table, fmt: str, path: Path) -> None:
-    """:func:`export` of an Arrow table (where polars is not installed)."""
-    import pyarrow.parquet as pq
-
+def export(rows: pl.DataFrame | pa.Table, fmt: str, path: Path) -> None:
+    """Write ``rows`` (a polars frame, or an Arrow table where polars is not installed) to
+    ``path`` as ``csv`` or ``parquet`` (``table`` writes CSV too)."""
     if fmt not in FORMATS:
         raise UsageError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    if fmt == "parquet":
-        buffer = io.BytesIO()
-        pq.write_table(table, buffer)
-        data = buffer.getvalue()
+    frame = hasattr(rows, "write_parquet")  # polars; else Arrow
+    buffer = io.BytesIO()
+    if fmt != "parquet":
+        buffer.write((to_csv(rows) if frame else arrow_to_csv(rows)).encode())
+    elif frame:
+        rows.write_parquet(buffer)
     else:
-        data = arrow_to_csv(table).encode()
-    write_output(path, data)
+        import pyarrow.parquet as pq
 
-
-def export(frame: pl.DataFrame, fmt: str, path: Path) -> None:
-    """Write ``frame`` to ``path`` as ``csv`` or ``parquet`` (``table`` writes CSV too)."""
-    if fmt not in FORMATS:
-        raise UsageError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    data = to_parquet(frame) if fmt == "parquet" else to_csv(frame).encode()
-    write_output(path, data)
+        pq.write_table(rows, buffer)
+    write_output(path, buffer.getvalue())
 
 
 def write_output(path: Path, data: bytes) -> None:
