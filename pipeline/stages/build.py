@@ -26,7 +26,7 @@ from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.games.solved import Solved
 from pipeline.stages import streamed as streamed_build
-from pipeline.stages.names import STAGE_TABLES, STAGES  # noqa: F401  (this module's interface)
+from pipeline.stages.names import STAGES
 from pipeline.store import catalog, directory, layout, manifest, schema, tables
 from pipeline.store.background import Background
 
