@@ -293,18 +293,14 @@ def _strategy_chart(
     ax.set_yticks(list(ys), order)
     ax.invert_yaxis()
     ax.set_xlabel("win rate, %")
-    ax.set_title(f"Strategies on {variant}: {strategy_chart_shows(exact, sim)}")
+    # what the chart draws: the exact win rates (bars) and the simulations' intervals (dots
+    # and whiskers), each only when there are rows of it
+    shown = [("exact win rate", exact), ("simulated interval", sim)]
+    ax.set_title(f"Strategies on {variant}: {' and '.join(w for w, rows in shown if rows)}")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=False))
     ax.legend(unique.values(), unique.keys(), loc="lower right")
     return fig
-
-
-def strategy_chart_shows(exact: Mapping[str, Any], sim: Mapping[str, Any]) -> str:
-    """What the strategies chart draws, for its title: the exact win rates (bars) and the
-    simulations' intervals (dots and whiskers), each only when there are rows of it."""
-    shown = [("exact win rate", bool(exact)), ("simulated interval", bool(sim))]
-    return " and ".join(words for words, drawn in shown if drawn)
 
 
 def _interval(ax: Axes, i: int, r: dict[str, Any], labelled: bool) -> None:
