@@ -14,7 +14,7 @@ import numpy as np
 
 from pipeline.graph import Graph, as_index
 from pipeline.solve.compiled import inline_kernel, kernel
-from pipeline.solve.policy_eval import Plan, plan
+from pipeline.solve.policy_eval import plan
 from pipeline.solve.ties import best_of, pick
 
 
@@ -28,12 +28,7 @@ class BatchSolution:
     """int64 [S, K]: the optimal choice before the roll (-1 for terminal states)."""
 
 
-def solve_rank_order_batch(
-    g: Graph,
-    terminal: np.ndarray,
-    ended: np.ndarray,
-    layers_of: Plan | None = None,
-) -> BatchSolution:
+def solve_rank_order_batch(g: Graph, terminal: np.ndarray, ended: np.ndarray) -> BatchSolution:
     """Solve ``g`` for K objectives at once by backward induction in rank order.
 
     ``terminal`` (float64 [S, K]) replaces ``g.terminal`` (NaN where play goes on), and
@@ -42,8 +37,7 @@ def solve_rank_order_batch(
     other moves keep their offsets and scales, and ``g.maximise`` holds for every objective.
     Ties between choices go to the largest choice, as in
     :func:`pipeline.solve.rank_order.solve_rank_order`; each node's moves and each state's rolls
-    are taken in row order. ``layers_of``: the graph's :func:`~pipeline.solve.policy_eval.plan`,
-    when it is at hand.
+    are taken in row order.
     """
     s, k = g.n_states, terminal.shape[1]
     if terminal.shape != (s, k) or ended.shape != (s, k):
@@ -57,7 +51,7 @@ def solve_rank_order_batch(
     # a state's choices are distinct numbers: at most the largest plus one of them
     most = int(ch_choice.max()) + 1 if ch_choice.shape[0] else 1
     _solve_layers(  # type: ignore[call-arg]  # numba's stub does not see *args
-        *(layers_of or plan(g)).flat,
+        *plan(g).flat,
         np.ascontiguousarray(terminal, dtype=np.float64),
         np.ascontiguousarray(ended, dtype=np.float64),
         as_index(g.mv_dst),

@@ -25,8 +25,8 @@ from pipeline.solve.rank_order import Solution
 from pipeline.solve.ties import best_of, pick
 
 #: Stop once no state changed by more than this in a sweep.
-DEFAULT_TOLERANCE = 1e-12
-DEFAULT_MAX_SWEEPS = 10_000
+TOLERANCE = 1e-12
+MAX_SWEEPS = 10_000
 
 
 @kernel
@@ -67,15 +67,13 @@ def _sweep(order, ch_start, ch_choice, ch_node, prob, mv_start, mv_dst, mv_scale
 
 
 def solve_value_iteration(
-    g: Graph,
-    tol: float = DEFAULT_TOLERANCE,
-    max_sweeps: int = DEFAULT_MAX_SWEEPS,
-    progress: Callable[[int, float], None] | None = None,
+    g: Graph, progress: Callable[[int, float], None] | None = None
 ) -> Solution:
     """Solve a graph (cycles allowed) by Gauss-Seidel value iteration in increasing rank order.
 
-    Sweeps until the largest change of a sweep is at most ``tol`` (absolute); raises ValueError
-    if ``max_sweeps`` is reached first. ``progress(sweep, residual)`` is called after each sweep.
+    Sweeps until the largest change of a sweep is at most :data:`TOLERANCE` (absolute); raises
+    ValueError after :data:`MAX_SWEEPS` sweeps. ``progress(sweep, residual)`` is called after
+    each sweep.
     """
     s = g.n_states
     terminal = ~np.isnan(g.terminal)
@@ -91,9 +89,9 @@ def solve_value_iteration(
     sign = 1.0 if g.maximise else -1.0
     ch_node, mv_dst = as_index(g.ch_node), as_index(g.mv_dst)
     residual, sweeps = np.inf, 0
-    while residual > tol:
-        if sweeps >= max_sweeps:
-            raise ValueError(f"value iteration did not converge in {max_sweeps} sweeps")
+    while residual > TOLERANCE:
+        if sweeps >= MAX_SWEEPS:
+            raise ValueError(f"value iteration did not converge in {MAX_SWEEPS} sweeps")
         residual = _sweep(
             order, ch_start, choice, ch_node, prob, mv_start, mv_dst, scale, offset, value, sign,
         )  # fmt: skip
