@@ -39,10 +39,9 @@ from pipeline.games.published import Published, published
 from pipeline.games.registry import REGISTRY, variant_from_rules
 from pipeline.store import manifest, sources, views
 from pipeline.store.files import _fsync_dir, _pid_alive, _write_synced, why
-from pipeline.store.footers import encode_rules
+from pipeline.store.footers import recorded
 from pipeline.store.layout import settle
 from pipeline.store.outputs import check_output_folder, refuse_data_files, resolved
-from pipeline.store.schema import RULES_KEY, VERSION_KEY
 
 CARD, INDEX, SUMS = sources.DATASET_CARD, sources.DATASET_INDEX, sources.DATASET_SUMS
 
@@ -226,8 +225,8 @@ def _write_tables(
             path = tmp / relative
             path.parent.mkdir(exist_ok=True)
             meta = {
-                RULES_KEY.decode(): encode_rules({variant: rules.get(variant, {})}).decode(),
-                VERSION_KEY.decode(): __version__,
+                k.decode(): v.decode()
+                for k, v in recorded({variant: rules.get(variant, {})}).items()
             }
             kv = ", ".join(f"{views.literal(k)}: {views.literal(v)}" for k, v in meta.items())
             con.execute("set variable export_variant = $v", {"v": variant})

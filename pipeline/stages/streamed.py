@@ -15,11 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline._version import __version__
 from pipeline.games.base import Game, Streamed
 from pipeline.games.registry import Variant
 from pipeline.store import files, layout, manifest, schema, stream_writer, tables
-from pipeline.store.footers import encode_rules
+from pipeline.store.footers import recorded
 from pipeline.store.tables import StagedTable
 
 
@@ -42,10 +41,7 @@ def write_streamed(
     staged = {t: files._tmp_name(final) for t, final in finals.items()}
     # the rule set in the files' metadata, as every table writer records it (readers and the
     # `rules` view find a variant's rules there)
-    meta = {
-        tables.RULES_KEY: encode_rules({variant.name: game.rules()}),
-        tables.VERSION_KEY: __version__.encode(),
-    }
+    meta = recorded({variant.name: game.rules()})
     schemas = {t: written_schema(t, streamed.columns.get(t), meta) for t in streamed.tables}
     constants = {
         t: {

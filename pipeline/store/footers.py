@@ -29,10 +29,11 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
+from pipeline._version import __version__
 from pipeline.errors import TableError
 from pipeline.store.engine import available, engine
 from pipeline.store.listing import rebuild_hint, unreadable
-from pipeline.store.schema import COLUMNS_KEY, RULES_KEY
+from pipeline.store.schema import COLUMNS_KEY, RULES_KEY, VERSION_KEY
 
 #: Rows one read holds at most (row groups are joined up to it): the peak while reading.
 CHUNK_ROWS = 1 << 20
@@ -76,10 +77,12 @@ def decode_rules(metadata: Mapping[bytes, bytes] | None, path: Path | str) -> di
     return found
 
 
-def encode_rules(rules: Mapping[str, Any]) -> bytes:
-    """The ``stb.rules`` metadata of a file holding the variants of ``rules`` (name -> rule
-    set): what :func:`decode_rules` reads back."""
-    return json.dumps(dict(sorted(rules.items())), sort_keys=True).encode()
+def recorded(rules: Mapping[str, Any]) -> dict[bytes, bytes]:
+    """The key-value metadata every table file holding the variants of ``rules`` (name -> rule
+    set) records: ``stb.rules``, what :func:`decode_rules` reads back, and the package's
+    version."""
+    found = json.dumps(dict(sorted(rules.items())), sort_keys=True).encode()
+    return {RULES_KEY: found, VERSION_KEY: __version__.encode()}
 
 
 class Stats(NamedTuple):

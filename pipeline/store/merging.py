@@ -20,16 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pipeline._version import __version__
 from pipeline.errors import TableError, first_line
 from pipeline.store import manifest, schema
 from pipeline.store.files import HashedFile, _tmp_name, cannot_write
-from pipeline.store.footers import encode_rules, footer
+from pipeline.store.footers import footer, recorded
 from pipeline.store.layout import logical_name
 from pipeline.store.schema import (  # noqa: F401  (part of this module's interface)
     COLUMNS_KEY,
     RULES_KEY,
-    VERSION_KEY,
 )
 
 if TYPE_CHECKING:  # polars and pyarrow load when rows are merged, not to import the store
@@ -173,11 +171,7 @@ class TableMerge:
             self._open(None)
             self._copy_old(until=None)
             self._flush(final=True)
-            meta = {
-                RULES_KEY: encode_rules(self.rules),
-                VERSION_KEY: __version__.encode(),
-            }
-            self._writer.add_key_value_metadata(meta)
+            self._writer.add_key_value_metadata(recorded(self.rules))
             self._writer.close()
             assert self._file is not None
             self._file.close()  # on disk, its sha256 known

@@ -42,7 +42,6 @@ from pipeline.store.merging import (  # noqa: F401  (part of this module's inter
     RULES_KEY,
     SLICE_ROWS,
     STREAM_ROWS,
-    VERSION_KEY,
     WRITE_OPTIONS,
     ChunkedRows,
     StagedTable,
@@ -202,10 +201,9 @@ def merged_rows(
         raise unfit(path, exc) from None
     merged = merged.sort("variant", maintain_order=True)
     table = merged.to_arrow()
-    meta = dict(table.schema.metadata or {})
-    meta[RULES_KEY] = footers.encode_rules(all_rules)
-    meta[VERSION_KEY] = __version__.encode()
-    return table.replace_schema_metadata(meta)
+    return table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), **footers.recorded(all_rules)}
+    )
 
 
 def commit(
