@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from pipeline.games.registry import Variant, register
 
 
-def _score() -> Any:
+def _game(thresholds: Sequence[int] = (), **rules: Any) -> Any:
     from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
 
-    return DoubleShutter(DoubleShutterRules(), thresholds=range(21))
-
-
-def _zero() -> Any:
-    from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
-
-    return DoubleShutter(DoubleShutterRules(objective="shut"))
+    return DoubleShutter(DoubleShutterRules(**rules), thresholds=thresholds)
 
 
 register(
@@ -25,7 +21,7 @@ register(
         "Double Shutter (two rows of 9 tiles), one die by choice once the shuttable tiles sum to "
         "6 or less, minimise the expected score 2 x front + back; summary p(n) (the Double "
         "Shutter article)",
-        _score,
+        partial(_game, thresholds=range(21)),
         family="double_shutter",
         view="rows",
     )
@@ -34,7 +30,7 @@ register(
     Variant(
         "double-shutter-zero",
         "as double-shutter, maximise P(final score = 0) (the Double Shutter article)",
-        _zero,
+        partial(_game, objective="shut"),
         family="double_shutter",
         view="rows",
     )
