@@ -15,6 +15,7 @@ from pipeline.cli.knucklebones_args import MAX_SEED, out, within
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
 from pipeline.errors import TablesMissingError, UsageError
 from pipeline.store.files import write_file_atomic
+from pipeline.store.outputs import check_output
 
 #: The commands, which join the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
 players = typer.Typer()
@@ -73,18 +74,9 @@ def _rules(variant: str | None) -> object:
     return found.board().game.r  # type: ignore[misc]
 
 
-def _check(seed: int, games: int, most: int = 1_000_000) -> None:
+def _check(seed: int, games: int) -> None:
     within("--seed", seed, 0, MAX_SEED)
-    within("--games", games, 1, most)
-
-
-def _check_output(output: Path, data_dir: Path, force: bool) -> None:
-    """Before any work, the one rule of every -o (:func:`pipeline.store.outputs.check_output`:
-    never a data directory's own files, an existing file only with --force, a device or pipe
-    written to, the folder able to take the file now)."""
-    from pipeline.store.outputs import check_output
-
-    check_output(output, data_dir, force)
+    within("--games", games, 1, 1_000_000)
 
 
 def _write(output: Path, writer: Callable[[BinaryIO], object]) -> None:
@@ -181,7 +173,7 @@ def label_cmd(
     _check(seed, games)
     within("--uniform", uniform, 0, 10_000_000)
     rules = _rules(variant)
-    _check_output(output, data_dir, force)
+    check_output(output, data_dir, force)
     found = label(rules, _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
     _write(output, artefacts.labelled_writer(found))
     worst = max(float(bellman_residual(found, n).max(initial=0.0)) for n in found.values)
@@ -231,7 +223,7 @@ def train_cmd(
     if labelled is not None and not labelled.is_file():
         raise UsageError(f"--labelled {labelled}: no such file")
     rules = _rules(variant)
-    _check_output(output, data_dir, force)
+    check_output(output, data_dir, force)
     found = train(
         rules, _data(data_dir, tables), games, uniform, seed,  # type: ignore[arg-type]
         Settings(epochs=epochs, seed=seed), depth, decisions,
@@ -279,7 +271,7 @@ def book_cmd(
     within("--plies", plies, 0, 12)
     t0 = time.perf_counter()
     rules = _rules(variant)
-    _check_output(output, data_dir, force)
+    check_output(output, data_dir, force)
     game = board_game(rules)  # type: ignore[arg-type]
     values = exact_values(rules, _data(data_dir, tables))  # type: ignore[arg-type]
     with progress.task(f"the positions within {plies} placements"):
@@ -402,14 +394,10 @@ def _players(game: object, names: str, model: object = None) -> dict:
     """The players named in ``--players`` (comma-separated), made for ``game``'s board, the
     ``net`` ones reading ``model`` (None: the board's packaged evaluator); UsageError for an
     unknown name or a net player on a board without an evaluator."""
-    from pipeline.apps.knucklebones.match import check_player
-    from pipeline.games.knucklebones.players.engine import named_player
-    from pipeline.games.registry import split_names
+    from pipeline.apps.knucklebones.match import player_names
+    from pipeline.games.knucklebones.players.engine import Player
 
-    found = split_names([names], "--players")
-    for name in found:
-        check_player(name)
-    return {name: named_player(game, name, model) for name in found}  # type: ignore[arg-type]
+    return {name: Player(game, name, model) for name in player_names(names, "--players")}  # type: ignore[arg-type]
 
 
 def _ratings_table(ratings: list) -> object:

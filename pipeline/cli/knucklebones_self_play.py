@@ -13,6 +13,7 @@ from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
 from pipeline.cli.knucklebones_players import DecisionsFile, Leaves, WeightsOutput, check_close
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
 from pipeline.errors import UsageError
+from pipeline.store.outputs import check_output
 
 #: The command, which joins the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
 learning = typer.Typer()
@@ -58,7 +59,7 @@ def self_play_cmd(
     """
     from pipeline.apps.knucklebones.position import FULL_GAME, board_variant
     from pipeline.apps.knucklebones.self_play import self_play
-    from pipeline.cli.knucklebones_players import _check_output, _ratings_table, _write
+    from pipeline.cli.knucklebones_players import _ratings_table, _write
     from pipeline.games.knucklebones.players.artefacts import evaluator_writer
     from pipeline.games.knucklebones.players.fitted import Plan
 
@@ -75,7 +76,7 @@ def self_play_cmd(
     within("--decisions", decisions, 10, 1_000_000)
     if decisions_file is not None and not decisions_file.is_file():
         raise UsageError(f"--decisions-file {decisions_file}: no such file")
-    _check_output(output, Path(data_dir), force)
+    check_output(output, Path(data_dir), force)
     rules = board_variant(variant).board().game.r  # type: ignore[misc]
     plan = Plan(rounds, uniform, games, target_depth, epochs, explore, seed=seed)
     # the command that makes these weights again: every number of the plan, the file's name

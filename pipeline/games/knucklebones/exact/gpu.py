@@ -357,8 +357,6 @@ def greedy_solve(
     max_sweeps: int = exact.DEFAULT_MAX_SWEEPS,
     seconds: float | None = None,
     progress: exact.Progress | None = None,
-    dtype: type | None = None,
-    threads: int | None = None,
 ) -> Any:
     """Greedy play against its best response, on the GPU: the value of every position with
     each player to move (``2 n`` bounds: twice a solve's memory, so the full game's need
@@ -376,9 +374,9 @@ def greedy_solve(
     cuda = cuda_module()
     tb = exact.tables(rules)
     n = tb.n_states
-    dtype = _bounds_dtype(cuda, 2 * n, tol, dtype, "bounds")
+    dtype = _bounds_dtype(cuda, 2 * n, tol, None, "bounds")
     t0 = time.perf_counter()
-    blocks, threads = launch_shape(cuda, 2 * n, threads)
+    blocks, threads = launch_shape(cuda, 2 * n)
     init, _ = kernels(tb.columns, tb.faces, threads)
     sweep = _made("make_greedy", tb.columns, tb.faces, threads)
     d = {k: cuda.to_device(getattr(tb, k)) for k in TABLE_NAMES}
