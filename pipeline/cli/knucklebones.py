@@ -488,10 +488,11 @@ def _ints(text: str, option: str) -> list[int]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `knucklebones` command group (with `label`, `train`, `rate` and `self-play`)."""
+    """Add the `knucklebones` command group (with `label`, `train`, `book`, `rate` and
+    `self-play`)."""
     from pipeline.cli.knucklebones_players import players
-    from pipeline.cli.knucklebones_self_play import learning
 
-    kb.registered_commands.extend(players.registered_commands)  # label, train, rate
-    kb.registered_commands.extend(learning.registered_commands)  # self-play
+    kb.registered_commands.extend(
+        players.registered_commands
+    )  # label, train, book, rate, self-play
     app.add_typer(kb, name="knucklebones")
