@@ -10,7 +10,14 @@ import typer
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
-from pipeline.cli.knucklebones_args import MAX_GAMES, MAX_SEED, BoardVariant, out, within
+from pipeline.cli.knucklebones_players import (
+    MAX_GAMES,
+    MAX_SEED,
+    BoardVariant,
+    out,
+    players,
+    within,
+)
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
@@ -490,8 +497,6 @@ def _ints(text: str, option: str) -> list[int]:
 def register(app: typer.Typer) -> None:
     """Add the `knucklebones` command group (with `label`, `train`, `book`, `rate` and
     `self-play`)."""
-    from pipeline.cli.knucklebones_players import players
-
     kb.registered_commands.extend(
         players.registered_commands
     )  # label, train, book, rate, self-play

@@ -14,14 +14,28 @@ from typing import Annotated, BinaryIO
 import typer
 
 from pipeline import progress
-from pipeline.cli.knucklebones_args import MAX_SEED, BoardVariant, out, within
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, LazyConsole, Quiet
 from pipeline.errors import TablesMissingError, UsageError
 from pipeline.store.files import write_file_atomic
 from pipeline.store.outputs import check_output
 
 #: The commands, which join the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
 players = typer.Typer()
+#: The board option of the `knucklebones` commands whose default board is the full game.
+BoardVariant = Annotated[
+    str | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="A Knucklebones board and die, e.g. knucklebones-2x2 (default: the full game).",
+    ),
+]
+#: Largest --games per pair (a day of depth-1 games) and --seed (the seeds must fit int64).
+MAX_GAMES = 10_000_000
+MAX_SEED = 2**62
+
+out = LazyConsole(highlight=False, soft_wrap=True)
+
 #: The board `label`, `train` and `rate` work on when none is named: the largest board whose
 #: exact values a laptop can solve in minutes.
 DEFAULT_BOARD = "knucklebones-3x3-d4"
@@ -51,6 +65,12 @@ Leaves = Annotated[
         "leaves (the player net-dDEPTH+DEEPER/LEAVES; 0: no bound).",
     ),
 ]
+
+
+def within(option: str, value: float, low: float, high: float) -> None:
+    """UsageError, in the option's words, unless ``low <= value <= high``."""
+    if not low <= value <= high:
+        raise UsageError(f"{option} must be between {low:,} and {high:,}, not {value}")
 
 
 def check_close(depth: int, deeper: int, leaves: int) -> None:
