@@ -134,11 +134,6 @@ class PairTables:
         self.moved = np.where(self.place >= 0, self.swap[self.place], -1)
 
     @property
-    def n_columns(self) -> int:
-        """Number of distinct columns (multisets)."""
-        return int(self.col_counts.shape[0])
-
-    @property
     def n_pairs(self) -> int:
         """Number of facing pairs (two columns sharing no value)."""
         return int(self.pair_mover.shape[0])
