@@ -51,9 +51,8 @@ EXTRA_ARGS = {
 
 @dataclass(frozen=True)
 class Query:
-    """One question: whose state, which question, the state and (for a move) the roll."""
+    """One question: which question, the state (P1's score for P2's) and, for a move, the roll."""
 
-    player: int
     question: str
     tiles: str
     p1_score: int | None
@@ -91,7 +90,6 @@ def parse_args(argv: list[str]) -> Query:
         )
     values = dict(zip(names, positional, strict=True))
     return Query(
-        player,
         question,
         values["TILES"],
         to_int(values["P1SCORE"], "P1SCORE") if "P1SCORE" in values else None,

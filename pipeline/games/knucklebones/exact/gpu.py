@@ -190,7 +190,6 @@ class Ptx:
 
     init: str
     sweep: str
-    cc: tuple[int, int]
 
 
 def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, int] = (9, 0)) -> Ptx:
@@ -213,7 +212,7 @@ def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, in
         out = np.zeros(2, dtype=np.float64)
         init_ptx = ptx(init, init_args(tb, host, bounds))
         sweep_ptx = ptx(sweep, sweep_args(tb, host, bounds, out))
-    return Ptx(init_ptx, sweep_ptx, cc)
+    return Ptx(init_ptx, sweep_ptx)
 
 
 @contextmanager
@@ -406,7 +405,6 @@ class ArtefactPtx:
 
     gather: str
     greedy: str
-    cc: tuple[int, int]
 
 
 def compile_artefact_ptx(
@@ -424,4 +422,4 @@ def compile_artefact_ptx(
         greedy_ptx = ptx(
             _made("make_greedy", tb.columns, tb.faces, THREADS), greedy_args(tb, host, bounds, out)
         )
-    return ArtefactPtx(gather_ptx, greedy_ptx, cc)
+    return ArtefactPtx(gather_ptx, greedy_ptx)
