@@ -107,17 +107,6 @@ class SearchPool:
         self._inflight = 0
         self._closed = False
 
-    @property
-    def inflight(self) -> int:
-        """Searches waiting or running now."""
-        return self._inflight
-
-    def pids(self) -> list[int]:
-        """The worker processes' ids (none before the first search)."""
-        executor = self._executor
-        procs = getattr(executor, "_processes", None) or {}
-        return sorted(int(p) for p in procs)
-
     def _pool(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._closed:
