@@ -26,7 +26,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from pipeline import progress
-from pipeline.apps.knucklebones.match import match, named_player
+from pipeline.apps.knucklebones.match import Player, match
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players.search import OURS, Searcher
 
@@ -34,7 +34,7 @@ from pipeline.games.knucklebones.players.search import OURS, Searcher
 def sample_positions(game: Knucklebones, n: int, seed: int) -> list[tuple[np.ndarray, int]]:
     """(pairs, die) decision points from greedy self-play games."""
     rng = np.random.default_rng(seed)
-    player = named_player(game, "greedy")
+    player = Player(game, "greedy")
     out: list[tuple[np.ndarray, int]] = []
     while len(out) < n:
         pairs = np.zeros(3, dtype=np.int64)

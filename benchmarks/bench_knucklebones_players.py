@@ -45,7 +45,7 @@ from pipeline.apps.knucklebones.rating import Rating, decisions, rate
 from pipeline.apps.knucklebones.self_play import held_decisions
 from pipeline.games.knucklebones.game import KnuckleRules, board_game
 from pipeline.games.knucklebones.players import artefacts
-from pipeline.games.knucklebones.players.engine import Play, named_player
+from pipeline.games.knucklebones.players.engine import Play, Player
 
 BASELINE = "ours-d4"
 
@@ -66,7 +66,7 @@ def default_player(game: object, rules: KnuckleRules) -> tuple[str, Play]:
 
     board = BoardRules(game)  # type: ignore[arg-type]
     name = board.player_name(board.default_depth or 3, board.deeper, board.leaves)
-    return f"default ({name})", named_player(game, name)  # type: ignore[arg-type]
+    return f"default ({name})", Player(game, name)  # type: ignore[arg-type]
 
 
 def timed_players(game: object, rules: KnuckleRules) -> list[str]:
@@ -91,7 +91,7 @@ def rate_board(
         asked, _ = held_decisions(rules, data_dir, file, n, seed)  # the full game's file
     else:  # held-out positions of games between the project's players, labelled exactly here
         asked = decisions(game, held_out_positions(rules, data_dir, games, seed), n, seed + 1)
-    made = {name: named_player(game, name) for name in players_of(rules)}
+    made = {name: Player(game, name) for name in players_of(rules)}
     name, player = default_player(game, rules)
     made[name] = player
     out = []
@@ -110,7 +110,7 @@ def move_times(game: object, name: str, games: int, seed: int) -> tuple[float, f
 
     import numpy as np
 
-    player = named_player(game, name)  # type: ignore[arg-type]
+    player = Player(game, name)  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
     start = np.zeros(game.r.columns, dtype=np.int64)  # type: ignore[attr-defined]
     player(start, 1, rng)  # untimed: a first pick compiles

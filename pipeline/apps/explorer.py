@@ -489,14 +489,6 @@ def render(payloads: list[dict[str, Any]], omitted: list[dict[str, str]] | None 
     return page.replace(DATA_MARK, data)
 
 
-def embedded_data(page: str) -> dict[str, Any]:
-    """The JSON a written page embeds (the inverse of :func:`render`; tests read it back)."""
-    head, tail = template().split(DATA_MARK)
-    if not (page.startswith(head) and page.endswith(tail)):
-        raise UsageError("not an explorer page written by this version")
-    return json.loads(page[len(head) : len(page) - len(tail)])
-
-
 def write_explorer(
     data_dir: Path,
     output: Path | None = None,

@@ -82,8 +82,6 @@ class GameRecord:
     mistakes: list[Mistake] = field(default_factory=list)
     rolls: list[int] = field(default_factory=list)
     final_tiles: str | None = None
-    final_score: int | None = None
-    shut: bool = False
     finished: bool = False
     outcome: str = ""
 
@@ -367,9 +365,7 @@ class _Session:
     def finish(self, record: GameRecord, info: dict[str, Any], stuck: bool, roll: int = 0) -> None:
         """Record and announce the end: a shut box (or a win), or the mover stuck after ``roll``."""
         record.finished = True
-        record.shut = not stuck
         record.final_tiles = info["tiles"]
-        record.final_score = int(info["score"]) if stuck else 0
         record.outcome = _outcome(self.coach, info, self.seat, stuck=stuck, scores=self.scores)
         if stuck:
             self.console.print(f"No move shuts tiles adding to {roll}: the game ends.")

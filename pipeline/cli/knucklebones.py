@@ -10,7 +10,14 @@ import typer
 
 from pipeline import progress
 from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
-from pipeline.cli.knucklebones_args import MAX_GAMES, MAX_SEED, BoardVariant, out, within
+from pipeline.cli.knucklebones_players import (
+    MAX_GAMES,
+    MAX_SEED,
+    BoardVariant,
+    out,
+    players,
+    within,
+)
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
 
@@ -237,20 +244,17 @@ def benchmark_cmd(
     """
     from pipeline.apps.knucklebones.match import (
         benchmark_frame,
-        check_player,
         make_player,
+        player_names,
         write_benchmark_rows,
     )
     from pipeline.apps.knucklebones.position import check_depth
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
-    from pipeline.games.registry import split_names
 
     depth_list = _ints(depths, "--depths")
     for d in depth_list:
         check_depth(d)
-    opp_list = split_names([opponents], "--opponents")
-    for o in opp_list:
-        check_player(o)
+    opp_list = player_names(opponents, "--opponents")
     within("--games", games, 1, MAX_GAMES)
     within("--seed", seed, 0, MAX_SEED)
     from pipeline.store.tables import ensure_writable
@@ -464,12 +468,9 @@ def loss_cmd(
     from rich.table import Table
 
     from pipeline.apps.knucklebones.loss import losses
-    from pipeline.apps.knucklebones.match import check_player
-    from pipeline.games.registry import split_names
+    from pipeline.apps.knucklebones.match import player_names
 
-    names = split_names([players], "--players")
-    for name in names:
-        check_player(name)
+    names = player_names(players, "--players")
     within("--games", games, 1, 100_000)
     within("--seed", seed, 0, MAX_SEED)
     with progress.task("knucklebones loss: pricing the sampled decisions"):
@@ -494,10 +495,9 @@ def _ints(text: str, option: str) -> list[int]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `knucklebones` command group (with `label`, `train`, `rate` and `self-play`)."""
-    from pipeline.cli.knucklebones_players import players
-    from pipeline.cli.knucklebones_self_play import learning
-
-    kb.registered_commands.extend(players.registered_commands)  # label, train, rate
-    kb.registered_commands.extend(learning.registered_commands)  # self-play
+    """Add the `knucklebones` command group (with `label`, `train`, `book`, `rate` and
+    `self-play`)."""
+    kb.registered_commands.extend(
+        players.registered_commands
+    )  # label, train, book, rate, self-play
     app.add_typer(kb, name="knucklebones")

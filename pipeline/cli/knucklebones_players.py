@@ -1,8 +1,11 @@
-"""`stb-pipeline knucklebones label | train | rate`: exact values turned into a player that needs
-none, measured against exact play (:mod:`pipeline.apps.knucklebones.distill`)."""
+"""`stb-pipeline knucklebones label | train | book | rate`: exact values turned into a player
+that needs none, measured against exact play (:mod:`pipeline.apps.knucklebones.distill`); and
+`self-play`: a board's evaluator learned from the rules alone
+(:mod:`pipeline.apps.knucklebones.self_play`), the only way to make the full game's on a CPU."""
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,13 +14,28 @@ from typing import Annotated, BinaryIO
 import typer
 
 from pipeline import progress
-from pipeline.cli.knucklebones_args import MAX_SEED, out, within
-from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, Quiet
+from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, LazyConsole, Quiet
 from pipeline.errors import TablesMissingError, UsageError
 from pipeline.store.files import write_file_atomic
+from pipeline.store.outputs import check_output
 
 #: The commands, which join the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
 players = typer.Typer()
+#: The board option of the `knucklebones` commands whose default board is the full game.
+BoardVariant = Annotated[
+    str | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="A Knucklebones board and die, e.g. knucklebones-2x2 (default: the full game).",
+    ),
+]
+#: Largest --games per pair (a day of depth-1 games) and --seed (the seeds must fit int64).
+MAX_GAMES = 10_000_000
+MAX_SEED = 2**62
+
+out = LazyConsole(highlight=False, soft_wrap=True)
+
 #: The board `label`, `train` and `rate` work on when none is named: the largest board whose
 #: exact values a laptop can solve in minutes.
 DEFAULT_BOARD = "knucklebones-3x3-d4"
@@ -49,6 +67,12 @@ Leaves = Annotated[
 ]
 
 
+def within(option: str, value: float, low: float, high: float) -> None:
+    """UsageError, in the option's words, unless ``low <= value <= high``."""
+    if not low <= value <= high:
+        raise UsageError(f"{option} must be between {low:,} and {high:,}, not {value}")
+
+
 def check_close(depth: int, deeper: int, leaves: int) -> None:
     """UsageError unless --depth, --deeper and --leaves name a player (:func:`_players`)."""
     from pipeline.apps.knucklebones.position import MAX_DEPTH, check_depth
@@ -73,18 +97,9 @@ def _rules(variant: str | None) -> object:
     return found.board().game.r  # type: ignore[misc]
 
 
-def _check(seed: int, games: int, most: int = 1_000_000) -> None:
+def _check(seed: int, games: int) -> None:
     within("--seed", seed, 0, MAX_SEED)
-    within("--games", games, 1, most)
-
-
-def _check_output(output: Path, data_dir: Path, force: bool) -> None:
-    """Before any work, the one rule of every -o (:func:`pipeline.store.outputs.check_output`:
-    never a data directory's own files, an existing file only with --force, a device or pipe
-    written to, the folder able to take the file now)."""
-    from pipeline.store.outputs import check_output
-
-    check_output(output, data_dir, force)
+    within("--games", games, 1, 1_000_000)
 
 
 def _write(output: Path, writer: Callable[[BinaryIO], object]) -> None:
@@ -181,7 +196,7 @@ def label_cmd(
     _check(seed, games)
     within("--uniform", uniform, 0, 10_000_000)
     rules = _rules(variant)
-    _check_output(output, data_dir, force)
+    check_output(output, data_dir, force)
     found = label(rules, _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
     _write(output, artefacts.labelled_writer(found))
     worst = max(float(bellman_residual(found, n).max(initial=0.0)) for n in found.values)
@@ -231,7 +246,7 @@ def train_cmd(
     if labelled is not None and not labelled.is_file():
         raise UsageError(f"--labelled {labelled}: no such file")
     rules = _rules(variant)
-    _check_output(output, data_dir, force)
+    check_output(output, data_dir, force)
     found = train(
         rules, _data(data_dir, tables), games, uniform, seed,  # type: ignore[arg-type]
         Settings(epochs=epochs, seed=seed), depth, decisions,
@@ -279,7 +294,7 @@ def book_cmd(
     within("--plies", plies, 0, 12)
     t0 = time.perf_counter()
     rules = _rules(variant)
-    _check_output(output, data_dir, force)
+    check_output(output, data_dir, force)
     game = board_game(rules)  # type: ignore[arg-type]
     values = exact_values(rules, _data(data_dir, tables))  # type: ignore[arg-type]
     with progress.task(f"the positions within {plies} placements"):
@@ -402,14 +417,10 @@ def _players(game: object, names: str, model: object = None) -> dict:
     """The players named in ``--players`` (comma-separated), made for ``game``'s board, the
     ``net`` ones reading ``model`` (None: the board's packaged evaluator); UsageError for an
     unknown name or a net player on a board without an evaluator."""
-    from pipeline.apps.knucklebones.match import check_player
-    from pipeline.games.knucklebones.players.engine import named_player
-    from pipeline.games.registry import split_names
+    from pipeline.apps.knucklebones.match import player_names
+    from pipeline.games.knucklebones.players.engine import Player
 
-    found = split_names([names], "--players")
-    for name in found:
-        check_player(name)
-    return {name: named_player(game, name, model) for name in found}  # type: ignore[arg-type]
+    return {name: Player(game, name, model) for name in player_names(names, "--players")}  # type: ignore[arg-type]
 
 
 def _ratings_table(ratings: list) -> object:
@@ -425,3 +436,84 @@ def _ratings_table(ratings: list) -> object:
             f"{r.max_regret:.4f}", f"{r.mean_points_lost:.3f}", f"{r.ms_per_move:.2f}",
         )  # fmt: skip
     return table
+
+
+@players.command("self-play")
+def self_play_cmd(
+    output: WeightsOutput,
+    variant: BoardVariant = None,
+    rounds: Annotated[int, typer.Option(help="The most rounds of fitted value iteration.")] = 16,
+    uniform: Annotated[
+        int, typer.Option(help="Positions drawn uniformly by state id, each round.")
+    ] = 75_000,
+    games: Annotated[
+        int, typer.Option(help="Games whose positions join each round (the project's players).")
+    ] = 4_000,
+    target_depth: Annotated[
+        int, typer.Option(help="Placements each round's targets are searched ahead.")
+    ] = 2,
+    epochs: Annotated[int, typer.Option(help="Passes over each round's examples.")] = 4,
+    explore: Annotated[
+        float, typer.Option(help="Share of the games' moves drawn at random.")
+    ] = 0.1,
+    seed: Annotated[int, typer.Option(help="Seed of the positions, the games and the fit.")] = 0,
+    depth: Annotated[int, typer.Option(help="The new player's search depth.")] = 4,
+    deeper: Annotated[
+        int, typer.Option(help="How deep it searches a close call; 0: never deeper than --depth.")
+    ] = 0,
+    leaves: Leaves = 0,
+    decisions: Annotated[
+        int, typer.Option(help="Held-out decisions it is rated on (a board without a file).")
+    ] = 3000,
+    decisions_file: DecisionsFile = None,
+    force: ForceOutput = False,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    quiet: Quiet = False,
+) -> None:
+    """Learn a board's evaluator from the rules alone by fitted value iteration (positions
+    from play and a uniform draw, targets searched with the evaluator so far, a refit, round
+    after round), then rate its player against exact play; write its weights and record.
+
+    Example: stb-pipeline knucklebones self-play -v knucklebones -o 3x3-d6.npz
+    """
+    from pipeline.apps.knucklebones.position import FULL_GAME, board_variant
+    from pipeline.apps.knucklebones.self_play import self_play
+    from pipeline.games.knucklebones.players.artefacts import evaluator_writer
+    from pipeline.games.knucklebones.players.fitted import Plan
+
+    within("--rounds", rounds, 1, 200)
+    within("--uniform", uniform, 0, 10_000_000)
+    within("--games", games, 0, 1_000_000)
+    if uniform + games == 0:
+        raise UsageError("--uniform and --games are both 0: a round would have no positions")
+    within("--target-depth", target_depth, 1, 4)
+    within("--epochs", epochs, 1, 100)
+    within("--explore", explore, 0.0, 0.99)
+    within("--seed", seed, 0, MAX_SEED)
+    check_close(depth, deeper, leaves)
+    within("--decisions", decisions, 10, 1_000_000)
+    if decisions_file is not None and not decisions_file.is_file():
+        raise UsageError(f"--decisions-file {decisions_file}: no such file")
+    check_output(output, Path(data_dir), force)
+    rules = board_variant(variant).board().game.r  # type: ignore[misc]
+    plan = Plan(rounds, uniform, games, target_depth, epochs, explore, seed=seed)
+    # the command that makes these weights again: every number of the plan, the file's name
+    command = shlex.join([
+        "stb-pipeline", "knucklebones", "self-play", "-v", variant or FULL_GAME,
+        "--rounds", str(rounds), "--uniform", str(uniform), "--games", str(games),
+        "--target-depth", str(target_depth), "--epochs", str(epochs), "--explore", str(explore),
+        "--seed", str(seed), "--depth", str(depth), "--deeper", str(deeper),
+        "--leaves", str(leaves), "-o", output.name,
+    ])  # fmt: skip
+    found = self_play(
+        rules, plan, depth, deeper, Path(data_dir), decisions, decisions_file, command, leaves
+    )
+    _write(output, evaluator_writer(found.evaluator))
+    out.print(_ratings_table(found.ratings))
+    verdict = "beats" if found.evaluator.trusted else "does not beat"
+    last = found.rounds[-1]
+    out.print(
+        f"weights written to {output} after {len(found.rounds)} rounds (residual "
+        f"{last.residual:.4f}); {found.ratings[0].player} {verdict} {found.ratings[1].player} "
+        f"on every measure of win chance, on {found.decisions} ({found.seconds:.0f} s)"
+    )

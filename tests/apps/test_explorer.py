@@ -8,6 +8,7 @@ The browser tests need Debian's chromium and chromium-driver and the selenium pa
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ import pytest
 
 from pipeline import api
 from pipeline.apps import explorer
-from pipeline.apps.explorer import delayed_progress, embedded_data, render
+from pipeline.apps.explorer import DATA_MARK, delayed_progress, render, template
 from pipeline.games.registry import get_variant
 from pipeline.store import tables
 from tests.conftest import Result, invoke
@@ -31,6 +32,13 @@ VARIANTS = ("classic", "lever")
 #: N-player variants: the two-player course game (shared tables, solved on a graph) and four
 #: players (files of its own, solved block by block without a graph)
 NPLAYER = ("two-player", "four-player")
+
+
+def embedded_data(page: str) -> dict[str, Any]:
+    """The JSON a written page embeds (the inverse of :func:`render`)."""
+    head, tail = template().split(DATA_MARK)
+    assert page.startswith(head) and page.endswith(tail), "not an explorer page of this version"
+    return json.loads(page[len(head) : len(page) - len(tail)])
 
 
 @pytest.fixture(scope="module")

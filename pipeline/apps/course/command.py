@@ -51,9 +51,8 @@ EXTRA_ARGS = {
 
 @dataclass(frozen=True)
 class Query:
-    """One question: whose state, which question, the state and (for a move) the roll."""
+    """One question: which question, the state (P1's score for P2's) and, for a move, the roll."""
 
-    player: int
     question: str
     tiles: str
     p1_score: int | None
@@ -91,7 +90,6 @@ def parse_args(argv: list[str]) -> Query:
         )
     values = dict(zip(names, positional, strict=True))
     return Query(
-        player,
         question,
         values["TILES"],
         to_int(values["P1SCORE"], "P1SCORE") if "P1SCORE" in values else None,
@@ -131,37 +129,26 @@ def answer(query: Query, data_dir: Path) -> str:
     tables = TableSource.find(data_dir, game)
     if tables is not None:
         try:
-            return tables.answer(query, state_id)
+            return _line(tables, query, state_id)
         except TableUnreadable:
             pass  # a damaged table: the solve below gives the same answer
-    return SolvedSource(game).answer(query, state_id)
+    return _line(SolvedSource(game), query, state_id)
+
+
+def _line(source: SolvedSource | TableSource, query: Query, state_id: int) -> str:
+    """The line to print for the query, from a source's ``value`` and ``best_move``."""
+    if query.question == "expect":
+        return f"{source.value(state_id):.6f}"
+    assert query.roll is not None
+    move = source.best_move(state_id, query.roll)
+    return "[" + ", ".join(str(t) for t in move) + "]"
 
 
 class TableUnreadable(Exception):
     """A table that was found could not be read after all."""
 
 
-class Source:
-    """Where answers come from: :meth:`value` and :meth:`best_move` of a state."""
-
-    def value(self, state_id: int) -> float:
-        """The mover's expected wins."""
-        raise NotImplementedError
-
-    def best_move(self, state_id: int, roll: int) -> list[int]:
-        """The tiles of the best move for a roll."""
-        raise NotImplementedError
-
-    def answer(self, query: Query, state_id: int) -> str:
-        """The line to print for the query."""
-        if query.question == "expect":
-            return f"{self.value(state_id):.6f}"
-        assert query.roll is not None
-        move = self.best_move(state_id, query.roll)
-        return "[" + ", ".join(str(t) for t in move) + "]"
-
-
-class SolvedSource(Source):
+class SolvedSource:
     """Answers from solving the game in memory."""
 
     def __init__(self, game: TwoPlayer) -> None:
@@ -197,7 +184,7 @@ class SolvedSource(Source):
         return [t for t in range(1, self.game.r.box.tiles + 1) if label >> (t - 1) & 1]
 
 
-class TableSource(Source):
+class TableSource:
     """Answers from the built tables of a variant with the same rules: the library's one answer
     (:mod:`pipeline.answer`), as `expect` and `move` give it."""
 

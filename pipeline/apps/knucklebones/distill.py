@@ -12,7 +12,6 @@ a GPU; its labelled set and book come from there (docs/knucklebones-full-game.md
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,7 +242,6 @@ def train(
     settings: Settings,
     depth: int,
     decisions: int,
-    report: Callable[[int, float], None] | None = None,
     labelled: Path | None = None,
     deeper: int = 0,
     leaves: int = 0,
@@ -256,7 +254,7 @@ def train(
     the board's default player then)."""
     from pipeline.apps.knucklebones.rating import beats, rate_all
     from pipeline.apps.knucklebones.rating import decisions as held_decisions
-    from pipeline.games.knucklebones.players.engine import named_player
+    from pipeline.games.knucklebones.players.engine import Player
 
     t0 = time.perf_counter()
     game = board_game(rules)
@@ -264,16 +262,10 @@ def train(
     n_examples = len(examples(data.fit)[0])
     with progress.task(f"fitting the evaluator to {n_examples:,} examples", total=settings.epochs,
                        unit="epochs") as job:  # fmt: skip
-
-        def epoch(k: int, err: float) -> None:
-            job.advance(1)
-            if report is not None:
-                report(k, err)
-
-        model = fit(game, data.fit, settings, report=epoch)
+        model = fit(game, data.fit, settings, report=lambda k, err: job.advance(1))
     asked = held_decisions(game, data.held, decisions, seed + 2)
     name = player_name("net", depth, deeper, leaves)
-    made = {name: named_player(game, name, model), BASELINE: named_player(game, BASELINE)}
+    made = {name: Player(game, name, model), BASELINE: Player(game, BASELINE)}
     ratings = rate_all(made, asked, seed + 3)
     model.meta.update({
         **player_record(depth, deeper, leaves), "board": model.board,

@@ -20,7 +20,7 @@ import numpy as np
 
 from pipeline.answer.answers import Answers, for_dir
 from pipeline.errors import TableError, UsageError
-from pipeline.games.knucklebones.game import KnuckleRules
+from pipeline.games.knucklebones.game import KnuckleRules, board_game
 from pipeline.store import directory, tables
 from pipeline.store.footers import open_file
 
@@ -32,12 +32,11 @@ def built_pair(data_dir: Path, rules: KnuckleRules) -> tuple[Answers, str, str] 
     """The answers of ``data_dir`` and its built (wins, score) variants of the board and die of
     ``rules``; None unless both objectives are built."""
     from pipeline.games.knucklebones.columns import BoardRules
-    from pipeline.games.knucklebones.game import Knucklebones
 
     if not Path(data_dir).is_dir():
         return None
     answers = for_dir(data_dir)
-    board = BoardRules(Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces)))
+    board = BoardRules(board_game(rules))
     found = answers.boards.tables.find("", board)
     if found.own is None or found.twin is None:
         return None
@@ -82,7 +81,7 @@ def check_sample(data_dir: Path, rules: KnuckleRules, samples: int, seed: int) -
             f"board in {data_dir}"
         )
     answers, wins, score = pair
-    game = Knucklebones(KnuckleRules(rules.columns, rules.rows, rules.faces))
+    game = board_game(rules)
     n = game.n_states
     ids = np.unique(np.random.default_rng(seed).integers(0, n, size=samples))
     pos = exact.pairs_of(game.r, ids)

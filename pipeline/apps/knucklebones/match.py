@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.players.engine import Play, named_player, policy
+from pipeline.games.knucklebones.game import Knucklebones, board_game
+from pipeline.games.knucklebones.players.engine import Play, Player, policy
 from pipeline.solve.simulate import wilson
 from pipeline.store import tables
 
@@ -31,17 +31,13 @@ def perfect_variant(game: Knucklebones, answers: Answers | None) -> Variant | No
     """The built variant holding the exact win tables of ``game``'s board and die in
     ``answers``' data directory (None: not built)."""
     from pipeline.games.knucklebones.columns import BoardRules
-    from pipeline.games.knucklebones.game import KnuckleRules
 
     if answers is None:
         return None
-    r = game.r
-    return answers.boards.variant(
-        BoardRules(Knucklebones(KnuckleRules(r.columns, r.rows, r.faces)))
-    )
+    return answers.boards.variant(BoardRules(board_game(game.r)))
 
 
-def perfect_player(game: Knucklebones, answers: Answers, variant: Variant) -> Play:
+def perfect_player(answers: Answers, variant: Variant) -> Play:
     """Perfect play: the one answer's pick (:mod:`pipeline.answer.boards`) from the exact win
     tables of ``variant``: the best win probability, ties to the tables' policy."""
     rules = answers.board_rules(variant)
@@ -64,9 +60,9 @@ def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -
                 "player 'perfect' needs the full game's exact tables: `stb-pipeline build "
                 "--variant knucklebones --variant knucklebones-score --device cuda` (a GPU)"
             )
-        return perfect_player(game, answers, variant)
+        return perfect_player(answers, variant)
     check_player(name)  # a name and depth a user can be told about, in their words
-    return named_player(game, name)
+    return Player(game, name)
 
 
 def check_player(name: str) -> int:
@@ -76,6 +72,16 @@ def check_player(name: str) -> int:
         return 0
     found = policy(name)
     return max(found.depth, found.deeper)
+
+
+def player_names(text: str, option: str) -> list[str]:
+    """The players ``text`` names (comma-separated), each checked (:func:`check_player`)."""
+    from pipeline.games.registry import split_names
+
+    found = split_names([text], option)
+    for name in found:
+        check_player(name)
+    return found
 
 
 @dataclass

@@ -141,13 +141,12 @@ def search_tree(
     depth: int = 2,
     data_dir: Path | None = None,
     variant: str | None = None,
-    tables: bool = True,
 ) -> TreeNode:
     """`solve`'s tree to ``depth`` placements: each column, each reply roll, each reply, every
     node the one answer for its position (so the root's columns are `solve`'s at ``depth``),
     values from the root mover's view; exact at every line where the board's tables are built
     in ``data_dir``."""
-    found = asked(variant, data_dir, tables)
+    found = asked(variant, data_dir)
     check_die(found.rules.faces, die)
     check_depth(depth)
     if depth > 3:

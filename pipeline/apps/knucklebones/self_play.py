@@ -100,7 +100,7 @@ def self_play(
     decisions; the record holds the plan, the rounds, the ratings, whether the player beat the
     baseline on every measure, and the provenance (command, seed, code hash, seconds)."""
     from pipeline.games.knucklebones.players.artefacts import packaged_evaluator
-    from pipeline.games.knucklebones.players.engine import named_player
+    from pipeline.games.knucklebones.players.engine import Player
 
     t0 = time.perf_counter()
     game = board_game(rules)
@@ -110,10 +110,10 @@ def self_play(
     asked, source = held_decisions(rules, data_dir, decisions_file, decisions, plan.seed + 1)
     name = player_name("net", depth, deeper, leaves)
     base = baseline(rules)
-    made: dict[str, Any] = {name: named_player(game, name, model), base: named_player(game, base)}
+    made: dict[str, Any] = {name: Player(game, name, model), base: Player(game, base)}
     exact_label = packaged_evaluator(rules.columns, rules.rows, rules.faces)
     if exact_label is not None and exact_label.meta.get("method") != model.meta.get("method"):
-        made[f"{name} (fitted to exact values)"] = named_player(game, name, exact_label)
+        made[f"{name} (fitted to exact values)"] = Player(game, name, exact_label)
     ratings = rate_all(made, asked, plan.seed + 2)
     model.meta.update({
         **player_record(depth, deeper, leaves), "board": model.board,

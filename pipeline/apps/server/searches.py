@@ -57,9 +57,7 @@ class Busy(PipelineError):
     """Every search worker is busy and the queue is full (or a worker died): try again later.
     The server answers 503 with ``Retry-After: retry_after``."""
 
-    def __init__(self, message: str, retry_after: int = RETRY_AFTER_S) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+    retry_after = RETRY_AFTER_S
 
 
 def _start(data_dir: str, cache_mb: int, nice: int) -> None:
@@ -95,7 +93,6 @@ class SearchPool:
         workers: int = DEFAULT_WORKERS,
         queue: int | None = None,
         cache_mb: int = 256,
-        nice: int = NICE,
     ) -> None:
         if workers < 1:
             raise ValueError("a search pool needs at least one worker")
@@ -105,22 +102,10 @@ class SearchPool:
         if self.queue < workers:
             raise ValueError("the search queue must hold at least one search per worker")
         self.cache_mb = cache_mb
-        self.nice = nice
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._inflight = 0
         self._closed = False
-
-    @property
-    def inflight(self) -> int:
-        """Searches waiting or running now."""
-        return self._inflight
-
-    def pids(self) -> list[int]:
-        """The worker processes' ids (none before the first search)."""
-        executor = self._executor
-        procs = getattr(executor, "_processes", None) or {}
-        return sorted(int(p) for p in procs)
 
     def _pool(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -133,7 +118,7 @@ class SearchPool:
                     # may inherit a lock held by a thread that does not exist in the child
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_start,
-                    initargs=(str(self.data_dir), self.cache_mb, self.nice),
+                    initargs=(str(self.data_dir), self.cache_mb, NICE),
                 )
             return self._executor
 

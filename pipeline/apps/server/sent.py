@@ -49,7 +49,7 @@ class SentAnswers:
     share of them kept, where dropping the oldest first would keep none of a round that comes
     back in order; and a position asked often is kept again as soon as it is dropped."""
 
-    def __init__(self, max_bytes: int, seed: int = 0) -> None:
+    def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._kept: dict[Key, bytes] = {}
         self._keys: list[Key] = []
@@ -57,7 +57,7 @@ class SentAnswers:
         self._where: dict[Key, int] = {}
         self._bytes = 0
         self._look: Any = None
-        self._random = random.Random(seed)
+        self._random = random.Random(0)
 
     def get(self, key: Key, look: Any) -> bytes | None:
         """The body sent for ``key`` under ``look`` (None: not kept); a new look drops every

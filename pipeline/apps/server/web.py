@@ -150,11 +150,6 @@ def _finite(data: Any) -> bool:
     return True
 
 
-def wants_json(path: str) -> bool:
-    """Whether ``path`` is a ``.json`` twin (its answers, errors included, are JSON)."""
-    return path.endswith(".json")
-
-
 def parse(query: str) -> dict[str, str]:
     """The parameters of a query string (starlette's reading of it: ``+`` and ``%xx``
     decoded, blank values kept); UsageError for a query too long, a parameter given twice, or
@@ -286,7 +281,7 @@ class Handlers:
     ) -> Response:  # fmt: skip
         """``data`` as JSON on a ``.json`` path, else inside the page."""
         sent = {**self.headers(), **(extra or {})}
-        if wants_json(path):
+        if path.endswith(".json"):  # a .json twin: its answers, errors included, are JSON
             return Response(json_body(data), status, media_type="application/json", headers=sent)
         return HTMLResponse(render({"page": path, "data": data}), status, headers=sent)
 
@@ -394,7 +389,8 @@ class Handlers:
 
     async def position(self, request: Request) -> Response:
         name = request.path_params["variant"]
-        return await self.answer_for(request, name, position_data, not wants_json(request.url.path))
+        page = not request.url.path.endswith(".json")
+        return await self.answer_for(request, name, position_data, page)
 
     def other(self, request: Request) -> Response:
         def compute(params: dict[str, str]) -> dict[str, Any]:

@@ -134,11 +134,6 @@ class PairTables:
         self.moved = np.where(self.place >= 0, self.swap[self.place], -1)
 
     @property
-    def n_columns(self) -> int:
-        """Number of distinct columns (multisets)."""
-        return int(self.col_counts.shape[0])
-
-    @property
     def n_pairs(self) -> int:
         """Number of facing pairs (two columns sharing no value)."""
         return int(self.pair_mover.shape[0])
@@ -219,13 +214,13 @@ class Knucklebones(Game):
 
     cyclic = True  # a removed die can bring a position back
 
-    def __init__(self, rules: KnuckleRules, skip_edges: bool | None = None) -> None:
+    def __init__(self, rules: KnuckleRules) -> None:
         self.r = rules
         self.objective = rules.objective
         self.t = PairTables(rules.rows, rules.faces)
         self.binom = binomials(self.t.n_pairs + rules.columns, rules.columns)
         moves = self.n_states * rules.faces * rules.columns
-        self.skip_edges = moves > BIG_GRAPH_MOVES if skip_edges is None else skip_edges
+        self.skip_edges = moves > BIG_GRAPH_MOVES
 
     @property
     def n_states(self) -> int:

@@ -137,7 +137,7 @@ def test_parse_board_accepts_slots_and_rejects_bad_boards() -> None:
 def test_full_game_counts_columns_pairs_and_positions() -> None:
     # seeds/README.md (Cult of the Lamb facts): 84 columns, 3,067 facing pairs, 4,812,987,894.
     t = PairTables(3, 6)
-    assert t.n_columns == 84
+    assert t.col_counts.shape[0] == 84
     assert t.n_pairs == 3067
     assert n_positions(t.n_pairs, 3) == 4_812_987_894
 

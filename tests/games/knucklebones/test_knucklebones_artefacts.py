@@ -225,12 +225,12 @@ def test_greedy_against_its_best_response_matches_play() -> None:
     # the plain solve's values against games: greedy (ties drawn among moves, as the player
     # engine draws) moving first, the opponent moving to where greedy is worth least (G)
     from pipeline.games.knucklebones.exact.cpu import pairs_of
-    from pipeline.games.knucklebones.players.engine import named_player
+    from pipeline.games.knucklebones.players.engine import Player
 
     rules = KnuckleRules(2, 2, 2)
     g = Knucklebones(rules)
     _, gv, _ = values_cpu(rules)
-    greedy = named_player(g, "greedy")
+    greedy = Player(g, "greedy")
     pos = pairs_of(rules, np.arange(g.n_states))
     over, final = g.terminal_mask(pos), g.final_values(pos)
     moves: dict[tuple[int, int], dict[int, int]] = {}  # (state, die) -> column -> next state

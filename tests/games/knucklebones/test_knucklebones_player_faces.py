@@ -133,7 +133,7 @@ def test_a_close_call_is_two_columns_within_the_margin_not_both_exact() -> None:
 def test_a_player_that_deepens_its_close_calls_by_name() -> None:
     from pipeline.apps.knucklebones.match import check_player
     from pipeline.errors import UsageError
-    from pipeline.games.knucklebones.players.engine import named_player
+    from pipeline.games.knucklebones.players.engine import Player
 
     assert check_player("net-d2+4") == 4 and check_player("ours-d1+3") == 3
     for bad, words in (("net-d4+3", "deeper than 4"), ("net-d4+9", "1 to 8"),
@@ -141,7 +141,7 @@ def test_a_player_that_deepens_its_close_calls_by_name() -> None:
         with pytest.raises(UsageError, match=words):
             check_player(bad)
     game = Knucklebones(BOARD)
-    play = named_player(game, "ours-d1+3")
+    play = Player(game, "ours-d1+3")
     empty = np.zeros(2, dtype=np.int64)  # the start: both columns empty on both sides
     assert play(empty, 3, np.random.default_rng(0)) in (0, 1)
 

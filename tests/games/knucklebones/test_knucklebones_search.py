@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from pipeline.analysis.schema_docs import TABLES
-from pipeline.apps.knucklebones.match import match, named_player, play_game, wilson
+from pipeline.apps.knucklebones.match import Player, match, play_game, wilson
 from pipeline.apps.knucklebones.position import search_tree, solve
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players.search import OURS, SEED, Searcher
@@ -84,7 +84,7 @@ def test_tree_lists_moves_and_replies() -> None:
 def test_simulated_games_and_intervals() -> None:
     g = Knucklebones(KnuckleRules())
     rng = np.random.default_rng(1)
-    rec = play_game(g, named_player(g, "random"), named_player(g, "random"), True, rng)
+    rec = play_game(g, Player(g, "random"), Player(g, "random"), True, rng)
     assert len(rec.decisions_ms) >= 5
     lo, hi = wilson(50, 100)
     assert lo < 0.5 < hi and hi - lo == pytest.approx(2 * 0.0960, abs=2e-3)

@@ -21,7 +21,7 @@ from pipeline.apps.knucklebones.rating import from_file, rate
 from pipeline.games.knucklebones.exact.cpu import pairs_of
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players import artefacts, fitted
-from pipeline.games.knucklebones.players.engine import named_player
+from pipeline.games.knucklebones.players.engine import Player
 from pipeline.games.knucklebones.players.search import NET, OURS, Searcher
 from pipeline.games.knucklebones.players.training import Settings
 from tests.conftest import invoke
@@ -123,7 +123,7 @@ def test_the_depth_3_search_rates_as_the_decisions_file_says() -> None:
     # 3x3-d6-decisions.md / full-game-decisions.json's README: "depth 3 (the default) 96.19 %
     # exactly optimal (90.40 % in the middle game), mean regret 0.000693"
     game = Knucklebones(FULL)
-    found = rate("ours-d3", named_player(game, "ours-d3"), from_file(game, full_decisions()), 1)
+    found = rate("ours-d3", Player(game, "ours-d3"), from_file(game, full_decisions()), 1)
     assert found.decisions == 3828 and found.middle_decisions == 750
     assert round(100 * found.optimal, 2) == pytest.approx(96.19, abs=1e-9)
     assert round(100 * found.optimal_middle, 2) == pytest.approx(90.40, abs=1e-9)
@@ -245,8 +245,8 @@ def test_the_full_games_shipped_player_is_learned_here_and_rated_as_recorded(
     recorded = {r["player"]: r for r in meta["ratings"]}
     game = Knucklebones(FULL)
     decisions = from_file(game, full_decisions())
-    mine = rate(name, named_player(game, name), decisions, 1)
-    base = rate(meta["baseline"], named_player(game, meta["baseline"]), decisions, 1)
+    mine = rate(name, Player(game, name), decisions, 1)
+    base = rate(meta["baseline"], Player(game, meta["baseline"]), decisions, 1)
     assert meta["baseline"] == "ours-d5" and beats(mine, base)
     for found in (mine, base):
         row = recorded[found.player]

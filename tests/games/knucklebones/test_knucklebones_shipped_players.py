@@ -22,7 +22,7 @@ from pipeline.analysis import knucklebones_artefacts as contract
 from pipeline.apps.knucklebones.rating import decisions, rate
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players import artefacts, labels
-from pipeline.games.knucklebones.players.engine import named_player
+from pipeline.games.knucklebones.players.engine import Player
 from tests.conftest import invoke
 
 #: The boards with a shipped evaluator: the ones a CPU solves exactly in a minute or two.
@@ -82,8 +82,8 @@ def test_the_shipped_player_beats_the_depth_four_search_on_held_out_positions(bo
     asked = decisions(game, held(board), DECISIONS, 5)
     depth, deeper = int(model.meta["depth"]), model.meta.get("deeper")
     name = f"net-d{depth}" + (f"+{deeper}" if deeper else "")  # the board's default player
-    new = rate(name, named_player(game, name), asked, 6)
-    old = rate("ours-d4", named_player(game, "ours-d4"), asked, 6)
+    new = rate(name, Player(game, name), asked, 6)
+    old = rate("ours-d4", Player(game, "ours-d4"), asked, 6)
     assert new.optimal > old.optimal
     assert new.mean_regret < old.mean_regret
     # the record's share, on its own 3,000 decisions, within sampling noise of this sample's

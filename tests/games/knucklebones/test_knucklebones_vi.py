@@ -84,7 +84,9 @@ def test_policy_equals_the_graph_policy() -> None:
     rules = KnuckleRules(2, 2, 6)
     g, old = graph_solution(rules)
     best, n_optimal = best_moves(g, old)
-    rows = list(vi.policy_blocks(rules, vi.solve(rules, tol=1e-13).value, block=50_000))
+    value = vi.solve(rules, tol=1e-13).value
+    n = len(value)
+    rows = [vi.policy_block(rules, value, a, min(a + 50_000, n)) for a in range(0, n, 50_000)]
     assert len(rows) == 3
     new = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
     np.testing.assert_array_equal(new["state_id"], g.node_state)

@@ -64,7 +64,7 @@ shards > 1 (the Dask schedule) always use them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -92,8 +92,6 @@ from pipeline.solve.ties import best_of, pick
 #: Default bound on |value - exact value| (the stopping rule: max(U - L) <= 2 * tol).
 DEFAULT_TOLERANCE = 1e-11
 DEFAULT_MAX_SWEEPS = 10_000
-#: States per policy block (times faces rows).
-POLICY_BLOCK = 1_000_000
 #: Parallel blocks per thread in a level (more blocks balance the uneven successor counts).
 BLOCKS_PER_THREAD = 8
 #: States whose successor values are read together (overlapping the cache misses).
@@ -592,17 +590,6 @@ class Compact:
             self.level_starts, _compact_sweep, self.values, self.succ, self.floor, tb.columns,
             tb.faces, tb.offset,
         )  # fmt: skip
-
-
-def policy_blocks(
-    rules: KnuckleRules, value: np.ndarray, block: int = POLICY_BLOCK
-) -> Iterator[dict[str, np.ndarray]]:
-    """The best move of every (live state, face), ``block`` states at a time, in the graph's
-    node order (state id, then face): the numeric columns of the ``policy`` table (see
-    :func:`policy_block`)."""
-    tb = tables(rules)
-    for a in range(0, tb.n_states, block):
-        yield policy_block(rules, value, a, min(a + block, tb.n_states))
 
 
 def policy_block(rules: KnuckleRules, value: np.ndarray, a: int, b: int) -> dict[str, np.ndarray]:

@@ -190,7 +190,6 @@ class Ptx:
 
     init: str
     sweep: str
-    cc: tuple[int, int]
 
 
 def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, int] = (9, 0)) -> Ptx:
@@ -213,7 +212,7 @@ def compile_ptx(rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, in
         out = np.zeros(2, dtype=np.float64)
         init_ptx = ptx(init, init_args(tb, host, bounds))
         sweep_ptx = ptx(sweep, sweep_args(tb, host, bounds, out))
-    return Ptx(init_ptx, sweep_ptx, cc)
+    return Ptx(init_ptx, sweep_ptx)
 
 
 @contextmanager
@@ -357,8 +356,6 @@ def greedy_solve(
     max_sweeps: int = exact.DEFAULT_MAX_SWEEPS,
     seconds: float | None = None,
     progress: exact.Progress | None = None,
-    dtype: type | None = None,
-    threads: int | None = None,
 ) -> Any:
     """Greedy play against its best response, on the GPU: the value of every position with
     each player to move (``2 n`` bounds: twice a solve's memory, so the full game's need
@@ -376,9 +373,9 @@ def greedy_solve(
     cuda = cuda_module()
     tb = exact.tables(rules)
     n = tb.n_states
-    dtype = _bounds_dtype(cuda, 2 * n, tol, dtype, "bounds")
+    dtype = _bounds_dtype(cuda, 2 * n, tol, None, "bounds")
     t0 = time.perf_counter()
-    blocks, threads = launch_shape(cuda, 2 * n, threads)
+    blocks, threads = launch_shape(cuda, 2 * n)
     init, _ = kernels(tb.columns, tb.faces, threads)
     sweep = _made("make_greedy", tb.columns, tb.faces, threads)
     d = {k: cuda.to_device(getattr(tb, k)) for k in TABLE_NAMES}
@@ -408,7 +405,6 @@ class ArtefactPtx:
 
     gather: str
     greedy: str
-    cc: tuple[int, int]
 
 
 def compile_artefact_ptx(
@@ -426,4 +422,4 @@ def compile_artefact_ptx(
         greedy_ptx = ptx(
             _made("make_greedy", tb.columns, tb.faces, THREADS), greedy_args(tb, host, bounds, out)
         )
-    return ArtefactPtx(gather_ptx, greedy_ptx, cc)
+    return ArtefactPtx(gather_ptx, greedy_ptx)

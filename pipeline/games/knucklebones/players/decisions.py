@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.games.knucklebones.game import Knucklebones
-from pipeline.games.knucklebones.players.engine import Play, named_player
+from pipeline.games.knucklebones.players.engine import Play, Player
 
 #: Random-vs-random games of the sample, and their seed (recorded in every row).
 GAMES = 100
@@ -93,15 +93,13 @@ def pick_column(name: str) -> str:
     return "pick_" + name.replace("-", "_")
 
 
-def decision_rows(
-    game: Knucklebones, games: int = GAMES, seed: int = SEED
-) -> dict[str, np.ndarray | list[str]]:
+def decision_rows(game: Knucklebones) -> dict[str, np.ndarray | list[str]]:
     """The ``decisions`` table's rows (but ``variant``): one per legal column of every opening
     and sampled decision, with the position's id and text, the successor's id (seen by the
     opponent) and whether each player of :data:`PLAYERS` picks that column."""
-    players = {name: named_player(game, name) for name in PLAYERS}
-    kinds = (opening_decisions(game), sample_decisions(game, games, seed))
-    chosen = [picks(found, players, seed) for found in kinds]
+    players = {name: Player(game, name) for name in PLAYERS}
+    kinds = (opening_decisions(game), sample_decisions(game))
+    chosen = [picks(found, players, SEED) for found in kinds]
     names = ["kind", "decision", "ply", "state_id", "board", "roll", "column_number"]
     names += ["next_state_id", *(pick_column(name) for name in PLAYERS)]
     rows: dict[str, list] = {k: [] for k in names}
@@ -120,6 +118,6 @@ def decision_rows(
         k: (v if k in ("kind", "board") else np.asarray(v)) for k, v in rows.items()
     }
     size = len(rows["kind"])
-    out["games"] = np.full(size, games, dtype=np.int64)
-    out["seed"] = np.full(size, seed, dtype=np.int64)
+    out["games"] = np.full(size, GAMES, dtype=np.int64)
+    out["seed"] = np.full(size, SEED, dtype=np.int64)
     return out

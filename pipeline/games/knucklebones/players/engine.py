@@ -123,19 +123,17 @@ class Player:
     """A named player of one board, picked from Python: ``player(pairs, die, rng)`` is its
     column (0-based, in ``pairs``' own order: the first column holding the picked pair)."""
 
-    def __init__(
-        self, game: Knucklebones, name: str, evaluator: Any = None, searcher: Searcher | None = None
-    ) -> None:
+    def __init__(self, game: Knucklebones, name: str, evaluator: Any = None) -> None:
         """``evaluator``: what a ``net`` player reads at its leaves (default: the board's
-        packaged one; UsageError where there is none); ``searcher``: a search to share."""
+        packaged one; UsageError where there is none)."""
         self.policy = policy(name)
-        if self.policy.needs_evaluator and evaluator is None and searcher is None:
+        if self.policy.needs_evaluator and evaluator is None:
             evaluator = board_evaluator(game)
             if evaluator is None:
                 raise UsageError(
                     f"player {name!r}: no evaluator for the {board_name(game.r)} board"
                 )
-        self.searcher = searcher or Searcher(game, evaluator=evaluator)
+        self.searcher = Searcher(game, evaluator=evaluator)
         self.name = name
 
     def pick(self, pairs: np.ndarray, die: int, u: float = 0.0, eps: float = 0.0) -> int:
@@ -151,11 +149,6 @@ class Player:
     def __call__(self, pairs: np.ndarray, die: int, rng: np.random.Generator) -> int:
         """The column, drawing ``u`` from ``rng`` where the player draws at all."""
         return self.pick(pairs, die, float(rng.random()) if self.policy.draws else 0.0)
-
-
-def named_player(game: Knucklebones, name: str, evaluator: Any = None) -> Player:
-    """The player named ``name`` on ``game``'s board (see :class:`Player`)."""
-    return Player(game, name, evaluator)
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,11 @@ from pipeline.games.knucklebones.players.labels import Labelled, Lookup, held_ou
 PLAYERS = ("random", "greedy", "seed-d2", "ours-d1", "ours-d2", "ours-d3")
 
 
-def play_positions(
-    game: Knucklebones, games: int, seed: int, players: tuple[str, ...] = PLAYERS
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every position met before a roll in ``games`` games between ``players`` (each game's two
-    drawn at random, with ``seed``: :func:`engine.play`): (state ids, plies), in the order met,
-    repeats included."""
-    played = engine.play(game, players, games, seed)
+def play_positions(game: Knucklebones, games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every position met before a roll in ``games`` games between :data:`PLAYERS` (each
+    game's two drawn at random, with ``seed``: :func:`engine.play`): (state ids, plies), in the
+    order met, repeats included."""
+    played = engine.play(game, PLAYERS, games, seed)
     return game.canonical(played.pairs), played.ply
 
 
@@ -66,24 +64,17 @@ def labelled_set(
     games: int,
     uniform: int,
     seed: int,
-    exclude: np.ndarray | None = None,
     only_held_out: bool = False,
 ) -> Labelled:
     """Positions of ``games`` games between :data:`PLAYERS` and ``uniform`` uniform ones
-    (seeded by ``seed``; a position met in play is labelled once, as ``play``), less the state
-    ids in ``exclude``, and with ``only_held_out`` only the held-out ones (:func:`held_out`),
-    labelled from ``lookups``."""
-    state_id, source, ply, meta = positions(game, games, uniform, seed, exclude, only_held_out)
+    (seeded by ``seed``; a position met in play is labelled once, as ``play``), with
+    ``only_held_out`` only the held-out ones (:func:`held_out`), labelled from ``lookups``."""
+    state_id, source, ply, meta = positions(game, games, uniform, seed, only_held_out)
     return label(game, state_id, source, ply, lookups, meta)
 
 
 def positions(
-    game: Knucklebones,
-    games: int,
-    uniform: int,
-    seed: int,
-    exclude: np.ndarray | None = None,
-    only_held_out: bool = False,
+    game: Knucklebones, games: int, uniform: int, seed: int, only_held_out: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """The positions :func:`labelled_set` labels, before any value is known: (state ids,
     sources, plies, the record of how they were drawn). The full game's are drawn here, on a
@@ -95,15 +86,11 @@ def positions(
     state_id = np.concatenate([ids, drawn])
     source = np.array(["play"] * len(ids) + ["uniform"] * len(drawn))
     ply = np.concatenate([plies[first], np.full(len(drawn), -1)])
-    keep = np.ones(len(state_id), dtype=bool)
-    if exclude is not None:
-        keep &= ~np.isin(state_id, exclude)
-    if only_held_out:
-        keep &= held_out(state_id)
+    keep = held_out(state_id) if only_held_out else np.ones(len(state_id), dtype=bool)
     meta = {
         "seed": seed, "games": games, "uniform": uniform,
         "players": list(PLAYERS), "held_out": only_held_out,
-        "excluded": 0 if exclude is None else len(exclude),
+        "excluded": 0,  # the record's field, kept: no position is excluded
     }  # fmt: skip
     return state_id[keep], source[keep], ply[keep], meta
 

@@ -203,8 +203,8 @@ def _scatter(index: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:
 class Adam:
     """Adam (Kingma and Ba) over a dict of float32 arrays."""
 
-    def __init__(self, params: dict[str, np.ndarray], b1: float = 0.9, b2: float = 0.999):
-        self.b1, self.b2, self.t = b1, b2, 0
+    def __init__(self, params: dict[str, np.ndarray]):
+        self.b1, self.b2, self.t = 0.9, 0.999, 0
         self.m = {k: np.zeros_like(v) for k, v in params.items()}
         self.v = {k: np.zeros_like(v) for k, v in params.items()}
 
