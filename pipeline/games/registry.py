@@ -62,6 +62,12 @@ class Variant:
     #: and the tiles shut), ``rows`` (Double Shutter's two rows), ``boards`` (a board and a die,
     #: the column placed); a family of another shape declares its own.
     view: str = "tiles"
+    #: Makes the reader of a position as the user writes it (the text and an N-player game's
+    #: ``player``, ``best_score``, ``best_count``, ``p1_score``) into its state id, with the
+    #: standard library only, for a game whose positions are not a row of tiles (``codec``):
+    #: the game's ``parse_state`` reads with the same one, and a one-shot `expect` reads with
+    #: it without making the game (:mod:`pipeline.cli.lean`). None: the game reads them.
+    parser: Callable[[], Callable[..., int]] | None = None
     #: Whether `build` makes its tables on any machine (the full Knucklebones game needs a GPU,
     #: so a page offers its search instead of a command).
     builds_anywhere: bool = True
@@ -70,6 +76,8 @@ class Variant:
         """The canonical state id of a state written as the user writes it."""
         if self.codec is not None:
             return self.codec.parse(text, **extra)
+        if self.parser is not None:
+            return self.parser()(text, **extra)
         return self.make().parse_state(text, **extra)
 
 
