@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.games.double_shutter.rules import DoubleShutterRules
 from pipeline.games.registry import Variant, register
 
 
@@ -13,14 +12,16 @@ def double_shutter(
     name: str, description: str, thresholds: range | tuple[int, ...] = (), **rules: Any
 ) -> Variant:
     """Register a Double Shutter variant with the given rule fields: its game made on first use,
-    its positions read without the game (:meth:`DoubleShutterRules.parse_state`)."""
+    its positions read without the game (``DoubleShutterRules.parse_state``)."""
 
     def make() -> Any:
-        from pipeline.games.double_shutter.game import DoubleShutter
+        from pipeline.games.double_shutter.game import DoubleShutter, DoubleShutterRules
 
         return DoubleShutter(DoubleShutterRules(**rules), thresholds=thresholds)
 
     def parser() -> Callable[..., int]:
+        from pipeline.games.double_shutter.rules import DoubleShutterRules  # (loaded when used)
+
         return DoubleShutterRules(**rules).parse_state
 
     return register(
