@@ -8,16 +8,19 @@ interleaved with the same command of the baseline (``--base``: main unless told 
 machine slows them alike. It prints each command's median and fastest CPU time, the ratio to
 the baseline checkout's and to ``python -c pass``, and the peak memory of each.
 
-The families: classic, double-shutter, four-player, a 16-tile box, two-player-stake and
-knucklebones-2x2 (its `expect`, and its move through `knucklebones solve --variant`).
+The families: classic, double-shutter, two-player, four-player, a 16-tile box named by its
+rules, two-player-stake and knucklebones-2x2 (its `expect`, and its move through `knucklebones
+solve --variant`); `expect` of each way a position is written (tiles, the default variant,
+Double Shutter's digits and its rows, a two-player and an N-player seat). The last lines give
+issue 49's verdict for each `expect` and the worst of them.
 
     python benchmarks/bench_startup.py                      # builds them (~1 min), beside main
     python benchmarks/bench_startup.py --data-dir DIR --base /tmp/base --rounds 15
 
 ``--data-dir`` reuses a directory where they are built:
 
-    stb-pipeline build --variant classic,double-shutter,four-player,two-player-stake,\\
-        knucklebones-2x2 -d DIR && stb-pipeline build --tiles 16 --dice 3 -d DIR
+    stb-pipeline build --variant classic,double-shutter,two-player,four-player,\\
+        two-player-stake,knucklebones-2x2 -d DIR && stb-pipeline build --tiles 16 --dice 3 -d DIR
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import baseline  # benchmarks/baseline.py: the version run beside
 
 REPO = Path(__file__).resolve().parent.parent
 BOX16 = "stb-16t-3d6-shut"
-VARIANTS = "classic,double-shutter,four-player,two-player-stake,knucklebones-2x2"
+VARIANTS = "classic,double-shutter,two-player,four-player,two-player-stake,knucklebones-2x2"
 FOUR = ["--player", "3", "--best-score", "11", "--best-count", "1"]
 #: Issue 49's target for a one-shot `expect` (CPU seconds of the whole process, median): the
 #: console script's lean door answers it from the build's lookup (pipeline/cli/lean.py).
@@ -47,7 +50,12 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("expect 1,2,3 (the default variant)", ["expect", "1,2,3"]),
     ("classic move", ["move", "-v", "classic", "12345", "7"]),
     ("double-shutter expect", ["expect", "-v", "double-shutter", "000000000"]),
+    (
+        "double-shutter expect (rows)",
+        ["expect", "-v", "double-shutter", "front=1234 back=6789"],
+    ),
     ("double-shutter move", ["move", "-v", "double-shutter", "000000000", "7"]),
+    ("two-player expect (--p1-score)", ["expect", "-v", "two-player", "12345", "--p1-score", "7"]),
     ("four-player expect", ["expect", "-v", "four-player", "134", *FOUR]),
     ("four-player move", ["move", "-v", "four-player", "134", "4", *FOUR]),
     (f"{BOX16} expect", ["expect", "-v", BOX16, "1,2,3,16"]),
@@ -143,14 +151,20 @@ def measure(data: Path, baseline: Path | None, rounds: int) -> None:
         cells += f"{new[0] / base[0]:>9.1f}" if new else ""
         print(cells)
     print(f"old = {old_name}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs")
-    for label in ("classic expect", "expect 1,2,3 (the default variant)"):
+    worst: tuple[float, str] | None = None
+    for label, args in COMMANDS:
         found = median(label, "new")
-        if found is not None:
-            verdict = "met" if found[0] <= EXPECT_TARGET_S else "missed"
-            print(
-                f"target (issue 49): a one-shot {label} within {EXPECT_TARGET_S} CPU s: "
-                f"{found[0]:.3f}, {verdict}"
-            )
+        if args[0] != "expect" or found is None:
+            continue
+        verdict = "met" if found[0] <= EXPECT_TARGET_S else "missed"
+        print(
+            f"target (issue 49): a one-shot {label} within {EXPECT_TARGET_S} CPU s: "
+            f"{found[0]:.3f} (min {found[1]:.3f}), {verdict}"
+        )
+        worst = max(worst or (found[0], label), (found[0], label))
+    if worst is not None:
+        verdict = "met" if worst[0] <= EXPECT_TARGET_S else "missed"
+        print(f"worst one-shot expect: {worst[1]}, {worst[0]:.3f}: {verdict}")
 
 
 def main() -> None:

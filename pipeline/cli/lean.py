@@ -1,16 +1,19 @@
 """The `stb-pipeline` console script's door: a one-shot `expect` answered before the command line
 loads.
 
-`stb-pipeline expect [-v NAME] [-d DIR] TILES` of a tile game is answered here from the values
-its build keeps beside the states file (:mod:`pipeline.store.lookup`), with the standard library,
-the registry and the tile codec only: no numpy, DuckDB, pyarrow, polars, typer or rich (about a
-fifth of the full command's CPU). Anything else, and anything this door is not sure of, runs the
-full command (:func:`pipeline.cli.app.run`) in the same process, which then says what it always
-says: any other command or option (``--help``, the N-player position options, custom rule
-options, a repeated option, ``--``), a variant that is not a registered or rules-named tile game
-of the built-in families, tiles the codec refuses, and a lookup that is missing, stale, damaged
-or without a finite value for the state. So the output, errors and exit codes are the full
-command's by construction; the tests compare the two on every variant.
+`stb-pipeline expect [-v NAME] [-d DIR] [--player N ...] TILES` of a tile game (registered, or a
+box named by its rules), of Double Shutter or of an N-player game is answered here from the
+values its build keeps beside the states file (:mod:`pipeline.store.lookup`), with the standard
+library, the registry, the tile codec and the family's own reader of positions
+(``Variant.parser``, the one its game's ``parse_state`` uses) only: no numpy, DuckDB, pyarrow,
+polars, typer or rich (about a fifth of the full command's CPU). Anything else, and anything
+this door is not sure of, runs the full command (:func:`pipeline.cli.app.run`) in the same
+process, which then says what it always says: any other command or option (``--help``, custom
+rule options, a repeated option, ``--``, a number not in ASCII digits), a variant that is not
+such a game of the built-in families (Knucklebones, whose positions its game reads), a
+position refused, and a lookup that is missing, stale, damaged or without a finite value for
+the state. So the output, errors and exit codes are the full command's by construction; the
+tests compare the two on every variant.
 """
 
 from __future__ import annotations
@@ -21,6 +24,14 @@ import sys
 #: The options this door reads (each with a value); any other word starting with "-" is the
 #: full command's.
 OPTIONS = {"-v": "variant", "--variant": "variant", "-d": "data_dir", "--data-dir": "data_dir"}
+#: The options of a position beyond its tiles (pipeline.cli.options.POSITION_OPTIONS: whole
+#: numbers), read here where written in ASCII digits (anything else: the full command's).
+POSITION = {
+    "--p1-score": "p1_score",
+    "--player": "player",
+    "--best-score": "best_score",
+    "--best-count": "best_count",
+}
 
 
 def main() -> None:
@@ -56,15 +67,17 @@ def answer(argv: list[str]) -> float | None:
     asked = parse(argv)
     if asked is None:
         return None
+    name, data_dir, tiles, extra = asked
     try:
-        return _lookup(*asked)
+        return _lookup(name, data_dir, tiles, extra)
     except Exception:  # whatever went wrong is said by the full command, as it always was
         return None
 
 
-def parse(argv: list[str]) -> tuple[str | None, str | None, str] | None:
-    """(variant, data directory, tiles) of ``expect [-v NAME] [-d DIR] TILES`` in any order, as
-    click reads them; None for anything else (the full command parses it)."""
+def parse(argv: list[str]) -> tuple[str | None, str | None, str, dict[str, int]] | None:
+    """(variant, data directory, tiles, the position's other parts) of ``expect [-v NAME]
+    [-d DIR] [--player N ...] TILES`` in any order, as click reads them; None for anything else
+    (the full command parses it)."""
     if not argv or argv[0] != "expect":
         return None
     given: dict[str, str] = {}
@@ -73,7 +86,7 @@ def parse(argv: list[str]) -> tuple[str | None, str | None, str] | None:
     for word in words:
         if word.startswith("--") and "=" in word:
             option, value = word.split("=", 1)
-        elif word in OPTIONS:
+        elif word in OPTIONS or word in POSITION:
             option, value = word, next(words, None)  # type: ignore[assignment]
             if value is None:
                 return None
@@ -84,16 +97,21 @@ def parse(argv: list[str]) -> tuple[str | None, str | None, str] | None:
                 return None
             tiles = word
             continue
-        key = OPTIONS.get(option)
+        key = OPTIONS.get(option) or POSITION.get(option)
         if key is None or key in given or value.startswith("-"):
             return None
+        if key in POSITION.values() and not (value.isascii() and value.isdigit()):
+            return None  # (click reads "+1", " 1", "1_0" and other digits too: its words)
         given[key] = value
     if tiles is None:
         return None
-    return given.get("variant"), given.get("data_dir"), tiles
+    extra = {key: int(given[key]) for key in POSITION.values() if key in given}
+    return given.get("variant"), given.get("data_dir"), tiles, extra
 
 
-def _lookup(name: str | None, data_dir: str | None, tiles: str) -> float | None:
+def _lookup(
+    name: str | None, data_dir: str | None, tiles: str, extra: dict[str, int]
+) -> float | None:
     """The answer from the lookup; None where the full command must answer."""
     from pipeline.games.registry import FAMILIES, PLUGIN_OF, REGISTRY, select_one
     from pipeline.games.tiles import TileCodec
@@ -114,7 +132,12 @@ def _lookup(name: str | None, data_dir: str | None, tiles: str) -> float | None:
         return None  # an installed family's: its game is made (and may fail) before an answer
     if not getattr(variant.make, "__module__", "").startswith("pipeline.games."):
         return None
-    if type(variant.codec) is not TileCodec:
+    if type(variant.codec) is TileCodec:
+        state_id = variant.codec.parse(tiles, **extra)
+    elif variant.codec is None and variant.parser is not None:
+        if not getattr(variant.parser, "__module__", "").startswith("pipeline.games."):
+            return None
+        state_id = variant.parser()(tiles, **extra)  # (the reader the game's parse_state uses)
+    else:
         return None
-    state_id = variant.codec.parse(tiles)
     return lookup.value(os.path.realpath(data_dir), variant.name, state_id)

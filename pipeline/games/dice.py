@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TypedDict
-
-import numpy as np
+from typing import TYPE_CHECKING, TypedDict
 
 from pipeline.errors import UsageError
+
+if TYPE_CHECKING:  # numpy is loaded where dice are counted, not to check a rule set
+    import numpy as np
 
 
 @lru_cache(maxsize=64)
 def total_counts(dice: int, sides: int) -> tuple[int, ...]:
-    """Ways to roll each total 0..dice*sides with ``dice`` fair dice of ``sides`` sides."""
-    counts = np.array([1], dtype=object)
-    face = np.array([0] + [1] * sides, dtype=object)
+    """Ways to roll each total 0..dice*sides with ``dice`` fair dice of ``sides`` sides (exact:
+    Python's integers, one die added at a time)."""
+    counts = [1]
     for _ in range(dice):
-        counts = np.convolve(counts, face)
-    return tuple(int(c) for c in counts)
+        added = [0] * (len(counts) + sides)
+        for total, ways in enumerate(counts):
+            for face in range(1, sides + 1):
+                added[total + face] += ways
+        counts = added
+    return tuple(counts)
 
 
 def roll_distribution(dice: int, sides: int) -> list[tuple[int, int, int]]:
@@ -52,6 +57,8 @@ def roll_grid(
 ) -> np.ndarray:
     """bool [states, largest total + 1]: whether each state may roll each total (a node), from
     whether it may roll each number of dice (``avail``) and their distributions (``dists``)."""
+    import numpy as np
+
     width = max(t for dist in dists.values() for t, _, _ in dist) + 1
     roll_ok = np.zeros((n_states, width), dtype=bool)
     for d, ok in avail.items():
@@ -69,6 +76,8 @@ def chance_columns(
     """A graph's chance rows (``ch_state``, ``ch_choice``: the dice, ``ch_count``,
     ``ch_denom``, ``ch_node``) sorted by state, then dice; ``node_of[state * width + total]``:
     the node of a state's roll."""
+    import numpy as np
+
     ch = [_chance_rows(d, avail[d], dists[d], node_of, width) for d in sorted(avail)]
     state, choice, count, denom, node = (np.concatenate(c) for c in zip(*ch, strict=True))
     order = np.lexsort((choice, state))
@@ -83,6 +92,8 @@ def _chance_rows(
 ) -> tuple[np.ndarray, ...]:
     """Chance rows (state, dice, count, denominator, node) of every state that may roll
     ``dice`` dice."""
+    import numpy as np
+
     states = np.flatnonzero(ok)
     totals = np.array([t for t, _, _ in dist], dtype=np.int64)
     counts = np.array([c for _, c, _ in dist], dtype=np.int64)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,12 @@ class Variant:
     #: and the tiles shut), ``rows`` (Double Shutter's two rows), ``boards`` (a board and a die,
     #: the column placed); a family of another shape declares its own.
     view: str = "tiles"
+    #: Makes the reader of a position as the user writes it (the text and an N-player game's
+    #: ``player``, ``best_score``, ``best_count``, ``p1_score``) into its state id, with the
+    #: standard library only, for a game whose positions are not a row of tiles (``codec``):
+    #: the game's ``parse_state`` reads with the same one, and a one-shot `expect` reads with
+    #: it without making the game (:mod:`pipeline.cli.lean`). None: the game reads them.
+    parser: Callable[[], Callable[..., int]] | None = None
     #: Whether `build` makes its tables on any machine (the full Knucklebones game needs a GPU,
     #: so a page offers its search instead of a command).
     builds_anywhere: bool = True
@@ -69,6 +76,8 @@ class Variant:
         """The canonical state id of a state written as the user writes it."""
         if self.codec is not None:
             return self.codec.parse(text, **extra)
+        if self.parser is not None:
+            return self.parser()(text, **extra)
         return self.make().parse_state(text, **extra)
 
 
@@ -152,6 +161,8 @@ REGISTRY = _Registry()
 def plugin_entry_points() -> list[Any]:
     """The entry points of the families installed packages add (:data:`ENTRY_POINTS`), each
     once, in order of name; none where the package metadata cannot be read."""
+    if not _may_declare_plugins():
+        return []  # (what importlib.metadata would find, without its scan: 0.05 to 0.17 s)
     from importlib.metadata import entry_points
 
     try:
@@ -163,6 +174,71 @@ def plugin_entry_points() -> list[Any]:
         return []
     unique = {(ep.name, ep.value): ep for ep in found}
     return [unique[key] for key in sorted(unique)]
+
+
+def _may_declare_plugins() -> bool:
+    """False only where :func:`importlib.metadata.entry_points` certainly finds no entry point
+    of :data:`ENTRY_POINTS` and raises nothing (True: read them).
+
+    It reads what that scan reads (each folder on ``sys.path``, its ``*.dist-info`` and
+    ``*.egg-info`` folders' ``entry_points.txt``) with the standard library only, and is sure
+    only when no such file names the group, each decodes and each line of a section is
+    ``name = value`` (what the scan would fail to parse, and warn of); anything else it does
+    not read alike (a distribution finder besides the path's, a zip or ``.egg`` on the path, a
+    folder it cannot list, an info folder without a name) means True."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(
+        getattr(finder, "find_distributions", None) is not None and finder is not PathFinder
+        for finder in sys.meta_path
+    ):
+        return True
+    group = ENTRY_POINTS.encode()
+    for entry in sys.path:
+        if not isinstance(entry, str) or entry.lower().endswith(".egg"):
+            return True
+        try:
+            children = os.listdir(entry or ".")
+        except FileNotFoundError:
+            continue  # (a zip that is not there either: the scan finds nothing in it)
+        except OSError:
+            return True
+        for child in children:
+            if not child.lower().endswith((".dist-info", ".egg-info")):
+                continue
+            if not child.endswith((".dist-info", ".egg-info")) or not child.partition("-")[0]:
+                return True  # named from its metadata by the scan, not from its folder
+            if _declares(os.path.join(entry or ".", child, "entry_points.txt"), group):
+                return True
+    return False
+
+
+def _declares(path: str, group: bytes) -> bool:
+    """Whether the entry points file ``path`` may declare ``group`` or fail to parse (False:
+    it is missing, unreadable as the scan skips it, or well formed without the group)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return False  # what the scan reads as no entry points
+    except OSError:
+        return True
+    if group in raw:
+        return True
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    section = False
+    for line in map(str.strip, text.splitlines()):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = True
+        elif section and "=" not in line:
+            return True
+    return False
 
 
 def plugin_label(entry: Any) -> str:

@@ -49,7 +49,7 @@ def custom_variant(rules: Any, name: str | None = None) -> Variant:
 
     return Variant(
         label, "custom N-player rule set", make, False, family="nplayer", separate=True,
-        players=rules.players,
+        players=rules.players, parser=lambda: rules.parse_state,
     )  # fmt: skip
 
 

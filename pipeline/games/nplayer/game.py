@@ -37,20 +37,22 @@ tile, and a pass goes to a later seat, so every edge goes down in rank.
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.errors import UsageError
 from pipeline.games.base import Game, LegalMoves, Streamed, Stuck
-from pipeline.games.dice import roll_distribution
-from pipeline.games.nplayer.rules import BEATEN, FIRST_SEAT, HOLDER, MAX_PLAYERS, NPlayerRules
+from pipeline.games.nplayer.rules import (
+    BEATEN,
+    FIRST_SEAT,
+    HOLDER,
+    MAX_PLAYERS,
+    NPlayerRules,
+    ranges_text,  # noqa: F401  (re-exported: the family's face)
+)
 from pipeline.games.shutbox.game import ShutTheBox
-from pipeline.games.tiles import parse_tiles
 from pipeline.graph import NO_STATE, PASS, Graph
 
 if TYPE_CHECKING:  # polars loads lazily: the ShutTheBox command answers without it
@@ -106,11 +108,9 @@ class NPlayer(Game):
         return self.full
 
     def block_of(self, seat: int, best: int = 0, count: int = 1) -> int:
-        """The id block of ``seat`` facing the best score ``best`` held by ``count`` players."""
-        if seat == 1:
-            return 0
-        m = self.n - 1
-        return (best * m + count - 1) * m + seat - 2
+        """The id block of ``seat`` facing the best score ``best`` held by ``count`` players
+        (:meth:`NPlayerRules.block_of`)."""
+        return self.r.block_of(seat, best, count)
 
     def state_id(
         self, mask: int, p1_score: int = 0, seat: int | None = None, count: int = 1
@@ -170,28 +170,8 @@ class NPlayer(Game):
 
     @cached_property
     def possible_scores(self) -> np.ndarray:
-        """Sorted scores a turn can end with: scores of masks with a roll and no move.
-
-        Worked out from subset sums rather than from the graph, so that checking a user's
-        best score (a lookup reading tables) needs no graph build.
-        """
-        masks = np.arange(self.n_masks, dtype=np.int64)
-        cap = self.base.r.max_per_move or self.r.box.tiles
-        # makeable[m] bit k: some subset of m of at most `cap` tiles sums to k
-        sizes = [[1] + [0] * cap for _ in range(self.n_masks)]
-        for m in range(1, self.n_masks):
-            low = m & -m
-            rest = sizes[m ^ low]
-            bit = low.bit_length()
-            sizes[m] = [rest[0]] + [rest[j] | (rest[j - 1] << bit) for j in range(1, cap + 1)]
-        makeable = [functools.reduce(operator.or_, row[1:], 0) for row in sizes]
-        stuck = np.zeros(self.n_masks, dtype=bool)
-        for dice, ok in self.base.dice_available(masks).items():
-            for total, _, _ in roll_distribution(dice, self.r.box.sides):
-                blocked = np.array([not (b >> total) & 1 for b in makeable])
-                stuck |= ok & blocked
-        scores = self.mask_scores[stuck & (masks != 0)]
-        return np.unique(scores)
+        """Sorted scores a turn can end with (:meth:`NPlayerRules.possible_scores`), int64."""
+        return np.array(self.r.possible_scores(), dtype=np.int64)
 
     def score_rows(self, scores: np.ndarray) -> np.ndarray:
         """The row of each score among :attr:`possible_scores` (the rows of
@@ -208,10 +188,6 @@ class NPlayer(Game):
         nxt_best = np.where(below, scores, best)
         nxt_count = np.where(below, 1, np.where(tie, count + 1, count))
         return (nxt_best * (self.n - 1) + nxt_count - 1) * (self.n - 1) + seat - 1
-
-    @cached_property
-    def _possible_set(self) -> frozenset[int]:
-        return frozenset(self.possible_scores.tolist())
 
     def contexts(self, seat: int) -> list[tuple[int, int]]:
         """(best score, tie count) pairs seat ``seat`` can face; (0, 0) for seat 1."""
@@ -712,76 +688,16 @@ class NPlayer(Game):
         return self.base.describe_moves(label)
 
     def parse_state(self, text: str, **extra: Any) -> int:
-        """State id of open tiles ("1245") for player ``player`` facing the best score
-        ``best_score`` held by ``best_count`` players (two players: ``p1_score``)."""
-        mask = parse_tiles(text, self.r.box.tiles)
-        seat, best, count = self.check_position(
-            extra.get("player"),
-            extra.get("best_score"),
-            extra.get("best_count"),
-            extra.get("p1_score"),
-        )
-        return self.block_of(seat, best, count) * self.n_masks + mask
+        """State id of a position as the user gives it (:meth:`NPlayerRules.parse_state`)."""
+        return self.r.parse_state(text, **extra)
 
     def check_position(
         self, player: int | None, best: int | None, count: int | None, p1_score: int | None
     ) -> tuple[int, int, int]:
-        """(seat, best score, tie count) of a position as the user gives it; UsageError if it
-        cannot happen."""
-        if p1_score is not None:
-            if self.n != 2:
-                raise UsageError(
-                    f"--p1-score is for two players; with {self.n} give --player, --best-score "
-                    "and --best-count"
-                )
-            if best is not None and best != p1_score:
-                raise UsageError("give --p1-score or --best-score, not both")
-            best = p1_score
-            player = 2 if player is None else player
-        seat = 1 if player is None else int(player)
-        if not 1 <= seat <= self.n:
-            raise UsageError(
-                f"player {seat} is not a seat of this {self.n}-player game (1..{self.n})"
-            )
-        if seat == 1:
-            if best is not None or count is not None:
-                raise UsageError("player 1 plays first: there is no best score yet")
-            return 1, 0, 0
-        if best is None:
-            raise UsageError(f"player {seat} needs the best score so far (--best-score)")
-        self.check_p1_score(int(best))
-        count = 1 if count is None else int(count)
-        if not 1 <= count <= seat - 1:
-            raise UsageError(
-                f"the best score cannot be shared by {count} players: player {seat} has "
-                f"{seat - 1} before them"
-            )
-        return seat, int(best), count
+        """(seat, best score, tie count) of a position as the user gives it
+        (:meth:`NPlayerRules.check_position`)."""
+        return self.r.check_position(player, best, count, p1_score)
 
     def check_p1_score(self, score: int) -> None:
         """UsageError unless an earlier player can finish a turn with ``score``."""
-        who = "player 1" if self.n == 2 else "an earlier player"
-        if score <= 0:
-            what = "player 1's score" if self.n == 2 else "the best score so far"
-            raise UsageError(
-                f"{what} must be positive, not {score} (at 0 {who} has shut the box and won)"
-            )
-        if score not in self._possible_set:
-            raise UsageError(
-                f"{who} cannot finish a turn with score {score}; possible scores: "
-                f"{ranges_text(self.possible_scores.tolist())}"
-            )
-
-
-def ranges_text(values: list[int]) -> str:
-    """Sorted integers as compact ranges: [1, 2, 3, 5] -> "1..3, 5"."""
-    out: list[str] = []
-    start = prev = None
-    for v in [*values, None]:
-        if v is not None and prev is not None and v == prev + 1:
-            prev = v
-            continue
-        if start is not None:
-            out.append(str(start) if start == prev else f"{start}..{prev}")
-        start = prev = v
-    return ", ".join(out)
+        self.r.check_p1_score(score)

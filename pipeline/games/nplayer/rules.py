@@ -2,17 +2,29 @@
 :class:`~pipeline.games.shutbox.rules.RuleSet`, which checks them), the players and the payoff.
 
 Plain Python (no numpy), so that a lookup on built tables can check a user's seat, best score and
-tie count without building the game.
+tie count without building the game: a position as the user gives it is read here
+(:meth:`NPlayerRules.parse_state`), by the game and by the console script's one-shot `expect`
+(:mod:`pipeline.cli.lean`) alike.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.games.dice import CheckedRules, choice_problem, range_problem
-from pipeline.games.shutbox.rules import ONE_DIE_MODES, RuleSet
+from pipeline.games.dice import CheckedRules, choice_problem, range_problem, roll_distribution
+from pipeline.games.shutbox.rules import (
+    ONE,
+    ONE_DIE_MODES,
+    USUAL,
+    RuleSet,
+    dice_pattern,
+    final_score,
+)
+from pipeline.games.tiles import parse_tiles
 
 #: Entries of a payoff vector (see pipeline.games.nplayer.game): each earlier player holding the
 #: best score, each earlier player beaten, then one per seat from FIRST_SEAT on.
@@ -159,6 +171,138 @@ class NPlayerRules(CheckedRules):
         parts = [f"stb{self.players}p-{box.tiles}t-{box.dice}d{box.sides}", *box.slug_rules()]
         parts.append("share" if self.payoff == "share" else f"stake{self.shut_multiplier}")
         return "-".join(parts)
+
+    # -- positions (the game's ids: see pipeline.games.nplayer.game) ---------------------------
+
+    def possible_scores(self) -> tuple[int, ...]:
+        """Sorted scores a turn can end with: scores of masks with a roll and no move."""
+        return _possible_scores(self.box)
+
+    def block_of(self, seat: int, best: int = 0, count: int = 1) -> int:
+        """The id block of ``seat`` facing the best score ``best`` held by ``count`` players."""
+        if seat == 1:
+            return 0
+        m = self.players - 1
+        return (best * m + count - 1) * m + seat - 2
+
+    def parse_state(self, text: str, **extra: Any) -> int:
+        """State id of open tiles ("1245") for player ``player`` facing the best score
+        ``best_score`` held by ``best_count`` players (two players: ``p1_score``)."""
+        mask = parse_tiles(text, self.box.tiles)
+        seat, best, count = self.check_position(
+            extra.get("player"),
+            extra.get("best_score"),
+            extra.get("best_count"),
+            extra.get("p1_score"),
+        )
+        return (self.block_of(seat, best, count) << self.box.tiles) + mask
+
+    def check_position(
+        self, player: int | None, best: int | None, count: int | None, p1_score: int | None
+    ) -> tuple[int, int, int]:
+        """(seat, best score, tie count) of a position as the user gives it; UsageError if it
+        cannot happen."""
+        n = self.players
+        if p1_score is not None:
+            if n != 2:
+                raise UsageError(
+                    f"--p1-score is for two players; with {n} give --player, --best-score "
+                    "and --best-count"
+                )
+            if best is not None and best != p1_score:
+                raise UsageError("give --p1-score or --best-score, not both")
+            best = p1_score
+            player = 2 if player is None else player
+        seat = 1 if player is None else int(player)
+        if not 1 <= seat <= n:
+            raise UsageError(f"player {seat} is not a seat of this {n}-player game (1..{n})")
+        if seat == 1:
+            if best is not None or count is not None:
+                raise UsageError("player 1 plays first: there is no best score yet")
+            return 1, 0, 0
+        if best is None:
+            raise UsageError(f"player {seat} needs the best score so far (--best-score)")
+        self.check_p1_score(int(best))
+        count = 1 if count is None else int(count)
+        if not 1 <= count <= seat - 1:
+            raise UsageError(
+                f"the best score cannot be shared by {count} players: player {seat} has "
+                f"{seat - 1} before them"
+            )
+        return seat, int(best), count
+
+    def check_p1_score(self, score: int) -> None:
+        """UsageError unless an earlier player can finish a turn with ``score``."""
+        who = "player 1" if self.players == 2 else "an earlier player"
+        if score <= 0:
+            what = "player 1's score" if self.players == 2 else "the best score so far"
+            raise UsageError(
+                f"{what} must be positive, not {score} (at 0 {who} has shut the box and won)"
+            )
+        possible = self.possible_scores()
+        if score not in _possible_set(self.box):
+            raise UsageError(
+                f"{who} cannot finish a turn with score {score}; possible scores: "
+                f"{ranges_text(list(possible))}"
+            )
+
+
+@functools.lru_cache(maxsize=16)
+def _possible_scores(box: RuleSet) -> tuple[int, ...]:
+    """:meth:`NPlayerRules.possible_scores` of the dice rules ``box``: worked out from subset
+    sums and the box's scalar rules (:func:`dice_pattern`, :func:`final_score`) rather than
+    from the graph, so that checking a user's best score needs no graph build (nor numpy)."""
+    n_masks = 1 << box.tiles
+    cap = box.max_per_move or box.tiles
+    # makeable[m] bit k: some subset of m of at least one and at most `cap` tiles sums to k
+    if cap >= box.tiles:  # any subset: the sums of m's subsets, its lowest tile added or not
+        sums = [1] * n_masks
+        for m in range(1, n_masks):
+            low = m & -m
+            sums[m] = sums[m ^ low] | (sums[m ^ low] << low.bit_length())
+        makeable = [s & ~1 for s in sums]  # (bit 0: the empty set)
+    else:  # the sums by size of subset
+        sizes = [[1] + [0] * cap for _ in range(n_masks)]
+        for m in range(1, n_masks):
+            low = m & -m
+            rest = sizes[m ^ low]
+            bit = low.bit_length()
+            sizes[m] = [rest[0]] + [rest[j] | (rest[j - 1] << bit) for j in range(1, cap + 1)]
+        makeable = [functools.reduce(operator.or_, row[1:], 0) for row in sizes]
+    rule = box.vector()
+    rolls = {  # each number of dice's totals, as bits
+        dice: sum(1 << t for t, _, _ in roll_distribution(dice, box.sides))
+        for dice in ({box.dice} if box.one_die == "never" else {1, box.dice})
+    }
+    found = set()
+    for m in range(1, n_masks):
+        pattern = dice_pattern(m, rule)
+        rolled = rolls[box.dice] if pattern & USUAL else 0
+        if pattern & ONE and box.one_die != "never":
+            rolled |= rolls[1]
+        # (the same totals for two numbers of dice: stuck on either means stuck on the total)
+        if rolled & ~makeable[m]:
+            found.add(final_score(m, rule))
+    return tuple(sorted(found))
+
+
+@functools.lru_cache(maxsize=16)
+def _possible_set(box: RuleSet) -> frozenset[int]:
+    return frozenset(_possible_scores(box))
+
+
+def ranges_text(values: list[int]) -> str:
+    """Sorted integers as compact ranges: [1, 2, 3, 5] -> "1..3, 5"."""
+    out: list[str] = []
+    start = prev = None
+    for v in [*values, None]:
+        if v is not None and prev is not None and v == prev + 1:
+            prev = v
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}..{prev}")
+        start = prev = v
+    return ", ".join(out)
 
 
 def course_rules(

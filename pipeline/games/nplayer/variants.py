@@ -3,6 +3,7 @@ always rolling two dice, and cananian's two-player stake game."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.games.nplayer import custom
@@ -20,13 +21,18 @@ def nplayer(name: str, description: str, separate: bool = True, **rules: Any) ->
 
         return NPlayer(NPlayerRules.make(**rules))
 
+    def parser() -> Callable[..., int]:
+        from pipeline.games.nplayer.rules import NPlayerRules  # (no numpy: its game's reader)
+
+        return NPlayerRules.make(**rules).parse_state
+
     # those stored on their own are built by name (as the big Knucklebones boards): `all` keeps
     # to the shared tables
     players = int(rules.get("players", 2))
     return register(
         Variant(
             name, description, make, in_all=not separate, family="nplayer", separate=separate,
-            players=players,
+            players=players, parser=parser,
         )
     )  # fmt: skip
 

@@ -68,7 +68,7 @@ def variant_from_name(name: str) -> Variant | None:
             given[key] = int(given[key])
     if "one_die_shut" in given:
         given["one_die_shut"] = tuple(int(t) for t in given["one_die_shut"].split("."))
-    from pipeline.games.shutbox.game import RuleSet  # numpy: only when such a name is used
+    from pipeline.games.shutbox.rules import RuleSet  # (no numpy: a lookup reads such names)
 
     return custom_variant(RuleSet(**given))
 

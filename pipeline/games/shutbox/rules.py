@@ -11,9 +11,7 @@ forms).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pipeline.games.dice import DiceRules, choice_problem, range_problem, target_problems
 
@@ -23,6 +21,9 @@ MAX_SIDES = 20
 OBJECTIVES = ("shut", "score", "target")
 ONE_DIE_MODES = ("never", "forced", "optional")
 SCORINGS = ("sum", "digital")
+
+if TYPE_CHECKING:  # numpy is loaded where the moves are made, not to read a rule set's name
+    import numpy as np
 
 #: Slots of the integer rule vector (:meth:`RuleSet.vector`) the scalar rules below read.
 R_TILES, R_MODE, R_SUM, R_NEED, R_OBJECTIVE, R_TARGET, R_SCORING = range(7)
@@ -183,6 +184,8 @@ def masks_by_sum(rules: RuleSet, width: int) -> tuple[np.ndarray, np.ndarray]:
     shut (:func:`subsets_by_sum`) grouped by sum, largest mask first within a sum (the first
     tie met in a node is then the one the tie rule prefers), and where each sum's masks start
     (int64 [width + 1])."""
+    import numpy as np
+
     by_sum: list[list[int]] = [[] for _ in range(width)]
     for mask, total in subsets_by_sum(rules, width - 1):
         by_sum[total].append(mask)
