@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tomllib
 from contextlib import redirect_stderr, redirect_stdout
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 import pyarrow as pa
@@ -496,8 +497,13 @@ def test_the_plugin_scan_is_skipped_only_where_it_finds_nothing(
 
     site = tmp_path / "site"
     site.mkdir()
-    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
-    assert not registry._may_declare_plugins()  # (this environment declares none)
+    # only the standard library's finders (a package imported earlier in this process, such as
+    # the importlib_metadata backport, may have added its own, which makes the scan run) and
+    # only this folder on the path: what the check reads is this test's alone
+    stdlib = [f for f in sys.meta_path if getattr(f, "find_distributions", None) is None]
+    monkeypatch.setattr(sys, "meta_path", [*stdlib, PathFinder])
+    monkeypatch.setattr(sys, "path", [str(site)])
+    assert not registry._may_declare_plugins()
     entry_points_file(site, "other-1.0.dist-info", "[console_scripts]\nx = y:z\n# note\n")
     assert not registry._may_declare_plugins()
     for folder, text in [
@@ -512,6 +518,10 @@ def test_the_plugin_scan_is_skipped_only_where_it_finds_nothing(
         assert registry._may_declare_plugins(), folder
         shutil.rmtree(site / folder)
     assert not registry._may_declare_plugins()
+    finder = type("OtherFinder", (), {"find_distributions": lambda self, context=None: []})()
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    assert registry._may_declare_plugins()  # a finder it does not read alike: the scan runs
+    monkeypatch.setattr(sys, "meta_path", [*stdlib, PathFinder])
     egg = tmp_path / "x.egg"
     egg.mkdir()
     monkeypatch.setattr(sys, "path", [str(egg), *sys.path])
