@@ -366,7 +366,7 @@ MAX_CHOICES = 200
 def _state_info(game: Any, states: States, state_id: int, row: StateRow) -> StateInfo:
     """The state as an answer shows it."""
     fields = game.state_fields(state_id)
-    shares = _shares(fields, row.columns, game) if row.columns else ()
+    shares = _shares(fields, row.columns) if row.columns else ()
     return StateInfo(
         state_id,
         game.state_text(state_id),
@@ -382,9 +382,7 @@ def _state_info(game: Any, states: States, state_id: int, row: StateRow) -> Stat
     )
 
 
-def _shares(
-    fields: dict[str, int | None], columns: dict[str, float | None], game: Any
-) -> tuple[Share, ...]:
+def _shares(fields: dict[str, int | None], columns: dict[str, float | None]) -> tuple[Share, ...]:
     """Every player's expected payoff in a game of several players, as the states table holds
     it: one share for the earlier players holding the best score (the table does not say which
     seats they are), one for those above it, and one per seat from the mover's on."""

@@ -34,7 +34,7 @@ class Share:
     share: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"who": self.who, "seat": self.seat, "players": self.players, "share": self.share}
+        return _json(self, "who seat players share")
 
 
 @dataclass(slots=True)
@@ -91,8 +91,7 @@ class RollBest:
     """The state the best move (or the pass) leads to; None when the game ends."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"roll": self.roll, "kind": self.kind, "best": self.best, "value": self.value,
-                "moves": self.moves}  # fmt: skip
+        return _json(self, "roll kind best value moves")
 
 
 @dataclass(slots=True)
@@ -108,8 +107,7 @@ class DiceOption:
     """Whether it ties with the best under the tie rule (a best choice, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"dice": self.dice, "value": self.value, "regret": self.regret, "best": self.best,
-                "tied": self.tied}  # fmt: skip
+        return _json(self, "dice value regret best tied")
 
 
 @dataclass(slots=True)
@@ -130,9 +128,7 @@ class MoveValue:
     """Whether it ties with the best under the tie rule (a best move, picked or not)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"move": self.move, "next_id": self.next_id, "next_tiles": self.next_tiles,
-                "value": self.value, "regret": self.regret, "best": self.best,
-                "tied": self.tied}  # fmt: skip
+        return _json(self, "move next_id next_tiles value regret best tied")
 
 
 @dataclass(slots=True)
