@@ -48,11 +48,10 @@ from pipeline.solve.tolerance import pick as tie_pick
 from pipeline.store import directory
 from pipeline.store.states import Index
 
-#: Search depth (placements) when none is asked, the deepest `serve` offers (deeper searches
-#: take seconds on the full game), and the deepest any face asks (`knucklebones solve --depth`).
+#: Search depth (placements) when none is asked, and the deepest `serve` offers (deeper searches
+#: take seconds on the full game; the deepest any face asks is the board rules' ``deepest``).
 DEFAULT_DEPTH = 3
 MAX_DEPTH = 5
-DEEPEST = 8
 #: A searched answer goes on to the end of every line where that meets at most about this many
 #: leaves (milliseconds of search): the endgame is then exact, not estimated.
 END_LEAVES = 20_000
@@ -138,22 +137,23 @@ class Boards:
         """The built variants holding ``variant``'s board's tables (own objective, twin)."""
         return self.tables.find(variant.name, self.rules(variant))
 
-    def variant(self, rules: Any) -> Variant | None:
-        """The built variant holding the tables of board rules ``rules`` (its objective), as a
-        variant (registered, or made from the rules it was built with); None where none is."""
+    def variant(self, rules: Any) -> tuple[Variant | None, str | None]:
+        """The built variants holding the tables of board rules ``rules``: its objective's, as
+        a variant (registered, or made from the rules it was built with), and its twin's name
+        (each None where none is)."""
         found = self.tables.find("", rules)
         if found.own is None:
-            return None
+            return None, found.twin
         want = rules.rules_of(rules.objective)  # the family's name is the game it records
         named = REGISTRY.get(found.own)
         if named is not None:
-            return named
+            return named, found.twin
         # a custom build (no family reads a board's recorded rules back): a variant of the
         # board whose name is the build's; its tables are found by their rules all the same
         return Variant(
             found.own, f"{found.own}: a Knucklebones board built here", lambda: rules.game,
             False, family=want["game"], separate=True, board=lambda: rules, view="boards",
-        )  # fmt: skip
+        ), found.twin  # fmt: skip
 
     def board(
         self,
@@ -177,8 +177,8 @@ class Boards:
             here = position
         if die is not None:
             rules.check_die(die)
-        if depth is not None and not 1 <= depth <= DEEPEST:
-            raise UsageError(f"depth must be between 1 and {DEEPEST}, not {depth}")
+        if depth is not None and not 1 <= depth <= rules.deepest:
+            raise UsageError(f"depth must be between 1 and {rules.deepest}, not {depth}")
         found = Found(None, None) if built is False else self.found(variant)
         if built and found.own is None:
             raise TablesMissingError(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pipeline import progress
-from pipeline.apps.knucklebones import MAX_DEPTH, OPPONENTS
+from pipeline.apps.knucklebones import OPPONENTS
 from pipeline.cli.knucklebones_players import (
     MAX_GAMES,
     MAX_SEED,
@@ -20,6 +20,7 @@ from pipeline.cli.knucklebones_players import (
 )
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, Quiet
 from pipeline.errors import UsageError
+from pipeline.games.knucklebones import DEEPEST
 
 if TYPE_CHECKING:
     import polars as pl
@@ -39,7 +40,7 @@ Board1 = Annotated[str, typer.Argument(help="The board of the player to move. " 
 Board2 = Annotated[str, typer.Argument(help="The opponent's board, same format.")]
 Die = Annotated[int, typer.Argument(help="The die just rolled (1..6).")]
 DEPTH_HELP = (
-    f"Placements searched where no table or book answers (1..{MAX_DEPTH}; default: the board's "
+    f"Placements searched where no table or book answers (1..{DEEPEST}; default: the board's "
     "player's: its distilled evaluator's depth, else 3)."
 )
 

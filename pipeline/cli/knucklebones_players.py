@@ -75,12 +75,13 @@ def within(option: str, value: float, low: float, high: float) -> None:
 
 def check_close(depth: int, deeper: int, leaves: int) -> None:
     """UsageError unless --depth, --deeper and --leaves name a player (:func:`_players`)."""
-    from pipeline.apps.knucklebones.position import MAX_DEPTH, check_depth
+    from pipeline.apps.knucklebones.position import check_depth
+    from pipeline.games.knucklebones import DEEPEST
     from pipeline.games.knucklebones.players.engine import MOST_LEAVES
 
     check_depth(depth)
-    if deeper and not depth < deeper <= MAX_DEPTH:
-        raise UsageError(f"--deeper must be 0 or {depth + 1} to {MAX_DEPTH}, not {deeper}")
+    if deeper and not depth < deeper <= DEEPEST:
+        raise UsageError(f"--deeper must be 0 or {depth + 1} to {DEEPEST}, not {deeper}")
     within("--leaves", leaves, 0, MOST_LEAVES)
     if leaves and not deeper:
         raise UsageError("--leaves bounds how deep a close call goes: give --deeper too")

@@ -3,7 +3,5 @@
 The constants below are what the command line needs for its help texts without loading numba.
 """
 
-#: Deepest search (placements) a command accepts.
-MAX_DEPTH = 8
 #: Named opponents of `knucklebones benchmark` (besides seed-dN and ours-dN).
 OPPONENTS = ("random", "greedy", "seed-d2")

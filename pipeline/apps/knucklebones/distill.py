@@ -100,15 +100,16 @@ def exact_values(rules: KnuckleRules, data_dir: Path | None) -> Values:
 
 def _built(game: Knucklebones, data_dir: Path) -> Values | None:
     """Both objectives' values from the board's built tables (None unless both are built)."""
-    from pipeline.apps.knucklebones.known import built_pair
+    from pipeline.answer.answers import for_dir
+    from pipeline.apps.knucklebones.known import built
     from pipeline.store import readers
 
     if not (Path(data_dir) / "manifest.json").exists():
         return None
-    found = built_pair(data_dir, game.r)
-    if found is None:
+    variant, twin = built(for_dir(data_dir), game.r)
+    if variant is None or twin is None:
         return None
-    _, own, twin = found
+    own = variant.name
     out: dict[str, np.ndarray] = {}
     for objective, name in (("wins", own), ("score", twin)):
         with progress.task(f"reading {name}'s values"):

@@ -26,21 +26,18 @@ from pipeline.store.footers import open_file
 
 if TYPE_CHECKING:
     from pipeline.analysis.contracts import ContractResult
+    from pipeline.games.registry import Variant
 
 
-def built_pair(data_dir: Path, rules: KnuckleRules) -> tuple[Answers, str, str] | None:
-    """The answers of ``data_dir`` and its built (wins, score) variants of the board and die of
-    ``rules``; None unless both objectives are built."""
+def built(answers: Answers | None, rules: KnuckleRules) -> tuple[Variant | None, str | None]:
+    """The built variants of ``answers``' data directory holding the tables of the board and
+    die of ``rules``: its objective's, as a variant the answers take (perfect play's), and its
+    twin's name (:meth:`pipeline.answer.boards.Boards.variant`; None where not built)."""
     from pipeline.games.knucklebones.columns import BoardRules
 
-    if not Path(data_dir).is_dir():
-        return None
-    answers = for_dir(data_dir)
-    board = BoardRules(board_game(rules))
-    found = answers.boards.tables.find("", board)
-    if found.own is None or found.twin is None:
-        return None
-    return answers, found.own, found.twin
+    if answers is None:
+        return None, None
+    return answers.boards.variant(BoardRules(board_game(rules)))
 
 
 @dataclass(frozen=True)
@@ -74,13 +71,14 @@ def check_sample(data_dir: Path, rules: KnuckleRules, samples: int, seed: int) -
     from pipeline.games.knucklebones.exact import cpu as exact
     from pipeline.games.knucklebones.game import Knucklebones
 
-    pair = built_pair(data_dir, rules)
-    if pair is None:
+    answers = for_dir(data_dir) if Path(data_dir).is_dir() else None
+    own, score = built(answers, rules)
+    if answers is None or own is None or score is None:
         raise UsageError(
             f"no built wins and score tables of the {rules.columns}x{rules.rows} d{rules.faces} "
             f"board in {data_dir}"
         )
-    answers, wins, score = pair
+    wins = own.name
     game = board_game(rules)
     n = game.n_states
     ids = np.unique(np.random.default_rng(seed).integers(0, n, size=samples))
@@ -158,7 +156,7 @@ def verify_lean_boards(data_dir: Path, variant: str | None = None) -> list[Contr
             "over the die of their best move's value, read from their successors' rows"
         )
         rules = KnuckleRules(c, r, f)
-        if built_pair(data_dir, rules) is None:
+        if None in built(for_dir(data_dir), rules):
             out.append(
                 ContractResult("bellman_sampled", description, pl.DataFrame(),
                                "needs both objectives built", title=title)

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.answer.answers import for_dir
-from pipeline.apps.knucklebones.match import make_player, perfect_variant
+from pipeline.apps.knucklebones.known import built
+from pipeline.apps.knucklebones.match import make_player
 from pipeline.apps.knucklebones.rating import Decisions, regrets
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
@@ -56,8 +57,8 @@ def losses(
     docstring); UsageError when the board's wins and score tables are not both built."""
     game = Knucklebones(rules or KnuckleRules())
     answers = for_dir(data_dir)
-    variant = perfect_variant(game, answers)
-    if variant is None or answers.boards.found(variant).twin is None:
+    variant, twin = built(answers, game.r)
+    if variant is None or twin is None:
         raise UsageError(
             f"no built wins and score tables of the {game.r.columns}x{game.r.rows} "
             f"d{game.r.faces} board in {data_dir}: build them first (the full game: `stb-pipeline "

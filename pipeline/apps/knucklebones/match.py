@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from pipeline.apps.knucklebones.known import built
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import Knucklebones, board_game
+from pipeline.games.knucklebones.game import Knucklebones
 from pipeline.games.knucklebones.players.engine import Play, Player, policy
 from pipeline.solve.simulate import wilson
 from pipeline.store import tables
@@ -25,16 +26,6 @@ from pipeline.store import tables
 if TYPE_CHECKING:
     from pipeline.answer.answers import Answers
     from pipeline.games.registry import Variant
-
-
-def perfect_variant(game: Knucklebones, answers: Answers | None) -> Variant | None:
-    """The built variant holding the exact win tables of ``game``'s board and die in
-    ``answers``' data directory (None: not built)."""
-    from pipeline.games.knucklebones.columns import BoardRules
-
-    if answers is None:
-        return None
-    return answers.boards.variant(BoardRules(board_game(game.r)))
 
 
 def perfect_player(answers: Answers, variant: Variant) -> Play:
@@ -54,7 +45,7 @@ def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -
     """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN, or perfect
     (the one answer from the exact tables in ``answers``' data directory)."""
     if name == "perfect":
-        variant = perfect_variant(game, answers)
+        variant, _ = built(answers, game.r)
         if variant is None or answers is None:
             raise UsageError(
                 "player 'perfect' needs the full game's exact tables: `stb-pipeline build "

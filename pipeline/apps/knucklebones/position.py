@@ -21,8 +21,8 @@ import numpy as np
 from pipeline import progress
 from pipeline.answer.answers import Answers, for_dir
 from pipeline.answer.model import BoardAnswer
-from pipeline.apps.knucklebones import MAX_DEPTH
 from pipeline.errors import UsageError
+from pipeline.games.knucklebones import DEEPEST
 from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones
 from pipeline.games.registry import Variant, get_variant
 
@@ -47,8 +47,8 @@ def check_die(faces: int, die: int) -> None:
 
 def check_depth(depth: int) -> None:
     """UsageError unless the depth is searchable."""
-    if not 1 <= depth <= MAX_DEPTH:
-        raise UsageError(f"--depth must be between 1 and {MAX_DEPTH}, not {depth}")
+    if not 1 <= depth <= DEEPEST:
+        raise UsageError(f"--depth must be between 1 and {DEEPEST}, not {depth}")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.errors import UsageError
+from pipeline.games.knucklebones import DEEPEST
 from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, board_game, read_board
 
 # the objectives' value names, the same in an answer as in a labelled set
@@ -36,6 +37,8 @@ class Position:
 
 class BoardRules:
     """The board rules of one Knucklebones game, as the answers use them."""
+
+    deepest = DEEPEST  # the deepest search an answer takes
 
     def __init__(self, game: Knucklebones) -> None:
         self.game = game

@@ -210,7 +210,7 @@ def read_labelled(file: Path, board: KnuckleRules | None = None) -> Labelled:
         col = table[name].combine_chunks()
         return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, f * c)
 
-    state_id = contents.ids(table["state_id"].to_numpy(), "state_id", rules, file, "labelled")
+    state_id = contents.ids(table["state_id"].to_numpy(), rules, file, "labelled")
     if compact:  # the successors follow from the ids
         from pipeline.games.knucklebones.exact.cpu import successor_ids
 

@@ -114,14 +114,15 @@ def floats(value: np.ndarray, name: str, file: Path, kind: str) -> np.ndarray:
     return out
 
 
-def ids(value: np.ndarray, name: str, rules: KnuckleRules, file: Path, kind: str) -> np.ndarray:
-    """``value`` as int64 state ids of the board (``-1`` nowhere): integers in range."""
+def ids(value: np.ndarray, rules: KnuckleRules, file: Path, kind: str) -> np.ndarray:
+    """``value`` (a ``state_id`` column) as int64 state ids of the board (``-1`` nowhere):
+    integers in range."""
     if value.dtype.kind not in "iu":
-        raise refuse(file, kind, f"{name} holds {value.dtype}, not integer ids")
+        raise refuse(file, kind, f"state_id holds {value.dtype}, not integer ids")
     out = np.asarray(value, dtype=np.int64)
     states = board_game(rules).n_states
     if out.size and (int(out.min()) < 0 or int(out.max()) >= states):
-        raise refuse(file, kind, f"{name} holds ids outside the board's 0..{states - 1:,}")
+        raise refuse(file, kind, f"state_id holds ids outside the board's 0..{states - 1:,}")
     return out
 
 
@@ -190,16 +191,16 @@ def book_ids(arrays: dict[str, np.ndarray], rules: KnuckleRules, file: Path) -> 
     """The book's sorted state ids (stored whole, or compact: the first and the gaps after it),
     each once and every one a position of the board."""
     if "state_id" in arrays:
-        found = ids(arrays["state_id"].reshape(-1), "state_id", rules, file, "book")
+        found = arrays["state_id"].reshape(-1)
     elif "state_id_first" in arrays and "state_id_gaps" in arrays:
         first, gaps = arrays["state_id_first"].reshape(-1), arrays["state_id_gaps"].reshape(-1)
         if first.size != 1 or first.dtype.kind not in "iu" or gaps.dtype.kind not in "iu":
             raise refuse(file, "book", "its compact ids are not one first id and integer gaps")
         with np.errstate(over="ignore"):
             found = np.concatenate([first, gaps]).astype(np.int64).cumsum()
-        found = ids(found, "state_id", rules, file, "book")
     else:
         raise refuse(file, "book", "it holds no state ids")
+    found = ids(found, rules, file, "book")
     if not found.size or (found.size > 1 and not (np.diff(found) > 0).all()):
         raise refuse(file, "book", "its ids are not sorted, each once")
     return found

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones import rules
+from pipeline.games.knucklebones import DEEPEST, rules
 from pipeline.games.knucklebones.game import Knucklebones, board_name
 from pipeline.games.knucklebones.players.search import (
     NET,
@@ -42,8 +42,6 @@ from pipeline.solve.compiled import inline_kernel, kernel
 
 #: What a player does at a decision: draw a move, take the greedy gain, or search.
 RANDOM, GREEDY, SEARCH = 0, 1, 2
-#: The deepest search a player's name asks (placements).
-DEEPEST = 8
 #: The largest leaf bound a player's name takes (``net-d3+5/12000``).
 MOST_LEAVES = 10**9
 #: The longest game played (placements): removals can prolong a game, rarely by much.
