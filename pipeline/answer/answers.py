@@ -29,11 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.answer.boards import (  # noqa: F401  (the search depths: serve's names too)
-    DEFAULT_DEPTH,
-    MAX_DEPTH,
-    Boards,
-)
+from pipeline.answer.boards import Boards
 from pipeline.answer.model import (
     Answer,
     BoardAnswer,

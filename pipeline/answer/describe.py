@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.answer.answers import DEFAULT_DEPTH, MAX_DEPTH, Answers
+from pipeline.answer.answers import Answers
+from pipeline.answer.boards import DEFAULT_DEPTH, MAX_DEPTH
 from pipeline.store.directory import Entry
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
-from pipeline.answer.answers import MAX_DEPTH, Answers
+from pipeline.answer.answers import Answers
+from pipeline.answer.boards import MAX_DEPTH
 from pipeline.answer.describe import describe, listing
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.store.directory import Entry
