@@ -426,7 +426,7 @@ class Handlers:
 
 
 def create_app(
-    data_dir: Path,
+    data_dir: Path | str,
     cors: bool = False,
     allowed_hosts: list[str] | None = None,
     cache_mb: int = 256,
@@ -475,7 +475,7 @@ def app_from_environment() -> Starlette:
     """The application of one server process of ``serve --workers N`` (uvicorn's factory):
     its settings come from :data:`SETTINGS_ENV`, set by :func:`serve` before the processes
     start."""
-    return app_from_settings(Settings(**json.loads(os.environ[SETTINGS_ENV])))
+    return create_app(**json.loads(os.environ[SETTINGS_ENV]))
 
 
 def loopback_hosts(host: str) -> list[str] | None:
@@ -553,7 +553,7 @@ def serve(
     }  # fmt: skip
     try:
         if workers <= 1:
-            app = app_from_settings(settings)
+            app = create_app(**asdict(settings))
             server = uvicorn.Server(uvicorn.Config(app, **common))  # type: ignore[arg-type]
             if ready is not None:
                 ready(url)
@@ -575,9 +575,3 @@ def serve(
             Multiprocess(config, sockets=[sock]).run()
     finally:
         sock.close()
-
-
-def app_from_settings(settings: Settings) -> Starlette:
-    """The application of :class:`Settings` (one process): its fields are
-    :func:`create_app`'s parameters."""
-    return create_app(**{**asdict(settings), "data_dir": Path(settings.data_dir)})
