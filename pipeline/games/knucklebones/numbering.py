@@ -92,6 +92,24 @@ def pair_order(rows: int, faces: int) -> tuple[tuple[int, int], ...]:
     return tuple(pair for same in by_dice for pair in same)
 
 
+@functools.cache
+def column_numbers(rows: int, faces: int) -> dict[tuple[int, ...], int]:
+    """Each column's counts per face -> its index in :func:`column_order`."""
+    return {counts: k for k, counts in enumerate(column_order(rows, faces))}
+
+
+@functools.cache
+def pair_numbers(rows: int, faces: int) -> dict[tuple[int, int], int]:
+    """Each facing pair (mover column, opponent column) -> its index in :func:`pair_order`."""
+    return {pair: k for k, pair in enumerate(pair_order(rows, faces))}
+
+
+def column_number(dice: Sequence[int], rows: int, faces: int) -> int:
+    """Index of the column holding ``dice`` (each a face 1..faces, at most ``rows``)."""
+    held = [int(d) for d in dice]
+    return column_numbers(rows, faces)[tuple(held.count(v) for v in range(1, faces + 1))]
+
+
 def rank(pairs: Sequence[int]) -> int:
     """The canonical state id of a position's pair indices, in any order: the colex rank of
     the multiset (:func:`pipeline.games.knucklebones.game.rank_multisets` is its array form)."""
@@ -106,17 +124,9 @@ class Numbering:
         self.columns = column_order(rules.rows, rules.faces)
         self.pairs = pair_order(rules.rows, rules.faces)
 
-    @functools.cached_property
-    def _column_of(self) -> dict[tuple[int, ...], int]:
-        return {counts: k for k, counts in enumerate(self.columns)}
-
-    @functools.cached_property
-    def _pair_of(self) -> dict[tuple[int, int], int]:
-        return {pair: k for k, pair in enumerate(self.pairs)}
-
     def column_of(self, dice: Sequence[int]) -> int:
         """Index of the column holding ``dice`` (each a face 1..faces, at most ``rows``)."""
-        return self._column_of[tuple(list(dice).count(v) for v in range(1, self.r.faces + 1))]
+        return column_number(dice, self.r.rows, self.r.faces)
 
     def pairs_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> list[int]:
         """Pair indices of two boards given column by column (the mover's first); UsageError
@@ -129,7 +139,8 @@ class Numbering:
                     f"column {i + 1}: {shared[0]} stands on both boards, but placing it removes "
                     "the other player's"
                 )
-            out.append(self._pair_of[self.column_of(a), self.column_of(b)])
+            pair = (self.column_of(a), self.column_of(b))
+            out.append(pair_numbers(self.r.rows, self.r.faces)[pair])
         return out
 
     def state_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> int:
