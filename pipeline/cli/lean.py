@@ -2,18 +2,18 @@
 loads.
 
 `stb-pipeline expect [-v NAME] [-d DIR] [--player N ...] TILES` of a tile game (registered, or a
-box named by its rules), of Double Shutter or of an N-player game is answered here from the
-values its build keeps beside the states file (:mod:`pipeline.store.lookup`), with the standard
-library, the registry, the tile codec and the family's own reader of positions
-(``Variant.parser``, the one its game's ``parse_state`` uses) only: no numpy, DuckDB, pyarrow,
-polars, typer or rich (about a fifth of the full command's CPU). Anything else, and anything
-this door is not sure of, runs the full command (:func:`pipeline.cli.app.run`) in the same
-process, which then says what it always says: any other command or option (``--help``, custom
-rule options, a repeated option, ``--``, a number not in ASCII digits), a variant that is not
-such a game of the built-in families (Knucklebones, whose positions its game reads), a
-position refused, and a lookup that is missing, stale, damaged or without a finite value for
-the state. So the output, errors and exit codes are the full command's by construction; the
-tests compare the two on every variant.
+box named by its rules), of Double Shutter, of an N-player game or of a registered Knucklebones
+board ("MOVER;OPPONENT") is answered here from the values its build keeps beside the states
+file (:mod:`pipeline.store.lookup`), with the standard library, the registry, the tile codec and
+the family's own reader of positions (``Variant.reader``: its codec or ``Variant.parser``, the
+one its game's ``parse_state`` uses) only: no numpy, DuckDB, pyarrow, polars, typer or rich
+(about a fifth of the full command's CPU; a tenth of Knucklebones'). Anything else, and
+anything this door is not sure of, runs the full command (:func:`pipeline.cli.app.run`) in the
+same process, which then says what it always says: any other command or option (``--help``,
+custom rule options, a repeated option, ``--``, a number not in ASCII digits), a variant that
+is not such a game of the built-in families, a position refused, and a lookup that is missing,
+stale, damaged or without a finite value for the state. So the output, errors and exit codes
+are the full command's by construction; the tests compare the two on every variant.
 """
 
 from __future__ import annotations
@@ -132,12 +132,13 @@ def _lookup(
         return None  # an installed family's: its game is made (and may fail) before an answer
     if not getattr(variant.make, "__module__", "").startswith("pipeline.games."):
         return None
-    if type(variant.codec) is TileCodec:
-        state_id = variant.codec.parse(tiles, **extra)
-    elif variant.codec is None and variant.parser is not None:
-        if not getattr(variant.parser, "__module__", "").startswith("pipeline.games."):
-            return None
-        state_id = variant.parser()(tiles, **extra)  # (the reader the game's parse_state uses)
-    else:
+    if variant.codec is not None and type(variant.codec) is not TileCodec:
         return None
-    return lookup.value(os.path.realpath(data_dir), variant.name, state_id)
+    if variant.codec is None and not getattr(variant.parser, "__module__", "").startswith(
+        "pipeline.games."
+    ):
+        return None  # no reader without the game, or not a built-in family's
+    read = variant.reader()  # (the reader the game's parse_state uses)
+    if read is None:
+        return None
+    return lookup.value(os.path.realpath(data_dir), variant.name, read(tiles, **extra))

@@ -72,13 +72,22 @@ class Variant:
     #: so a page offers its search instead of a command).
     builds_anywhere: bool = True
 
+    def reader(self) -> Callable[..., int] | None:
+        """The reader of a position as the user writes it (the text and its options, see
+        :attr:`parser`) into its state id without making the game: the codec's or the
+        parser's; None where only the game reads it."""
+        if self.codec is not None:
+            return self.codec.parse
+        if self.parser is not None:
+            return self.parser()
+        return None
+
     def parse_state(self, text: str, **extra: object) -> int:
         """The canonical state id of a state written as the user writes it."""
-        if self.codec is not None:
-            return self.codec.parse(text, **extra)
-        if self.parser is not None:
-            return self.parser()(text, **extra)
-        return self.make().parse_state(text, **extra)
+        read = self.reader()
+        if read is None:
+            return self.make().parse_state(text, **extra)
+        return read(text, **extra)
 
 
 class _Registry(Mapping[str, Variant]):

@@ -60,7 +60,12 @@ def tiles_text(variant, state_id: int) -> str:
 def texts_of(game, state_id: int) -> list[list[str]]:
     """The ways a user writes ``state_id`` of a game read by its variant's ``parser`` (Double
     Shutter: its digits, and its rows of standing tiles; an N-player game: its open tiles and
-    the seat, best score and tie count as options, in both forms)."""
+    the seat, best score and tie count as options, in both forms; Knucklebones: its boards,
+    the columns in canonical and in reversed order, and with options it ignores)."""
+    if hasattr(game, "numbering"):  # Knucklebones
+        pairs = game.positions[state_id]
+        text, turned = game.board_text(pairs), game.board_text(pairs[::-1])
+        return [[text], [turned.replace("_", "")], [text, "--player", "2", "--best-count=1"]]
     if game.state_code(state_id) is not None:  # Double Shutter
         return [[game.state_code(state_id)], [game.state_text(state_id)]]
     fields = game.state_fields(state_id)
@@ -123,6 +128,12 @@ NOT_POSITIONS = [
     "front=0 back=", "front=123456789 back=123456789 extra", "f=1,b=-", "front=- back=-",
     "front=12 back=99", "FRONT=123456789 BACK=123456789", "front=\u0661 back=-", "a,,b",
     "nan", "1,2,3", "4_/1_;_/3_",
+    # Knucklebones' boards: a column too many or too few, a value on both sides of a pair,
+    # digits not in ASCII, a column over full, faces too big or zero, ";" missing or doubled
+    "4_/1_/_;_/3_/_", "4_;_/3_", "4_/1_;_", "4_/1_;4_/3_", "44/1_;_/4_", "\u0664_/1_;_/3_",
+    "\uff14_/1_;_/3_", "444/1_;_/3_", "4_/1_;_/333", "7_/1_;_/3_", "0_/1_;_/3_", "4_/1_",
+    "4_/1_;;_/3_", "4_/1_;_/3_;", ";", "/;/", " _ / _ ; _ / _ ", "4_/1_;_/3_ x", "4" * 10_000,
+    "4_/1_;_/3\n_", "4_\n1_;_\n3_", "\x00",
 ]  # fmt: skip
 
 
@@ -161,9 +172,14 @@ def check_parsed(data: Path, name: str, ids: list[int], held: dict[int, float | 
                 answered += 1
             else:
                 assert found is None, argv
-    for argv in [["expect", "-v", name, text, "-d", str(data)] for text in NOT_POSITIONS] + [
+    asked = [["expect", "-v", name, text, "-d", str(data)] for text in NOT_POSITIONS] + [
         ["expect", "-v", name, "123", *options, "-d", str(data)] for options in NOT_SEATS
-    ]:
+    ]
+    if hasattr(game, "numbering"):  # a Knucklebones position given a two-player game's score
+        text = texts_of(game, ids[0])[0][0]
+        scores = [seat for seat in NOT_SEATS if "--p1-score" in seat]
+        asked += [["expect", "-v", name, text, *seat, "-d", str(data)] for seat in scores]
+    for argv in asked:
         lean_out, full_out = both(argv)
         assert lean_out == full_out, argv
         if full_out[0]:  # (" 3" and "+3" are numbers to click: the full command answers them)
@@ -177,6 +193,7 @@ def test_every_variant_of_all(built: Path) -> None:
     answered = {name: check_variant(built, name) for name in names}
     assert answered["classic"] > 0 and answered["twelve-tiles"] > 0
     assert answered["double-shutter"] > 0 and answered["double-shutter-zero"] > 0
+    assert answered["knucklebones-2x2"] > 0 and answered["knucklebones-2x2-score"] > 0
     assert {n for n, k in answered.items() if k} == {
         n for n in names if REGISTRY[n].codec is not None or REGISTRY[n].parser is not None
     }
@@ -451,6 +468,8 @@ EVERY_KIND = [
     ("built", "two-player", "12345  --p1-score  7"),
     ("built_more", "four-player", "134  --player  3  --best-score  11  --best-count  1"),
     ("built_more", "two-player-stake", "12345"),
+    ("built", "knucklebones-2x2", "4_/1_;_/3_"),
+    ("built", "knucklebones-2x2-score", "44/_;_/13"),
 ]
 
 

@@ -13,6 +13,8 @@ a facing pair one of the pairs of multisets with disjoint values, and a position
 from the view of the player to move, their board first -- a multiset of ``columns`` pairs. The
 canonical state id is the colex rank of that multiset: the ids are exactly
 ``0 .. C(pairs + columns - 1, columns) - 1``, so a state's id is also its index in the graph.
+That numbering and the reader of a written position are stated once, in plain Python, in
+:mod:`pipeline.games.knucklebones.numbering`; the tables here are built from it.
 
 Graph. A state is a position before the roll. Its chance rows are the die faces (one choice);
 a decision node is (state, face) and its moves are the distinct column pairs that can take the
@@ -24,9 +26,7 @@ solved by value iteration (``Graph.cyclic``).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from functools import cached_property
-from itertools import combinations_with_replacement
 from math import comb
 from typing import TYPE_CHECKING, Any
 
@@ -34,49 +34,35 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.games.base import Game
+
+# the rules as data, the numbering of positions and the board readers live in plain Python in
+# numbering.py (read there without numpy by a one-shot `expect`); named here too, as before
+from pipeline.games.knucklebones.numbering import BOARD_FORMATS as BOARD_FORMATS
+from pipeline.games.knucklebones.numbering import EMPTY_COLUMN as EMPTY_COLUMN
+from pipeline.games.knucklebones.numbering import MAX_COLUMNS as MAX_COLUMNS
+from pipeline.games.knucklebones.numbering import MAX_FACES as MAX_FACES
+from pipeline.games.knucklebones.numbering import MAX_ROWS as MAX_ROWS
+from pipeline.games.knucklebones.numbering import OBJECTIVES as OBJECTIVES
+from pipeline.games.knucklebones.numbering import KnuckleRules as KnuckleRules
+from pipeline.games.knucklebones.numbering import (
+    Numbering,
+    column_number,
+    column_order,
+    pair_numbers,
+    pair_order,
+)
+from pipeline.games.knucklebones.numbering import parse_board as parse_board
+from pipeline.games.knucklebones.numbering import parse_grid as parse_grid
+from pipeline.games.knucklebones.numbering import read_board as read_board
 from pipeline.graph import Graph
 
 if TYPE_CHECKING:
     import polars as pl
 
-OBJECTIVES = ("wins", "score")
-MAX_COLUMNS = 4
-MAX_ROWS = 4
-MAX_FACES = 9
 #: Above this many move rows the graph's index arrays are int32 (and skip_edges is set).
 BIG_GRAPH_MOVES = 20_000_000
 #: Larger games are not built as one graph here (the full 3x3 game: see the README design note).
 MAX_GRAPH_STATES = 50_000_000
-EMPTY_COLUMN = "_"
-
-
-@dataclass(frozen=True)
-class KnuckleRules:
-    """Board size, die and objective of a Knucklebones game (Cult of the Lamb: 3, 3, 6)."""
-
-    columns: int = 3
-    rows: int = 3
-    faces: int = 6
-    objective: str = "wins"
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.columns <= MAX_COLUMNS:
-            raise UsageError(f"columns must be between 1 and {MAX_COLUMNS}, not {self.columns}")
-        if not 1 <= self.rows <= MAX_ROWS:
-            raise UsageError(f"rows must be between 1 and {MAX_ROWS}, not {self.rows}")
-        if not 2 <= self.faces <= MAX_FACES:
-            raise UsageError(f"die faces must be between 2 and {MAX_FACES}, not {self.faces}")
-        if self.objective not in OBJECTIVES:
-            raise UsageError(f"objective must be one of {', '.join(OBJECTIVES)}")
-
-    @property
-    def slots(self) -> int:
-        """Slots on one board."""
-        return self.columns * self.rows
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data, for table metadata."""
-        return {"game": "knucklebones", **asdict(self)}
 
 
 def board_name(rules: KnuckleRules) -> str:
@@ -104,12 +90,9 @@ class PairTables:
         self.col_size = self.col_counts.sum(axis=1)
         values = np.arange(1, faces + 1)
         self.col_score = (self.col_counts**2) @ values
-        a, b = np.nonzero(
-            ((self.col_counts[:, None, :] > 0) & (self.col_counts[None] > 0)).sum(2) == 0
-        )
-        # Sort pairs by (dice in the pair, mover column, opponent column) so pair 0 is empty.
-        order = np.lexsort((b, a, self.col_size[a] + self.col_size[b]))
-        self.pair_mover, self.pair_opp = a[order], b[order]
+        # the pairs in numbering.pair_order's order (pair 0 is empty)
+        pairs = np.array(pair_order(rows, faces), dtype=np.int64).reshape(-1, 2)
+        self.pair_mover, self.pair_opp = pairs[:, 0].copy(), pairs[:, 1].copy()
         n_pair = self.pair_mover.shape[0]
         pair_of = np.full((n_col, n_col), -1, dtype=np.int64)
         pair_of[self.pair_mover, self.pair_opp] = np.arange(n_pair)
@@ -138,6 +121,14 @@ class PairTables:
         """Number of facing pairs (two columns sharing no value)."""
         return int(self.pair_mover.shape[0])
 
+    def column_of(self, dice: list[int]) -> int:
+        """Index of the column holding ``dice`` (each a face 1..faces)."""
+        return column_number(dice, self.rows, self.faces)
+
+    def pair_index(self, mover_col: int, opp_col: int) -> int:
+        """Index of the facing pair (mover column, opponent column); -1 if they share a value."""
+        return pair_numbers(self.rows, self.faces).get((int(mover_col), int(opp_col)), -1)
+
     def column_text(self, col: int) -> str:
         """A column's dice in increasing order ("144"), or "_" when empty."""
         return self._texts[col]
@@ -150,31 +141,11 @@ class PairTables:
             for counts in self.col_counts.tolist()
         ]
 
-    def column_of(self, dice: list[int]) -> int:
-        """Index of the column holding ``dice`` (each a face 1..faces)."""
-        return self._column_codes[sum((self.rows + 1) ** (int(d) - 1) for d in dice)]
-
-    @cached_property
-    def _column_codes(self) -> dict[int, int]:
-        return {int(code): k for k, code in enumerate(self.col_code.tolist())}
-
-    def pair_index(self, mover_col: int, opp_col: int) -> int:
-        """Index of the facing pair (mover column, opponent column); -1 if they share a value."""
-        return self._pairs.get((int(mover_col), int(opp_col)), -1)
-
-    @cached_property
-    def _pairs(self) -> dict[tuple[int, int], int]:
-        pairs = zip(self.pair_mover.tolist(), self.pair_opp.tolist(), strict=True)
-        return {(m, o): k for k, (m, o) in enumerate(pairs)}
-
 
 def enumerate_columns(rows: int, faces: int) -> np.ndarray:
-    """Every column (multiset of at most ``rows`` dice) as counts per face, by size then value."""
-    # a column is a multiset of ``rows`` slots, each a face or empty (the extra value ``faces``)
-    slots = combinations_with_replacement(range(faces + 1), rows)
-    counts = np.array([np.bincount(s, minlength=faces + 1)[:faces] for s in slots], np.int64)
-    order = np.lexsort((*counts.T[::-1], counts.sum(1)))
-    return counts[order]
+    """Every column (multiset of at most ``rows`` dice) as counts per face, by size then value
+    (:func:`pipeline.games.knucklebones.numbering.column_order` as an array)."""
+    return np.array(column_order(rows, faces), dtype=np.int64).reshape(-1, faces)
 
 
 def n_positions(n_pairs: int, columns: int) -> int:
@@ -188,7 +159,8 @@ def binomials(n: int, k: int) -> np.ndarray:
 
 
 def rank_multisets(sorted_pairs: np.ndarray, binom: np.ndarray) -> np.ndarray:
-    """Colex rank of each row of nondecreasing pair indices (the canonical state id)."""
+    """Colex rank of each row of nondecreasing pair indices (the canonical state id):
+    :func:`pipeline.games.knucklebones.numbering.rank` over many rows at once."""
     rank = np.zeros(sorted_pairs.shape[0], dtype=np.int64)
     for i in range(sorted_pairs.shape[1]):
         rank += binom[sorted_pairs[:, i].astype(np.int64) + i, i + 1]
@@ -218,6 +190,8 @@ class Knucklebones(Game):
         self.r = rules
         self.objective = rules.objective
         self.t = PairTables(rules.rows, rules.faces)
+        #: the numbering and the reader of positions (plain Python, the tables' own order)
+        self.numbering = Numbering(rules)
         self.binom = binomials(self.t.n_pairs + rules.columns, rules.columns)
         moves = self.n_states * rules.faces * rules.columns
         self.skip_edges = moves > BIG_GRAPH_MOVES
@@ -445,117 +419,13 @@ class Knucklebones(Game):
         )["move"]
 
     def parse_state(self, text: str, **extra: Any) -> int:
-        """State id of a position written "mover;opponent" (see :func:`parse_board`)."""
-        if extra.get("p1_score") is not None:
-            raise UsageError("--p1-score applies only to the two-player Shut the Box game")
-        if text.count(";") != 1:
-            raise UsageError(f"position {text!r}: write the two boards as MOVER;OPPONENT")
-        mine, theirs = text.split(";")
-        return self.state_of_boards(
-            parse_board(mine, self.r, "mover"), parse_board(theirs, self.r, "opponent")
-        )
+        """State id of a position written "mover;opponent" (:meth:`Numbering.parse_state`)."""
+        return self.numbering.parse_state(text, **extra)
 
     def pairs_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> np.ndarray:
         """Pair indices of two boards given column by column; UsageError if a pair is impossible."""
-        out = []
-        for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
-            shared = sorted(set(a) & set(b))
-            if shared:
-                raise UsageError(
-                    f"column {i + 1}: {shared[0]} stands on both boards, but placing it removes "
-                    "the other player's"
-                )
-            out.append(self.t.pair_index(self.t.column_of(a), self.t.column_of(b)))
-        return np.array(out, dtype=np.int64)
+        return np.array(self.numbering.pairs_of_boards(mine, theirs), dtype=np.int64)
 
     def state_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> int:
         """Canonical state id of two boards (mover first)."""
-        return self.state_of(self.pairs_of_boards(mine, theirs))
-
-
-def parse_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
-    """A board written column by column: columns separated by "/", each its dice as digits.
-
-    "_", "-", "." or nothing is an empty slot (an empty column can be "_" or ""), so
-    "44_/1__/___", "44/1/_" and "44/1/" are the same board. (Start a board with "_" rather than
-    "-", which a command line reads as an option.) The order of dice in a column does not
-    matter.
-    Raises UsageError with a one-line reason for anything else.
-    """
-    cols = text.strip().split("/")
-    if len(cols) != rules.columns:
-        raise UsageError(
-            f"{who} {text!r}: expected {rules.columns} columns separated by '/', got {len(cols)}"
-        )
-    out: list[list[int]] = []
-    for i, col in enumerate(cols):
-        dice = [d for ch in col.strip() if (d := _die(ch, rules, f"{who} {text!r}", "column", i))]
-        if len(dice) > rules.rows:
-            raise UsageError(
-                f"{who} {text!r}: column {i + 1} holds {len(dice)} dice, at most {rules.rows}"
-            )
-        out.append(sorted(dice))
-    return out
-
-
-#: Both board formats, for error messages (the same board, a column 4, 4, a column 1, an empty one).
-BOARD_FORMATS = (
-    "write a board as columns separated by '/' (44_/1__/___) or as the Rust solver's rows of "
-    "squares, "
-    "one line per row, '_' for an empty square (\"41_\\n4__\\n___\", a real newline or the "
-    "two characters \\n)"
-)
-
-
-def parse_grid(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
-    """A board written as the Rust solver writes it: one line per row, one character per column.
-
-    Line r, character c is the square in row r of column c ("_" empty; "-" and "." too). The
-    seed numbers squares (row, column): its "(0, 2), (1, 2)" is two dice stacked in one column,
-    so lines are rows. Lines may be separated by a real newline or the two characters
-    backslash-n (how "___\\n___\\n___" arrives from a shell without $'...'). The order of dice
-    in a column does not matter, so gaps inside a column are accepted.
-    Raises UsageError with a one-line reason for anything else.
-    """
-    rows = text.replace("\\n", "\n").replace("\r\n", "\n").strip().split("\n")
-    lines = [line.strip() for line in rows]
-    if len(lines) != rules.rows or any(len(line) != rules.columns for line in lines):
-        sizes = ", ".join(str(len(line)) for line in lines)
-        raise UsageError(
-            f"{who} {text!r}: expected {rules.rows} rows of {rules.columns} squares, "
-            f"got {len(lines)} rows of {sizes}"
-        )
-    out: list[list[int]] = [[] for _ in range(rules.columns)]
-    for r, line in enumerate(lines):
-        for c, ch in enumerate(line):
-            if d := _die(ch, rules, f"{who} {text!r}", "row", r):
-                out[c].append(d)
-    return [sorted(col) for col in out]
-
-
-def _die(ch: str, rules: KnuckleRules, where: str, line: str, k: int) -> int:
-    """The face a board's character holds (0: an empty slot, "_", "-" or "."); UsageError
-    naming ``where`` and the ``line`` (column or row) ``k`` for anything else."""
-    if ch in "-_.":
-        return 0
-    if not (ch.isascii() and ch.isdigit()) or not 1 <= int(ch) <= rules.faces:
-        raise UsageError(f"{where}: {ch!r} in {line} {k + 1} is not a die face 1..{rules.faces}")
-    return int(ch)
-
-
-def read_board(text: str, rules: KnuckleRules, who: str = "board") -> list[list[int]]:
-    """A board in either format, told apart by its separators: "/" for columns
-    (:func:`parse_board`), a newline or backslash-n for the Rust solver's rows (:func:`parse_grid`).
-
-    Every UsageError names both formats, so a user who guessed wrong sees the other one.
-    """
-    columns = "/" in text
-    rows = "\n" in text or "\\n" in text
-    try:
-        if (columns and not rows) or (not rows and rules.columns == 1):
-            return parse_board(text, rules, who)
-        if (rows and not columns) or (not columns and rules.rows == 1):
-            return parse_grid(text, rules, who)
-        raise UsageError(f"{who} {text!r}: neither board format")
-    except UsageError as exc:
-        raise UsageError(f"{exc}; {BOARD_FORMATS}") from None
+        return self.numbering.state_of_boards(mine, theirs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.games.registry import Variant, register
@@ -24,6 +25,11 @@ def knucklebones(
 
         return BoardRules(Knucklebones(KnuckleRules(**rules)))
 
+    def parser() -> Callable[..., int]:
+        from pipeline.games.knucklebones.numbering import KnuckleRules, Numbering  # (no numpy)
+
+        return Numbering(KnuckleRules(**rules)).parse_state
+
     # the boards left out of `all` hold tens of millions of rows: they get files of their own
     variant = Variant(
         name,
@@ -34,6 +40,7 @@ def knucklebones(
         separate=not in_all,
         board=board,
         view="boards",
+        parser=parser,
         builds_anywhere=not gpu,
     )
     return register(variant)
