@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.analysis import contracts, sql
-from pipeline.errors import ContractError, TableError, UsageError, first_line
+from pipeline.errors import ContractError, PipelineError, TableError, UsageError, first_line
 from pipeline.games.published import published
 from pipeline.games.registry import REGISTRY, Variant
 from pipeline.store import manifest, sources
 from pipeline.store.files import why
+from pipeline.store.footers import footer
 from pipeline.store.sources import DATASET_INDEX as INDEX
 from pipeline.store.sources import DATASET_SUMS as SUMS
 
@@ -91,9 +92,6 @@ def _index_result(
     root: Path, index: dict[str, Any], digests: dict[str, str]
 ) -> contracts.ContractResult:
     """The index lists every table file with its rows, sha256 and columns."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     problems: list[str] = []
     found = sources.export_files(root)
     checked = 0
@@ -106,15 +104,13 @@ def _index_result(
                 problems.append(f"{file['path']} is listed in {INDEX} but missing")
                 continue
             try:
-                meta = pq.ParquetFile(path).metadata
-            except (pa.ArrowException, OSError):
+                read = footer(path)
+            except (PipelineError, OSError):
                 problems.append(f"{file['path']} is not a readable Parquet file")
                 continue
-            if meta.num_rows != file["rows"]:
-                problems.append(
-                    f"{file['path']}: {meta.num_rows} rows, {INDEX} says {file['rows']}"
-                )
-            if meta.schema.to_arrow_schema().names != names:
+            if read.rows != file["rows"]:
+                problems.append(f"{file['path']}: {read.rows} rows, {INDEX} says {file['rows']}")
+            if list(read.columns) != names:
                 problems.append(f"{file['path']}: columns other than {INDEX} lists for {table}")
             if digests[file["path"]] != file["sha256"]:
                 problems.append(f"{file['path']} differs from the sha256 in {INDEX}")

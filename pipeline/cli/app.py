@@ -18,7 +18,6 @@ import typer
 from pipeline.cli.commands import register_all
 from pipeline.cli.options import (
     DEFAULT_DATA_DIR,
-    RULE_OPTIONS,
     DataDir,
     Exact,
     LazyConsole,
@@ -43,6 +42,7 @@ from pipeline.errors import (
     exit_with,
 )
 from pipeline.games.registry import REGISTRY, Variant
+from pipeline.games.rule_options import CUSTOM_RULE_OPTIONS
 
 if TYPE_CHECKING:
     from pipeline.stages.build import StageReport
@@ -362,7 +362,7 @@ def rules_cmd() -> None:
     from rich.markup import escape
 
     table = fitted_table("option", "meaning", fold="meaning", box=None)
-    for name, option in RULE_OPTIONS.items():
+    for name, option in CUSTOM_RULE_OPTIONS.items():
         metavar = "N" if option.kind is int else "TEXT"
         meaning = escape(option.help.removeprefix("Custom rules: "))  # "E[score]" is not markup
         table.add_row(f"--{name.replace('_', '-')} {metavar}", meaning)

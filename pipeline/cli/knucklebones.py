@@ -498,7 +498,5 @@ def _ints(text: str, option: str) -> list[int]:
 def register(app: typer.Typer) -> None:
     """Add the `knucklebones` command group (with `label`, `train`, `book`, `rate` and
     `self-play`)."""
-    kb.registered_commands.extend(
-        players.registered_commands
-    )  # label, train, book, rate, self-play
+    kb.registered_commands.extend(players.registered_commands)
     app.add_typer(kb, name="knucklebones")

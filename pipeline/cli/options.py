@@ -180,10 +180,6 @@ def with_position(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-#: Options that describe a custom rule set; added to commands by @with_rules.
-RULE_OPTIONS = CUSTOM_RULE_OPTIONS
-
-
 def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Add the custom rule options to a command; it receives them as ``custom: Variant | None``."""
     sig = inspect.signature(fn)
@@ -198,13 +194,13 @@ def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
                 typer.Option(f"--{name.replace('_', '-')}", help=option.help, hidden=True),
             ],
         )
-        for name, option in RULE_OPTIONS.items()
+        for name, option in CUSTOM_RULE_OPTIONS.items()
     ]
     params = [p for p in sig.parameters.values() if p.name != "custom"] + extra
 
     @functools.wraps(fn)
     def wrapper(**kwargs: Any) -> Any:
-        values = {name: kwargs.pop(f"rule_{name}") for name in RULE_OPTIONS}
+        values = {name: kwargs.pop(f"rule_{name}") for name in CUSTOM_RULE_OPTIONS}
         kwargs["custom"] = variant_from_options(values)
         return fn(**kwargs)
 

@@ -159,16 +159,14 @@ def answer(
         import polars  # noqa: F401  (the tables are drawn from frames)
     except ModuleNotFoundError:  # a GPU machine: DuckDB and Arrow alone, the rows as CSV
         rows = sql.query_arrow(name, data_dir, **params)
-        if output is not None:
-            outputs.export(rows, chosen, output)
-            out.print(f"{rows.num_rows} rows written to {output}")
-        else:
-            print(outputs.arrow_to_csv(rows), end="")
-        return
-    frame = sql.run_query(name, data_dir, **params)
+        frame = None
+    else:
+        frame = rows = sql.run_query(name, data_dir, **params)
     if output is not None:
-        outputs.export(frame, chosen, output)
-        out.print(f"{frame.height} rows written to {output}")
+        outputs.export(rows, chosen, output)
+        out.print(f"{len(rows)} rows written to {output}")
+    elif frame is None:
+        print(outputs.arrow_to_csv(rows), end="")
     elif chosen == "csv":
         print(outputs.to_csv(frame), end="")
     else:

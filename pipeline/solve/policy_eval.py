@@ -187,14 +187,13 @@ def chosen_mask(g: Graph, choice: np.ndarray) -> np.ndarray:
     return g.ch_choice == choice[g.ch_state]
 
 
-def evaluate(g: Graph, policy: Policy, layers_of: Plan | None = None) -> PolicyValue:
+def evaluate(g: Graph, policy: Policy) -> PolicyValue:
     """Value of every state, node and move under ``policy``, by backward induction in rank order.
 
-    ``layers_of``: the graph's :func:`plan`, when several policies are evaluated on one graph.
     The compiled pass sums each node's moves and each state's rolls in row order, as numpy's
     ``add.reduceat`` over the layers does.
     """
-    value, node_value, move_value = _evaluate(g, stack(g, [policy]), layers_of, keep_moves=True)
+    value, node_value, move_value = _evaluate(g, stack(g, [policy]), None, keep_moves=True)
     return PolicyValue(value[:, 0], node_value[:, 0], move_value[:, 0])
 
 

@@ -691,13 +691,6 @@ class NPlayer(Game):
         """State id of a position as the user gives it (:meth:`NPlayerRules.parse_state`)."""
         return self.r.parse_state(text, **extra)
 
-    def check_position(
-        self, player: int | None, best: int | None, count: int | None, p1_score: int | None
-    ) -> tuple[int, int, int]:
-        """(seat, best score, tie count) of a position as the user gives it
-        (:meth:`NPlayerRules.check_position`)."""
-        return self.r.check_position(player, best, count, p1_score)
-
     def check_p1_score(self, score: int) -> None:
         """UsageError unless an earlier player can finish a turn with ``score``."""
         self.r.check_p1_score(score)

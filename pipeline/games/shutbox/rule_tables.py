@@ -53,7 +53,7 @@ class BoxSearch:
     """Objective -> its best rule (of at most three keys) and that rule's exceptions."""
 
 
-def run_search(s: SolvedView, exceptions: int = rule_exceptions.MAX_EXCEPTIONS) -> BoxSearch | None:
+def run_search(s: SolvedView) -> BoxSearch | None:
     """Search the rule family on a solved box and compute every curve; None for a game that is
     not a one-player box (one whose rules are a :class:`~pipeline.games.shutbox.rules.RuleSet`).
 
@@ -65,7 +65,7 @@ def run_search(s: SolvedView, exceptions: int = rule_exceptions.MAX_EXCEPTIONS) 
     if not isinstance(getattr(s.game, "r", None), RuleSet) or s.graph.cyclic:
         return None
     game = cast(Box, s.game)
-    key = (_twin_key(game.r), exceptions)
+    key = _twin_key(game.r)
     with _LAST_LOCK:
         last = _LAST.get(key)
     if last is not None:
@@ -77,7 +77,7 @@ def run_search(s: SolvedView, exceptions: int = rule_exceptions.MAX_EXCEPTIONS) 
     for name, obj in found.objectives.items():
         rule, _ = found.best_within(name, MAX_KEYS)
         rows, choice = view.rule_rows(rule), view.choice_for(rule.one_die_at_most)
-        curves[name] = (rule, rule_exceptions.curve(obj, rows, choice, exceptions))
+        curves[name] = (rule, rule_exceptions.curve(obj, rows, choice))
     searched = BoxSearch(game, view, found, curves)
     with _LAST_LOCK:
         _LAST.clear()
