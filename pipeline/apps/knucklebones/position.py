@@ -5,8 +5,8 @@ what it returns: exact from the board's tables where they are built in the data 
 the search's estimate.
 
 Boards are written column by column or as the Rust solver's rows of squares (see
-:func:`pipeline.games.knucklebones.game.read_board`); the first board is the player about to place
-the die. Column numbers in answers are the user's own columns, 1-based.
+:func:`pipeline.games.knucklebones.numbering.read_board`); the first board is the player about
+to place the die. Column numbers in answers are the user's own columns, 1-based.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pipeline.answer.answers import Answers, for_dir
 from pipeline.answer.model import BoardAnswer
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones import DEEPEST
-from pipeline.games.knucklebones.game import EMPTY_COLUMN, Knucklebones
+from pipeline.games.knucklebones.game import Knucklebones
+from pipeline.games.knucklebones.numbering import EMPTY_COLUMN
 from pipeline.games.registry import Variant, get_variant
 
 #: The variant `solve`, `tree` and `play` answer when none is named: the full game (P(win)).

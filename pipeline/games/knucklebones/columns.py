@@ -18,7 +18,8 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.games.knucklebones import DEEPEST
-from pipeline.games.knucklebones.game import OBJECTIVES, Knucklebones, board_game, read_board
+from pipeline.games.knucklebones.game import Knucklebones, board_game
+from pipeline.games.knucklebones.numbering import OBJECTIVES, read_board
 
 # the objectives' value names, the same in an answer as in a labelled set
 from pipeline.games.knucklebones.players.labels import FIELDS

@@ -36,24 +36,17 @@ from pipeline.errors import UsageError
 from pipeline.games.base import Game
 
 # the rules as data, the numbering of positions and the board readers live in plain Python in
-# numbering.py (read there without numpy by a one-shot `expect`); named here too, as before
-from pipeline.games.knucklebones.numbering import BOARD_FORMATS as BOARD_FORMATS
-from pipeline.games.knucklebones.numbering import EMPTY_COLUMN as EMPTY_COLUMN
-from pipeline.games.knucklebones.numbering import MAX_COLUMNS as MAX_COLUMNS
-from pipeline.games.knucklebones.numbering import MAX_FACES as MAX_FACES
-from pipeline.games.knucklebones.numbering import MAX_ROWS as MAX_ROWS
-from pipeline.games.knucklebones.numbering import OBJECTIVES as OBJECTIVES
-from pipeline.games.knucklebones.numbering import KnuckleRules as KnuckleRules
+# numbering.py (read there without numpy by a one-shot `expect`); the game's tables are built
+# from that numbering
 from pipeline.games.knucklebones.numbering import (
+    EMPTY_COLUMN,
+    KnuckleRules,
     Numbering,
     column_number,
     column_order,
     pair_numbers,
     pair_order,
 )
-from pipeline.games.knucklebones.numbering import parse_board as parse_board
-from pipeline.games.knucklebones.numbering import parse_grid as parse_grid
-from pipeline.games.knucklebones.numbering import read_board as read_board
 from pipeline.graph import Graph
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from pipeline.games.knucklebones.game import (
     all_multisets,
     enumerate_columns,
     n_positions,
-    parse_board,
 )
+from pipeline.games.knucklebones.numbering import parse_board
 from pipeline.solve.rank_order import best_moves
 from pipeline.solve.value_iteration import solve_value_iteration
 

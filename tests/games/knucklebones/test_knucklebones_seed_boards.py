@@ -16,7 +16,8 @@ import pytest
 
 from pipeline.apps.knucklebones.position import search_tree, solve
 from pipeline.errors import UsageError
-from pipeline.games.knucklebones.game import KnuckleRules, read_board
+from pipeline.games.knucklebones.game import KnuckleRules
+from pipeline.games.knucklebones.numbering import read_board
 
 SEED_EMPTY = "___\n___\n___"  # seed 004's empty board, real newlines as its shell passes them
 SEED_EMPTY_ESCAPED = r"___\n___\n___"  # the same typed as backslash-n in one shell word

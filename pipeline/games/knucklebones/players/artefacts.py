@@ -281,7 +281,7 @@ def read_decisions(file: Path, rules: KnuckleRules) -> ExactDecisions:
 def _decision(game: Any, entry: Any, k: int) -> tuple[np.ndarray, int, list, list, int]:
     """One entry of a decisions file, checked (see :func:`read_decisions`)."""
     from pipeline.errors import UsageError
-    from pipeline.games.knucklebones.game import read_board
+    from pipeline.games.knucklebones.numbering import read_board
 
     where = f"decision {k + 1}"
     if not isinstance(entry, dict) or any(f not in entry for f in DECISION_FIELDS):
