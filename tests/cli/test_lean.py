@@ -29,6 +29,9 @@ from tests.conftest import BOX16, MORE, REPO
 
 #: Positions asked of each variant (a sample of its states, and a few ids it does not have).
 SAMPLE = 40
+#: Of those, the ones also asked of the full command, output for output (each costs a read of
+#: the tables, some 60 ms); the lookup's answer to every one is held to the table's value.
+ASKED_OF_BOTH = 8
 
 
 def both(argv: list[str]) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
@@ -103,13 +106,14 @@ def check_variant(data: Path, name: str) -> int:
             assert lean_out == full_out, argv
         return 0
     top = max(held)
-    for state_id in [*ids, top + 1, (top + 1) * 2 - 1]:
+    for k, state_id in enumerate([top + 1, (top + 1) * 2 - 1, *ids]):
         if state_id >= 1 << variant.codec.n_tiles:
             continue
         argv = ["expect", tiles_text(variant, state_id), "--variant", name, "-d", str(data)]
         found = lean.answer(argv)
-        lean_out, full_out = both(argv)
-        assert lean_out == full_out, argv
+        if k < 2 + ASKED_OF_BOTH:
+            lean_out, full_out = both(argv)
+            assert lean_out == full_out, argv
         value = held.get(state_id)
         if state_id and value is not None and value == value:  # (0: the shut box, refused)
             assert found is not None, argv
@@ -159,12 +163,13 @@ def check_parsed(data: Path, name: str, ids: list[int], held: dict[int, float | 
     state written each way, and positions that are none."""
     game = select_one(name, None, {}).make()
     answered = 0
-    for state_id in ids:
+    for k, state_id in enumerate(ids):
         for written in texts_of(game, state_id):
             argv = ["expect", *written, "-v", name, "-d", str(data)]
             found = lean.answer(argv)
-            lean_out, full_out = both(argv)
-            assert lean_out == full_out, argv
+            if k < ASKED_OF_BOTH:
+                lean_out, full_out = both(argv)
+                assert lean_out == full_out, argv
             value = held[state_id]
             if value is not None and value == value:
                 assert found is not None, argv
