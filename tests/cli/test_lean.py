@@ -64,11 +64,11 @@ def texts_of(game, state_id: int) -> list[list[str]]:
     """The ways a user writes ``state_id`` of a game read by its variant's ``parser`` (Double
     Shutter: its digits, and its rows of standing tiles; an N-player game: its open tiles and
     the seat, best score and tie count as options, in both forms; Knucklebones: its boards,
-    the columns in canonical and in reversed order, and with options it ignores)."""
+    the columns in canonical and in reversed order)."""
     if hasattr(game, "numbering"):  # Knucklebones
         pairs = game.positions[state_id]
         text, turned = game.board_text(pairs), game.board_text(pairs[::-1])
-        return [[text], [turned.replace("_", "")], [text, "--player", "2", "--best-count=1"]]
+        return [[text], [turned.replace("_", "")]]
     if game.state_code(state_id) is not None:  # Double Shutter
         return [[game.state_code(state_id)], [game.state_text(state_id)]]
     fields = game.state_fields(state_id)
@@ -202,6 +202,19 @@ def test_every_variant_of_all(built: Path) -> None:
     assert {n for n, k in answered.items() if k} == {
         n for n in names if REGISTRY[n].codec is not None or REGISTRY[n].parser is not None
     }
+
+
+@pytest.mark.parametrize("options", [["--player", "2"], ["--best-score=3"], ["--best-count", "1"]])
+def test_a_seat_given_with_a_board_is_refused(built: Path, options: list[str]) -> None:
+    """A Knucklebones position takes no seat or best score (the N-player games' parts): refused
+    in one line, as a one-player box refuses them, not ignored."""
+    argv = ["expect", "-v", "knucklebones-2x2", "4_/1_;_/3_", *options, "-d", str(built)]
+    assert lean.answer(argv) is None
+    lean_out, full_out = both(argv)
+    assert lean_out == full_out
+    code, out, err = full_out
+    assert code == 2 and not out and err.count("\n") == 1
+    assert err.startswith("error: ") and "applies only to the N-player games" in err
 
 
 def test_variants_stored_on_their_own(built_more: Path) -> None:

@@ -26,6 +26,7 @@ from math import comb
 from typing import Any
 
 from pipeline.errors import UsageError
+from pipeline.games.tiles import refuse_position
 
 OBJECTIVES = ("wins", "score")
 MAX_COLUMNS = 4
@@ -151,6 +152,7 @@ class Numbering:
         """State id of a position written "mover;opponent" (see :func:`parse_board`)."""
         if extra.get("p1_score") is not None:
             raise UsageError("--p1-score applies only to the two-player Shut the Box game")
+        refuse_position(extra)  # a seat or a best score is the N-player games', not a board's
         if text.count(";") != 1:
             raise UsageError(f"position {text!r}: write the two boards as MOVER;OPPONENT")
         mine, theirs = text.split(";")
