@@ -42,9 +42,7 @@ from pipeline.games.knucklebones.numbering import (
     EMPTY_COLUMN,
     KnuckleRules,
     Numbering,
-    column_number,
     column_order,
-    pair_numbers,
     pair_order,
 )
 from pipeline.graph import Graph
@@ -113,14 +111,6 @@ class PairTables:
     def n_pairs(self) -> int:
         """Number of facing pairs (two columns sharing no value)."""
         return int(self.pair_mover.shape[0])
-
-    def column_of(self, dice: list[int]) -> int:
-        """Index of the column holding ``dice`` (each a face 1..faces)."""
-        return column_number(dice, self.rows, self.faces)
-
-    def pair_index(self, mover_col: int, opp_col: int) -> int:
-        """Index of the facing pair (mover column, opponent column); -1 if they share a value."""
-        return pair_numbers(self.rows, self.faces).get((int(mover_col), int(opp_col)), -1)
 
     def column_text(self, col: int) -> str:
         """A column's dice in increasing order ("144"), or "_" when empty."""

@@ -24,7 +24,7 @@ from pipeline.games.knucklebones.game import (
     enumerate_columns,
     n_positions,
 )
-from pipeline.games.knucklebones.numbering import parse_board
+from pipeline.games.knucklebones.numbering import column_number, pair_numbers, parse_board
 from pipeline.solve.rank_order import best_moves
 from pipeline.solve.value_iteration import solve_value_iteration
 
@@ -43,19 +43,19 @@ def board(text: str, g: Knucklebones) -> list[list[int]]:
 def test_score_of_4_1_4_is_17() -> None:
     # seeds/README.md: v appearing c times in a column scores v * c * c: 4*2*2 + 1 = 17.
     t = PairTables(3, 6)
-    assert t.col_score[t.column_of([4, 1, 4])] == 17
-    assert t.col_score[t.column_of([5, 5, 5])] == 45
-    assert t.col_score[t.column_of([])] == 0
+    assert t.col_score[column_number([4, 1, 4], 3, 6)] == 17
+    assert t.col_score[column_number([5, 5, 5], 3, 6)] == 45
+    assert t.col_score[column_number([], 3, 6)] == 0
 
 
 def test_placing_removes_equal_values_in_the_facing_column_only() -> None:
     t = PairTables(3, 6)
-    p = t.pair_index(t.column_of([2]), t.column_of([4, 4, 1]))
+    p = pair_numbers(3, 6)[column_number([2], 3, 6), column_number([4, 4, 1], 3, 6)]
     after = t.place[p, 4 - 1]
     assert t.column_text(t.pair_mover[after]) == "24"
     assert t.column_text(t.pair_opp[after]) == "1"
     # A full column takes no die.
-    full = t.pair_index(t.column_of([2, 2, 3]), t.column_of([]))
+    full = pair_numbers(3, 6)[column_number([2, 2, 3], 3, 6), column_number([], 3, 6)]
     assert (t.place[full] == -1).all()
 
 
