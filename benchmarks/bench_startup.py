@@ -11,10 +11,13 @@ the baseline checkout's and to ``python -c pass``, and the peak memory of each.
 The families: classic, double-shutter, two-player, four-player, a 16-tile box named by its
 rules, two-player-stake and knucklebones-2x2 (its `expect`, and its move through `knucklebones
 solve --variant`); `expect` of each way a position is written (tiles, the default variant,
-Double Shutter's digits and its rows, a two-player and an N-player seat). The last lines give
-issue 49's verdict for each `expect` and the worst of them.
+Double Shutter's digits and its rows, a two-player and an N-player seat), and `expect` of each
+opt-in Knucklebones board built in the data directory (2x3, 3x2, 3x3-d4: the biggest lookups;
+``--boards`` builds them, some 5 minutes more). The last lines give issue 49's verdict for each
+`expect` and the worst of them.
 
     python benchmarks/bench_startup.py                      # builds them (~1 min), beside main
+    python benchmarks/bench_startup.py --boards              # and the opt-in boards
     python benchmarks/bench_startup.py --data-dir DIR --base /tmp/base --rounds 15
 
 ``--data-dir`` reuses a directory where they are built:
@@ -70,6 +73,25 @@ COMMANDS: list[tuple[str, list[str]]] = [
 ]
 
 
+#: The opt-in Knucklebones boards (minutes each to build, not in `--variant all`): their
+#: `expect` rows are timed where the data directory holds them (``--boards`` builds them).
+BOARDS: list[tuple[str, str]] = [
+    ("knucklebones-2x3", "4__/1__;___/3__"),
+    ("knucklebones-3x2", "4_/1_/__;__/3_/__"),
+    ("knucklebones-3x3-d4", "4__/1__/___;___/3__/___"),
+]
+
+
+def commands(data: Path) -> list[tuple[str, list[str]]]:
+    """:data:`COMMANDS`, and `expect` of each opt-in board built in ``data``."""
+    built = [
+        (f"{name} expect", ["expect", "-v", name, position])
+        for name, position in BOARDS
+        if (data / "variants" / name / "states.parquet").is_file()
+    ]
+    return [*COMMANDS, *built]
+
+
 def run_once(argv: list[str], repo: Path) -> tuple[float, float] | None:
     """CPU seconds (user and system: what a busy machine's waits do not inflate) and peak RSS
     (MB) of one run of ``argv`` as a child process, with ``repo``'s package first on the path;
@@ -94,10 +116,11 @@ def run_once(argv: list[str], repo: Path) -> tuple[float, float] | None:
     return seconds, usage.ru_maxrss / 1024
 
 
-def build(data: Path) -> None:
-    """The families' tables, built with this checkout."""
+def build(data: Path, boards: bool) -> None:
+    """The families' tables (and with ``boards`` the opt-in boards), built with this checkout."""
     env = baseline.env(None, STB_QUIET="1")
-    for args in (["--variant", VARIANTS], ["--tiles", "16", "--dice", "3"]):
+    more = [["--variant", ",".join(name for name, _ in BOARDS)]] if boards else []
+    for args in (["--variant", VARIANTS], ["--tiles", "16", "--dice", "3"], *more):
         subprocess.run(
             [sys.executable, "-m", "pipeline", "build", *args, "--data-dir", str(data)],
             check=True, capture_output=True, env=env, cwd=REPO,
@@ -106,6 +129,7 @@ def build(data: Path) -> None:
 
 def measure(data: Path, baseline: Path | None, rounds: int) -> None:
     python = [sys.executable, "-c", "pass"]
+    asked = commands(data)
     runs: dict[tuple[str, str], list[tuple[float, float] | None]] = {}
     repos = {"new": REPO, **({"old": baseline} if baseline is not None else {})}
 
@@ -113,12 +137,12 @@ def measure(data: Path, baseline: Path | None, rounds: int) -> None:
         cmd = [sys.executable, "-m", "pipeline", *args]
         return cmd if args == ["--help"] else [*cmd, "-d", str(data)]
 
-    for _, args in COMMANDS:  # warm-up: bytecode, numba's cache, the OS's file cache
+    for _, args in asked:  # warm-up: bytecode, numba's cache, the OS's file cache
         for repo in repos.values():
             run_once(argv(args), repo)
     for _ in range(rounds):
         runs.setdefault(("python -c pass", "new"), []).append(run_once(python, REPO))
-        for label, args in COMMANDS:
+        for label, args in asked:
             for which, repo in repos.items():
                 runs.setdefault((label, which), []).append(run_once(argv(args), repo))
 
@@ -139,7 +163,7 @@ def measure(data: Path, baseline: Path | None, rounds: int) -> None:
     print(f"new: {REPO}; old: {baseline or '(none)'}; {rounds} rounds, median CPU seconds")
     print(head)
     print(f"{'python -c pass (baseline)':<44} {base[0]:>7.3f} {base[1]:>6.3f} {base[2]:>5.0f}")
-    for label, _ in COMMANDS:
+    for label, _ in asked:
         new, old = median(label, "new"), median(label, "old")
         cells = f"{label:<44} "
         cells += f"{new[0]:>7.3f} {new[1]:>6.3f} {new[2]:>5.0f} " if new else f"{'failed':>20} "
@@ -152,7 +176,7 @@ def measure(data: Path, baseline: Path | None, rounds: int) -> None:
         print(cells)
     print(f"old = {old_name}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs")
     worst: tuple[float, str] | None = None
-    for label, args in COMMANDS:
+    for label, args in asked:
         found = median(label, "new")
         if args[0] != "expect" or found is None:
             continue
@@ -171,6 +195,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--data-dir", type=Path, help="where the families are built")
+    parser.add_argument(
+        "--boards", action="store_true", help="also build the opt-in boards (minutes)"
+    )
     baseline.add_options(parser)
     args = parser.parse_args()
     base = baseline.checkout(args)
@@ -179,7 +206,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        build(data)
+        build(data, args.boards)
         measure(data, base, args.rounds)
 
 

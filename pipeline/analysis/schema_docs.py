@@ -421,12 +421,14 @@ Generated tables (not committed): `stb-pipeline build --variant all` writes them
   files, big boxes decoded and `kind` filled in (`duckdb -readonly data/stb.duckdb -c
   "from policy where variant = 'four-player' limit 5"`); every build rewrites it. In
   Python, `pipeline.scan` (polars) and `pipeline.dataset` (pyarrow) read the same files.
-- `states.lookup` (beside `states.parquet` and each `variants/<name>/states.parquet` of at most
-  32 MB): every state's value by state id in a plain binary file, rewritten as each commit of
-  that states file ends, from which `stb-pipeline expect` answers without loading numpy or
-  DuckDB. It records the sha256 of the states file it was made from and of each of its parts,
-  and is used only when all of them hold (otherwise `expect` reads the Parquet file, as every
-  other reader does); deleting it costs only speed (`pipeline/store/lookup.py`).
+- `states.lookup` (beside `states.parquet` and each `variants/<name>/states.parquet` whose
+  values fit in 1 GiB, every variant but the full game): every state's value by state id in a
+  plain binary file, rewritten as each commit of that states file ends, from which
+  `stb-pipeline expect` answers without loading numpy or DuckDB. It records the states file it
+  was made from (its inode, times and size, and up to 32 MB its sha256) and the sha256 of each
+  64 KiB block of its values, and is used only when they hold for the file and the block an
+  answer reads (otherwise `expect` reads the Parquet file, as every other reader does);
+  deleting it costs only speed (`pipeline/store/lookup.py`).
 
 Each file
 stores its rule sets as Parquet key-value metadata (`stb.rules`, JSON by variant).

@@ -1,8 +1,8 @@
 """The values of a states file, kept beside it for the one-shot `expect` (``states.lookup``).
 
 A process that answers once pays for its imports more than for its answer: numpy, DuckDB's
-engine and the command line's typer are about 0.4 s of CPU, the lookup itself a few
-milliseconds. A commit that writes a states file (``states.parquet``, or a variant's own
+engine and the command line's typer are about 0.4 s of CPU, the lookup itself a millisecond. A
+commit that writes a states file (``states.parquet``, or a variant's own
 ``variants/<name>/states.parquet``) therefore also writes, beside it, every variant's
 ``value`` column by state id in a plain binary file that the standard library reads
 (:func:`value`): `stb-pipeline expect` answers from it without loading numpy, DuckDB, pyarrow,
@@ -12,22 +12,30 @@ A lookup is trusted only when every check holds, and otherwise not used at all (
 answers from the Parquet file as before, whose errors are the command's):
 
 - its header is intact (its sha256 follows it) and of this format;
-- the states file beside it is the very file it was made from: the same size and the same
-  sha256 of its bytes (hashed whole on every use: about 2 ms for the 2.5 MB of every registered
-  variant, and a file over :data:`MAX_FILE_BYTES` gets no lookup), so that freshness is exact,
-  not a guess from times;
+- the states file beside it is the very file it was made from. Its signature (inode,
+  modification time and size: :func:`pipeline.store.footers.signature`, the data directory's
+  one freshness rule) and its inode's change time, which no writer can set back, are the ones
+  recorded when the lookup was made, and that change time is older than the lookup itself
+  (a file rewritten in the same tick of the clock as its lookup could not be told apart). A
+  file with another signature (a copied data directory, a ``touch``) is the very file only if
+  its sha256 is the one recorded; that hash is taken only for files up to
+  :data:`MAX_HASH_BYTES`, so a bigger one answers from Parquet;
 - it was made for the file's place (the shared file is read by variant, a variant's own file
-  whole), and the variant's section is intact (its sha256 is in the header);
+  whole), and the variant's bytes that the answer reads are intact: each section is cut into
+  blocks of :data:`BLOCK` bytes, the sha256 of each block is in a table at the section's head,
+  and the sha256 of that table is in the header, so that an answer reads and hashes one block
+  (two dozen for a sparse section's binary search), not the section;
 - the state has a finite value there (no row, a null value, or a value that is not a number:
   the Parquet answer says what it says).
 
 The file: ``MAGIC``, the header's length (4 bytes, little-endian), the header (JSON) and its
-sha256 (32 bytes), then one section per variant (its offset counted from there): dense
-(``count`` values from state id ``low``, float64 little-endian, NaN where there is no answer)
-or sparse (``count`` state ids, int64, sorted, then their ``count`` values). It is written
-atomically (a temporary file renamed over the old one) as a commit ends, before its journal
-goes (:func:`pipeline.store.layout.recover`); a file that cannot be made (an unreadable
-table, a disk full) is removed instead, which costs only speed.
+sha256 (32 bytes), then one section per variant (its offset counted from there): the table of
+its blocks' sha256 (32 bytes a block), then its values, dense (``count`` values from state id
+``low``, float64 little-endian, NaN where there is no answer) or sparse (``count`` state ids,
+int64, sorted, then their ``count`` values). It is written atomically (a temporary file
+renamed over the old one) as a commit ends, before its journal goes
+(:func:`pipeline.store.layout.recover`); a file that cannot be made (an unreadable table, a
+disk full, values over :data:`MAX_BODY_BYTES`) is removed instead, which costs only speed.
 """
 
 from __future__ import annotations
@@ -45,13 +53,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-MAGIC = b"STB-LOOKUP\n\x01"
-FORMAT = 1
+MAGIC = b"STB-LOOKUP\n\x02"
+FORMAT = 2
 #: The name of a lookup, beside its states file.
 NAME = "states.lookup"
-#: States files larger than this get no lookup: hashing them on every answer would cost more
-#: than the imports it saves (about 1.4 GB/s here: 32 MB is about 25 ms).
-MAX_FILE_BYTES = 32 << 20
+#: A states file whose signature is not the recorded one is hashed whole to be trusted, up to
+#: this size (about 1.4 GB/s here: 32 MB is about 25 ms); a bigger one answers from Parquet.
+MAX_HASH_BYTES = 32 << 20
+#: The most bytes of values a lookup keeps (128 million states, dense): the full game's 4.8
+#: billion states would need 38 GB beside its tables, and it is built on a GPU only.
+MAX_BODY_BYTES = 1 << 30
+#: The bytes a block's sha256 covers: what one answer reads and hashes (about 50 µs).
+BLOCK = 64 << 10
+#: Rows read at a time when a lookup is written.
+BATCH_ROWS = 1 << 20
 #: Ids up to this many times the rows (plus a little) are kept densely (as pipeline.store.states).
 DENSE_FACTOR = 2
 OWN_DIR = "variants"  # pipeline.store.listing.OWN_DIR (not imported: this module loads alone)
@@ -93,16 +108,14 @@ def _value(data_dir: str, name: str, state_id: int) -> float | None:
         head = _header(fh)
         if head is None or head.get("shared") is not shared:
             return None
-        if head.get("source") != os.path.basename(source) or not _same_file(source, head):
+        if head.get("source") != os.path.basename(source):
+            return None
+        if not _same_file(source, head, os.fstat(fh.fileno()).st_mtime_ns):
             return None
         section = head["variants"].get(name)
         if section is None:
             return None
-        fh.seek(head["body"] + int(section["offset"]))
-        data = fh.read(int(section["bytes"]))
-    if len(data) != int(section["bytes"]) or hashlib.sha256(data).hexdigest() != section["sha256"]:
-        return None
-    found = _find(data, section, state_id)
+        found = _find(_Section(fh, head["body"], section), section, state_id)
     return found if found is not None and math.isfinite(found) else None
 
 
@@ -156,40 +169,84 @@ def _header(fh: Any) -> dict[str, Any] | None:
     head = json.loads(raw)
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         return None
-    if not isinstance(head.get("variants"), dict):
+    if not isinstance(head.get("variants"), dict) or head.get("block") != BLOCK:
         return None
     head["body"] = len(MAGIC) + 4 + size + 32  # where the sections' offsets count from
     return head
 
 
-def _same_file(source: str, head: dict[str, Any]) -> bool:
-    """Whether ``source`` is the file the lookup was made from: its size and sha256."""
+def _stamp(st: os.stat_result) -> list[int]:
+    """What the lookup records of its states file: :func:`pipeline.store.footers.signature`
+    (inode, modification time, size) and the inode's change time, which a writer cannot set
+    back as it can the modification time (the standard library's own, so that this module loads
+    alone)."""
+    return [st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns]
+
+
+def _same_file(source: str, head: dict[str, Any], made_ns: int) -> bool:
+    """Whether ``source`` is the file the lookup (last written at ``made_ns``) was made from:
+    its recorded stamp, older than the lookup; else its size and sha256 (up to
+    :data:`MAX_HASH_BYTES`)."""
     with _open_regular(source) as fh:
-        if os.fstat(fh.fileno()).st_size != head.get("size"):
+        st = os.fstat(fh.fileno())
+        if _stamp(st) == head.get("stamp") and st.st_ctime_ns < made_ns:
+            return True
+        if st.st_size != head.get("size") or st.st_size > MAX_HASH_BYTES:
             return False
         return hashlib.file_digest(fh, "sha256").hexdigest() == head.get("sha256")
 
 
-def _find(data: bytes, section: dict[str, Any], state_id: int) -> float | None:
+class _Section:
+    """A variant's values in an open lookup, read by the block, each block checked against the
+    section's table of sha256 (itself checked against the header) before a byte of it is used."""
+
+    def __init__(self, fh: Any, body: int, section: dict[str, Any]) -> None:
+        self.fh = fh
+        self.size = int(section["bytes"])
+        blocks = -(-self.size // BLOCK)
+        fh.seek(body + int(section["offset"]))
+        self.digests = fh.read(32 * blocks)
+        if len(self.digests) != 32 * blocks:
+            raise ValueError("a short table of blocks")
+        if hashlib.sha256(self.digests).hexdigest() != section["blocks"]:
+            raise ValueError("a damaged table of blocks")
+        self.start = body + int(section["offset"]) + 32 * blocks
+        self.read: dict[int, bytes] = {}
+
+    def unpack(self, fmt: str, at: int) -> Any:
+        """``struct.unpack_from(fmt, values, at)[0]`` of the section's values, from checked
+        blocks (an item never straddles two: blocks hold whole 8-byte items)."""
+        k = at // BLOCK
+        data = self.read.get(k)
+        if data is None:
+            self.fh.seek(self.start + k * BLOCK)
+            data = self.fh.read(min(BLOCK, self.size - k * BLOCK))
+            if hashlib.sha256(data).digest() != self.digests[32 * k : 32 * k + 32]:
+                raise ValueError("a damaged block")
+            self.read[k] = data
+        return struct.unpack_from(fmt, data, at - k * BLOCK)[0]
+
+
+def _find(values: _Section, section: dict[str, Any], state_id: int) -> float | None:
     """The value of ``state_id`` in a section (None: not there)."""
     count = int(section["count"])
     if section["dense"]:
         k = state_id - int(section["low"])
-        if not 0 <= k < count or len(data) != 8 * count:
+        if not 0 <= k < count or values.size != 8 * count:
             return None
-        return float(struct.unpack_from("<d", data, 8 * k)[0])
-    if len(data) != 16 * count:
+        return float(values.unpack("<d", 8 * k))
+    if values.size != 16 * count:
         return None
     lo, hi = 0, count  # a binary search over the sorted ids
     while lo < hi:
         mid = (lo + hi) // 2
-        if struct.unpack_from("<q", data, 8 * mid)[0] < state_id:
+        if values.unpack("<q", 8 * mid) < state_id:
             lo = mid + 1
         else:
             hi = mid
-    if lo == count or struct.unpack_from("<q", data, 8 * lo)[0] != state_id:
+    if lo == count or values.unpack("<q", 8 * lo) != state_id:
         return None
-    return float(struct.unpack_from("<d", data, 8 * (count + lo))[0])
+    return float(values.unpack("<d", 8 * (count + lo)))
 
 
 # -- writing (at a commit: pyarrow and numpy) ---------------------------------------------------
@@ -215,50 +272,64 @@ def refresh(data_dir: Path, written: Iterable[str]) -> None:
 
 def write(source: Path, shared: bool) -> bool:
     """Write the lookup of the states file ``source`` (``shared``: rows by variant; else the
-    whole file is the variant of its folder); False (any old lookup removed) when the file is
-    too big or its columns do not allow one."""
+    whole file is the variant of its folder); False (any old lookup removed) when its values
+    would be over :data:`MAX_BODY_BYTES` or its columns do not allow one."""
     from pathlib import Path
 
-    from pipeline.store.files import write_bytes_atomic
+    from pipeline.store.files import write_file_atomic
 
     target = lookup_path(source)
-    with open(source, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        digest = hashlib.file_digest(fh, "sha256").hexdigest() if size <= MAX_FILE_BYTES else ""
-    sections = _sections(source, shared) if digest else None
-    if sections is None:
+    with open(source, "rb") as fh:  # (stamped before it is read: a later change never matches)
+        st = os.fstat(fh.fileno())
+        small = st.st_size <= MAX_HASH_BYTES
+        digest = hashlib.file_digest(fh, "sha256").hexdigest() if small else ""
+    sections = _sections(source, shared)
+    if sections is None or sum(len(blob) for blob, *_ in sections.values()) > MAX_BODY_BYTES:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         return False
     head: dict[str, Any] = {
         "format": FORMAT,
         "source": source.name,
-        "size": size,
+        "size": st.st_size,
         "sha256": digest,
+        "stamp": _stamp(st),
         "shared": shared,
+        "block": BLOCK,
         "variants": {},
     }
+    tables: list[bytes] = []
     at = 0  # offsets from the end of the header
-    for name, (_, blob, low, count, dense) in sections.items():
+    for name, (blob, low, count, dense) in sections.items():
+        table = b"".join(
+            hashlib.sha256(blob[i : i + BLOCK]).digest() for i in range(0, len(blob), BLOCK)
+        )
         head["variants"][name] = {
             "offset": at,
             "bytes": len(blob),
-            "sha256": hashlib.sha256(blob).hexdigest(),
+            "blocks": hashlib.sha256(table).hexdigest(),
             "low": low,
             "count": count,
             "dense": dense,
         }
-        at += len(blob)
+        tables.append(table)
+        at += len(table) + len(blob)
     raw = json.dumps(head, sort_keys=True).encode()
-    body = b"".join(blob for _, blob, *_rest in sections.values())
-    header = MAGIC + struct.pack("<I", len(raw)) + raw + hashlib.sha256(raw).digest()
-    write_bytes_atomic(Path(target), header + body)
+
+    def put(out: Any) -> None:
+        out.write(MAGIC + struct.pack("<I", len(raw)) + raw + hashlib.sha256(raw).digest())
+        for table, (blob, *_) in zip(tables, sections.values(), strict=True):
+            out.write(table)
+            out.write(blob)
+
+    write_file_atomic(Path(target), put)
     return True
 
 
-def _sections(source: Path, shared: bool) -> dict[str, tuple[str, bytes, int, int, bool]] | None:
-    """Each variant's section (name, bytes, lowest id, count, dense), or None where the file
-    holds no usable columns."""
+def _sections(source: Path, shared: bool) -> dict[str, tuple[memoryview, int, int, bool]] | None:
+    """Each variant's values (bytes, lowest id, count, dense) by name, or None where the file
+    holds no usable columns. Read a batch at a time, twice (the ids' range, then the values), so
+    that a board's 20 million states cost their dense values and little more."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -272,31 +343,65 @@ def _sections(source: Path, shared: bool) -> dict[str, tuple[str, bytes, int, in
         return None
     if not pa.types.is_floating(schema.field("value").type):
         return None
-    table = pq.read_table(source, columns=need)
-    ids = table.column("state_id").cast(pa.int64()).to_numpy()
-    values = pc.fill_null(table.column("value").cast(pa.float64()), math.nan).to_numpy()
-    unset = pc.is_null(table.column("objective")).to_numpy(zero_copy_only=False)
-    if shared:
-        names = pc.dictionary_encode(table.column("variant").cast(pa.string()).combine_chunks())
-        codes = pc.fill_null(names.indices, -1).to_numpy(zero_copy_only=False)
-        groups = {str(n): codes == k for k, n in enumerate(names.dictionary.to_pylist())}
-    else:
-        groups = {source.parent.name: np.ones(ids.shape[0], dtype=bool)}
-    out: dict[str, tuple[str, bytes, int, int, bool]] = {}
-    for name, rows in sorted(groups.items()):
-        if not rows.any() or unset[rows].any():
-            continue  # no objective somewhere: the Parquet answer says what is wrong
-        mine, vals = ids[rows], values[rows]
-        order = np.argsort(mine, kind="stable")
-        mine, vals = mine[order], vals[order]
-        if (np.diff(mine) == 0).any():
+    ranges: dict[str, tuple[int, int, int]] = {}  # name: (lowest id, highest, rows)
+    unusable: set[str] = set()
+    for name, part in _parts(source, shared, ["state_id", "objective"]):
+        ids = part.column("state_id")
+        if ids.null_count or part.column("objective").null_count:
+            unusable.add(name)  # no objective somewhere: the Parquet answer says what is wrong
+            continue
+        low, top = (x.as_py() for x in pc.min_max(ids).values())
+        was = ranges.get(name, (low, top, 0))
+        ranges[name] = (min(was[0], low), max(was[1], top), was[2] + len(part))
+    dense = {
+        name: (np.full(top - low + 1, math.nan, "<f8"), np.zeros(top - low + 1, bool))
+        for name, (low, top, rows) in ranges.items()
+        if name not in unusable and top - low < DENSE_FACTOR * rows + 1024
+    }
+    sparse: dict[str, list[tuple[Any, Any]]] = {
+        name: [] for name in ranges if name not in unusable and name not in dense
+    }
+    for name, part in _parts(source, shared, ["state_id", "value"]):
+        if name not in dense and name not in sparse:
+            continue
+        ids = part.column("state_id").cast(pa.int64()).to_numpy()
+        values = pc.fill_null(part.column("value").cast(pa.float64()), math.nan).to_numpy()
+        if name in sparse:
+            sparse[name].append((ids, values))
+            continue
+        into, seen = dense[name]
+        into[ids - ranges[name][0]] = values
+        seen[ids - ranges[name][0]] = True
+    out: dict[str, tuple[memoryview, int, int, bool]] = {}
+    for name, (into, seen) in dense.items():
+        if np.count_nonzero(seen) == ranges[name][2]:  # (else a state twice, as below)
+            out[name] = (into.data.cast("B"), ranges[name][0], int(into.size), True)
+    for name, parts in sparse.items():
+        ids = np.concatenate([i for i, _ in parts])
+        order = np.argsort(ids, kind="stable")
+        ids, values = ids[order], np.concatenate([v for _, v in parts])[order]
+        if (np.diff(ids) == 0).any():
             continue  # a state twice: which row an answer reads is not for this file to say
-        low, top = int(mine[0]), int(mine[-1])
-        if top - low < DENSE_FACTOR * mine.size + 1024:
-            dense = np.full(top - low + 1, math.nan, dtype="<f8")
-            dense[mine - low] = vals
-            out[name] = (name, dense.tobytes(), low, int(dense.size), True)
-        else:
-            blob = mine.astype("<i8").tobytes() + vals.astype("<f8").tobytes()
-            out[name] = (name, blob, 0, int(mine.size), False)
-    return out
+        blob = np.concatenate([ids.astype("<i8").view("u1"), values.astype("<f8").view("u1")])
+        out[name] = (blob.data.cast("B"), 0, int(ids.size), False)
+    return dict(sorted(out.items()))
+
+
+def _parts(source: Path, shared: bool, columns: list[str]) -> Iterable[tuple[str, Any]]:
+    """(variant, its rows of a batch of ``source``'s ``columns``): the shared file by its
+    ``variant`` column, a variant's own file all its folder's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(source) as parquet:
+        for batch in parquet.iter_batches(
+            batch_size=BATCH_ROWS, columns=[*columns, *(["variant"] if shared else [])]
+        ):
+            if not shared:
+                yield source.parent.name, batch
+                continue
+            names = pc.dictionary_encode(batch.column("variant").cast(pa.string()))
+            codes = pc.fill_null(names.indices, -1).to_numpy(zero_copy_only=False)
+            for k, name in enumerate(names.dictionary.to_pylist()):
+                yield str(name), batch.filter(pa.array(codes == k))

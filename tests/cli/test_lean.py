@@ -352,12 +352,14 @@ def untrusted(data: Path) -> None:
 
 
 def section(data: Path, name: str) -> tuple[int, int]:
-    """Where ``name``'s section of the shared lookup starts, and its length."""
+    """Where the values of ``name``'s section of the shared lookup start (after its table of
+    blocks), and their length."""
     with open(data / lookup.NAME, "rb") as fh:
         head = lookup._header(fh)
     assert head is not None
     found = head["variants"][name]
-    return head["body"] + found["offset"], found["bytes"]
+    blocks = -(-found["bytes"] // lookup.BLOCK)
+    return head["body"] + found["offset"] + 32 * blocks, found["bytes"]
 
 
 def flip(path: Path, at: int) -> None:
@@ -374,6 +376,153 @@ def test_a_damaged_section_is_not_trusted(copy: Path) -> None:
     # another variant's section is still good
     argv = ["expect", "123456", "-v", "lever", "-d", str(copy)]
     assert lean.answer(argv) is not None
+
+
+def test_a_damaged_table_of_blocks_is_not_trusted(copy: Path) -> None:
+    start, _ = section(copy, "classic")
+    flip(copy / lookup.NAME, start - 7)  # the last block's sha256 in the section's table
+    untrusted(copy)
+
+
+def test_an_answer_checks_the_block_it_reads(copy: Path) -> None:
+    """Each block is checked on its own: a damaged one refuses the states it holds, and the
+    others still answer (an answer reads one block, not the section)."""
+    name = "knucklebones-2x2"
+    start, size = section(copy, name)
+    assert size > 4 * lookup.BLOCK  # dense, from state id `low`
+    held = states_of(copy, name)
+    with open(copy / lookup.NAME, "rb") as fh:
+        low = lookup._header(fh)["variants"][name]["low"]  # type: ignore[index]
+    per_block = lookup.BLOCK // 8
+    damaged = low + 2 * per_block + 5
+    flip(copy / lookup.NAME, start + 8 * (damaged - low))
+    data = str(copy.resolve())
+    assert lookup.value(data, name, damaged) is None
+    assert lookup.value(data, name, damaged + per_block // 2) is None  # the same block
+    for state_id in (low + 1, low + 3 * per_block, damaged - per_block):
+        if held.get(state_id) is not None:
+            assert lookup.value(data, name, state_id) == held[state_id]
+
+
+def no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A states file can no longer be hashed: trusted only by its recorded stamp."""
+
+    def refuse(*_a: object, **_k: object) -> None:
+        raise OSError("hashed")
+
+    monkeypatch.setattr(lookup.hashlib, "file_digest", refuse)
+
+
+def test_a_states_file_untouched_is_trusted_without_hashing(
+    built: Path, copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file the lookup was made from (the same inode, times and size) is not hashed; a
+    copy of it (another inode) is, and answers only where its sha256 holds."""
+    argv = [*CLASSIC, "-d", str(built)]
+    expected = lean.answer([*CLASSIC, "-d", str(copy)])  # (hashed: the copy's own inode)
+    assert expected is not None
+    no_hashing(monkeypatch)
+    assert lean.answer(argv) == expected
+    assert lean.answer([*CLASSIC, "-d", str(copy)]) is None
+
+
+def test_a_states_file_rewritten_with_its_old_times_is_hashed(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A states file written again in place with its modification time set back keeps its
+    inode and size, but not its change time: the lookup then holds only by its sha256, and not
+    at all where the file is too big to hash, or where the lookup is older than the file."""
+    states = copy / "states.parquet"
+    assert lookup.write(states, shared=True)  # stamped with the copy's own file
+    argv = [*CLASSIC, "-d", str(copy)]
+    expected = lean.answer(argv)
+    assert expected is not None
+    before = os.stat(states)
+    states.write_bytes(states.read_bytes())  # the same bytes, a new change time
+    os.utime(states, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(states).st_ctime_ns != before.st_ctime_ns
+    assert lean.answer(argv) == expected  # hashed: the very bytes
+    monkeypatch.setattr(lookup, "MAX_HASH_BYTES", 0)
+    untrusted(copy)
+    monkeypatch.undo()
+    assert lookup.write(states, shared=True)
+    assert lean.answer(argv) == expected
+    made = os.stat(copy / lookup.NAME)
+    os.utime(copy / lookup.NAME, ns=(made.st_atime_ns, os.stat(states).st_ctime_ns))
+    no_hashing(monkeypatch)  # a lookup no newer than its file: the same tick, maybe not after
+    untrusted(copy)
+
+
+def test_a_big_states_file_is_trusted_by_its_stamp(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A states file over MAX_HASH_BYTES is not hashed when its lookup is written, and its
+    lookup answers only while the file is untouched."""
+    monkeypatch.setattr(lookup, "MAX_HASH_BYTES", 0)
+    states = copy / "states.parquet"
+    assert lookup.write(states, shared=True)
+    with open(copy / lookup.NAME, "rb") as fh:
+        assert lookup._header(fh)["sha256"] == ""  # type: ignore[index]
+    argv = [*CLASSIC, "-d", str(copy)]
+    assert lean.answer(argv) is not None
+    os.utime(states)  # touched
+    untrusted(copy)
+
+
+def test_values_over_the_limit_get_no_lookup(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lookup, "MAX_BODY_BYTES", 4096)
+    assert not lookup.write(copy / "states.parquet", shared=True)
+    assert not (copy / lookup.NAME).exists()
+    untrusted(copy)
+
+
+def toy(data: Path, ids: list[int], objective: list[str | None]) -> dict[int, float]:
+    """A variant ``toy`` stored on its own in ``data``, its values by state id."""
+    folder = data / "variants" / "toy"
+    folder.mkdir(parents=True, exist_ok=True)
+    values = [math.sqrt(i + 0.5) / 7 for i in ids]
+    pq.write_table(
+        pa.table({"state_id": ids, "value": values, "objective": objective}),
+        folder / "states.parquet",
+        row_group_size=16,
+    )
+    return dict(zip(ids, values, strict=True))
+
+
+@pytest.mark.parametrize("spread", [1, 1000])
+def test_a_lookup_is_written_batch_by_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spread: int
+) -> None:
+    """Ids in any order, read a few rows at a time, kept densely (``spread`` 1) or sparsely:
+    every value read back bit for bit; ids not there have none."""
+    monkeypatch.setattr(lookup, "BATCH_ROWS", 7)
+    ids = [100 + spread * k for k in range(60)]
+    random.Random(spread).shuffle(ids)
+    held = toy(tmp_path, ids, ["wins"] * len(ids))
+    assert lookup.write(tmp_path / "variants" / "toy" / "states.parquet", shared=False)
+    with open(tmp_path / "variants" / "toy" / lookup.NAME, "rb") as fh:
+        assert lookup._header(fh)["variants"]["toy"]["dense"] is (spread == 1)  # type: ignore[index]
+    data = str(tmp_path.resolve())
+    for state_id, value in held.items():
+        assert struct.pack("<d", lookup.value(data, "toy", state_id)) == struct.pack("<d", value)  # type: ignore[arg-type]
+    for state_id in (99, 101 if spread > 1 else 160, 100 + spread * 60):
+        assert lookup.value(data, "toy", state_id) is None
+
+
+@pytest.mark.parametrize("spread", [1, 1000])
+def test_a_state_twice_or_without_an_objective_gets_no_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spread: int
+) -> None:
+    monkeypatch.setattr(lookup, "BATCH_ROWS", 7)
+    states = tmp_path / "variants" / "toy" / "states.parquet"
+    ids = [100 + spread * k for k in range(30)]
+    toy(tmp_path, [*ids, ids[17]], ["wins"] * 31)  # state 17 twice, far apart
+    assert lookup.write(states, shared=False)
+    with open(states.parent / lookup.NAME, "rb") as fh:
+        assert lookup._header(fh)["variants"] == {}  # type: ignore[index]
+    toy(tmp_path, ids, ["wins"] * 20 + [None] + ["wins"] * 9)
+    assert lookup.write(states, shared=False)
+    assert lookup.value(str(tmp_path.resolve()), "toy", ids[0]) is None
 
 
 @pytest.mark.parametrize("where", ["magic", "length", "header", "digest"])
