@@ -204,13 +204,15 @@ class _Section:
         self.fh = fh
         self.size = int(section["bytes"])
         blocks = -(-self.size // BLOCK)
-        fh.seek(body + int(section["offset"]))
+        self.start = body + int(section["offset"]) + 32 * blocks
+        if not 0 <= self.size <= os.fstat(fh.fileno()).st_size - self.start:
+            raise ValueError("a section past the file's end")  # (never read that far)
+        fh.seek(self.start - 32 * blocks)
         self.digests = fh.read(32 * blocks)
         if len(self.digests) != 32 * blocks:
             raise ValueError("a short table of blocks")
         if hashlib.sha256(self.digests).hexdigest() != section["blocks"]:
             raise ValueError("a damaged table of blocks")
-        self.start = body + int(section["offset"]) + 32 * blocks
         self.read: dict[int, bytes] = {}
 
     def unpack(self, fmt: str, at: int) -> Any:

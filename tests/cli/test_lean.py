@@ -5,7 +5,9 @@ damaged is never trusted (the full command answers instead)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import math
 import os
 import random
@@ -402,6 +404,23 @@ def test_an_answer_checks_the_block_it_reads(copy: Path) -> None:
     for state_id in (low + 1, low + 3 * per_block, damaged - per_block):
         if held.get(state_id) is not None:
             assert lookup.value(data, name, state_id) == held[state_id]
+
+
+@pytest.mark.parametrize("claim", [{"bytes": 1 << 50}, {"bytes": -8}, {"offset": 1 << 40}])
+def test_a_header_that_lies_is_not_read_past_the_file(copy: Path, claim: dict[str, int]) -> None:
+    """A header rewritten with a sound sha256 but a section that is not in the file: refused
+    before anything that size is read."""
+    path = copy / lookup.NAME
+    whole = path.read_bytes()
+    with open(path, "rb") as fh:
+        head = lookup._header(fh)
+    assert head is not None
+    body = head.pop("body")
+    head["variants"]["classic"].update(claim)
+    raw = json.dumps(head).encode()
+    digest = hashlib.sha256(raw).digest()
+    path.write_bytes(lookup.MAGIC + struct.pack("<I", len(raw)) + raw + digest + whole[body:])
+    untrusted(copy)
 
 
 def no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
