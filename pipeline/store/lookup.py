@@ -286,7 +286,7 @@ def write(source: Path, shared: bool) -> bool:
         small = st.st_size <= MAX_HASH_BYTES
         digest = hashlib.file_digest(fh, "sha256").hexdigest() if small else ""
     sections = _sections(source, shared)
-    if sections is None or sum(len(blob) for blob, *_ in sections.values()) > MAX_BODY_BYTES:
+    if sections is None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         return False
@@ -337,7 +337,10 @@ def _sections(source: Path, shared: bool) -> dict[str, tuple[memoryview, int, in
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    schema = pq.read_schema(source)
+    meta = pq.read_metadata(source)
+    if 8 * meta.num_rows > MAX_BODY_BYTES:
+        return None  # (a value is 8 bytes at least: not even read)
+    schema = meta.schema.to_arrow_schema()
     need = ["state_id", "value", "objective", *(["variant"] if shared else [])]
     if any(c not in schema.names for c in need):
         return None
@@ -355,14 +358,22 @@ def _sections(source: Path, shared: bool) -> dict[str, tuple[memoryview, int, in
         low, top = (x.as_py() for x in pc.min_max(ids).values())
         was = ranges.get(name, (low, top, 0))
         ranges[name] = (min(was[0], low), max(was[1], top), was[2] + len(part))
+    kept = {name: r for name, r in ranges.items() if name not in unusable}
+    dense_names = {
+        n for n, (low, top, rows) in kept.items() if top - low < DENSE_FACTOR * rows + 1024
+    }
+    planned = sum(
+        8 * (top - low + 1) if n in dense_names else 16 * rows
+        for n, (low, top, rows) in kept.items()
+    )
+    if planned > MAX_BODY_BYTES:
+        return None
     dense = {
         name: (np.full(top - low + 1, math.nan, "<f8"), np.zeros(top - low + 1, bool))
-        for name, (low, top, rows) in ranges.items()
-        if name not in unusable and top - low < DENSE_FACTOR * rows + 1024
+        for name, (low, top, _) in kept.items()
+        if name in dense_names
     }
-    sparse: dict[str, list[tuple[Any, Any]]] = {
-        name: [] for name in ranges if name not in unusable and name not in dense
-    }
+    sparse: dict[str, list[tuple[Any, Any]]] = {n: [] for n in kept if n not in dense_names}
     for name, part in _parts(source, shared, ["state_id", "value"]):
         if name not in dense and name not in sparse:
             continue

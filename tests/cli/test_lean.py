@@ -528,6 +528,21 @@ def test_a_lookup_is_written_batch_by_batch(
         assert lookup.value(data, "toy", state_id) is None
 
 
+def test_values_planned_over_the_limit_are_not_gathered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """60 rows fit 480 bytes, but their ids span 120 (dense: 960 bytes): no lookup, decided
+    from the ids' range before any values are gathered (the full game's would be 38 GB)."""
+    states = tmp_path / "variants" / "toy" / "states.parquet"
+    toy(tmp_path, [100 + 2 * k for k in range(60)], ["wins"] * 60)
+    monkeypatch.setattr(lookup, "MAX_BODY_BYTES", 8 * 60)
+    assert not lookup.write(states, shared=False)
+    assert not (states.parent / lookup.NAME).exists()
+    monkeypatch.undo()
+    monkeypatch.setattr(lookup, "MAX_BODY_BYTES", 8 * 120)
+    assert lookup.write(states, shared=False)
+
+
 @pytest.mark.parametrize("spread", [1, 1000])
 def test_a_state_twice_or_without_an_objective_gets_no_section(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spread: int
