@@ -128,7 +128,7 @@ def parse_line(game: TwoPlayer, text: str) -> tuple[int, float]:
         return mask, value
     score = int(fields[1])
     try:
-        game.check_p1_score(score)
+        game.r.check_p1_score(score)
     except UsageError as exc:
         raise LineError("unknown state", str(exc)) from None
     return game.state_id(mask, score), value

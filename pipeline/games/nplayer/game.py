@@ -690,7 +690,3 @@ class NPlayer(Game):
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of a position as the user gives it (:meth:`NPlayerRules.parse_state`)."""
         return self.r.parse_state(text, **extra)
-
-    def check_p1_score(self, score: int) -> None:
-        """UsageError unless an earlier player can finish a turn with ``score``."""
-        self.r.check_p1_score(score)
