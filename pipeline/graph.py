@@ -13,10 +13,11 @@ one-player game (0 + 1 * V), ending with a score (score + 0), and handing the tu
 whose values are from their own point of view (1 - V for win probability, 0 - V for a score
 difference).
 
-Ordering invariants (checked by :meth:`Graph.validate`): chance rows are sorted by (state, choice),
-nodes by (state, roll), moves by node; every node has at least one move row. Integer arrays may
-be int32 (or smaller) where values fit, to keep large games in memory. When states are indexed in
-rank order, every layer of the solve is a contiguous slice of each array and solvers use views.
+Ordering invariants (the tests check them: ``tests/support/graphs.py``): chance rows are sorted
+by (state, choice), nodes by (state, roll), moves by node; every node has at least one move row.
+Integer arrays may be int32 (or smaller) where values fit, to keep large games in memory. When
+states are indexed in rank order, every layer of the solve is a contiguous slice of each array
+and solvers use views.
 """
 
 from __future__ import annotations
@@ -80,28 +81,6 @@ class Graph:
     def ch_prob(self) -> np.ndarray:
         """float64 [C]: probability of each chance row."""
         return self.ch_count / self.ch_denom
-
-    def validate(self) -> None:
-        """Raise ValueError when an ordering or shape invariant does not hold."""
-        s = self.n_states
-        if not (self.rank.shape == self.terminal.shape == (s,)):
-            raise ValueError("rank and terminal must have one entry per state")
-        # int64 keys: index arrays may be int32 (large graphs), whose products would overflow.
-        if np.any(np.diff(self.ch_state.astype(np.int64) * (1 << 20) + self.ch_choice) < 0):
-            raise ValueError("chance rows must be sorted by (state, choice)")
-        node_key = self.node_state.astype(np.int64) * (1 << 24) + self.node_roll
-        if np.any(np.diff(node_key) <= 0):
-            raise ValueError("decision nodes must be sorted by (state, roll) without repeats")
-        if np.any(np.diff(self.mv_node) < 0):
-            raise ValueError("moves must be sorted by node")
-        counts = np.bincount(self.mv_node, minlength=self.node_state.shape[0])
-        if np.any(counts == 0):
-            raise ValueError("every decision node needs at least one move row")
-        nonterminal = np.isnan(self.terminal)
-        has_chance = np.zeros(s, dtype=bool)
-        has_chance[self.ch_state] = True
-        if np.any(nonterminal & ~has_chance):
-            raise ValueError("every non-terminal state needs chance rows")
 
     def move_starts(self) -> np.ndarray:
         """Index of the first move row of each node, plus a final end index."""

@@ -185,11 +185,9 @@ def _card_variants(index: dict[str, Any]) -> list[str]:
 
 def _card_files(index: dict[str, Any]) -> list[str]:
     """Every table file, its rows and sha256."""
-    lines = ["## Files", "", "| file | rows | sha256 |", "| --- | --- | --- |"]
-    for info in index["tables"].values():
-        for f in info["files"].values():
-            lines.append(f"| `{f['path']}` | {f['rows']:,} | `{f['sha256']}` |")
-    return [*lines, ""]
+    files = [f for info in index["tables"].values() for f in info["files"].values()]
+    rows = [f"| `{f['path']}` | {f['rows']:,} | `{f['sha256']}` |" for f in files]
+    return ["## Files", "", "| file | rows | sha256 |", "| --- | --- | --- |", *rows, ""]
 
 
 def _cell(text: str) -> str:

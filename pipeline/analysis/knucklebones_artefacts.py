@@ -67,7 +67,7 @@ def first_die(book: Book) -> list[dict[str, Any]]:
     """For each first die: the first player's chance (``win``, a draw 1/2) and expected lead
     (``diff``), from the position the second player faces after it (in the book from 1
     placement on)."""
-    game = board_game(artefacts.board_of(book.columns, book.rows, book.faces))
+    game = board_game(KnuckleRules(book.columns, book.rows, book.faces))
     start = _start(game)
     rows = []
     for die in range(1, book.faces + 1):
@@ -85,7 +85,7 @@ def replies(book: Book) -> list[dict[str, Any]]:
     placement (``facing``: the column opposite the first die, ``open``: one of the others),
     its chance (``win``) and expected lead (``diff``), and the other placement's (best by the
     chance, then the lead). Needs a book of 2 placements or more."""
-    game = board_game(artefacts.board_of(book.columns, book.rows, book.faces))
+    game = board_game(KnuckleRules(book.columns, book.rows, book.faces))
     t = game.t
     start = _start(game)
     rows = []
@@ -182,7 +182,7 @@ def check_book(book: Book, name: str = "book") -> list[Finding]:
     is :data:`PUBLISHED_START` within the tolerances; its provenance is recorded."""
     from pipeline.games.knucklebones.players.book import reachable
 
-    game = board_game(artefacts.board_of(book.columns, book.rows, book.faces))
+    game = board_game(KnuckleRules(book.columns, book.rows, book.faces))
     r = game.r
     tol = float(book.meta.get("tolerance", DEFAULT_TOLERANCE))
     most = largest_lead(r)
@@ -239,7 +239,7 @@ def check_labelled(found: labels.Labelled, name: str = "labelled") -> list[Findi
     at least 100,000 positions; its provenance is recorded."""
     from pipeline.games.knucklebones.exact.cpu import pairs_of
 
-    game = board_game(artefacts.board_of(found.columns, found.rows, found.faces))
+    game = board_game(KnuckleRules(found.columns, found.rows, found.faces))
     tol = float(found.meta.get("tolerance", DEFAULT_TOLERANCE))
     most = largest_lead(game.r)
     out = [_provenance(name, found.meta)]
@@ -351,7 +351,7 @@ def check_packaged(models: Path | None = None, exact: ExactValues | None = None)
         kind = KIND_OF[named.group(4)]
         readable = f"a readable {KINDS[kind]} of the board its name says"
         try:
-            board = artefacts.board_of(*(int(named.group(k)) for k in (1, 2, 3)))
+            board = KnuckleRules(int(named.group(1)), int(named.group(2)), int(named.group(3)))
             found = READERS[kind](path, board)
         except PipelineError as exc:  # damaged, foreign, out of range: a broken contract
             why = str(exc).removeprefix(f"{path} is ")  # the artefact is named already

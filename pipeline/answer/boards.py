@@ -6,7 +6,7 @@ only format what it returns.
 **Exact, from the tables.** A board is solved for two objectives, the win chance (a draw counts
 1/2) and the expected score difference, each its own variant (``knucklebones`` and
 ``knucklebones-score``). The tables of an objective are found by the rules their ``states`` file
-records (:class:`BoardTables`), so a custom build of the same board serves too: the variant
+records (:meth:`Boards.found`), so a custom build of the same board serves too: the variant
 asked if it is built, else any built variant with its board, die and objective; its twin is the
 built variant with the other objective. A column is worth its successor's value seen from the
 other side, in each objective built (the position and its successors: one lookup each, a row
@@ -69,30 +69,6 @@ class Found:
         return tuple(n for n in (self.own, self.twin) if n is not None)
 
 
-class BoardTables:
-    """Which built variants hold which board's tables: the rules every ``states`` file records,
-    as the data directory's snapshot says (:mod:`pipeline.store.directory`: a build just
-    committed is seen at once)."""
-
-    def __init__(self, data_dir: Any) -> None:
-        self.directory = directory.of(Path(data_dir))
-
-    def built(self) -> dict[str, dict[str, Any]]:
-        """Every built variant's rules (a damaged file: TableError naming it)."""
-        snap = self.directory.snapshot()
-        if snap.unreadable_states:
-            raise TableError(snap.unreadable_states[0])
-        return snap.recorded
-
-    def find(self, name: str, rules: Any) -> Found:
-        """The tables of ``rules``' board and die (a :class:`BoardRules`): ``name`` for its own
-        objective where built with those rules, else the first built variant (by name) with
-        them; the twin the first with the other objective."""
-        self.built()  # (a damaged file is said)
-        own = self.directory.find(rules.rules_of(rules.objective), name)
-        return Found(own, self.directory.find(rules.rules_of(rules.other_objective)))
-
-
 def pick(
     values: list[float], labels: list[int], columns: list[int], then: list[float] | None = None
 ) -> int:
@@ -115,7 +91,7 @@ class Boards:
 
     def __init__(self, index: Index) -> None:
         self.index = index
-        self.tables = BoardTables(index.data_dir)
+        self.directory = directory.of(Path(index.data_dir))
         self._rules: dict[str, tuple[Variant, Any]] = {}
         self._lock = threading.Lock()
         self._search_lock = threading.Lock()
@@ -135,13 +111,25 @@ class Boards:
 
     def found(self, variant: Variant) -> Found:
         """The built variants holding ``variant``'s board's tables (own objective, twin)."""
-        return self.tables.find(variant.name, self.rules(variant))
+        return self._find(variant.name, self.rules(variant))
+
+    def _find(self, name: str, rules: Any) -> Found:
+        """The tables of ``rules``' board and die (a :class:`BoardRules`), by the rules every
+        ``states`` file records, as the data directory's snapshot says (a build just committed
+        is seen at once; a damaged file: TableError naming it): ``name`` for its own objective
+        where built with those rules, else the first built variant (by name) with them; the
+        twin the first with the other objective."""
+        snap = self.directory.snapshot()
+        if snap.unreadable_states:
+            raise TableError(snap.unreadable_states[0])
+        own = self.directory.find(rules.rules_of(rules.objective), name)
+        return Found(own, self.directory.find(rules.rules_of(rules.other_objective)))
 
     def variant(self, rules: Any) -> tuple[Variant | None, str | None]:
         """The built variants holding the tables of board rules ``rules``: its objective's, as
         a variant (registered, or made from the rules it was built with), and its twin's name
         (each None where none is)."""
-        found = self.tables.find("", rules)
+        found = self._find("", rules)
         if found.own is None:
             return None, found.twin
         want = rules.rules_of(rules.objective)  # the family's name is the game it records

@@ -27,12 +27,10 @@ from pipeline.games.shutbox import rule_exceptions, rule_search
 from pipeline.games.shutbox.game import ShutTheBox
 from pipeline.games.shutbox.rule_family import MAX_KEYS, NAMED_RULES, Rule, parse_spec
 from pipeline.games.shutbox.rule_keys import box_rules
+from pipeline.games.shutbox.rule_tables import DICE_WORDS
 from pipeline.games.tiles import TileCodec
 from pipeline.solve.rank_order import solve_rank_order
 from pipeline.store import tables
-
-#: Dice counts in words.
-DICE = {1: "one die", 2: "two dice", 3: "three dice"}
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ def rule_coach(data_dir: Path, variant: Variant, name: str) -> RuleCoach:
         for n in np.flatnonzero(legal >= 2).tolist()
     }
     dice = {
-        int(g.state_id[s]): DICE.get(int(choice[s]), f"{int(choice[s])} dice")
+        int(g.state_id[s]): DICE_WORDS.get(int(choice[s]), f"{int(choice[s])} dice")
         for s in np.flatnonzero(view.one_die).tolist()
     }
     exceptions: dict[tuple[int, int | None], Learnt] = {}
@@ -115,7 +113,7 @@ def rule_coach(data_dir: Path, variant: Variant, name: str) -> RuleCoach:
             instead = _tiles(codec, int(g.mv_label[o.replaced]))
             exceptions[key] = Learnt(n, play, instead)
         else:
-            exceptions[(state, None)] = Learnt(n, DICE.get(o.dice, f"{o.dice} dice"), "")
+            exceptions[(state, None)] = Learnt(n, DICE_WORDS.get(o.dice, f"{o.dice} dice"), "")
     return RuleCoach(rule, name, moves, dice, exceptions, len(curve.overrides))
 
 

@@ -299,10 +299,7 @@ class _Session:
         if not moves:
             return self.stuck(record, state, info, roll)
         move = self.pick_move(record, info, turn, roll, moves, human)
-        if move is None:
-            return None
-        assert move.next_state is not None
-        return move.next_state
+        return None if move is None else move.next_state  # (a move's next state is never None)
 
     def pick_dice(
         self, record: GameRecord, state: int, info: dict[str, Any], turn: int, human: bool

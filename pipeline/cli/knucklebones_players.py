@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated
 
 import typer
 
 from pipeline import progress
 from pipeline.cli.options import DEFAULT_DATA_DIR, DataDir, ForceOutput, LazyConsole, Quiet
 from pipeline.errors import TablesMissingError, UsageError
-from pipeline.store.files import write_file_atomic
-from pipeline.store.outputs import check_output
+from pipeline.store.outputs import check_output, write_output
 
 #: The commands, which join the `knucklebones` group (:func:`pipeline.cli.knucklebones.register`).
 players = typer.Typer()
@@ -101,14 +99,6 @@ def _rules(variant: str | None) -> object:
 def _check(seed: int, games: int) -> None:
     within("--seed", seed, 0, MAX_SEED)
     within("--games", games, 1, 1_000_000)
-
-
-def _write(output: Path, writer: Callable[[BinaryIO], object]) -> None:
-    """Write an artefact where ``-o`` names (atomically; into a device or pipe as a stream)."""
-    from pipeline.store.outputs import make_dir
-
-    make_dir(output.parent)
-    write_file_atomic(output, writer)
 
 
 def _data(data_dir: Path, tables: bool) -> Path | None:
@@ -199,7 +189,7 @@ def label_cmd(
     rules = _rules(variant)
     check_output(output, data_dir, force)
     found = label(rules, _data(data_dir, tables), games, uniform, seed, held_out)  # type: ignore[arg-type]
-    _write(output, artefacts.labelled_writer(found))
+    write_output(output, artefacts.labelled_writer(found))
     worst = max(float(bellman_residual(found, n).max(initial=0.0)) for n in found.values)
     out.print(
         f"{len(found):,} positions written to {output} (values: {found.meta['values']}; "
@@ -254,7 +244,7 @@ def train_cmd(
         labelled=labelled_file(rules, labelled),  # type: ignore[arg-type]
         deeper=deeper, leaves=leaves,
     )  # fmt: skip
-    _write(output, evaluator_writer(found.evaluator))
+    write_output(output, evaluator_writer(found.evaluator))
     out.print(_ratings_table(found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     out.print(
@@ -301,7 +291,7 @@ def book_cmd(
     with progress.task(f"the positions within {plies} placements"):
         found = make(game, values.lookups(), plies, {})
     found.meta.update(values.provenance(t0))
-    _write(output, book_writer(found, compact))
+    write_output(output, book_writer(found, compact))
     out.print(
         f"{len(found):,} positions within {plies} placements written to {output} "
         f"(values: {values.source}; start value {found.win[0]:.12f})"
@@ -509,7 +499,7 @@ def self_play_cmd(
     found = self_play(
         rules, plan, depth, deeper, Path(data_dir), decisions, decisions_file, command, leaves
     )
-    _write(output, evaluator_writer(found.evaluator))
+    write_output(output, evaluator_writer(found.evaluator))
     out.print(_ratings_table(found.ratings))
     verdict = "beats" if found.evaluator.trusted else "does not beat"
     last = found.rounds[-1]

@@ -152,10 +152,6 @@ class Game(ABC):
     def start_state(self) -> int:
         """Canonical id of the state a game starts from."""
 
-    def tiles_text(self, state_id: int) -> str:
-        """The ``tiles`` text of one state id, as the states table writes it."""
-        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
-
     def choice_name(self) -> str:
         """Column name for the pre-roll choice."""
         return "dice"
@@ -233,7 +229,7 @@ class Game(ABC):
     def state_text(self, state_id: int) -> str:
         """The ``tiles`` text of one state, as the states table writes it (a light override
         answers without polars)."""
-        return self.tiles_text(state_id)
+        return str(self.describe_states(np.array([state_id], dtype=np.int64))["tiles"][0])
 
     def state_code(self, state_id: int) -> str | None:
         """Another way the tables write a state, where the game has one (Double Shutter: its

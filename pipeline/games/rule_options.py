@@ -108,9 +108,8 @@ def _one_die_tiles(text: str) -> tuple[int, ...]:
     """The tiles of ``--one-die-shut`` (``789``, ``7,8,9`` or ``10 11``); UsageError otherwise."""
     spaced = text.replace(",", " ")
     tokens = spaced.split() if " " in spaced.strip() else list(spaced.strip())
-    if not tokens or not all(t.isdigit() and t.isascii() for t in tokens):
-        raise UsageError(f"--one-die-shut {text!r}: give tiles, e.g. 789")
-    if any(len(t) > 2 for t in tokens):  # a box holds at most 24 tiles
+    # a box holds at most 24 tiles: two digits each
+    if not tokens or not all(t.isdigit() and t.isascii() and len(t) <= 2 for t in tokens):
         raise UsageError(f"--one-die-shut {text!r}: give tiles, e.g. 789")
     shut = [int(t) for t in tokens]
     twice = sorted({t for t in shut if shut.count(t) > 1})

@@ -34,10 +34,6 @@ class Policy:
     choice: np.ndarray
     """int64 [S]: the choice made before the roll in each state (-1 where there is none)."""
 
-    def validate(self, g: Graph) -> None:
-        """Raise ValueError when the policy does not fit the graph."""
-        stack(g, [self])
-
 
 @dataclass(frozen=True)
 class PolicySet:

@@ -24,7 +24,7 @@ import numpy as np
 from pipeline.graph import Graph
 from pipeline.solve import threads
 from pipeline.solve.compiled import kernel
-from pipeline.solve.policy_eval import Policy, chosen_rows
+from pipeline.solve.policy_eval import Policy, chosen_rows, stack
 
 CHUNK = 1 << 15
 ENDS = -1
@@ -87,7 +87,7 @@ def compile_policy(
     g: Graph, policy: Policy, start: int, win: np.ndarray, score: np.ndarray
 ) -> Compiled:
     """Flatten ``policy`` on ``g`` for :func:`simulate`; ``win``, ``score``: per end state."""
-    policy.validate(g)
+    stack(g, [policy])  # ValueError when the policy does not fit the graph
     rows = chosen_rows(g, policy.choice)
     states = g.ch_state[rows]
     denom, row_first, row_end, cum = _roll_tables(g, rows)

@@ -41,13 +41,12 @@ def spans(n: int, parts: int) -> list[tuple[int, int]]:
 def on_blocks(kernel: Callable[..., Any]) -> Callable[..., None]:
     """``kernel(lo, hi, *args)`` as a function of ``args`` alone, run on blocks of the rows of
     its first argument (:func:`run_blocks`): the kernel declares its parameters once, and its
-    callers call it as they would call it whole. The compiled kernel is ``.kernel``."""
+    callers call it as they would call it whole."""
 
     @functools.wraps(kernel, updated=())
     def run(*args: Any) -> None:
         run_blocks(kernel, len(args[0]), *args)
 
-    run.kernel = kernel  # type: ignore[attr-defined]
     return run
 
 

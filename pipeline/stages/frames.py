@@ -208,7 +208,7 @@ def move_rows(s: Solved, best: np.ndarray) -> pl.DataFrame:
     regret = (node_best - sol.move_value[legal]) * (1 if g.maximise else -1)
     is_best = np.zeros(g.mv_node.shape[0], dtype=bool)
     is_best[best] = True
-    moves = (
+    return (
         _gather_states(s, g.node_state[node])
         .hstack(
             [
@@ -223,7 +223,6 @@ def move_rows(s: Solved, best: np.ndarray) -> pl.DataFrame:
             is_best=pl.Series(is_best[legal]),
         )
     )
-    return moves
 
 
 def stage_frames(s: Solved, stages: Sequence[str]) -> dict[str, pl.DataFrame | tables.ChunkedRows]:

@@ -200,8 +200,7 @@ def write_file_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
         buffer = io.BytesIO()
         write(buffer)
         try:
-            with open(path, "wb") as fh:
-                fh.write(buffer.getbuffer())
+            path.write_bytes(buffer.getbuffer())
         except OSError as exc:
             raise PipelineError(f"cannot write {path}: {why(path, exc)}") from None
         return

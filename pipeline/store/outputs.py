@@ -9,11 +9,12 @@ import io
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from pipeline.errors import PipelineError, UsageError
-from pipeline.store.files import why, write_bytes_atomic
+from pipeline.store.files import why, write_file_atomic
 from pipeline.store.layout import LOCK_NAME
 
 if TYPE_CHECKING:  # a frame comes from polars; an Arrow table where polars is not installed
@@ -75,11 +76,12 @@ def export(rows: pl.DataFrame | pa.Table, fmt: str, path: Path) -> None:
     write_output(path, buffer.getvalue())
 
 
-def write_output(path: Path, data: bytes) -> None:
-    """Write a command's output file (checked first by :func:`check_output`): its folder made
-    where missing, the file written atomically, or a device or pipe written to as a stream."""
+def write_output(path: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
+    """Write a command's output file (checked first by :func:`check_output`), ``data`` or what
+    ``data(file)`` writes: its folder made where missing, the file written atomically, or a
+    device or pipe written to as a stream."""
     make_dir(Path(path).parent)
-    write_bytes_atomic(path, data)
+    write_file_atomic(path, data if callable(data) else lambda fh: fh.write(data))
 
 
 def make_dir(directory: Path) -> None:

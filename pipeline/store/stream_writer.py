@@ -49,29 +49,6 @@ WRITE_OPTIONS: dict[str, Any] = PARQUET_OPTIONS
 Columns = Mapping[str, np.ndarray]
 
 
-def write_streamed(
-    path: Path | str,
-    batches: Iterable[Columns],
-    schema: pa.Schema,
-    constants: Mapping[str, Any] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> int:
-    """Write ``batches`` (numpy columns) to the Parquet file ``path`` with ``schema``.
-
-    A schema field missing from a batch is filled with its value in ``constants`` (e.g. the
-    variant name); ``options`` are ParquetWriter options (default :data:`WRITE_OPTIONS`).
-    Returns the number of rows written. The file appears only when complete.
-    """
-    rows = write_streamed_many(
-        {"t": Path(path)},
-        ({"t": b} for b in batches),
-        {"t": schema},
-        {"t": constants or {}},
-        {"t": options} if options else None,
-    )
-    return rows["t"]
-
-
 def write_streamed_many(
     paths: Mapping[str, Path],
     batches: Iterable[Any],

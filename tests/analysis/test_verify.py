@@ -17,6 +17,7 @@ from pipeline.analysis import sql
 from pipeline.store import catalog
 from pipeline.store.tables import RULES_KEY
 from tests.conftest import invoke
+from tests.support.tables import write_streamed
 
 VARIANTS = "classic,lever,classic-score"
 
@@ -332,7 +333,7 @@ def test_lean_files_are_sampled_by_row_group(
         {"state_id": np.arange(a, a + 1000), "value": np.full(1000, 0.5)}
         for a in range(0, 10_000, 1000)
     ]
-    stream_writer.write_streamed(path, batches, schema, constants)
+    write_streamed(path, batches, schema, constants)
     found = sql.lean_sample(path, 3)
     assert found is not None and found.groups == 10 and found.rows == 3000
     assert found.ranges == ((0, 999), (4000, 4999), (9000, 9999))

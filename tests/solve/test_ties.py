@@ -9,6 +9,7 @@ import pytest
 from pipeline.graph import Graph
 from pipeline.solve import ties, tolerance
 from pipeline.solve.value_iteration import solve_value_iteration
+from tests.support.graphs import check_graph
 
 
 @pytest.mark.parametrize("form", ["python", "compiled"])
@@ -68,7 +69,7 @@ def test_value_iteration_picks_the_better_choice_then_the_larger_on_a_tie() -> N
         mv_label=np.zeros(4, dtype=np.int64),
         cyclic=True,
     )
-    g.validate()
+    check_graph(g)
     sol = solve_value_iteration(g)
     assert sol.value[:2].tolist() == [1.0, 1.0]
     assert sol.choice[:2].tolist() == [1, 2]

@@ -287,9 +287,10 @@ def test_writing_a_streamed_table_does_not_import_pandas(tmp_path: Path) -> None
         "from pipeline.store import stream_writer\n"
         "cols = {'state_id': np.arange(9), 'roll': np.full(9, 3, np.int16),\n"
         "        'stuck': np.zeros(9, bool), 'value': np.zeros(9)}\n"
-        "stream_writer.write_streamed(Path(sys.argv[1]), [cols], schemas()['policy'],\n"
-        "                             {'variant': 'v', 'best_move_mask': None,\n"
-        "                              'next_state_id': None, 'n_optimal': 1, 'n_moves': 2})\n"
+        "const = {'variant': 'v', 'best_move_mask': None, 'next_state_id': None,\n"
+        "         'n_optimal': 1, 'n_moves': 2}\n"
+        "stream_writer.write_streamed_many({'p': Path(sys.argv[1])}, [{'p': cols}],\n"
+        "                                  {'p': schemas()['policy']}, {'p': const})\n"
         "print('pandas' in sys.modules)\n"
     )
     out = subprocess.run(

@@ -5,15 +5,19 @@ the moves from the rules."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.analysis.contracts import run_contract
 from pipeline.store.layout import variant_file
 from pipeline.store.schema import DERIVED
+from pipeline.store.stream_writer import write_streamed_many
 
 #: The tolerance the tests compare values with.
 TOL = 1e-12
@@ -120,3 +124,26 @@ def check_position(found: dict[str, Any], data: Path, variant: str) -> None:
     if found["moves"]:  # the pick ties with the best (it may trail it in the last bits)
         (pick,) = [m for m in found["moves"] if m["best"]]
         assert pick["regret"] <= TOL * max(1.0, abs(pick["value"]))
+
+
+def write_streamed(
+    path: Path | str,
+    batches: Iterable[Mapping[str, np.ndarray]],
+    schema: pa.Schema,
+    constants: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> int:
+    """Write ``batches`` (numpy columns) to the Parquet file ``path`` with ``schema``.
+
+    A schema field missing from a batch is filled with its value in ``constants`` (e.g. the
+    variant name); ``options`` are ParquetWriter options (default: the store's). Returns the
+    number of rows written. The file appears only when complete.
+    """
+    rows = write_streamed_many(
+        {"t": Path(path)},
+        ({"t": b} for b in batches),
+        {"t": schema},
+        {"t": constants or {}},
+        {"t": options} if options else None,
+    )
+    return rows["t"]

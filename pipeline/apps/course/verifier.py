@@ -128,7 +128,7 @@ def parse_line(game: TwoPlayer, text: str) -> tuple[int, float]:
         return mask, value
     score = int(fields[1])
     try:
-        game.check_p1_score(score)
+        game.r.check_p1_score(score)
     except UsageError as exc:
         raise LineError("unknown state", str(exc)) from None
     return game.state_id(mask, score), value
@@ -220,7 +220,7 @@ def _check_order(
 def describe(game: TwoPlayer, state_id: int) -> str:
     """A state as a verifier line would name it: tiles, and P1's score for P2 states."""
     mask, score = game.split_ids(np.array([state_id]))
-    tiles = game.tiles_text(int(mask[0]))
+    tiles = game.state_text(int(mask[0]))
     return tiles if score[0] == 0 else f"{tiles},{int(score[0])}"
 
 

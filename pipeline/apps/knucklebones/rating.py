@@ -177,11 +177,8 @@ def rate_all(players: Mapping[str, Play], found: Decisions, seed: int) -> list[R
     with a progress bar over all their picks."""
     from pipeline import progress
 
-    out = []
     with progress.task("rating against exact play", total=len(players) * len(found)) as job:
-        for name, player in players.items():
-            out.append(rate(name, player, found, seed, tick=lambda: job.advance(1)))
-    return out
+        return [rate(name, player, found, seed, job.advance) for name, player in players.items()]
 
 
 def beats(new: Rating, old: Rating) -> bool:

@@ -54,7 +54,6 @@ class SentAnswers:
         self._kept: dict[Key, bytes] = {}
         self._keys: list[Key] = []
         """The kept keys, in no order (a random one is dropped in constant time)."""
-        self._where: dict[Key, int] = {}
         self._bytes = 0
         self._look: Any = None
         self._random = random.Random(0)
@@ -65,7 +64,6 @@ class SentAnswers:
         if look is not self._look:
             self._kept.clear()
             self._keys.clear()
-            self._where.clear()
             self._bytes = 0
             self._look = look
             return None
@@ -82,19 +80,16 @@ class SentAnswers:
             return
         while self._keys and self._bytes + size > self.max_bytes:
             self._drop(self._random.randrange(len(self._keys)))
-        self._where[key] = len(self._keys)
         self._keys.append(key)
         self._kept[key] = packed
         self._bytes += size
 
     def _drop(self, i: int) -> None:
-        keys, where = self._keys, self._where
+        keys = self._keys
         key = keys[i]
         last = keys.pop()
         if last is not key:  # the last key fills the hole
             keys[i] = last
-            where[last] = i
-        del where[key]
         self._bytes -= cost(key, self._kept.pop(key))
 
     def __len__(self) -> int:

@@ -66,8 +66,8 @@ class DoubleShutter(TileStrategyHooks, Game):
         self.objective = rules.objective
         self.thresholds = tuple(thresholds)
         n = rules.columns
-        self.front = rules.front_values()
-        self.back = rules.back_values()
+        self.front = np.array(rules.front_tiles(), dtype=np.int64)
+        self.back = np.array(rules.back_tiles(), dtype=np.int64)
         self.place = np.array(rules.places(), dtype=np.int64)
         """Base-3 place value of each column's digit (column 1 most significant)."""
         self._all = all_states(n, rules.rows)

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.games.dice import DiceRules, range_problem, target_problems
 from pipeline.games.tiles import refuse_position
-
-if TYPE_CHECKING:
-    import numpy as np
 
 MAX_COLUMNS = 9
 MAX_DICE = 4
@@ -85,18 +82,6 @@ class DoubleShutterRules(DiceRules):
     def places(self) -> list[int]:
         """Base-3 place value of each column's digit (column 1 most significant)."""
         return [3**k for k in range(self.columns - 1, -1, -1)]
-
-    def front_values(self) -> np.ndarray:
-        """:meth:`front_tiles` as an array (int64)."""
-        import numpy as np
-
-        return np.array(self.front_tiles(), dtype=np.int64)
-
-    def back_values(self) -> np.ndarray:
-        """:meth:`back_tiles` as an array (int64)."""
-        import numpy as np
-
-        return np.array(self.back_tiles(), dtype=np.int64)
 
     def max_score(self) -> int:
         """Score with every tile standing."""

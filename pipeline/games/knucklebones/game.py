@@ -408,7 +408,3 @@ class Knucklebones(Game):
     def pairs_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> np.ndarray:
         """Pair indices of two boards given column by column; UsageError if a pair is impossible."""
         return np.array(self.numbering.pairs_of_boards(mine, theirs), dtype=np.int64)
-
-    def state_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> int:
-        """Canonical state id of two boards (mover first)."""
-        return self.numbering.state_of_boards(mine, theirs)

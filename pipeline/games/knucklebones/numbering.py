@@ -125,10 +125,6 @@ class Numbering:
         self.columns = column_order(rules.rows, rules.faces)
         self.pairs = pair_order(rules.rows, rules.faces)
 
-    def column_of(self, dice: Sequence[int]) -> int:
-        """Index of the column holding ``dice`` (each a face 1..faces, at most ``rows``)."""
-        return column_number(dice, self.r.rows, self.r.faces)
-
     def pairs_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> list[int]:
         """Pair indices of two boards given column by column (the mover's first); UsageError
         where a value stands in both columns of a pair."""
@@ -140,8 +136,9 @@ class Numbering:
                     f"column {i + 1}: {shared[0]} stands on both boards, but placing it removes "
                     "the other player's"
                 )
-            pair = (self.column_of(a), self.column_of(b))
-            out.append(pair_numbers(self.r.rows, self.r.faces)[pair])
+            rows, faces = self.r.rows, self.r.faces
+            pair = (column_number(a, rows, faces), column_number(b, rows, faces))
+            out.append(pair_numbers(rows, faces)[pair])
         return out
 
     def state_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> int:

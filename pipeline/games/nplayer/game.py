@@ -107,11 +107,6 @@ class NPlayer(Game):
         """Player 1 with every tile open."""
         return self.full
 
-    def block_of(self, seat: int, best: int = 0, count: int = 1) -> int:
-        """The id block of ``seat`` facing the best score ``best`` held by ``count`` players
-        (:meth:`NPlayerRules.block_of`)."""
-        return self.r.block_of(seat, best, count)
-
     def state_id(
         self, mask: int, p1_score: int = 0, seat: int | None = None, count: int = 1
     ) -> int:
@@ -119,7 +114,7 @@ class NPlayer(Game):
         (two players: the second player's, facing player 1's score)."""
         if seat is None:
             seat = 1 if p1_score == 0 else 2
-        return self.block_of(seat, p1_score, count) * self.n_masks + mask
+        return self.r.block_of(seat, p1_score, count) * self.n_masks + mask
 
     def split_ids(self, state_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(mask, best score so far) of each state id; 0 for player 1 (two players: the mask
@@ -154,7 +149,7 @@ class NPlayer(Game):
             best, count = score, 1
         elif score == best:
             count += 1
-        return self.block_of(seat + 1, best, count) * self.n_masks + self.full
+        return self.r.block_of(seat + 1, best, count) * self.n_masks + self.full
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -198,7 +193,7 @@ class NPlayer(Game):
     def blocks(self) -> list[tuple[int, int, int, int]]:
         """Every (block number, seat, best, count), in block order (so state ids ascend)."""
         out = [
-            (self.block_of(k, b, max(c, 1)), k, b, c)
+            (self.r.block_of(k, b, max(c, 1)), k, b, c)
             for k in range(1, self.n + 1)
             for b, c in self.contexts(k)
         ]
@@ -406,7 +401,7 @@ class NPlayer(Game):
             mine: dict[tuple[int, int], np.ndarray] = {}
             terminal, term_row = self.terminal_rows(seat, ext)
             for best, count in self.contexts(seat):
-                number = self.block_of(seat, best, max(count, 1))
+                number = self.r.block_of(seat, best, max(count, 1))
                 target = scratch if out is None else out[self._position[number]]
                 pick, choice = fixed.get(seat, free)
                 kernels.solve_block(
@@ -569,7 +564,7 @@ class NPlayer(Game):
         if seat not in cache:
             _, vectors = self.payoffs
             cache[seat] = {
-                (b, c): vectors[self._position[self.block_of(seat, b, c)], self.full]
+                (b, c): vectors[self._position[self.r.block_of(seat, b, c)], self.full]
                 for b, c in self.contexts(seat)
             }
         return cache[seat]
@@ -690,7 +685,3 @@ class NPlayer(Game):
     def parse_state(self, text: str, **extra: Any) -> int:
         """State id of a position as the user gives it (:meth:`NPlayerRules.parse_state`)."""
         return self.r.parse_state(text, **extra)
-
-    def check_p1_score(self, score: int) -> None:
-        """UsageError unless an earlier player can finish a turn with ``score``."""
-        self.r.check_p1_score(score)

@@ -30,7 +30,6 @@ TABLES = ("states", "policy", "moves")
 def streamed(game: NPlayer, tables: Sequence[str]) -> Streamed:
     """The :class:`Streamed` build of ``game``: states, policy and moves (always: the lookups
     and the position query read them)."""
-    wanted = tuple(t for t in TABLES)
     box = _Box(game)
     tally = {"nodes": 0, "moves": 0, "start": float("nan")}
 
@@ -51,7 +50,7 @@ def streamed(game: NPlayer, tables: Sequence[str]) -> Streamed:
                 job.advance()
 
     return Streamed(
-        tables=wanted,
+        tables=TABLES,
         batches=batches(),
         constants={
             "states": {
@@ -61,7 +60,7 @@ def streamed(game: NPlayer, tables: Sequence[str]) -> Streamed:
                 "players": game.n,
             }
         },
-        options={t: {} for t in wanted},
+        options={t: {} for t in TABLES},
         n_states=len(game.blocks()) * game.n_masks,
         start_value=lambda: tally["start"],
         counts=lambda: (int(tally["nodes"]), int(tally["moves"])),

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pipeline.errors import UsageError
@@ -161,15 +160,12 @@ def orders(max_keys: int = MAX_KEYS) -> tuple[tuple[tuple[str, int], ...], ...]:
     """Every ordered choice of 1..``max_keys`` distinct keys, each with a direction: fewer keys
     first, then in search order. A key appears at most once (in one direction: the other could
     not split what the first leaves tied)."""
-    return tuple(_orders(max_keys))
-
-
-def _orders(max_keys: int) -> Iterator[tuple[tuple[str, int], ...]]:
-    """:func:`orders`, one at a time."""
-    for size in range(1, max_keys + 1):
-        for combo in itertools.permutations(KEY_NAMES, size):
-            for signs in itertools.product((1, -1), repeat=size):
-                yield tuple(zip(combo, signs, strict=True))
+    return tuple(
+        tuple(zip(combo, signs, strict=True))
+        for size in range(1, max_keys + 1)
+        for combo in itertools.permutations(KEY_NAMES, size)
+        for signs in itertools.product((1, -1), repeat=size)
+    )
 
 
 #: The named strategies that are rules of the family (the same keys and the same tie rule):

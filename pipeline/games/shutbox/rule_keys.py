@@ -120,9 +120,7 @@ class BoxRules:
             first = pattern_of = np.zeros(0, dtype=np.int64)
         patterns = np.ascontiguousarray(full[first])
         sizes = np.diff(self.starts)[self.multi[first]].astype(np.int64)
-        return Ranked(
-            threshold, self.choice_for(threshold), patterns, sizes, pattern_of.reshape(-1)
-        )
+        return Ranked(self.choice_for(threshold), patterns, sizes, pattern_of.reshape(-1))
 
     def rule_rows(self, rule: Rule) -> np.ndarray:
         """int64 [N]: the move row the rule plays at every node."""
@@ -140,7 +138,6 @@ class Ranked:
     of moves reduced to its *pattern* (the order of its moves under every key), and the nodes
     sharing a pattern, where every rule picks alike."""
 
-    threshold: int | None
     choice: np.ndarray
     """int64 [S]: the dice rolled in each state."""
     patterns: np.ndarray

@@ -361,9 +361,9 @@ def schemas(with_variant: bool = True, lean: bool = False) -> dict[str, pa.Schem
 
     Column names and types follow today's tables where they share a column; moves are tile
     masks (``*_mask``, int32) rather than lists of tiles. With ``with_variant``, each starts with
-    a ``variant`` column (a constant for :func:`pipeline.store.stream_writer.write_streamed`), and
-    states end with the constants ``objective``, ``maximise`` and ``residual`` (0.0). With
-    ``lean`` the policy leaves out :data:`DERIVED_POLICY`.
+    a ``variant`` column (a constant for :mod:`pipeline.store.stream_writer`), and states end
+    with the constants ``objective``, ``maximise`` and ``residual`` (0.0). With ``lean`` the
+    policy leaves out :data:`DERIVED_POLICY`.
     """
     i16, i32, i64, f64 = pa.int16(), pa.int32(), pa.int64(), pa.float64()
     fields = {

@@ -27,6 +27,7 @@ from pipeline.games.knucklebones.game import (
 from pipeline.games.knucklebones.numbering import column_number, pair_numbers, parse_board
 from pipeline.solve.rank_order import best_moves
 from pipeline.solve.value_iteration import solve_value_iteration
+from tests.support.graphs import check_graph
 
 
 def game(columns: int, rows: int, faces: int = 6, objective: str = "wins") -> Knucklebones:
@@ -183,8 +184,8 @@ def test_column_order_and_dice_order_do_not_matter() -> None:
             int(g.canonical(np.array(perm)[None, :])[0]) for perm in itertools.permutations(pairs)
         }
         assert len(ids) == 1
-    a = g.state_of_boards(board("41_/2/66", g), board("_/35/1", g))
-    b = g.state_of_boards(board("66/14/2", g), board("1/_/53", g))
+    a = g.numbering.state_of_boards(board("41_/2/66", g), board("_/35/1", g))
+    b = g.numbering.state_of_boards(board("66/14/2", g), board("1/_/53", g))
     assert a == b
 
 
@@ -197,12 +198,12 @@ def test_one_slot_board_solved_by_hand() -> None:
     for objective, start in (("wins", 1.0), ("score", 1.5)):
         g = game(1, 1, 2, objective)
         gr = g.graph()
-        gr.validate()
+        check_graph(gr)
         sol = solve_value_iteration(gr)
         assert sol.value[g.start_state()] == pytest.approx(start, abs=1e-12)
     # Opponent holds a 1, so their one-slot board is full: the game is over, lost 0 - 1.
     g = game(1, 1, 2, "score")
-    s = g.state_of_boards([[]], [[1]])
+    s = g.numbering.state_of_boards([[]], [[1]])
     assert solve_value_iteration(g.graph()).value[s] == -1.0
     # 1 column of 2 slots, die 1..2, mover empty facing the opponent's [1]. Rolling 1 removes
     # the 1 and hands the opponent exactly this position (a cycle of length one); rolling 2
@@ -210,8 +211,8 @@ def test_one_slot_board_solved_by_hand() -> None:
     g = game(1, 2, 2, "wins")
     gr = g.graph()
     v = solve_value_iteration(gr).value
-    here = g.state_of_boards([[]], [[1]])
-    w = v[g.state_of_boards([[1]], [[2]])]
+    here = g.numbering.state_of_boards([[]], [[1]])
+    w = v[g.numbering.state_of_boards([[1]], [[2]])]
     assert v[here] == pytest.approx(0.5 * (1 - v[here]) + 0.5 * (1 - w), abs=1e-12)
     assert 0 < v[here] < 1
 
@@ -239,7 +240,7 @@ def test_value_iteration_matches_a_linear_solve_of_its_policy(
 ) -> None:
     g = game(columns, rows, faces, objective)
     gr = g.graph()
-    gr.validate()
+    check_graph(gr)
     sol = solve_value_iteration(gr)
     assert sol.residual <= 1e-12
     assert sol.iterations > 1
@@ -291,7 +292,7 @@ def test_int32_graph_of_large_boards_solves_the_same(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(kb, "BIG_GRAPH_MOVES", 0)
     narrow = game(2, 2).graph()
     assert narrow.mv_dst.dtype == np.int32 and wide.mv_dst.dtype == np.int64
-    narrow.validate()
+    check_graph(narrow)
     a, b = solve_value_iteration(wide), solve_value_iteration(narrow)
     assert np.array_equal(a.value, b.value)
     assert np.array_equal(best_moves(wide, a)[0], best_moves(narrow, b)[0])

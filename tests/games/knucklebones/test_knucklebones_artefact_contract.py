@@ -169,7 +169,7 @@ def test_the_shipped_3x2_artefacts_equal_an_exact_solve() -> None:
     same way (`stb-pipeline knucklebones check-artefacts`, a few minutes more)."""
     from pipeline.apps.knucklebones.distill import exact_values
 
-    board = artefacts.board_of(3, 2, 6)
+    board = KnuckleRules(3, 2, 6)
     values = exact_values(board, None).values
     found = contract.check_packaged(None, lambda b: values if b == board else None)
     exacts = [f for f in found if "exact solve" in f.check and f.artefact.startswith("3x2")]

@@ -16,10 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.errors import ArtefactError
+from pipeline.games.knucklebones.game import KnuckleRules
 from pipeline.games.knucklebones.players import artefacts
 from tests.conftest import invoke
 
-BOARD = artefacts.board_of(3, 2, 6)
+BOARD = KnuckleRules(3, 2, 6)
 VARIANT = "knucklebones-3x2"
 #: A position the 3x2 book answers (the opening) and one it does not (searched).
 OPENING = ["_/_/_", "_/_/_", "4"]
@@ -239,7 +240,7 @@ def test_a_labelled_set_without_its_record_or_of_another_board_is_refused(tmp_pa
 
 
 def test_every_packaged_artefact_reads_whole() -> None:
-    for board in (BOARD, artefacts.board_of(3, 3, 4)):
+    for board in (BOARD, KnuckleRules(3, 3, 4)):
         assert artefacts.read_book(artefacts.path("book", board), board).plies >= 5
         assert artefacts.read_evaluator(artefacts.path("evaluator", board), board).trusted
         assert len(artefacts.read_labelled(artefacts.path("labelled", board), board)) > 1000

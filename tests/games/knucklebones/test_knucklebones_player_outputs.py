@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.games.knucklebones.game import KnuckleRules
 from pipeline.games.knucklebones.players import artefacts
 from tests.conftest import invoke
 
@@ -133,4 +134,4 @@ def test_rate_stores_rows_only_where_its_board_is_built(data: Path, tmp_path: Pa
 def test_the_written_artefacts_read_back(data: Path, tmp_path: Path) -> None:
     book = tmp_path / "b.npz"
     assert invoke(_args(WRITERS[1], book, data)).code == 0
-    assert len(artefacts.read_book(book, artefacts.board_of(2, 2, 6))) > 1
+    assert len(artefacts.read_book(book, KnuckleRules(2, 2, 6))) > 1

@@ -163,7 +163,7 @@ def test_state_ids_round_trip() -> None:
     game = NPlayer(NPlayerRules.make(players=4, tiles=5, sides=3, one_die_sum=3))
     ids = np.array(
         [
-            game.block_of(k, b, c) * 32 + m
+            game.r.block_of(k, b, c) * 32 + m
             for k, b, c, m in product(
                 [2, 3, 4], game.possible_scores.tolist()[:3], [1, 2, 3], [0, 5, 31]
             )
@@ -172,7 +172,7 @@ def test_state_ids_round_trip() -> None:
     )
     mask, seat, best, count = game.position(ids)
     again = [
-        game.block_of(int(k), int(b), int(c)) * 32 + int(m)
+        game.r.block_of(int(k), int(b), int(c)) * 32 + int(m)
         for m, k, b, c in zip(mask, seat, best, count, strict=True)
     ]
     assert again == ids.tolist()

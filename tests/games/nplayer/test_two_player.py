@@ -16,6 +16,7 @@ from pipeline.games.nplayer.rules import NPlayerRules as TwoPlayerRules
 from pipeline.graph import PASS
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves, solve_rank_order
+from tests.support.graphs import check_graph
 from tests.support.two_player_reference import reference_solver
 
 SEED = "002_966add8e0a53f14d.txt"
@@ -80,7 +81,7 @@ def test_seed_002_move_examples(solved, tiles, p1_score, roll, move) -> None:
 
 def test_graph_is_valid_and_ranks_go_down(solved) -> None:
     game, g, _ = solved
-    g.validate()
+    check_graph(g)
     src = g.node_state[g.mv_node]
     has_dst = g.mv_dst >= 0
     assert np.all(g.rank[g.mv_dst[has_dst]] < g.rank[src[has_dst]])
@@ -132,7 +133,7 @@ def test_small_games_exact_against_independent_solver(rules: TwoPlayerRules) -> 
     """On small rule sets the exact solver, the float solver and the reference agree exactly."""
     game = TwoPlayer(rules)
     g = game.graph()
-    g.validate()
+    check_graph(g)
     exact = solve_exact(g)
     floats = solve_rank_order(g).value
     box = rules.box
@@ -226,7 +227,7 @@ def test_random_small_rules_against_independent_solver(
         TwoPlayerRules.make(tiles=tiles, dice=dice, sides=sides, one_die_sum=one_die_sum)
     )
     g = game.graph()
-    g.validate()
+    check_graph(g)
     values = solve_rank_order(g).value
     p1, p2 = reference_solver(tiles, dice, sides, one_die_sum)
     mask, score = game.split_ids(g.state_id)

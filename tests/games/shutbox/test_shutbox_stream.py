@@ -32,7 +32,8 @@ from pipeline.games.shutbox.stream import (
 )
 from pipeline.graph import Graph
 from pipeline.solve.rank_order import Solution, best_moves, solve_rank_order
-from pipeline.store.stream_writer import write_streamed, write_streamed_many
+from pipeline.store.stream_writer import write_streamed_many
+from tests.support.tables import write_streamed
 
 TOL = 1e-12
 NAMED = sorted(

@@ -17,6 +17,7 @@ from pipeline.games.shutbox.game import RuleSet, ShutTheBox
 from pipeline.solve.exact import solve_exact
 from pipeline.solve.rank_order import best_moves, solve_rank_order
 from tests.support import reference
+from tests.support.graphs import check_graph
 
 TOL = 1e-12
 FULL = frozenset(range(1, 10))
@@ -26,7 +27,7 @@ def solved(rules: RuleSet) -> tuple[ShutTheBox, dict[int, float]]:
     """The game and its float values by state id."""
     game = ShutTheBox(rules)
     g = game.graph()
-    g.validate()
+    check_graph(g)
     sol = solve_rank_order(g)
     return game, dict(zip(g.state_id.tolist(), sol.value.tolist(), strict=True))
 

@@ -17,9 +17,6 @@ import numpy as np
 
 from pipeline.games.knucklebones.game import KnuckleRules
 
-#: Where a solve ran: this process's cores, Dask workers, or one GPU.
-BACKENDS = ("cpu", "dask", "cuda")
-
 
 def midpoint(bounds: np.ndarray) -> np.ndarray:
     """(lower + upper) / 2 of an [n, 2] bounds array, as float64."""
@@ -43,7 +40,7 @@ class Solution:
     sweep_seconds: float
     """The sweeps alone (on the GPU the first includes compiling the sweep kernel)."""
     backend: str
-    """Where it ran: one of :data:`BACKENDS`."""
+    """Where it ran: ``cpu`` (this process's cores), ``dask`` (Dask workers) or ``cuda``."""
     dtype: type
     """How the bounds were stored (float32 where float64 bounds did not fit a GPU)."""
     read: Callable[[int, int], np.ndarray]

@@ -59,11 +59,6 @@ def _record(artefact: Any, **more: Any) -> np.ndarray:
     return np.array(json.dumps({**artefact.meta, **board, **more}, sort_keys=True))
 
 
-def board_of(columns: int, rows: int, faces: int) -> KnuckleRules:
-    """The board and die an artefact names (the win chance its objective)."""
-    return KnuckleRules(columns, rows, faces)
-
-
 # -- evaluators ----------------------------------------------------------------------------------
 
 
@@ -88,7 +83,7 @@ def read_evaluator(file: Path, board: KnuckleRules | None = None) -> Evaluator:
 @lru_cache(maxsize=16)
 def packaged_evaluator(columns: int, rows: int, faces: int) -> Evaluator | None:
     """The packaged evaluator of a board, or None where there is none."""
-    return _packaged("evaluator", read_evaluator, board_of(columns, rows, faces))
+    return _packaged("evaluator", read_evaluator, KnuckleRules(columns, rows, faces))
 
 
 def _packaged(kind: str, read: Callable[[Path, KnuckleRules], T], rules: KnuckleRules) -> T | None:
@@ -133,7 +128,7 @@ def read_book(file: Path, board: KnuckleRules | None = None) -> Book:
 @lru_cache(maxsize=16)
 def packaged_book(columns: int, rows: int, faces: int) -> Book | None:
     """The packaged book of a board, or None where there is none."""
-    return _packaged("book", read_book, board_of(columns, rows, faces))
+    return _packaged("book", read_book, KnuckleRules(columns, rows, faces))
 
 
 # -- labelled sets -------------------------------------------------------------------------------
