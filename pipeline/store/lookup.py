@@ -330,11 +330,10 @@ def write(source: Path, shared: bool) -> bool:
 
 def _sections(source: Path, shared: bool) -> dict[str, tuple[memoryview, int, int, bool]] | None:
     """Each variant's values (bytes, lowest id, count, dense) by name, or None where the file
-    holds no usable columns. Read a batch at a time, twice (the ids' range, then the values), so
-    that a board's 20 million states cost their dense values and little more."""
-    import numpy as np
+    holds no usable columns or its values would be over :data:`MAX_BODY_BYTES`. Read a batch
+    at a time, twice (the ids' range, then the values), so that a board's 20 million states cost
+    their dense values and little more."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     meta = pq.read_metadata(source)
@@ -348,55 +347,68 @@ def _sections(source: Path, shared: bool) -> dict[str, tuple[memoryview, int, in
         return None
     if not pa.types.is_floating(schema.field("value").type):
         return None
-    ranges: dict[str, tuple[int, int, int]] = {}  # name: (lowest id, highest, rows)
+    ranges = _ranges(source, shared)
+    dense = {n for n, (low, top, rows) in ranges.items() if top - low < DENSE_FACTOR * rows + 1024}
+    planned = sum(
+        8 * (top - low + 1) if n in dense else 16 * rows for n, (low, top, rows) in ranges.items()
+    )
+    return None if planned > MAX_BODY_BYTES else _gather(source, shared, ranges, dense)
+
+
+def _ranges(source: Path, shared: bool) -> dict[str, tuple[int, int, int]]:
+    """(lowest id, highest, rows) of each variant whose every row has a state id and an
+    objective (the others: the Parquet answer says what is wrong)."""
+    import pyarrow.compute as pc
+
+    ranges: dict[str, tuple[int, int, int]] = {}
     unusable: set[str] = set()
     for name, part in _parts(source, shared, ["state_id", "objective"]):
         ids = part.column("state_id")
+        if not len(part):
+            continue  # (an empty file's one batch)
         if ids.null_count or part.column("objective").null_count:
-            unusable.add(name)  # no objective somewhere: the Parquet answer says what is wrong
+            unusable.add(name)
             continue
         low, top = (x.as_py() for x in pc.min_max(ids).values())
         was = ranges.get(name, (low, top, 0))
         ranges[name] = (min(was[0], low), max(was[1], top), was[2] + len(part))
-    kept = {name: r for name, r in ranges.items() if name not in unusable}
-    dense_names = {
-        n for n, (low, top, rows) in kept.items() if top - low < DENSE_FACTOR * rows + 1024
-    }
-    planned = sum(
-        8 * (top - low + 1) if n in dense_names else 16 * rows
-        for n, (low, top, rows) in kept.items()
-    )
-    if planned > MAX_BODY_BYTES:
-        return None
-    dense = {
-        name: (np.full(top - low + 1, math.nan, "<f8"), np.zeros(top - low + 1, bool))
-        for name, (low, top, _) in kept.items()
-        if name in dense_names
-    }
-    sparse: dict[str, list[tuple[Any, Any]]] = {n: [] for n in kept if n not in dense_names}
+    return {name: r for name, r in ranges.items() if name not in unusable}
+
+
+def _gather(
+    source: Path, shared: bool, ranges: dict[str, tuple[int, int, int]], dense: set[str]
+) -> dict[str, tuple[memoryview, int, int, bool]]:
+    """The sections of the variants of ``ranges`` (``dense`` ones by id from the lowest, the
+    others as sorted ids and their values); none for a variant with a state twice (which row an
+    answer reads is not for this file to say)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    into = {n: np.full(ranges[n][1] - ranges[n][0] + 1, math.nan, "<f8") for n in dense}
+    seen = {n: np.zeros(into[n].size, bool) for n in dense}
+    sparse: dict[str, list[tuple[Any, Any]]] = {n: [] for n in ranges if n not in dense}
     for name, part in _parts(source, shared, ["state_id", "value"]):
-        if name not in dense and name not in sparse:
+        if name not in ranges:
             continue
         ids = part.column("state_id").cast(pa.int64()).to_numpy()
         values = pc.fill_null(part.column("value").cast(pa.float64()), math.nan).to_numpy()
         if name in sparse:
             sparse[name].append((ids, values))
-            continue
-        into, seen = dense[name]
-        into[ids - ranges[name][0]] = values
-        seen[ids - ranges[name][0]] = True
+        else:
+            into[name][ids - ranges[name][0]] = values
+            seen[name][ids - ranges[name][0]] = True
     out: dict[str, tuple[memoryview, int, int, bool]] = {}
-    for name, (into, seen) in dense.items():
-        if np.count_nonzero(seen) == ranges[name][2]:  # (else a state twice, as below)
-            out[name] = (into.data.cast("B"), ranges[name][0], int(into.size), True)
+    for name in dense:
+        if np.count_nonzero(seen[name]) == ranges[name][2]:
+            out[name] = (into[name].data.cast("B"), ranges[name][0], int(into[name].size), True)
     for name, parts in sparse.items():
         ids = np.concatenate([i for i, _ in parts])
         order = np.argsort(ids, kind="stable")
         ids, values = ids[order], np.concatenate([v for _, v in parts])[order]
-        if (np.diff(ids) == 0).any():
-            continue  # a state twice: which row an answer reads is not for this file to say
-        blob = np.concatenate([ids.astype("<i8").view("u1"), values.astype("<f8").view("u1")])
-        out[name] = (blob.data.cast("B"), 0, int(ids.size), False)
+        if not (np.diff(ids) == 0).any():
+            blob = np.concatenate([ids.astype("<i8").view("u1"), values.astype("<f8").view("u1")])
+            out[name] = (blob.data.cast("B"), 0, int(ids.size), False)
     return dict(sorted(out.items()))
 
 

@@ -500,8 +500,10 @@ def toy(data: Path, ids: list[int], objective: list[str | None]) -> dict[int, fl
     folder = data / "variants" / "toy"
     folder.mkdir(parents=True, exist_ok=True)
     values = [math.sqrt(i + 0.5) / 7 for i in ids]
+    types = {"state_id": pa.int64(), "value": pa.float64(), "objective": pa.string()}
+    columns = {"state_id": ids, "value": values, "objective": objective}
     pq.write_table(
-        pa.table({"state_id": ids, "value": values, "objective": objective}),
+        pa.table({k: pa.array(v, types[k]) for k, v in columns.items()}),
         folder / "states.parquet",
         row_group_size=16,
     )
@@ -541,6 +543,15 @@ def test_values_planned_over_the_limit_are_not_gathered(
     monkeypatch.undo()
     monkeypatch.setattr(lookup, "MAX_BODY_BYTES", 8 * 120)
     assert lookup.write(states, shared=False)
+
+
+def test_an_empty_states_file_gets_an_empty_lookup(tmp_path: Path) -> None:
+    states = tmp_path / "variants" / "toy" / "states.parquet"
+    toy(tmp_path, [], [])
+    assert lookup.write(states, shared=False)
+    with open(states.parent / lookup.NAME, "rb") as fh:
+        assert lookup._header(fh)["variants"] == {}  # type: ignore[index]
+    assert lookup.value(str(tmp_path.resolve()), "toy", 0) is None
 
 
 @pytest.mark.parametrize("spread", [1, 1000])
