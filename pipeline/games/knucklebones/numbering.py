@@ -122,8 +122,6 @@ class Numbering:
 
     def __init__(self, rules: KnuckleRules) -> None:
         self.r = rules
-        self.columns = column_order(rules.rows, rules.faces)
-        self.pairs = pair_order(rules.rows, rules.faces)
 
     def pairs_of_boards(self, mine: list[list[int]], theirs: list[list[int]]) -> list[int]:
         """Pair indices of two boards given column by column (the mover's first); UsageError

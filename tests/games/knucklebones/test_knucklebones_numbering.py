@@ -23,7 +23,7 @@ from pipeline.games.knucklebones.game import (
     n_positions,
     rank_multisets,
 )
-from pipeline.games.knucklebones.numbering import Numbering, column_order, pair_order, rank
+from pipeline.games.knucklebones.numbering import column_order, pair_order, rank
 from tests.conftest import REPO
 
 
@@ -93,8 +93,8 @@ def test_a_sample_of_the_larger_boards(cols: int, rows: int, faces: int) -> None
 
 def test_a_sample_of_the_full_game() -> None:
     """The full 3x3 game (its states are not all made: the numpy rank of sampled pair rows)."""
-    numbering = Numbering(KnuckleRules())
-    n_pairs = len(numbering.pairs)
+    rules = KnuckleRules()
+    n_pairs = len(pair_order(rules.rows, rules.faces))
     binom = binomials(n_pairs + 3, 3)
     rnd = random.Random(3)
     rows = np.sort(np.array([[rnd.randrange(n_pairs) for _ in range(3)] for _ in range(5000)]), 1)
