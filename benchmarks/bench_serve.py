@@ -7,8 +7,10 @@ memory < 500 MB; the page's first paint <= 1 s.
 
 The server runs as its own process (`python -m pipeline serve`, its peak memory read from
 /proc/PID/status); the clients are asyncio connections in this process, each sending one GET at a
-time on a kept-alive connection (a few microseconds of CPU a request, so they take little of the
-2 cores from the server). The positions asked are drawn once, seeded (``--seed``), and cycled.
+time on a kept-alive connection. They cost CPU too (about 0.03 ms a request, half the server's:
+``--compare`` prints it), taken from the cores the server has, so ``--compare`` also prints the
+median's floor: clients over the most requests a second the cores allow both. The positions
+asked are drawn once, seeded (``--seed``), and cycled.
 
 The baseline, in the same run: one DuckDB point query of the same states file (``select value
 ... where state_id = $id``, in this process, one client): what a per-request DuckDB lookup costs
@@ -731,14 +733,14 @@ def build_mix(repo: Path, data: Path) -> Path:
 def window(port: int, pid: int, lookups: list[str], clients: int, seconds: float) -> dict:
     """One window of the load on one server: its requests a second, median and p99 (ms),
     failures and the server tree's CPU ms a request."""
-    cpu0 = tree_cpu(pid)
+    cpu0, own0 = tree_cpu(pid), time.process_time()
     looked, _ = asyncio.run(mixed_load(port, lookups, clients, seconds))
-    cpu = tree_cpu(pid) - cpu0
+    cpu, own = tree_cpu(pid) - cpu0, time.process_time() - own0
     ok = sorted(1000 * x for x in looked if not math.isnan(x))
     return {
         "rps": len(looked) / seconds, "p50": statistics.median(ok) if ok else math.nan,
         "p99": percentile(ok, 0.99), "failed": len(looked) - len(ok),
-        "cpu_ms": 1000 * cpu / max(1, len(looked)),
+        "cpu_ms": 1000 * cpu / max(1, len(looked)), "gen_ms": 1000 * own / max(1, len(looked)),
     }  # fmt: skip
 
 
@@ -796,6 +798,15 @@ def _interleave(configs: list, lookups: list[str], args: argparse.Namespace) -> 
             server.wait(timeout=60)
 
 
+def p50_floor(m: dict[str, float], clients: int) -> float:
+    """The lowest median (ms) the machine allows ``clients`` closed-loop clients when the
+    server and the load generator share its cores: each client waits for its answer, so the
+    median is about clients / requests a second, and requests a second are at most the cores
+    over the CPU a request costs both (server and generator)."""
+    most = (os.cpu_count() or 1) / ((m["cpu_ms"] + m["gen_ms"]) / 1000)
+    return 1000 * clients / most
+
+
 def _print_compare(configs: list, results: list[dict], args: argparse.Namespace) -> None:
     span = args.seconds / args.rounds
     table = Table(
@@ -803,17 +814,19 @@ def _print_compare(configs: list, results: list[dict], args: argparse.Namespace)
         f"{span:.0f} s per configuration, taking turns (medians)"
     )
     for col in ("checkout", "server processes", "req/s", "p50 ms", "p99 ms", "failed",
-                "server CPU ms/req", "RSS MB (largest server)", "PSS MB (all)"):  # fmt: skip
+                "server CPU ms/req", "load generator CPU ms/req", "p50 floor ms",
+                "RSS MB (largest server)", "PSS MB (all)"):  # fmt: skip
         table.add_column(col, justify="right")
     med: dict[tuple[str, int], dict[str, float]] = {}
     for (shown, _, _, w, _), found in zip(configs, results, strict=True):
         m = {key: statistics.median(x[key] for x in found["windows"])
-             for key in ("rps", "p50", "p99", "cpu_ms")}  # fmt: skip
+             for key in ("rps", "p50", "p99", "cpu_ms", "gen_ms")}  # fmt: skip
         m["failed"] = sum(x["failed"] for x in found["windows"])
         m["rss"], m["pss"] = found["rss"], found["pss"]
         med[(shown, w)] = m
         table.add_row(shown, str(w), f"{m['rps']:,.0f}", f"{m['p50']:.1f}", f"{m['p99']:.1f}",
-                      str(int(m["failed"])), f"{m['cpu_ms']:.3f}", f"{m['rss']:.0f}",
+                      str(int(m["failed"])), f"{m['cpu_ms']:.3f}", f"{m['gen_ms']:.3f}",
+                      f"{p50_floor(m, args.clients):.1f}", f"{m['rss']:.0f}",
                       f"{m['pss']:.0f}")  # fmt: skip
     console = Console(width=160)
     console.print(table)
