@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 from pipeline.analysis import knucklebones_artefacts as contract
-from pipeline.games.knucklebones.exact.greedy import solve_cpu, values_cpu
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players import artefacts, labels, positions
 from pipeline.games.knucklebones.players import book as book_module
@@ -30,6 +29,7 @@ from pipeline.store.files import write_file_atomic as save
 from tests.conftest import REPO, invoke
 from tests.support.ci import cannot_run
 from tests.support.knucklebones_exact import exact, lookups
+from tests.support.knucklebones_greedy import solve_cpu, values_cpu
 
 SMALL = KnuckleRules(2, 2, 3)
 PROVENANCE = {"device": "cpu (a test)", "code_hash": "x", "seconds": 1.0, "tolerance": 1e-11}
