@@ -298,7 +298,8 @@ def greedy_step(args: argparse.Namespace) -> int:
     record = found.record()
     record.update(device_record())
     if args.reference:
-        from pipeline.games.knucklebones.exact.greedy import solve_cpu
+        sys.path.insert(0, str(ROOT))  # the plain CPU solve is the tests' (tests/support)
+        from tests.support.knucklebones_greedy import solve_cpu
 
         cpu = solve_cpu(rules)
         worst = max(

@@ -17,8 +17,8 @@ from tests.support.cuda_sim import poll_gently
 
 def main() -> dict:
     from pipeline.games.knucklebones.exact import gpu, solver
-    from pipeline.games.knucklebones.exact.greedy import solve_cpu
     from pipeline.games.knucklebones.game import KnuckleRules
+    from tests.support.knucklebones_greedy import solve_cpu
 
     found: dict = {"simulated": gpu.simulated()}
     rng = np.random.default_rng(5)

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 from pipeline.analysis import knucklebones_artefacts as contract
-from pipeline.games.knucklebones.exact.greedy import solve_cpu, values_cpu
 from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 from pipeline.games.knucklebones.players import artefacts, labels, positions
 from pipeline.games.knucklebones.players import book as book_module
@@ -30,6 +29,7 @@ from pipeline.store.files import write_file_atomic as save
 from tests.conftest import REPO, invoke
 from tests.support.ci import cannot_run
 from tests.support.knucklebones_exact import exact, lookups
+from tests.support.knucklebones_greedy import solve_cpu, values_cpu
 
 SMALL = KnuckleRules(2, 2, 3)
 PROVENANCE = {"device": "cpu (a test)", "code_hash": "x", "seconds": 1.0, "tolerance": 1e-11}
@@ -287,22 +287,40 @@ def test_greedy_on_the_gpu_equals_the_plain_solve_and_a_cut_bound_holds(
     assert not found["cut_converged"] and found["cut_holds"] and found["cut_width"] > 0
 
 
-def test_the_artefact_kernels_compile_for_a_gpu_without_one() -> None:
+def _artefact_ptx(rules: KnuckleRules, dtype: type, cc: tuple[int, int]) -> tuple[str, str]:
+    """The gather's and greedy's best-response sweep's kernels (issue 38's GPU call) compiled
+    to PTX without a GPU, as :func:`gpu.compile_ptx` compiles a solve's, with the argument types
+    of their launches: a kernel that would not compile on the GPU fails here."""
     from pipeline.games.knucklebones.exact import gpu
 
+    with gpu._ptx_compiler(cc) as ptx:
+        tb = gpu.exact.tables(rules)
+        bounds: np.ndarray = np.zeros((2, 2), dtype=dtype)
+        ids = np.zeros(1, dtype=np.int64)
+        out = np.zeros(2, dtype=np.float64)
+        host = {k: getattr(tb, k) for k in gpu.TABLE_NAMES}
+        gather = ptx(gpu._made("make_gather"), (bounds, ids, out))
+        greedy = ptx(
+            gpu._made("make_greedy", tb.columns, tb.faces, gpu.THREADS),
+            gpu.greedy_args(tb, host, bounds, out),
+        )
+    return gather, greedy
+
+
+def test_the_artefact_kernels_compile_for_a_gpu_without_one() -> None:
     try:
         import numba.cuda  # noqa: F401
     except ImportError:
         cannot_run("numba-cuda is not installed: pip install '.[test]'")
     try:
-        ptx = gpu.compile_artefact_ptx(KnuckleRules(3, 3, 6, "wins"), np.float32, cc=(9, 0))
+        gather, greedy = _artefact_ptx(KnuckleRules(3, 3, 6, "wins"), np.float32, cc=(9, 0))
     except Exception as e:
         if not e.__class__.__name__.endswith(("NotFoundError", "SupportError")):
             raise
         cannot_run(f"CUDA compiler libraries missing ({e.__class__.__name__})")
-    for text in (ptx.gather, ptx.greedy):
+    for text in (gather, greedy):
         assert ".target sm_90" in text and ".visible .entry" in text
-    assert "ld.global.f32" in ptx.greedy and "st.global.f32" in ptx.greedy
+    assert "ld.global.f32" in greedy and "st.global.f32" in greedy
 
 
 # -- the whole call, rehearsed ---------------------------------------------------------------------

@@ -396,30 +396,3 @@ def greedy_solve(
         tol, width <= 2 * tol, sweeps, time.perf_counter() - t0, swept, np.dtype(dtype).name,
         "cuda",
     )  # fmt: skip
-
-
-@dataclass
-class ArtefactPtx:
-    """The kernels of issue 38's GPU call compiled to PTX without a GPU
-    (:func:`compile_artefact_ptx`): the gather and greedy's best-response sweep."""
-
-    gather: str
-    greedy: str
-
-
-def compile_artefact_ptx(
-    rules: KnuckleRules, dtype: type = np.float64, cc: tuple[int, int] = (9, 0)
-) -> ArtefactPtx:
-    """:func:`compile_ptx` for the kernels of :func:`gather` and :func:`greedy_solve`, with the
-    argument types of their launches: a kernel that would not compile on the GPU fails here."""
-    with _ptx_compiler(cc) as ptx:
-        tb = exact.tables(rules)
-        bounds: np.ndarray = np.zeros((2, 2), dtype=dtype)
-        ids = np.zeros(1, dtype=np.int64)
-        out = np.zeros(2, dtype=np.float64)
-        host = {k: getattr(tb, k) for k in TABLE_NAMES}
-        gather_ptx = ptx(_made("make_gather"), (bounds, ids, out))
-        greedy_ptx = ptx(
-            _made("make_greedy", tb.columns, tb.faces, THREADS), greedy_args(tb, host, bounds, out)
-        )
-    return ArtefactPtx(gather_ptx, greedy_ptx)
