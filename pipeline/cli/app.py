@@ -8,7 +8,6 @@ Every domain error becomes one line on stderr and its exit code (see ``pipeline.
 # No `from __future__ import annotations`: typer reads the Annotated options at run time.
 import copy
 import errno
-import inspect
 import os
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from pipeline.cli.options import (
     Quiet,
     Tiles,
     fitted_table,
+    in_place_of,
     listing_options,
     out,
     pick_one,
@@ -102,10 +102,8 @@ def _stage_command(name: str, summary: str, example: str) -> None:
         if searching:
             print_best_rules([r.variant for r in reports], data_dir)
 
-    if "solve" not in stage_list:  # no --exact option: the command is called without it
-        shown = inspect.signature(command)
-        kept = [p for p in shown.parameters.values() if p.name != "exact"]
-        command.__signature__ = shown.replace(parameters=kept)  # type: ignore[attr-defined]
+    if "solve" not in stage_list:  # no --exact option where no values are solved
+        command = in_place_of(command, "exact", {}, lambda: False)
     command.__doc__ = f"{summary}\n\nExample: stb-pipeline {name} --variant {example}"
     app.command(name)(command)
 
