@@ -72,10 +72,6 @@ class Asked:
         built = None if self.tables else False
         return self.answers.board(self.variant, position, die, depth, built)
 
-    def exact(self) -> bool:
-        """Whether the answers come from the tables (the board's own objective is built)."""
-        return self.tables and self.answers.boards.found(self.variant).own is not None
-
 
 def asked(variant: str | None, data_dir: Path | None, tables: bool = True) -> Asked:
     """The answers of ``data_dir`` (None: no tables, searched) for a Knucklebones variant."""
@@ -218,7 +214,8 @@ def play(
     found = asked(variant, data_dir)
     rules = found.rules
     game: Knucklebones = rules.game
-    exact = found.exact()
+    # every move looked up where the board's own objective is built
+    exact = found.tables and found.answers.boards.found(found.variant).own is not None
     rng = np.random.default_rng(seed)
     pairs = np.zeros(game.r.columns, dtype=np.int64)  # always from the human's view
     human_turn = human_first
