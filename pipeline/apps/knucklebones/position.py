@@ -183,13 +183,6 @@ def _grow(
             _grow(found, roll, seen, face, depth - 1, not mover_is_root)
 
 
-def board_rows(game: Knucklebones, pairs: np.ndarray, mover: bool) -> list[str]:
-    """A board drawn as rows of dice (``_`` for an empty slot), columns left to right."""
-    cols = game.t.pair_mover[pairs] if mover else game.t.pair_opp[pairs]
-    texts = [game.t.column_text(int(c)).replace(EMPTY_COLUMN, "") for c in cols]
-    return [" ".join(t[r] if r < len(t) else "_" for t in texts) for r in range(game.r.rows)]
-
-
 def play(
     read_line: Callable[[str], str | None],
     write: Callable[[str], None],
@@ -253,11 +246,14 @@ def play(
 
 
 def _show(game: Knucklebones, pairs: np.ndarray, write: Callable[[str], None]) -> None:
+    """Both boards drawn as rows of dice (``_`` for an empty slot), columns left to right."""
     mine, theirs = game.scores(pairs[None, :])
     for who, score, mover in (("solver", theirs, False), ("you", mine, True)):
         write(f"{who} ({int(score[0])})")
-        for row in board_rows(game, pairs, mover=mover):
-            write(f"  {row}")
+        cols = game.t.pair_mover[pairs] if mover else game.t.pair_opp[pairs]
+        texts = [game.t.column_text(int(c)).replace(EMPTY_COLUMN, "") for c in cols]
+        for r in range(game.r.rows):
+            write("  " + " ".join(t[r] if r < len(t) else "_" for t in texts))
 
 
 def _ask_column(
