@@ -207,7 +207,6 @@ def play(
     found = asked(variant, data_dir)
     rules = found.rules
     game: Knucklebones = rules.game
-    # every move looked up where the board's own objective is built
     exact = found.tables and found.answers.boards.found(found.variant).own is not None
     rng = np.random.default_rng(seed)
     pairs = np.zeros(game.r.columns, dtype=np.int64)  # always from the human's view
