@@ -456,16 +456,12 @@ def collect(
                 f"{', '.join(o['name'] for o in omitted)}: {omitted[0]['reason']}; "
                 f"{omitted[0]['instead']}"
             )
+        one_player = ",".join(n for n in default_variants() if REGISTRY[n].players == 1)
         raise ExplorerTablesMissing(
             f"none of the explorer's variants is built in {data_dir}: run "
-            f"`stb-pipeline build --variant {','.join(one_player())} --data-dir {data_dir}`"
+            f"`stb-pipeline build --variant {one_player} --data-dir {data_dir}`"
         )
     return payloads, skipped, omitted
-
-
-def one_player() -> list[str]:
-    """The one-player variants of :func:`default_variants`."""
-    return [n for n in default_variants() if REGISTRY[n].players == 1]
 
 
 def template() -> str:

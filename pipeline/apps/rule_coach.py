@@ -119,9 +119,13 @@ def rule_coach(data_dir: Path, variant: Variant, name: str) -> RuleCoach:
 
 def resolve(data_dir: Path, variant: str, name: str) -> Rule:
     """The rule ``name`` stands for (see the module's text)."""
-    if name == "best" or name.startswith("best-"):
-        size = MAX_KEYS if name == "best" else _size(name)
-        return best_rule(data_dir, variant, size)
+    if name == "best":
+        return best_rule(data_dir, variant, MAX_KEYS)
+    if name.startswith("best-"):
+        digits = name[len("best-") :]  # the number of keys
+        if digits not in {str(k) for k in range(1, MAX_KEYS + 1)}:
+            raise UsageError(f"--rule {name!r}: write best, or best-K with K from 1 to {MAX_KEYS}")
+        return best_rule(data_dir, variant, int(digits))
     if name in NAMED_RULES:
         return parse_spec(NAMED_RULES[name])
     if "-" not in name:
@@ -131,14 +135,6 @@ def resolve(data_dir: Path, variant: str, name: str) -> Rule:
             "or a rule's keys, e.g. max-high,min-count"
         )
     return parse_spec(name)
-
-
-def _size(name: str) -> int:
-    """The number of keys of ``best-K``."""
-    digits = name[len("best-") :]
-    if digits not in {str(k) for k in range(1, MAX_KEYS + 1)}:
-        raise UsageError(f"--rule {name!r}: write best, or best-K with K from 1 to {MAX_KEYS}")
-    return int(digits)
 
 
 def best_rule(data_dir: Path, variant: str, size: int) -> Rule:

@@ -30,7 +30,6 @@ from pipeline.answer.answers import Answers, for_dir
 from pipeline.answer.model import Answer
 from pipeline.apps.seats import check_seat
 from pipeline.errors import UsageError
-from pipeline.games.base import Game
 from pipeline.games.registry import Variant
 
 #: Objectives whose values are probabilities (shown in %, losses in percentage points).
@@ -104,7 +103,11 @@ class Coach:
     def __init__(self, data_dir: Path, variant: Variant, answers: Answers | None = None) -> None:
         """UsageError when the variant is not a Shut the Box game (its tables are read later)."""
         game = variant.make()
-        self.box = _shut_the_box(game, variant.name, variant.view)
+        # its one-player rules (itself, or the N-player game's ``base``): a game drawn as one row
+        # of tiles (its family says so, :attr:`Variant.view`)
+        self.box: Any = getattr(game, "base", game)
+        if variant.view != "tiles" or not hasattr(self.box, "r"):
+            raise UsageError(f"play supports Shut the Box variants; {variant.name} is not one")
         self.variant, self.game, self._variant = variant.name, game, variant
         self.answers = answers if answers is not None else for_dir(data_dir)
         self.n_masks = 1 << self.box.r.tiles
@@ -187,15 +190,6 @@ class Coach:
             )
             for m in self.answer(state_id, roll).moves
         ]
-
-
-def _shut_the_box(game: Game, name: str, view: str) -> Any:
-    """The one-player rules of ``game`` (itself, or the N-player game's ``base``): a game
-    drawn as one row of tiles (its family says so, :attr:`Variant.view`)."""
-    box = getattr(game, "base", game)
-    if view != "tiles" or not hasattr(box, "r"):
-        raise UsageError(f"play supports Shut the Box variants; {name} is not one")
-    return box
 
 
 Ask = Callable[[str, int], int | None]

@@ -26,6 +26,7 @@ from pipeline.cli.options import (
     Quiet,
     Tiles,
     fitted_table,
+    in_place_of,
     listing_options,
     out,
     pick_one,
@@ -90,29 +91,21 @@ def _stage_command(name: str, summary: str, example: str) -> None:
     def command(
         variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
         data_dir: DataDir = DEFAULT_DATA_DIR,
+        exact: Exact = False,
         quiet: Quiet = False,
         custom: Variant | None = None,
     ) -> None:
         searching = stage_list == ("strategies",)
         if searching and not variant and custom is None:
             variant = searchable_built(data_dir)  # `all` names games it cannot search
-        reports = _run_stages(variant, custom, stage_list, data_dir, exact=False)
+        reports = _run_stages(variant, custom, stage_list, data_dir, exact=exact)
         if searching:
             print_best_rules([r.variant for r in reports], data_dir)
 
-    @with_rules
-    def solving_command(
-        variant: ManyVariants = [],  # noqa: B006  (typer needs a literal default)
-        data_dir: DataDir = DEFAULT_DATA_DIR,
-        exact: Exact = False,
-        quiet: Quiet = False,
-        custom: Variant | None = None,
-    ) -> None:
-        _run_stages(variant, custom, stage_list, data_dir, exact=exact)
-
-    chosen = solving_command if "solve" in stage_list else command
-    chosen.__doc__ = f"{summary}\n\nExample: stb-pipeline {name} --variant {example}"
-    app.command(name)(chosen)
+    if "solve" not in stage_list:  # no --exact option where no values are solved
+        command = in_place_of(command, "exact", {}, lambda: False)
+    command.__doc__ = f"{summary}\n\nExample: stb-pipeline {name} --variant {example}"
+    app.command(name)(command)
 
 
 def _run_stages(

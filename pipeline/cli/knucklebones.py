@@ -252,7 +252,10 @@ def benchmark_cmd(
     from pipeline.apps.knucklebones.position import check_depth
     from pipeline.games.knucklebones.game import Knucklebones, KnuckleRules
 
-    depth_list = _ints(depths, "--depths")
+    parts = [p.strip() for p in depths.split(",")]  # small whole numbers
+    if not all(p.isascii() and p.isdigit() and len(p) < 4 for p in parts):
+        raise UsageError(f"--depths {depths!r}: give whole numbers separated by commas")
+    depth_list = [int(p) for p in parts]
     for d in depth_list:
         check_depth(d)
     opp_list = player_names(opponents, "--opponents")
@@ -485,14 +488,6 @@ def loss_cmd(
         )  # fmt: skip
     out.print(table)
     out.print(f"sample: the decisions of {games} random-vs-random games, seed {seed}")
-
-
-def _ints(text: str, option: str) -> list[int]:
-    """Comma-separated small whole numbers; UsageError for an empty or malformed list."""
-    parts = [p.strip() for p in text.split(",")]
-    if not all(p.isascii() and p.isdigit() and len(p) < 4 for p in parts):
-        raise UsageError(f"{option} {text!r}: give whole numbers separated by commas")
-    return [int(p) for p in parts]
 
 
 def register(app: typer.Typer) -> None:

@@ -277,7 +277,7 @@ def book_cmd(
 
     Example: stb-pipeline knucklebones book -v knucklebones-3x2 --plies 5 -o 3x2-d6-book.npz
     """
-    from pipeline.apps.knucklebones.distill import exact_values
+    from pipeline.apps.knucklebones.distill import TOLERANCE, exact_values, provenance
     from pipeline.games.knucklebones.game import board_game
     from pipeline.games.knucklebones.players.artefacts import book_writer
     from pipeline.games.knucklebones.players.book import make
@@ -290,7 +290,7 @@ def book_cmd(
     values = exact_values(rules, _data(data_dir, tables))  # type: ignore[arg-type]
     with progress.task(f"the positions within {plies} placements"):
         found = make(game, values.lookups(), plies, {})
-    found.meta.update(values.provenance(t0))
+    found.meta.update(provenance(values.source, TOLERANCE, t0))
     write_output(output, book_writer(found, compact))
     out.print(
         f"{len(found):,} positions within {plies} placements written to {output} "
@@ -341,7 +341,7 @@ def rate_cmd(
     game = board_game(rules)  # type: ignore[arg-type]
     # checked before use, and to be of the board (ArtefactError: one line naming the file)
     model = None if evaluator is None else artefacts.read_evaluator(evaluator, rules)  # type: ignore[arg-type]
-    made = _players(game, _usual_players(game, model) if players is None else players, model)
+    made = _players(game, players, model)
     packaged = artefacts.decisions_path(rules)  # type: ignore[arg-type]
     if labelled is None and (decisions_file is not None or packaged.exists()):
         asked, drawn = file_decisions(rules, None, decisions_file, decisions, seed)  # type: ignore[arg-type]
@@ -386,31 +386,26 @@ def _where_rows_go(data_dir: Path, name: str, write: bool | None) -> bool:
     return True
 
 
-def _usual_players(game: object, model: object = None) -> str:
-    """`rate`'s players when none are named: the distilled ones only where the board has an
-    evaluator (``model``, or its packaged one), and its record's player among them (the
-    board's default: ``net-d4+6`` on the small boards, ``net-d3+5/12000`` on the full game)."""
-    from pipeline.games.knucklebones.players.engine import board_evaluator
-    from pipeline.games.knucklebones.players.names import player_name
-
-    usual = "greedy,seed-d4,ours-d2,ours-d4"
-    found = model if model is not None else board_evaluator(game)  # type: ignore[arg-type]
-    if found is None:
-        return usual
-    meta = found.meta  # type: ignore[union-attr]
-    recorded = player_name(
-        "net", int(meta.get("depth") or 4), meta.get("deeper"), meta.get("leaves")
-    )
-    return ",".join(dict.fromkeys([*usual.split(","), "net-d2", "net-d4", recorded]))
-
-
-def _players(game: object, names: str, model: object = None) -> dict:
+def _players(game: object, names: str | None, model: object = None) -> dict:
     """The players named in ``--players`` (comma-separated), made for ``game``'s board, the
     ``net`` ones reading ``model`` (None: the board's packaged evaluator); UsageError for an
-    unknown name or a net player on a board without an evaluator."""
+    unknown name or a net player on a board without an evaluator. None names `rate`'s usual
+    players: the distilled ones only where the board has an evaluator (``model``, or its
+    packaged one), and its record's player among them (the board's default: ``net-d4+6`` on
+    the small boards, ``net-d3+5/12000`` on the full game)."""
     from pipeline.apps.knucklebones.match import player_names
-    from pipeline.games.knucklebones.players.engine import Player
+    from pipeline.games.knucklebones.players.engine import Player, board_evaluator
+    from pipeline.games.knucklebones.players.names import player_name
 
+    if names is None:
+        names = "greedy,seed-d4,ours-d2,ours-d4"
+        found = model if model is not None else board_evaluator(game)  # type: ignore[arg-type]
+        if found is not None:
+            meta = found.meta  # type: ignore[union-attr]
+            recorded = player_name(
+                "net", int(meta.get("depth") or 4), meta.get("deeper"), meta.get("leaves")
+            )
+            names = ",".join(dict.fromkeys([*names.split(","), "net-d2", "net-d4", recorded]))
     return {name: Player(game, name, model) for name in player_names(names, "--players")}  # type: ignore[arg-type]
 
 

@@ -24,14 +24,6 @@ import sys
 #: The options this door reads (each with a value); any other word starting with "-" is the
 #: full command's.
 OPTIONS = {"-v": "variant", "--variant": "variant", "-d": "data_dir", "--data-dir": "data_dir"}
-#: The options of a position beyond its tiles (pipeline.cli.options.POSITION_OPTIONS: whole
-#: numbers), read here where written in ASCII digits (anything else: the full command's).
-POSITION = {
-    "--p1-score": "p1_score",
-    "--player": "player",
-    "--best-score": "best_score",
-    "--best-count": "best_count",
-}
 
 
 def main() -> None:
@@ -80,6 +72,10 @@ def parse(argv: list[str]) -> tuple[str | None, str | None, str, dict[str, int]]
     (the full command parses it)."""
     if not argv or argv[0] != "expect":
         return None
+    # the options of a position beyond its tiles (pipeline.cli.options.POSITION_OPTIONS: whole
+    # numbers), read here where written in ASCII digits (anything else: the full command's)
+    from pipeline.apps.server import POSITION_OPTIONS as POSITION
+
     given: dict[str, str] = {}
     tiles: str | None = None
     words = iter(argv[1:])

@@ -152,27 +152,23 @@ POSITION_OPTIONS = {
 }
 
 
-def with_position(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Put the options of :data:`POSITION_OPTIONS` where a command's ``extra`` parameter stands
-    (so that they keep that place in its help); it receives them as ``extra``, the dict of those
-    given (:func:`pipeline.games.tiles.position_extra`), as the answers take them."""
+def in_place_of(
+    fn: Callable[..., Any],
+    name: str,
+    options: dict[str, inspect.Parameter],
+    make: Callable[..., Any],
+) -> Callable[..., Any]:
+    """``fn`` with the parameters ``options`` where its parameter ``name`` stands (typer reads
+    the signature, so they keep that place in its help); it receives ``make`` of their values
+    (by the keys of ``options``) as ``name``."""
     sig = inspect.signature(fn)
-    options = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=None,
-            annotation=Annotated[int | None, option],
-        )
-        for name, option in POSITION_OPTIONS.items()
-    ]
     params: list[inspect.Parameter] = []
     for p in sig.parameters.values():
-        params += options if p.name == "extra" else [p]
+        params += list(options.values()) if p.name == name else [p]
 
     @functools.wraps(fn)
     def wrapper(**kwargs: Any) -> Any:
-        kwargs["extra"] = position_extra(*(kwargs.pop(name) for name in POSITION_OPTIONS))
+        kwargs[name] = make(**{key: kwargs.pop(p.name) for key, p in options.items()})
         return fn(**kwargs)
 
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
@@ -180,11 +176,27 @@ def with_position(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def with_position(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Put the options of :data:`POSITION_OPTIONS` where a command's ``extra`` parameter stands
+    (so that they keep that place in its help); it receives them as ``extra``, the dict of those
+    given (:func:`pipeline.games.tiles.position_extra`), as the answers take them."""
+    options = {
+        name: inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=None,
+            annotation=Annotated[int | None, option],
+        )
+        for name, option in POSITION_OPTIONS.items()
+    }
+    return in_place_of(fn, "extra", options, position_extra)
+
+
 def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the custom rule options to a command; it receives them as ``custom: Variant | None``."""
-    sig = inspect.signature(fn)
-    extra = [
-        inspect.Parameter(
+    """Add the custom rule options to a command, where its ``custom`` parameter stands (last);
+    it receives them as ``custom: Variant | None``."""
+    options = {
+        name: inspect.Parameter(
             f"rule_{name}",
             inspect.Parameter.KEYWORD_ONLY,
             default=None,
@@ -195,18 +207,8 @@ def with_rules(fn: Callable[..., Any]) -> Callable[..., Any]:
             ],
         )
         for name, option in CUSTOM_RULE_OPTIONS.items()
-    ]
-    params = [p for p in sig.parameters.values() if p.name != "custom"] + extra
-
-    @functools.wraps(fn)
-    def wrapper(**kwargs: Any) -> Any:
-        values = {name: kwargs.pop(f"rule_{name}") for name in CUSTOM_RULE_OPTIONS}
-        kwargs["custom"] = variant_from_options(values)
-        return fn(**kwargs)
-
-    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in params}
-    return wrapper
+    }
+    return in_place_of(fn, "custom", options, lambda **values: variant_from_options(values))
 
 
 ManyVariants = Annotated[

@@ -40,22 +40,6 @@ def two_player_game(variant: Variant) -> TwoPlayer:
     return game
 
 
-@contextlib.contextmanager
-def solved_data_dir(variant: Variant) -> Iterator[Path]:
-    """A temporary data directory holding a variant's states and edges, solved on the spot."""
-    game = variant.make()
-    solved = Solved(variant, game, game.graph())
-    frames = stages.stage_frames(solved, ("edges", "solve"))
-    with tempfile.TemporaryDirectory(prefix="stb-verifier-") as tmp:
-        for name, frame in frames.items():
-            if not isinstance(frame, pl.DataFrame):  # only policy rows come in chunks
-                raise TypeError(f"{name} rows of {variant.name} came in chunks, not a frame")
-            tables.replace_rows(
-                Path(tmp), name, {variant.name: frame}, {variant.name: game.rules()}
-            )
-        yield Path(tmp)
-
-
 def export_lines(data_dir: Path, variant: Variant) -> list[str]:
     """The verifier file's lines for a built two-player variant, in file order."""
     two_player_game(variant)
@@ -272,10 +256,18 @@ def pick_two_player(
 
 @contextlib.contextmanager
 def tables_for(variant: Variant, custom: bool, data_dir: Path) -> Iterator[Path]:
-    """The data directory to read: the given one, or a temporary one solved for custom rules."""
+    """The data directory to read: the given one, or for custom rules a temporary one holding
+    the variant's states and edges, solved on the spot."""
     if not custom:
         yield data_dir
         return
-    two_player_game(variant)
-    with solved_data_dir(variant) as tmp:
-        yield tmp
+    game = two_player_game(variant)
+    frames = stages.stage_frames(Solved(variant, game, game.graph()), ("edges", "solve"))
+    with tempfile.TemporaryDirectory(prefix="stb-verifier-") as tmp:
+        for name, frame in frames.items():
+            if not isinstance(frame, pl.DataFrame):  # only policy rows come in chunks
+                raise TypeError(f"{name} rows of {variant.name} came in chunks, not a frame")
+            tables.replace_rows(
+                Path(tmp), name, {variant.name: frame}, {variant.name: game.rules()}
+            )
+        yield Path(tmp)

@@ -25,12 +25,21 @@ from pipeline.store import tables
 
 if TYPE_CHECKING:
     from pipeline.answer.answers import Answers
-    from pipeline.games.registry import Variant
 
 
-def perfect_player(answers: Answers, variant: Variant) -> Play:
-    """Perfect play: the one answer's pick (:mod:`pipeline.answer.boards`) from the exact win
-    tables of ``variant``: the best win probability, ties to the tables' policy."""
+def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -> Play:
+    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN, or perfect
+    (the one answer's pick, :mod:`pipeline.answer.boards`, from the exact win tables in
+    ``answers``' data directory: the best win probability, ties to the tables' policy)."""
+    if name != "perfect":
+        check_player(name)  # a name and depth a user can be told about, in their words
+        return Player(game, name)
+    variant, _ = built(answers, game.r)
+    if variant is None or answers is None:
+        raise UsageError(
+            "player 'perfect' needs the full game's exact tables: `stb-pipeline build "
+            "--variant knucklebones --variant knucklebones-score --device cuda` (a GPU)"
+        )
     rules = answers.board_rules(variant)
 
     def play(pairs: np.ndarray, face: int, rng: np.random.Generator) -> int:
@@ -39,21 +48,6 @@ def perfect_player(answers: Answers, variant: Variant) -> Play:
         return best.column - 1
 
     return play
-
-
-def make_player(game: Knucklebones, name: str, answers: Answers | None = None) -> Play:
-    """A player by name: random, greedy, seed-dN (the Rust solver's heuristic), ours-dN, or perfect
-    (the one answer from the exact tables in ``answers``' data directory)."""
-    if name == "perfect":
-        variant, _ = built(answers, game.r)
-        if variant is None or answers is None:
-            raise UsageError(
-                "player 'perfect' needs the full game's exact tables: `stb-pipeline build "
-                "--variant knucklebones --variant knucklebones-score --device cuda` (a GPU)"
-            )
-        return perfect_player(answers, variant)
-    check_player(name)  # a name and depth a user can be told about, in their words
-    return Player(game, name)
 
 
 def check_player(name: str) -> int:

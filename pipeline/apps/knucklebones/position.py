@@ -72,10 +72,6 @@ class Asked:
         built = None if self.tables else False
         return self.answers.board(self.variant, position, die, depth, built)
 
-    def exact(self) -> bool:
-        """Whether the answers come from the tables (the board's own objective is built)."""
-        return self.tables and self.answers.boards.found(self.variant).own is not None
-
 
 def asked(variant: str | None, data_dir: Path | None, tables: bool = True) -> Asked:
     """The answers of ``data_dir`` (None: no tables, searched) for a Knucklebones variant."""
@@ -187,13 +183,6 @@ def _grow(
             _grow(found, roll, seen, face, depth - 1, not mover_is_root)
 
 
-def board_rows(game: Knucklebones, pairs: np.ndarray, mover: bool) -> list[str]:
-    """A board drawn as rows of dice (``_`` for an empty slot), columns left to right."""
-    cols = game.t.pair_mover[pairs] if mover else game.t.pair_opp[pairs]
-    texts = [game.t.column_text(int(c)).replace(EMPTY_COLUMN, "") for c in cols]
-    return [" ".join(t[r] if r < len(t) else "_" for t in texts) for r in range(game.r.rows)]
-
-
 def play(
     read_line: Callable[[str], str | None],
     write: Callable[[str], None],
@@ -218,7 +207,7 @@ def play(
     found = asked(variant, data_dir)
     rules = found.rules
     game: Knucklebones = rules.game
-    exact = found.exact()
+    exact = found.tables and found.answers.boards.found(found.variant).own is not None
     rng = np.random.default_rng(seed)
     pairs = np.zeros(game.r.columns, dtype=np.int64)  # always from the human's view
     human_turn = human_first
@@ -256,11 +245,14 @@ def play(
 
 
 def _show(game: Knucklebones, pairs: np.ndarray, write: Callable[[str], None]) -> None:
+    """Both boards drawn as rows of dice (``_`` for an empty slot), columns left to right."""
     mine, theirs = game.scores(pairs[None, :])
     for who, score, mover in (("solver", theirs, False), ("you", mine, True)):
         write(f"{who} ({int(score[0])})")
-        for row in board_rows(game, pairs, mover=mover):
-            write(f"  {row}")
+        cols = game.t.pair_mover[pairs] if mover else game.t.pair_opp[pairs]
+        texts = [game.t.column_text(int(c)).replace(EMPTY_COLUMN, "") for c in cols]
+        for r in range(game.r.rows):
+            write("  " + " ".join(t[r] if r < len(t) else "_" for t in texts))
 
 
 def _ask_column(

@@ -49,11 +49,6 @@ class Learned:
     seconds: float
 
 
-def baseline(rules: KnuckleRules) -> str:
-    """The search a new player of ``rules``' board must beat on every measure."""
-    return FULL_GAME_BASELINE if board_name(rules) == board_name(KnuckleRules()) else BASELINE
-
-
 def held_decisions(
     rules: KnuckleRules,
     data_dir: Path | None,
@@ -109,7 +104,8 @@ def self_play(
     learned = time.perf_counter() - t0
     asked, source = held_decisions(rules, data_dir, decisions_file, decisions, plan.seed + 1)
     name = player_name("net", depth, deeper, leaves)
-    base = baseline(rules)
+    # the search it must beat on every measure
+    base = FULL_GAME_BASELINE if board_name(rules) == board_name(KnuckleRules()) else BASELINE
     made: dict[str, Any] = {name: Player(game, name, model), base: Player(game, base)}
     exact_label = packaged_evaluator(rules.columns, rules.rows, rules.faces)
     if exact_label is not None and exact_label.meta.get("method") != model.meta.get("method"):

@@ -13,3 +13,10 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8025
 #: What to install when starlette, uvicorn or orjson is missing.
 INSTALL_HINT = "pip install 'stb-pipeline[serve]' (from a checkout: pip install '.[serve]')"
+#: The options of a position beyond its open tiles (`expect`, `move`; whole numbers) and the
+#: request parameter each is: the console script's door reads them (:mod:`pipeline.cli.lean`),
+#: and the server names parameters where the library's messages name options.
+POSITION_OPTIONS = {
+    f"--{name.replace('_', '-')}": name
+    for name in ("p1_score", "player", "best_score", "best_count")
+}

@@ -18,6 +18,7 @@ from urllib.parse import quote_plus, urlencode
 from pipeline.answer.answers import Answers
 from pipeline.answer.boards import MAX_DEPTH
 from pipeline.answer.describe import describe, listing
+from pipeline.apps.server import POSITION_OPTIONS
 from pipeline.errors import TableError, TablesMissingError, UsageError
 from pipeline.store.directory import Entry
 from pipeline.store.states import DEFAULT_CACHE_MB
@@ -26,11 +27,6 @@ from pipeline.store.states import DEFAULT_CACHE_MB
 MAX_TEXT = 200
 #: Two-player's ``p1_score`` (= best_score): still accepted as a parameter, no menu of its own.
 NPLAYER_SYNONYMS = ("p1_score",)
-#: The game's messages name the CLI's options; a request names parameters.
-_OPTION_NAMES = {
-    "--p1-score": "p1_score", "--player": "player", "--best-score": "best_score",
-    "--best-count": "best_count",
-}  # fmt: skip
 
 
 def check_int(name: str, text: str | None, low: int, high: int) -> int | None:
@@ -150,7 +146,7 @@ class Positions:
             return self.answers.position(variant, tiles, roll=roll, **extra)
         except UsageError as exc:
             message = str(exc)
-            for option, name in _OPTION_NAMES.items():
+            for option, name in POSITION_OPTIONS.items():
                 message = message.replace(option, name)
             raise UsageError(message) from None
 

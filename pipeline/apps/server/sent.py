@@ -55,6 +55,7 @@ class SentAnswers:
         self._keys: list[Key] = []
         """The kept keys, in no order (a random one is dropped in constant time)."""
         self._bytes = 0
+        """The memory the kept answers take (compressed), roughly."""
         self._look: Any = None
         self._random = random.Random(0)
 
@@ -91,11 +92,3 @@ class SentAnswers:
         if last is not key:  # the last key fills the hole
             keys[i] = last
         self._bytes -= cost(key, self._kept.pop(key))
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-    @property
-    def bytes(self) -> int:
-        """The memory the kept answers take (compressed), roughly."""
-        return self._bytes

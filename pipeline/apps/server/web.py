@@ -45,7 +45,6 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -182,19 +181,6 @@ def host_name(header: str | None) -> str | None:
     if colon and not port.isdigit():
         return value if value == "::1" else None
     return name or None
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What :func:`create_app` serves and how (JSON-able: it travels to each server process)."""
-
-    data_dir: str
-    cors: bool = False
-    allowed_hosts: list[str] | None = None
-    cache_mb: int = 256
-    search_workers: int = DEFAULT_WORKERS
-    search_queue: int | None = None
-    answer_cache_mb: float = ANSWER_CACHE_MB
 
 
 def variant_data(positions: Positions, name: str, params: Mapping[str, str]) -> dict[str, Any]:
@@ -539,10 +525,16 @@ def serve(
     ``search_workers`` search processes)."""
     import uvicorn
 
-    settings = Settings(
-        str(Path(data_dir).resolve()), cors, loopback_hosts(host), cache_mb, search_workers,
-        search_queue, answer_cache_mb,
-    )  # fmt: skip
+    # what create_app serves and how, JSON-able: it travels to each server process
+    settings: dict[str, Any] = {
+        "data_dir": str(Path(data_dir).resolve()),
+        "cors": cors,
+        "allowed_hosts": loopback_hosts(host),
+        "cache_mb": cache_mb,
+        "search_workers": search_workers,
+        "search_queue": search_queue,
+        "answer_cache_mb": answer_cache_mb,
+    }
     url = url_of(host, port)  # an empty host is refused before any socket is opened
     sock = listen(host, port)
     # no proxy in front of a local server: uvicorn's middleware for X-Forwarded-* headers would
@@ -553,7 +545,7 @@ def serve(
     }  # fmt: skip
     try:
         if workers <= 1:
-            app = create_app(**asdict(settings))
+            app = create_app(**settings)
             server = uvicorn.Server(uvicorn.Config(app, **common))  # type: ignore[arg-type]
             if ready is not None:
                 ready(url)
@@ -564,7 +556,7 @@ def serve(
             return
         from uvicorn.supervisors import Multiprocess
 
-        os.environ[SETTINGS_ENV] = json.dumps(asdict(settings))
+        os.environ[SETTINGS_ENV] = json.dumps(settings)
         config = uvicorn.Config(
             f"{__name__}:app_from_environment", factory=True, workers=workers,
             **common,  # type: ignore[arg-type]

@@ -44,13 +44,13 @@ def test_kept_answers_stay_within_their_memory() -> None:
     asked = [("/a", f"q={i}".encode()) for i in range(1, 10)]
     for key in asked:
         kept.put(key, look, body)
-        assert kept.bytes <= 3 * size
+        assert kept._bytes <= 3 * size
     held = [key for key in asked if kept.get(key, look) is not None]
-    assert len(kept) == len(held) == 3 and kept.bytes == 3 * size
+    assert len(kept._kept) == len(held) == 3 and kept._bytes == 3 * size
     assert asked[-1] in held  # the newest is always kept
     assert kept.get(asked[-1], look) == body  # as it was sent, not as it is kept
     kept.put(("/a", b"big"), look, noise(4 * size))  # larger than the whole: not kept
-    assert kept.get(("/a", b"big"), look) is None and len(kept) == 3
+    assert kept.get(("/a", b"big"), look) is None and len(kept._kept) == 3
     again = SentAnswers(max_bytes=3 * size)
     again.get(asked[0], look)
     for key in asked:
@@ -80,14 +80,14 @@ def test_a_new_look_drops_every_kept_answer_and_an_old_one_is_not_kept() -> None
     kept.get(("/a", b""), old)
     kept.put(("/a", b""), old, b"old")
     assert kept.get(("/a", b""), old) == b"old"
-    assert kept.get(("/a", b""), new) is None and len(kept) == 0  # the tables changed
+    assert kept.get(("/a", b""), new) is None and len(kept._kept) == 0  # the tables changed
     kept.put(("/a", b""), old, b"old")  # answered before the change: not kept
-    assert len(kept) == 0
+    assert len(kept._kept) == 0
     assert SentAnswers(0).get(("/a", b""), old) is None
     nothing = SentAnswers(0)
     nothing.get(("/a", b""), old)
     nothing.put(("/a", b""), old, b"x")
-    assert len(nothing) == 0  # --answer-cache-mb 0 keeps none
+    assert len(nothing._kept) == 0  # --answer-cache-mb 0 keeps none
 
 
 @pytest.fixture
