@@ -4,9 +4,10 @@ loads.
 `stb-pipeline expect [-v NAME] [-d DIR] [--player N ...] TILES` of a tile game (registered, or a
 box named by its rules), of Double Shutter, of an N-player game or of a registered Knucklebones
 board ("MOVER;OPPONENT") is answered here from the values its build keeps beside the states
-file (:mod:`pipeline.store.lookup`), with the standard library, the registry, the tile codec and
-the family's own reader of positions (``Variant.reader``: its codec or ``Variant.parser``, the
-one its game's ``parse_state`` uses) only: no numpy, DuckDB, pyarrow, polars, typer or rich
+file (:mod:`pipeline.store.lookup`), with the standard library, the map of position options
+(:data:`pipeline.apps.server.POSITION_OPTIONS`), the registry, the tile codec and the family's
+own reader of positions (``Variant.reader``: its codec or ``Variant.parser``, the one its game's
+``parse_state`` uses) only: no numpy, DuckDB, pyarrow, polars, typer or rich
 (about a fifth of the full command's CPU; a tenth of Knucklebones'). Anything else, and
 anything this door is not sure of, runs the full command (:func:`pipeline.cli.app.run`) in the
 same process, which then says what it always says: any other command or option (``--help``,
