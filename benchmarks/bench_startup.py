@@ -19,6 +19,7 @@ opt-in Knucklebones board built in the data directory (2x3, 3x2, 3x3-d4: the big
     python benchmarks/bench_startup.py                      # builds them (~1 min), beside main
     python benchmarks/bench_startup.py --boards              # and the opt-in boards
     python benchmarks/bench_startup.py --data-dir DIR --base /tmp/base --rounds 15
+                                    # DIR built first where it holds no build (and --boards adds)
 
 ``--data-dir`` reuses a directory where they are built:
 
@@ -202,7 +203,10 @@ def main() -> None:
     args = parser.parse_args()
     base = baseline.checkout(args)
     if args.data_dir is not None:
-        measure(args.data_dir.resolve(), base, args.rounds)
+        data = args.data_dir.resolve()
+        if args.boards or not (data / "manifest.json").exists():
+            build(data, args.boards)  # (into a new folder, or what --boards adds: kept there)
+        measure(data, base, args.rounds)
         return
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
