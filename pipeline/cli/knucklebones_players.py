@@ -277,7 +277,7 @@ def book_cmd(
 
     Example: stb-pipeline knucklebones book -v knucklebones-3x2 --plies 5 -o 3x2-d6-book.npz
     """
-    from pipeline.apps.knucklebones.distill import TOLERANCE, exact_values, provenance
+    from pipeline.apps.knucklebones.distill import exact_values
     from pipeline.games.knucklebones.game import board_game
     from pipeline.games.knucklebones.players.artefacts import book_writer
     from pipeline.games.knucklebones.players.book import make
@@ -290,7 +290,7 @@ def book_cmd(
     values = exact_values(rules, _data(data_dir, tables))  # type: ignore[arg-type]
     with progress.task(f"the positions within {plies} placements"):
         found = make(game, values.lookups(), plies, {})
-    found.meta.update(provenance(values.source, TOLERANCE, t0))
+    found.meta.update(values.provenance(t0))
     write_output(output, book_writer(found, compact))
     out.print(
         f"{len(found):,} positions within {plies} placements written to {output} "

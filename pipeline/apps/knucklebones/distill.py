@@ -52,6 +52,10 @@ class Values:
         """Each objective's values as a lookup of state ids."""
         return {k: v.__getitem__ for k, v in self.values.items()}
 
+    def provenance(self, since: float) -> dict[str, Any]:
+        """The record of an artefact made from these values (:func:`provenance`)."""
+        return provenance(self.source, TOLERANCE, since)
+
 
 def provenance(source: str, tolerance: float, since: float) -> dict[str, Any]:
     """The record an artefact made here keeps (the keys `check-artefacts` asks for): where it
@@ -130,7 +134,7 @@ def label(
     values = exact_values(rules, data_dir)
     with progress.task(f"labelling: {games:,} games and {uniform:,} uniform positions"):
         out = labelled_set(game, values.lookups(), games, uniform, seed, only_held_out=held_out)
-    out.meta.update(provenance(values.source, TOLERANCE, t0))
+    out.meta.update(values.provenance(t0))
     return out
 
 
